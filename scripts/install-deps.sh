@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package replica needs. Idempotent; the only place that installs anything.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libdnnl-dev                   # oneDNN: CPU GEMM (fp32, bf16 with fp32 accumulate)
+  libyaml-cpp-dev               # recipes and model configs
+  nlohmann-json3-dev            # config.json, safetensors headers, JSONL, manifests
+  libcli11-dev                  # command line
+  libfmt-dev                    # formatting (g++ 12 has no std::format)
+  libpcre2-dev                  # tokenizer pre-tokenisation regex
+  libxxhash-dev                 # XXH3-128 checksums and fingerprints
+  libgtest-dev libgmock-dev     # unit tests
+  libbenchmark-dev              # micro-benchmarks
+  python3-torch python3-numpy   # the independent reference (fixtures, speed baseline)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,34 @@
+// Whole-file reads and atomic writes (temp name, fsync, rename), so outputs are never half-written.
+#pragma once
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace replica {
+
+std::vector<char> read_file(const std::string& path);
+std::string read_text_file(const std::string& path);
+
+// Writes go to `path + ".tmp"`; commit() flushes, fsyncs and renames onto `path`. Destroying an
+// uncommitted AtomicFile removes the temp file, so a failure leaves nothing behind.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  void write(const void* data, size_t size);
+  void commit();
+
+ private:
+  std::string path_, temp_path_;
+  std::FILE* file_ = nullptr;
+};
+
+void write_text_file_atomic(const std::string& path, const std::string& text);
+
+// fsync a directory so that a rename inside it is durable.
+void fsync_directory(const std::string& dir);
+
+}  // namespace replica
