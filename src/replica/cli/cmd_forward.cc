@@ -1,0 +1,49 @@
+// replica forward: logits of an HF model directory on token ids (.npy) — the parity hook.
+#include <fmt/core.h>
+
+#include "replica/ckpt/hf.h"
+#include "replica/cli/command.h"
+#include "replica/core/error.h"
+#include "replica/core/npy.h"
+#include "replica/core/threads.h"
+#include "replica/model/olmo3.h"
+
+namespace replica::cli {
+
+static Command forward_command(
+    "forward", "Write the logits [B, T, V] of a model on token ids (.npy [B, T])", [](CLI::App& app) {
+      struct Options {
+        std::string model, tokens, out, precision = "fp32";
+        int threads = 0;
+      };
+      auto o = std::make_shared<Options>();
+      app.add_option("--model", o->model, "HF model directory (config.json + safetensors)")->required();
+      app.add_option("--tokens", o->tokens, ".npy of int32/int64/uint32 token ids, shape [B, T] or [T]")->required();
+      app.add_option("--out", o->out, "output .npy, float32 [B, T, V]")->required();
+      app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)");
+      app.add_option("--threads", o->threads, "CPU threads (default: all)");
+      return std::function<int()>([o] {
+        set_num_threads(o->threads);
+        Precision precision = parse_precision(o->precision.c_str());
+        HfModel hf = load_hf_model(o->model);
+        std::vector<int64_t> shape;
+        std::vector<int64_t> ids64 = read_npy_ids(o->tokens, &shape);
+        check(shape.size() == 1 || shape.size() == 2, "{}: token ids must have shape [B, T] or [T], got {} dims",
+              o->tokens, shape.size());
+        const int64_t B = shape.size() == 2 ? shape[0] : 1, T = shape.back();
+        std::vector<int32_t> ids(ids64.size());
+        for (size_t i = 0; i < ids.size(); i++) {
+          check(ids64[i] >= 0 && ids64[i] < hf.config.vocab_size, "{}: token id {} at index {} is outside [0, {})",
+                o->tokens, ids64[i], i, hf.config.vocab_size);
+          ids[i] = int32_t(ids64[i]);
+        }
+        Olmo3 model(hf.config, precision);
+        std::vector<float> logits(size_t(B * T * hf.config.vocab_size));
+        model.forward_logits(hf.params.data(), ids.data(), B, T, logits.data());
+        write_npy(o->out, NpyType::f32, {B, T, hf.config.vocab_size}, logits.data());
+        fmt::print("wrote {} logits [{}, {}, {}] ({})\n", o->out, B, T, hf.config.vocab_size, o->precision);
+        return 0;
+      });
+    });
+
+}  // namespace replica::cli

@@ -1,0 +1,47 @@
+// replica plan: parameter count, memory per component and FLOPs per token of a model, without running it.
+#include <fmt/core.h>
+
+#include "replica/cli/command.h"
+#include "replica/model/flops.h"
+#include "replica/model/olmo3.h"
+
+namespace replica::cli {
+
+static std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
+
+static Command plan_command("plan", "Memory and FLOP plan of a model at a sequence length and micro-batch",
+                            [](CLI::App& app) {
+  struct Options {
+    std::string model;
+    int64_t seq_len = 8192, micro_batch = 1;
+  };
+  auto o = std::make_shared<Options>();
+  app.add_option("--model", o->model, "model YAML, config.json or HF directory")->required();
+  app.add_option("--seq-len", o->seq_len, "sequence length T");
+  app.add_option("--micro-batch", o->micro_batch, "instances per micro-batch B");
+  return std::function<int()>([o] {
+    ModelConfig c = load_model_config(o->model);
+    ParamTable table(c);
+    const double n = double(table.count());
+    const double fpt = training_flops_per_token(c, o->seq_len);
+    fmt::print("model            {}\n", o->model);
+    fmt::print("shape            C={} L={} H={} K={} D={} F={} V={} window={}\n", c.d_model, c.n_layers, c.n_heads,
+               c.n_kv_heads, c.head_dim, c.ffn_hidden, c.vocab_size, c.sliding_window);
+    fmt::print("parameters       {:L} ({:L} in matmuls)\n", int64_t(n), matmul_params(c));
+    fmt::print("weights fp32     {}\n", gib(4 * n));
+    fmt::print("gradients fp32   {}\n", gib(4 * n));
+    fmt::print("adam moments     {}  (exp_avg + exp_avg_sq, fp32)\n", gib(8 * n));
+    fmt::print("activations      B={} T={}\n", o->micro_batch, o->seq_len);
+    for (Remat r : {Remat::none, Remat::block}) {
+      double act = double(Olmo3::activation_bytes(c, r, o->micro_batch, o->seq_len));
+      fmt::print("  remat={:<6}     {}  (total with states: {})\n", r == Remat::none ? "none" : "block", gib(act),
+                 gib(act + 16 * n));
+    }
+    fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
+               6.0 * double(matmul_params(c)), fpt - 6.0 * double(matmul_params(c)));
+    fmt::print("FLOPs per step   {:.4g} per micro-batch\n", fpt * double(o->micro_batch * o->seq_len));
+    return 0;
+  });
+});
+
+}  // namespace replica::cli

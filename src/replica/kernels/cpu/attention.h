@@ -1,0 +1,23 @@
+// Causal self-attention with optional sliding window and GQA, tiled with an online softmax (flash style):
+// memory is O(T) per head and work O(T · min(T, W)); no T×T matrix is ever formed.
+// Query i attends keys j with max(0, i − W + 1) ≤ j ≤ i (W = window; 0 means full causal attention).
+// Query head h reads key/value head h / (H / K).
+#pragma once
+#include <cstdint>
+
+namespace replica {
+
+struct AttentionShape {
+  int64_t B, T, H, K, D, window;
+};
+
+// q, out: [B, T, H, D]; k, v: [B, T, K, D]; lse: [B, H, T] (log-sum-exp of the scaled scores, saved).
+void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                       const AttentionShape& s);
+
+// dq: [B, T, H, D]; dk, dv: [B, T, K, D] (overwritten). Recomputes the probabilities tile by tile from lse.
+// Each (b, h) accumulates its own dk/dv; heads that share a KV head are summed in head order afterwards.
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
+                        const float* q, const float* k, const float* v, const AttentionShape& s);
+
+}  // namespace replica

@@ -1,0 +1,97 @@
+// oneDNN matmul with a primitive cache keyed by shape, strides, accumulation and precision.
+// oneDNN's CPU matmul is deterministic for a fixed shape and thread count.
+#include "replica/kernels/cpu/gemm.h"
+
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "replica/core/bf16.h"
+#include "replica/core/error.h"
+
+namespace replica {
+
+const char* precision_name(Precision p) { return p == Precision::fp32 ? "fp32" : "bf16"; }
+
+Precision parse_precision(const char* text) {
+  std::string_view t(text);
+  if (t == "fp32") return Precision::fp32;
+  if (t == "bf16") return Precision::bf16;
+  fail("precision must be 'fp32' or 'bf16', got '{}'", t);
+}
+
+namespace {
+
+using dnnl::memory;
+using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+
+struct Engine {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<Key, dnnl::matmul> cache;
+  std::mutex mutex;
+  std::vector<bf16> a16, b16;  // operand scratch for bf16 precision
+};
+
+Engine& engine() {
+  static Engine e;
+  return e;
+}
+
+// Memory descriptor of a logical [rows, cols] matrix stored row-major with stride ld, or transposed.
+memory::desc matrix_desc(int64_t rows, int64_t cols, int64_t ld, bool transposed, memory::data_type type) {
+  memory::dims strides = transposed ? memory::dims{1, ld} : memory::dims{ld, 1};
+  return memory::desc({rows, cols}, type, strides);
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+          int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision) {
+  if (M == 0 || N == 0) return;
+  Engine& e = engine();
+  std::lock_guard<std::mutex> lock(e.mutex);
+  bool bf = precision == Precision::bf16;
+  auto in_type = bf ? memory::data_type::bf16 : memory::data_type::f32;
+  // op(B) is [K,N]: B stored [N,K] when trans_b (read transposed), else [K,N].
+  memory::desc a_desc = matrix_desc(M, K, lda, trans_a, in_type);
+  memory::desc b_desc = matrix_desc(K, N, ldb, trans_b, in_type);
+  memory::desc c_desc = matrix_desc(M, N, ldc, false, memory::data_type::f32);
+
+  Key key{trans_a, trans_b, M, N, K, lda, ldb, ldc, accumulate, bf};
+  auto it = e.cache.find(key);
+  if (it == e.cache.end()) {
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
+    auto pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_desc, b_desc, c_desc), attr, e.engine);
+    it = e.cache.emplace(key, dnnl::matmul(pd)).first;
+  }
+
+  const void* a = A;
+  const void* b = B;
+  if (bf) {
+    // Operands are rounded to bf16 in a packed copy with the same strides.
+    size_t a_size = size_t((trans_a ? K : M) - 1) * size_t(lda) + size_t(trans_a ? M : K);
+    size_t b_size = size_t((trans_b ? N : K) - 1) * size_t(ldb) + size_t(trans_b ? K : N);
+    if (e.a16.size() < a_size) e.a16.resize(a_size);
+    if (e.b16.size() < b_size) e.b16.resize(b_size);
+    convert_to_bf16(A, e.a16.data(), a_size);
+    convert_to_bf16(B, e.b16.data(), b_size);
+    a = e.a16.data();
+    b = e.b16.data();
+  }
+  memory a_mem(a_desc, e.engine, const_cast<void*>(a));
+  memory b_mem(b_desc, e.engine, const_cast<void*>(b));
+  memory c_mem(c_desc, e.engine, C);
+  it->second.execute(e.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  e.stream.wait();
+}
+
+}  // namespace replica

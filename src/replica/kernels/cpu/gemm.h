@@ -1,0 +1,35 @@
+// Matrix multiply for Linear layers and the LM head, through oneDNN. Row-major everywhere.
+// `bf16` precision rounds both operands to bfloat16 and accumulates in fp32 (as autocast does);
+// outputs are always fp32.
+#pragma once
+#include <cstdint>
+
+namespace replica {
+
+enum class Precision { fp32, bf16 };
+
+const char* precision_name(Precision p);
+Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::Error
+
+// C[M,N] = A[M,K] · op(B) (+ C if accumulate), where op(B) = B^T for B stored [N,K] (trans_b) or B for
+// B stored [K,N]. A may be transposed too: trans_a means A is stored [K,M].
+// lda/ldb/ldc are row strides in elements.
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+          int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision);
+
+// The three products of a Linear layer y = x · W^T with x [M,K], W [N,K]:
+inline void linear_forward(float* y, const float* x, const float* w, int64_t M, int64_t N, int64_t K, Precision p) {
+  gemm(false, true, M, N, K, x, K, w, K, y, N, false, p);
+}
+// dx[M,K] (+)= dy[M,N] · W[N,K]
+inline void linear_backward_input(float* dx, const float* dy, const float* w, int64_t M, int64_t N, int64_t K,
+                                  bool accumulate, Precision p) {
+  gemm(false, false, M, K, N, dy, N, w, K, dx, K, accumulate, p);
+}
+// dW[N,K] += dy[M,N]^T · x[M,K]
+inline void linear_backward_weight(float* dw, const float* dy, const float* x, int64_t M, int64_t N, int64_t K,
+                                   Precision p) {
+  gemm(true, false, N, K, M, dy, N, x, K, dw, K, true, p);
+}
+
+}  // namespace replica

@@ -1,0 +1,36 @@
+// The LM head fused with fp32 cross-entropy and z-loss, processed in row chunks so that the full
+// [tokens × vocab] logits never exist at once. Per labelled row with lse = logsumexp(logits):
+//   ce = lse − logit[target],   z = lse²,   loss = (Σ ce + z_coef · Σ z) / n_labels (divided by the caller).
+#pragma once
+#include <cstdint>
+
+#include "replica/kernels/cpu/gemm.h"
+
+namespace replica {
+
+constexpr int32_t kIgnoreLabel = -100;
+
+struct LossSums {
+  double ce = 0.0;      // Σ over labelled rows of (lse − logit[target])
+  double z = 0.0;       // Σ over labelled rows of lse²
+  int64_t n_labels = 0;
+  LossSums& operator+=(const LossSums& o) {
+    ce += o.ce;
+    z += o.z;
+    n_labels += o.n_labels;
+    return *this;
+  }
+};
+
+struct LmHeadGrads {
+  float* dhidden;     // [N, C], overwritten
+  float* dweight;     // [V, C], accumulated
+  float grad_scale;   // d(loss)/d(Σ ce + z_coef Σ z): 1 / (labels in the whole optimizer batch)
+};
+
+// hidden [N, C] (after the final norm), weight [V, C], targets [N] (kIgnoreLabel = no label).
+// With grads, also computes the backward pass in the same sweep.
+LossSums lm_head_loss(const float* hidden, const float* weight, const int32_t* targets, int64_t N, int64_t C,
+                      int64_t V, float z_coef, Precision precision, const LmHeadGrads* grads);
+
+}  // namespace replica

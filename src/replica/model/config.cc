@@ -1,0 +1,207 @@
+// ModelConfig parsing (HF config.json and YAML model files share Olmo3Config's keys) and validation.
+#include "replica/model/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "replica/core/error.h"
+#include "replica/core/file.h"
+
+namespace replica {
+
+using nlohmann::json;
+
+void ModelConfig::validate(const std::string& source) const {
+  auto positive = [&](int64_t v, const char* key) {
+    check(v > 0, "{}: '{}' must be a positive integer, got {}", source, key, v);
+  };
+  positive(vocab_size, "vocab_size");
+  positive(d_model, "hidden_size");
+  positive(ffn_hidden, "intermediate_size");
+  positive(n_layers, "num_hidden_layers");
+  positive(n_heads, "num_attention_heads");
+  positive(n_kv_heads, "num_key_value_heads");
+  positive(head_dim, "head_dim");
+  positive(max_seq_len, "max_position_embeddings");
+  check(n_heads % n_kv_heads == 0, "{}: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})",
+        source, n_heads, n_kv_heads);
+  check(head_dim % 2 == 0, "{}: head_dim must be even for RoPE, got {}", source, head_dim);
+  check(int64_t(sliding.size()) == n_layers, "{}: layer_types has {} entries, expected num_hidden_layers = {}", source,
+        sliding.size(), n_layers);
+  bool any_sliding = false;
+  for (bool s : sliding) any_sliding |= s;
+  check(!any_sliding || sliding_window > 0, "{}: layer_types has sliding_attention layers but sliding_window is {}",
+        source, sliding_window);
+  check(norm_eps > 0, "{}: rms_norm_eps must be positive", source);
+  check(rope_theta > 0, "{}: rope_theta must be positive", source);
+}
+
+// The keys we understand. HF bookkeeping keys that do not change the math are accepted and ignored.
+static const std::set<std::string> kModelKeys = {
+    "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "rms_norm_eps", "rope_theta", "rope_parameters", "rope_scaling",
+    "sliding_window", "layer_types", "tie_word_embeddings", "max_position_embeddings", "norm_placement", "qk_norm",
+    "initializer_range", "eos_token_id", "pad_token_id", "bos_token_id", "hidden_act", "attention_bias",
+    "attention_dropout", "architectures", "torch_dtype", "dtype", "transformers_version", "use_cache", "name",
+    "mlp_bias", "pretraining_tp"};
+
+template <typename T>
+static T get(const json& j, const char* key, const std::string& source, T fallback) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  try {
+    return j[key].get<T>();
+  } catch (const json::exception&) {
+    fail("{}: key '{}' has value {} of the wrong type", source, key, j[key].dump());
+  }
+}
+
+ModelConfig model_config_from_json(const json& j, const std::string& source) {
+  check(j.is_object(), "{}: a model config must be a mapping of keys", source);
+  for (auto& [key, value] : j.items())
+    check(kModelKeys.count(key) != 0, "{}: unknown model config key '{}'", source, key);
+
+  ModelConfig c;
+  c.model_type = get<std::string>(j, "model_type", source, "olmo3");
+  check(c.model_type == "olmo3" || c.model_type == "olmo2" || c.model_type == "llama",
+        "{}: model_type '{}' is not supported (expected olmo3, olmo2 or llama)", source, c.model_type);
+  bool olmo = c.model_type != "llama";
+  c.vocab_size = get<int64_t>(j, "vocab_size", source, 0);
+  c.d_model = get<int64_t>(j, "hidden_size", source, 0);
+  c.ffn_hidden = get<int64_t>(j, "intermediate_size", source, 0);
+  c.n_layers = get<int64_t>(j, "num_hidden_layers", source, 0);
+  c.n_heads = get<int64_t>(j, "num_attention_heads", source, 0);
+  c.n_kv_heads = get<int64_t>(j, "num_key_value_heads", source, c.n_heads);
+  c.head_dim = get<int64_t>(j, "head_dim", source, c.n_heads > 0 ? c.d_model / c.n_heads : 0);
+  c.norm_eps = get<double>(j, "rms_norm_eps", source, 1e-6);
+  c.rope_theta = get<double>(j, "rope_theta", source, 500000.0);
+  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+    const json& rp = j["rope_parameters"];
+    std::string type = get<std::string>(rp, "rope_type", source, "default");
+    check(type == "default", "{}: rope_parameters.rope_type '{}' is not supported yet (only 'default'; YaRN is the "
+          "stage-3 long-context feature)", source, type);
+    c.rope_theta = get<double>(rp, "rope_theta", source, c.rope_theta);
+  }
+  check(!j.contains("rope_scaling") || j["rope_scaling"].is_null(),
+        "{}: rope_scaling is not supported yet (stage-1/2 configs have rope_scaling: null)", source);
+  c.sliding_window = get<int64_t>(j, "sliding_window", source, 0);
+  c.tie_embeddings = get<bool>(j, "tie_word_embeddings", source, false);
+  c.max_seq_len = get<int64_t>(j, "max_position_embeddings", source, 8192);
+  c.qk_norm = get<bool>(j, "qk_norm", source, olmo);
+  c.init_std = get<double>(j, "initializer_range", source, 0.02);
+  c.eos_token_id = get<int64_t>(j, "eos_token_id", source, 100257);
+  c.pad_token_id = get<int64_t>(j, "pad_token_id", source, 100277);
+  std::string placement = get<std::string>(j, "norm_placement", source, olmo ? "reordered" : "pre");
+  check(placement == "reordered" || placement == "pre",
+        "{}: norm_placement must be 'reordered' (OLMo 2/3) or 'pre' (Llama), got '{}'", source, placement);
+  c.norm_placement = placement == "reordered" ? NormPlacement::reordered : NormPlacement::pre;
+  std::string act = get<std::string>(j, "hidden_act", source, "silu");
+  check(act == "silu", "{}: hidden_act must be 'silu' (SwiGLU), got '{}'", source, act);
+  check(!get<bool>(j, "attention_bias", source, false), "{}: attention_bias=true is not supported", source);
+
+  if (j.contains("layer_types") && !j["layer_types"].is_null()) {
+    for (const json& t : j["layer_types"]) {
+      std::string type = t.is_string() ? t.get<std::string>() : t.dump();
+      check(type == "sliding_attention" || type == "full_attention",
+            "{}: layer_types entry '{}' (expected sliding_attention or full_attention)", source, type);
+      c.sliding.push_back(type == "sliding_attention");
+    }
+  } else {
+    // HF Olmo3 default: three sliding layers then one full, so the last of every four is global.
+    // OLMo 2 and Llama have full attention everywhere.
+    for (int64_t i = 0; i < c.n_layers; i++) c.sliding.push_back(c.model_type == "olmo3" && (i + 1) % 4 != 0);
+  }
+  c.validate(source);
+  return c;
+}
+
+static json yaml_to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      json j = json::object();
+      for (auto it : node) j[it.first.as<std::string>()] = yaml_to_json(it.second);
+      return j;
+    }
+    case YAML::NodeType::Sequence: {
+      json j = json::array();
+      for (auto item : node) j.push_back(yaml_to_json(item));
+      return j;
+    }
+    case YAML::NodeType::Scalar: {
+      std::string s = node.Scalar();
+      if (node.Tag() == "!") return s;  // quoted
+      if (s == "true" || s == "True") return true;
+      if (s == "false" || s == "False") return false;
+      if (s == "null" || s == "~") return nullptr;
+      try {
+        size_t used = 0;
+        long long i = std::stoll(s, &used);
+        if (used == s.size()) return i;
+        double d = std::stod(s, &used);
+        if (used == s.size()) return d;
+      } catch (...) {
+      }
+      return s;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+ModelConfig load_model_config(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::string file = fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path;
+  check(fs::exists(file), "{}: model config not found", file);
+  std::string ext = fs::path(file).extension().string();
+  json j;
+  if (ext == ".yaml" || ext == ".yml") {
+    try {
+      j = yaml_to_json(YAML::LoadFile(file));
+    } catch (const YAML::Exception& e) {
+      fail("{}: invalid YAML ({})", file, e.what());
+    }
+  } else {
+    try {
+      j = json::parse(read_text_file(file));
+    } catch (const json::exception& e) {
+      fail("{}: invalid JSON ({})", file, e.what());
+    }
+  }
+  return model_config_from_json(j, file);
+}
+
+json model_config_to_hf_json(const ModelConfig& c) {
+  json layer_types = json::array();
+  for (bool s : c.sliding) layer_types.push_back(s ? "sliding_attention" : "full_attention");
+  const char* arch = c.model_type == "olmo3" ? "Olmo3ForCausalLM"
+                     : c.model_type == "olmo2" ? "Olmo2ForCausalLM" : "LlamaForCausalLM";
+  json j = {{"architectures", {arch}},
+            {"model_type", c.model_type},
+            {"vocab_size", c.vocab_size},
+            {"hidden_size", c.d_model},
+            {"intermediate_size", c.ffn_hidden},
+            {"num_hidden_layers", c.n_layers},
+            {"num_attention_heads", c.n_heads},
+            {"num_key_value_heads", c.n_kv_heads},
+            {"head_dim", c.head_dim},
+            {"hidden_act", "silu"},
+            {"rms_norm_eps", c.norm_eps},
+            {"rope_theta", c.rope_theta},
+            {"rope_scaling", nullptr},
+            {"tie_word_embeddings", c.tie_embeddings},
+            {"max_position_embeddings", c.max_seq_len},
+            {"attention_bias", false},
+            {"attention_dropout", 0.0},
+            {"initializer_range", c.init_std},
+            {"eos_token_id", c.eos_token_id},
+            {"pad_token_id", c.pad_token_id}};
+  if (c.model_type == "olmo3") {
+    j["sliding_window"] = c.sliding_window;
+    j["layer_types"] = layer_types;
+  }
+  return j;
+}
+
+}  // namespace replica

@@ -1,0 +1,296 @@
+// Olmo3 forward and backward: embedding → blocks → final norm → fused LM head + loss.
+//
+// Block with reordered norms (OLMo 2/3):        Block with pre-norm (Llama):
+//   h   = x + norm1(attn(x))                       h   = x + attn(norm1(x))
+//   out = h + norm2(mlp(h))                        out = h + mlp(norm2(h))
+// attn(x) = o_proj(attention(rope(q_norm(q_proj x)), rope(k_norm(k_proj x)), v_proj x))
+// mlp(x)  = down_proj(silu(gate_proj x) · up_proj x)
+#include "replica/model/olmo3.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "replica/core/error.h"
+#include "replica/kernels/cpu/attention.h"
+#include "replica/kernels/cpu/embedding.h"
+#include "replica/kernels/cpu/rmsnorm.h"
+#include "replica/kernels/cpu/swiglu.h"
+
+namespace replica {
+
+Remat parse_remat(const std::string& text) {
+  if (text == "none") return Remat::none;
+  if (text == "block") return Remat::block;
+  fail("remat policy must be 'none' or 'block', got '{}'", text);
+}
+
+std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T) {
+  std::vector<int32_t> targets(size_t(B * T));
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t t = 0; t < T; t++) targets[size_t(b * T + t)] = t + 1 < T ? ids[b * T + t + 1] : kIgnoreLabel;
+  return targets;
+}
+
+using Buffer = std::vector<float>;
+
+// Saved activations of one block (N = B·T rows).
+struct Olmo3::BlockActs {
+  Buffer q, k, v;          // projections [N, H·D], [N, K·D], [N, K·D]
+  Buffer qr, kr;           // after QK-norm and RoPE: attention inputs
+  Buffer rstd_q, rstd_k;   // [N]
+  Buffer att, lse;         // attention output [N, H·D], log-sum-exp [B, H, T]
+  Buffer ao;               // o_proj output [N, C]
+  Buffer n1, rstd1;        // norm1 output [N, C] and its rstd
+  Buffer h;                // residual after the attention branch [N, C]
+  Buffer g, u, s;          // gate, up, silu(gate)·up [N, F]
+  Buffer m;                // down_proj output [N, C]
+  Buffer n2, rstd2;        // norm2 output and its rstd
+
+  void allocate(const ModelConfig& c, int64_t B, int64_t T) {
+    const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
+    const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
+    for (Buffer* b : {&q, &qr, &att}) b->assign(N * HD, 0.0f);
+    for (Buffer* b : {&k, &v, &kr}) b->assign(N * KD, 0.0f);
+    for (Buffer* b : {&rstd_q, &rstd_k, &rstd1, &rstd2}) b->assign(N, 0.0f);
+    lse.assign(size_t(B * c.n_heads * T), 0.0f);
+    for (Buffer* b : {&ao, &n1, &h, &m, &n2}) b->assign(N * C, 0.0f);
+    for (Buffer* b : {&g, &u, &s}) b->assign(N * F, 0.0f);
+  }
+  static size_t floats(const ModelConfig& c, int64_t B, int64_t T) {
+    const size_t N = size_t(B * T);
+    return N * (3 * size_t(c.q_width()) + 3 * size_t(c.kv_width()) + 4 + 5 * size_t(c.d_model) +
+                3 * size_t(c.ffn_hidden)) + size_t(B * c.n_heads * T);
+  }
+};
+
+// Everything sized by (B, T): residual stream per layer, block activations, backward scratch.
+struct Olmo3::Workspace {
+  int64_t B = 0, T = 0;
+  bool training = false;
+  std::unique_ptr<RopeTable> rope;
+  std::vector<Buffer> resid;  // [L + 1][N, C]: block inputs, then the last block's output
+  std::vector<BlockActs> acts;
+  Buffer final_out, final_rstd;
+  // Backward scratch.
+  Buffer dres, dfinal, dq, dk, dv, dqr, dkr, datt, dao, dx_branch, dg, du, ds, dm;
+};
+
+Olmo3::Olmo3(ModelConfig config, Precision precision, Remat remat)
+    : config_(std::move(config)), table_(config_), precision_(precision), remat_(remat),
+      ws_(std::make_unique<Workspace>()) {}
+
+Olmo3::~Olmo3() = default;
+
+size_t Olmo3::activation_bytes(const ModelConfig& c, Remat remat, int64_t B, int64_t T) {
+  const size_t N = size_t(B * T), C = size_t(c.d_model);
+  size_t blocks = remat == Remat::none ? size_t(c.n_layers) : 1;
+  size_t resid = size_t(c.n_layers + 1) * N * C;
+  size_t scratch = N * (3 * size_t(c.q_width()) + 4 * size_t(c.kv_width()) + 3 * C + 3 * size_t(c.ffn_hidden));
+  return 4 * (blocks * BlockActs::floats(c, B, T) + resid + scratch + 2 * N * C);
+}
+
+void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
+  check(T <= config_.max_seq_len, "sequence length {} exceeds max_position_embeddings {}", T, config_.max_seq_len);
+  Workspace& w = *ws_;
+  const bool keep_all = for_training && remat_ == Remat::none;
+  const size_t want_acts = keep_all ? size_t(config_.n_layers) : 1;
+  if (w.B == B && w.T == T && w.acts.size() == want_acts && (w.training || !for_training)) return;
+  const ModelConfig& c = config_;
+  const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
+  const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
+  w.B = B;
+  w.T = T;
+  w.training = for_training;
+  w.rope = std::make_unique<RopeTable>(T, c.head_dim, c.rope_theta);
+  w.resid.assign(size_t(c.n_layers + 1), Buffer(N * C));
+  w.acts.resize(want_acts);
+  for (BlockActs& a : w.acts) a.allocate(c, B, T);
+  w.final_out.assign(N * C, 0.0f);
+  w.final_rstd.assign(N, 0.0f);
+  if (!for_training) return;
+  for (Buffer* b : {&w.dq, &w.dqr, &w.datt}) b->assign(N * HD, 0.0f);
+  for (Buffer* b : {&w.dk, &w.dv, &w.dkr}) b->assign(N * KD, 0.0f);
+  for (Buffer* b : {&w.dres, &w.dfinal, &w.dao, &w.dx_branch, &w.dm}) b->assign(N * C, 0.0f);
+  for (Buffer* b : {&w.dg, &w.du, &w.ds}) b->assign(N * F, 0.0f);
+}
+
+void Olmo3::check_ids(const int32_t* ids, int64_t n) const {
+  for (int64_t i = 0; i < n; i++)
+    check(ids[i] >= 0 && ids[i] < config_.vocab_size, "token id {} at position {} is outside the vocabulary [0, {})",
+          ids[i], i, config_.vocab_size);
+}
+
+void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* out, BlockActs& a) {
+  const ModelConfig& c = config_;
+  const BlockOffsets& o = table_.blocks[size_t(layer)];
+  const int64_t B = ws_->B, T = ws_->T, N = B * T, C = c.d_model, F = c.ffn_hidden;
+  const int64_t HD = c.q_width(), KD = c.kv_width();
+  const float eps = float(c.norm_eps);
+  const bool reordered = c.norm_placement == NormPlacement::reordered;
+  const Precision p = precision_;
+
+  // Attention branch.
+  const float* attn_in = x;
+  if (!reordered) {
+    rmsnorm_forward(a.n1.data(), a.rstd1.data(), x, P + o.norm1, N, C, eps);
+    attn_in = a.n1.data();
+  }
+  linear_forward(a.q.data(), attn_in, P + o.wq, N, HD, C, p);
+  linear_forward(a.k.data(), attn_in, P + o.wk, N, KD, C, p);
+  linear_forward(a.v.data(), attn_in, P + o.wv, N, KD, C, p);
+  if (c.qk_norm) {
+    rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P + o.q_norm, N, HD, eps);
+    rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P + o.k_norm, N, KD, eps);
+  } else {
+    a.qr = a.q;
+    a.kr = a.k;
+  }
+  rope_forward(a.qr.data(), *ws_->rope, B, T, c.n_heads, c.head_dim);
+  rope_forward(a.kr.data(), *ws_->rope, B, T, c.n_kv_heads, c.head_dim);
+  const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
+  attention_forward(a.att.data(), a.lse.data(), a.qr.data(), a.kr.data(), a.v.data(), shape);
+  linear_forward(a.ao.data(), a.att.data(), P + o.wo, N, C, HD, p);
+  const float* attn_out = a.ao.data();
+  if (reordered) {
+    rmsnorm_forward(a.n1.data(), a.rstd1.data(), a.ao.data(), P + o.norm1, N, C, eps);
+    attn_out = a.n1.data();
+  }
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < N * C; i++) a.h[size_t(i)] = x[i] + attn_out[i];
+
+  // MLP branch.
+  const float* mlp_in = a.h.data();
+  if (!reordered) {
+    rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.h.data(), P + o.norm2, N, C, eps);
+    mlp_in = a.n2.data();
+  }
+  linear_forward(a.g.data(), mlp_in, P + o.w_gate, N, F, C, p);
+  linear_forward(a.u.data(), mlp_in, P + o.w_up, N, F, C, p);
+  swiglu_forward(a.s.data(), a.g.data(), a.u.data(), N * F);
+  linear_forward(a.m.data(), a.s.data(), P + o.w_down, N, C, F, p);
+  const float* mlp_out = a.m.data();
+  if (reordered) {
+    rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.m.data(), P + o.norm2, N, C, eps);
+    mlp_out = a.n2.data();
+  }
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < N * C; i++) out[i] = a.h[size_t(i)] + mlp_out[i];
+}
+
+// On entry dres = d(loss)/d(block output); on exit d(loss)/d(block input x).
+void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float* x, BlockActs& a, float* dres) {
+  const ModelConfig& c = config_;
+  const BlockOffsets& o = table_.blocks[size_t(layer)];
+  Workspace& w = *ws_;
+  const int64_t B = w.B, T = w.T, N = B * T, C = c.d_model, F = c.ffn_hidden;
+  const int64_t HD = c.q_width(), KD = c.kv_width();
+  const bool reordered = c.norm_placement == NormPlacement::reordered;
+  const Precision p = precision_;
+
+  // MLP branch: out = h + norm2(m) (reordered) or h + m(norm2(h)) (pre).
+  const float* dm = dres;
+  if (reordered) {
+    rmsnorm_backward(w.dm.data(), G + o.norm2, dres, a.m.data(), P + o.norm2, a.rstd2.data(), N, C, false);
+    dm = w.dm.data();
+  }
+  const float* mlp_in = reordered ? a.h.data() : a.n2.data();
+  linear_backward_input(w.ds.data(), dm, P + o.w_down, N, C, F, false, p);
+  linear_backward_weight(G + o.w_down, dm, a.s.data(), N, C, F, p);
+  swiglu_backward(w.dg.data(), w.du.data(), w.ds.data(), a.g.data(), a.u.data(), N * F);
+  linear_backward_input(w.dx_branch.data(), w.dg.data(), P + o.w_gate, N, F, C, false, p);
+  linear_backward_input(w.dx_branch.data(), w.du.data(), P + o.w_up, N, F, C, true, p);
+  linear_backward_weight(G + o.w_gate, w.dg.data(), mlp_in, N, F, C, p);
+  linear_backward_weight(G + o.w_up, w.du.data(), mlp_in, N, F, C, p);
+  if (reordered) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < N * C; i++) dres[i] += w.dx_branch[size_t(i)];
+  } else {
+    rmsnorm_backward(dres, G + o.norm2, w.dx_branch.data(), a.h.data(), P + o.norm2, a.rstd2.data(), N, C, true);
+  }
+  // dres is now d(loss)/dh. Attention branch: h = x + norm1(ao) (reordered) or x + ao(norm1(x)) (pre).
+  const float* dao = dres;
+  if (reordered) {
+    rmsnorm_backward(w.dao.data(), G + o.norm1, dres, a.ao.data(), P + o.norm1, a.rstd1.data(), N, C, false);
+    dao = w.dao.data();
+  }
+  linear_backward_input(w.datt.data(), dao, P + o.wo, N, C, HD, false, p);
+  linear_backward_weight(G + o.wo, dao, a.att.data(), N, C, HD, p);
+  const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
+  attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att.data(), a.lse.data(),
+                     a.qr.data(), a.kr.data(), a.v.data(), shape);
+  rope_backward(w.dqr.data(), *w.rope, B, T, c.n_heads, c.head_dim);
+  rope_backward(w.dkr.data(), *w.rope, B, T, c.n_kv_heads, c.head_dim);
+  const float* dq = w.dqr.data();
+  const float* dk = w.dkr.data();
+  if (c.qk_norm) {
+    rmsnorm_backward(w.dq.data(), G + o.q_norm, w.dqr.data(), a.q.data(), P + o.q_norm, a.rstd_q.data(), N, HD,
+                     false);
+    rmsnorm_backward(w.dk.data(), G + o.k_norm, w.dkr.data(), a.k.data(), P + o.k_norm, a.rstd_k.data(), N, KD,
+                     false);
+    dq = w.dq.data();
+    dk = w.dk.data();
+  }
+  const float* attn_in = reordered ? x : a.n1.data();
+  linear_backward_input(w.dx_branch.data(), dq, P + o.wq, N, HD, C, false, p);
+  linear_backward_input(w.dx_branch.data(), dk, P + o.wk, N, KD, C, true, p);
+  linear_backward_input(w.dx_branch.data(), w.dv.data(), P + o.wv, N, KD, C, true, p);
+  linear_backward_weight(G + o.wq, dq, attn_in, N, HD, C, p);
+  linear_backward_weight(G + o.wk, dk, attn_in, N, KD, C, p);
+  linear_backward_weight(G + o.wv, w.dv.data(), attn_in, N, KD, C, p);
+  if (reordered) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < N * C; i++) dres[i] += w.dx_branch[size_t(i)];
+  } else {
+    rmsnorm_backward(dres, G + o.norm1, w.dx_branch.data(), x, P + o.norm1, a.rstd1.data(), N, C, true);
+  }
+}
+
+// Runs embedding → blocks → final norm; ws_->final_out holds the normed hidden states.
+void Olmo3::forward_to_final_norm(const float* P, const int32_t* ids, bool keep_all) {
+  Workspace& w = *ws_;
+  const int64_t N = w.B * w.T, C = config_.d_model;
+  check_ids(ids, N);
+  embedding_forward(w.resid[0].data(), ids, P + table_.embed, N, C);
+  for (int64_t l = 0; l < config_.n_layers; l++)
+    block_forward(P, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), w.acts[keep_all ? size_t(l) : 0]);
+  rmsnorm_forward(w.final_out.data(), w.final_rstd.data(), w.resid.back().data(), P + table_.final_norm, N, C,
+                  float(config_.norm_eps));
+}
+
+LossSums Olmo3::forward_backward(const float* P, float* G, const Batch& batch, float z_coef, float grad_scale) {
+  prepare(batch.B, batch.T, true);
+  Workspace& w = *ws_;
+  const ModelConfig& c = config_;
+  const int64_t N = batch.B * batch.T, C = c.d_model;
+  const bool keep_all = remat_ == Remat::none;
+  forward_to_final_norm(P, batch.ids, keep_all);
+  LmHeadGrads head{w.dfinal.data(), G + table_.lm_head, grad_scale};
+  LossSums sums = lm_head_loss(w.final_out.data(), P + table_.lm_head, batch.targets, N, C, c.vocab_size, z_coef,
+                               precision_, &head);
+  rmsnorm_backward(w.dres.data(), G + table_.final_norm, w.dfinal.data(), w.resid.back().data(),
+                   P + table_.final_norm, w.final_rstd.data(), N, C, false);
+  for (int64_t l = c.n_layers - 1; l >= 0; l--) {
+    BlockActs& a = w.acts[keep_all ? size_t(l) : 0];
+    // Recompute this block's activations; its output (already in resid[l + 1]) is rewritten identically.
+    if (!keep_all) block_forward(P, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), a);
+    block_backward(P, G, l, w.resid[size_t(l)].data(), a, w.dres.data());
+  }
+  embedding_backward(G + table_.embed, batch.ids, w.dres.data(), N, C);
+  return sums;
+}
+
+LossSums Olmo3::forward_loss(const float* P, const Batch& batch, float z_coef) {
+  prepare(batch.B, batch.T, false);
+  forward_to_final_norm(P, batch.ids, false);
+  return lm_head_loss(ws_->final_out.data(), P + table_.lm_head, batch.targets, batch.B * batch.T, config_.d_model,
+                      config_.vocab_size, z_coef, precision_, nullptr);
+}
+
+void Olmo3::forward_logits(const float* P, const int32_t* ids, int64_t B, int64_t T, float* logits) {
+  prepare(B, T, false);
+  forward_to_final_norm(P, ids, false);
+  linear_forward(logits, ws_->final_out.data(), P + table_.lm_head, B * T, config_.vocab_size, config_.d_model,
+                 precision_);
+}
+
+}  // namespace replica

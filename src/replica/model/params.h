@@ -1,0 +1,54 @@
+// ParamTable: every parameter's HF name, shape and offset in one flat fp32 buffer. Gradients and both
+// Adam moments use the same table, so clipping, AdamW, sharding and checkpointing are one loop each.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "replica/model/config.h"
+
+namespace replica {
+
+enum class ParamKind { embedding, matrix, norm };
+
+struct ParamEntry {
+  std::string name;
+  std::vector<int64_t> shape;
+  size_t offset = 0;
+  size_t numel = 0;
+  ParamKind kind;
+};
+
+// Offsets of one transformer block's tensors in the flat buffer. For reordered norms (OLMo), norm1 is
+// post_attention_layernorm and norm2 post_feedforward_layernorm; for pre-norm (Llama) norm1 is
+// input_layernorm and norm2 post_attention_layernorm (the norm before the MLP).
+struct BlockOffsets {
+  size_t wq, wk, wv, wo, q_norm, k_norm, w_gate, w_up, w_down, norm1, norm2;
+};
+
+class ParamTable {
+ public:
+  explicit ParamTable(const ModelConfig& config);
+
+  const std::vector<ParamEntry>& entries() const { return entries_; }
+  size_t total() const { return total_; }  // buffer length (tensors are 16-float aligned)
+  size_t count() const;                    // number of parameters
+  const ParamEntry& at(const std::string& name) const;
+  bool has(const std::string& name) const { return index_.count(name) != 0; }
+
+  size_t embed = 0, final_norm = 0, lm_head = 0;  // lm_head == embed when tied
+  std::vector<BlockOffsets> blocks;
+
+ private:
+  size_t add(std::string name, std::vector<int64_t> shape, ParamKind kind);
+  std::vector<ParamEntry> entries_;
+  std::map<std::string, size_t> index_;
+  size_t total_ = 0;
+};
+
+// OLMo-core initialisation: every matrix (embedding included) truncated normal (0, init_std, ±3σ),
+// norms 1. A pure function of (seed, parameter name, element index): thread count does not matter.
+void init_params(const ModelConfig& config, const ParamTable& table, uint64_t seed, float* params);
+
+}  // namespace replica
