@@ -197,6 +197,11 @@ json model_config_to_hf_json(const ModelConfig& c) {
             {"initializer_range", c.init_std},
             {"eos_token_id", c.eos_token_id},
             {"pad_token_id", c.pad_token_id}};
+  // replica's variant knobs are written only where they differ from the model type's default.
+  const bool olmo = c.model_type != "llama";
+  if (c.qk_norm != olmo) j["qk_norm"] = c.qk_norm;
+  if ((c.norm_placement == NormPlacement::reordered) != olmo)
+    j["norm_placement"] = c.norm_placement == NormPlacement::reordered ? "reordered" : "pre";
   if (c.model_type == "olmo3") {
     j["sliding_window"] = c.sliding_window;
     j["layer_types"] = layer_types;

@@ -1,0 +1,310 @@
+// CPU kernels against naive double-precision implementations: forward values, and backward passes
+// against central finite differences of the naive forward (in double).
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "replica/core/bf16.h"
+#include "replica/kernels/cpu/attention.h"
+#include "replica/kernels/cpu/embedding.h"
+#include "replica/kernels/cpu/gemm.h"
+#include "replica/kernels/cpu/lm_head_loss.h"
+#include "replica/kernels/cpu/rmsnorm.h"
+#include "replica/kernels/cpu/rope.h"
+#include "replica/kernels/cpu/swiglu.h"
+
+namespace replica {
+namespace {
+
+using Vec = std::vector<double>;
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+Vec to_double(const std::vector<float>& v) { return Vec(v.begin(), v.end()); }
+
+// Gradient of the scalar f at x by central differences (in double).
+Vec numerical_gradient(const std::function<double(const Vec&)>& f, Vec x, double h = 1e-6) {
+  Vec grad(x.size());
+  for (size_t i = 0; i < x.size(); i++) {
+    double saved = x[i];
+    x[i] = saved + h;
+    double up = f(x);
+    x[i] = saved - h;
+    double down = f(x);
+    x[i] = saved;
+    grad[i] = (up - down) / (2 * h);
+  }
+  return grad;
+}
+
+double max_rel(const std::vector<float>& a, const Vec& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); i++) {
+    diff = std::max(diff, std::fabs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(b[i]));
+  }
+  return diff / scale;
+}
+
+// ---- attention -------------------------------------------------------------------------------------
+
+// Naive attention in double over explicit scores: the definition the tiled kernel must match.
+Vec naive_attention(const Vec& q, const Vec& k, const Vec& v, const AttentionShape& s) {
+  Vec out(size_t(s.B * s.T * s.H * s.D), 0.0);
+  const double scale = 1.0 / std::sqrt(double(s.D));
+  for (int64_t b = 0; b < s.B; b++)
+    for (int64_t h = 0; h < s.H; h++) {
+      const int64_t g = h / (s.H / s.K);
+      for (int64_t i = 0; i < s.T; i++) {
+        Vec scores;
+        std::vector<int64_t> keys;
+        for (int64_t j = 0; j <= i; j++) {
+          if (s.window > 0 && j <= i - s.window) continue;
+          double dotp = 0;
+          for (int64_t d = 0; d < s.D; d++)
+            dotp += q[size_t(((b * s.T + i) * s.H + h) * s.D + d)] * k[size_t(((b * s.T + j) * s.K + g) * s.D + d)];
+          scores.push_back(dotp * scale);
+          keys.push_back(j);
+        }
+        double m = *std::max_element(scores.begin(), scores.end()), z = 0;
+        for (double& x : scores) z += (x = std::exp(x - m));
+        for (size_t n = 0; n < keys.size(); n++)
+          for (int64_t d = 0; d < s.D; d++)
+            out[size_t(((b * s.T + i) * s.H + h) * s.D + d)] +=
+                scores[n] / z * v[size_t(((b * s.T + keys[n]) * s.K + g) * s.D + d)];
+      }
+    }
+  return out;
+}
+
+class Attention : public ::testing::TestWithParam<AttentionShape> {};
+
+TEST_P(Attention, ForwardMatchesNaive) {
+  const AttentionShape s = GetParam();
+  auto q = random_floats(size_t(s.B * s.T * s.H * s.D), 1), k = random_floats(size_t(s.B * s.T * s.K * s.D), 2),
+       v = random_floats(size_t(s.B * s.T * s.K * s.D), 3);
+  std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T));
+  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
+  EXPECT_LE(max_rel(out, naive_attention(to_double(q), to_double(k), to_double(v), s)), 2e-6);
+}
+
+TEST_P(Attention, BackwardMatchesFiniteDifferences) {
+  const AttentionShape s = GetParam();
+  auto q = random_floats(size_t(s.B * s.T * s.H * s.D), 4), k = random_floats(size_t(s.B * s.T * s.K * s.D), 5),
+       v = random_floats(size_t(s.B * s.T * s.K * s.D), 6), dout = random_floats(q.size(), 7);
+  std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size());
+  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
+  attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
+                     v.data(), s);
+  const Vec qd = to_double(q), kd = to_double(k), vd = to_double(v), g = to_double(dout);
+  auto loss = [&](const Vec& q2, const Vec& k2, const Vec& v2) {
+    Vec o = naive_attention(q2, k2, v2, s);
+    double total = 0;
+    for (size_t i = 0; i < o.size(); i++) total += o[i] * g[i];
+    return total;
+  };
+  EXPECT_LE(max_rel(dq, numerical_gradient([&](const Vec& x) { return loss(x, kd, vd); }, qd)), 1e-5);
+  EXPECT_LE(max_rel(dk, numerical_gradient([&](const Vec& x) { return loss(qd, x, vd); }, kd)), 1e-5);
+  EXPECT_LE(max_rel(dv, numerical_gradient([&](const Vec& x) { return loss(qd, kd, x); }, vd)), 1e-5);
+}
+
+// Shapes: several tiles (T > 64) with windows smaller than a tile, spanning tiles, and ≥ T; MHA and GQA.
+INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
+                         ::testing::Values(AttentionShape{1, 7, 2, 2, 4, 0}, AttentionShape{2, 70, 2, 1, 8, 0},
+                                           AttentionShape{1, 150, 4, 2, 4, 5},
+                                           AttentionShape{1, 131, 2, 2, 8, 70},
+                                           AttentionShape{2, 33, 3, 1, 6, 100}),
+                         [](const auto& info) {
+                           const AttentionShape& s = info.param;
+                           return "B" + std::to_string(s.B) + "T" + std::to_string(s.T) + "H" + std::to_string(s.H) +
+                                  "K" + std::to_string(s.K) + "W" + std::to_string(s.window);
+                         });
+
+TEST(Attention, ThreadCountDoesNotChangeBits) {
+  const AttentionShape s{2, 100, 4, 2, 8, 30};
+  auto q = random_floats(size_t(s.B * s.T * s.H * s.D), 8), k = random_floats(size_t(s.B * s.T * s.K * s.D), 9),
+       v = random_floats(size_t(s.B * s.T * s.K * s.D), 10), dout = random_floats(q.size(), 11);
+  auto run = [&](int threads) {
+    omp_set_num_threads(threads);
+    std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size());
+    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
+    attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
+                       v.data(), s);
+    out.insert(out.end(), dq.begin(), dq.end());
+    out.insert(out.end(), dk.begin(), dk.end());
+    out.insert(out.end(), dv.begin(), dv.end());
+    return out;
+  };
+  std::vector<float> one = run(1), two = run(2);
+  omp_set_num_threads(2);
+  EXPECT_EQ(one, two);
+}
+
+// ---- RMSNorm, RoPE, SwiGLU, embedding ---------------------------------------------------------------
+
+TEST(RmsNorm, ForwardAndBackward) {
+  const int64_t rows = 70, C = 24;  // more rows than one reduction block
+  const float eps = 1e-6f;
+  auto x = random_floats(size_t(rows * C), 12), w = random_floats(size_t(C), 13), dy = random_floats(x.size(), 14);
+  for (float& wi : w) wi += 1.0f;
+  std::vector<float> y(x.size()), rstd(rows), dx(x.size()), dw(size_t(C), 0.0f);
+  rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), rows, C, eps);
+  auto naive = [&](const Vec& xs, const Vec& ws) {
+    Vec out(xs.size());
+    for (int64_t r = 0; r < rows; r++) {
+      double ss = 0;
+      for (int64_t c = 0; c < C; c++) ss += xs[size_t(r * C + c)] * xs[size_t(r * C + c)];
+      double s = 1.0 / std::sqrt(ss / double(C) + double(eps));
+      for (int64_t c = 0; c < C; c++) out[size_t(r * C + c)] = xs[size_t(r * C + c)] * s * ws[size_t(c)];
+    }
+    return out;
+  };
+  const Vec xd = to_double(x), wd = to_double(w), g = to_double(dy);
+  EXPECT_LE(max_rel(y, naive(xd, wd)), 1e-6);
+  rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), rows, C, false);
+  auto loss = [&](const Vec& xs, const Vec& ws) {
+    Vec o = naive(xs, ws);
+    double t = 0;
+    for (size_t i = 0; i < o.size(); i++) t += o[i] * g[i];
+    return t;
+  };
+  EXPECT_LE(max_rel(dx, numerical_gradient([&](const Vec& v) { return loss(v, wd); }, xd)), 1e-6);
+  EXPECT_LE(max_rel(dw, numerical_gradient([&](const Vec& v) { return loss(xd, v); }, wd)), 1e-6);
+}
+
+TEST(Rope, RotatesHalvesAndInvertsExactly) {
+  const int64_t B = 2, T = 9, heads = 3, D = 8;
+  const double theta = 10000.0;
+  RopeTable table(T, D, theta);
+  auto x = random_floats(size_t(B * T * heads * D), 15);
+  std::vector<float> y = x;
+  rope_forward(y.data(), table, B, T, heads, D);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t t = 0; t < T; t++)
+      for (int64_t h = 0; h < heads; h++)
+        for (int64_t i = 0; i < D / 2; i++) {
+          const size_t base = size_t(((b * T + t) * heads + h) * D);
+          const double angle = double(t) / std::pow(theta, 2.0 * double(i) / double(D));
+          const double x1 = x[base + size_t(i)], x2 = x[base + size_t(i + D / 2)];
+          EXPECT_NEAR(y[base + size_t(i)], x1 * std::cos(angle) - x2 * std::sin(angle), 1e-6);
+          EXPECT_NEAR(y[base + size_t(i + D / 2)], x2 * std::cos(angle) + x1 * std::sin(angle), 1e-6);
+        }
+  // The backward pass is the transpose (inverse) rotation: it maps y back to x.
+  rope_backward(y.data(), table, B, T, heads, D);
+  for (size_t i = 0; i < x.size(); i++) EXPECT_NEAR(y[i], x[i], 1e-6);
+}
+
+TEST(SwiGlu, ForwardAndBackward) {
+  const int64_t n = 257;
+  auto g = random_floats(size_t(n), 16, 2.0f), u = random_floats(size_t(n), 17), ds = random_floats(size_t(n), 18);
+  std::vector<float> s(n), dg(n), du(n);
+  swiglu_forward(s.data(), g.data(), u.data(), n);
+  swiglu_backward(dg.data(), du.data(), ds.data(), g.data(), u.data(), n);
+  for (int64_t i = 0; i < n; i++) {
+    auto f = [&](double gi, double ui) { return gi / (1.0 + std::exp(-gi)) * ui; };
+    const double h = 1e-6;
+    EXPECT_NEAR(s[size_t(i)], f(g[size_t(i)], u[size_t(i)]), 1e-6);
+    EXPECT_NEAR(dg[size_t(i)], ds[size_t(i)] * (f(g[size_t(i)] + h, u[size_t(i)]) - f(g[size_t(i)] - h, u[size_t(i)])) / (2 * h),
+                1e-5);
+    EXPECT_NEAR(du[size_t(i)], ds[size_t(i)] * f(g[size_t(i)], 1.0), 1e-6);
+  }
+}
+
+TEST(Embedding, GatherAndScatterAddWithRepeatedIds) {
+  const int64_t V = 5, C = 70, N = 6;
+  auto table = random_floats(size_t(V * C), 19), dout = random_floats(size_t(N * C), 20);
+  std::vector<int32_t> ids = {3, 1, 3, 0, 3, 4};
+  std::vector<float> out(size_t(N * C)), dtable(size_t(V * C), 0.0f);
+  embedding_forward(out.data(), ids.data(), table.data(), N, C);
+  embedding_backward(dtable.data(), ids.data(), dout.data(), N, C);
+  for (int64_t c = 0; c < C; c++) {
+    EXPECT_EQ(out[size_t(2 * C + c)], table[size_t(3 * C + c)]);
+    EXPECT_EQ(dtable[size_t(3 * C + c)], (dout[size_t(c)] + dout[size_t(2 * C + c)]) + dout[size_t(4 * C + c)]);
+    EXPECT_EQ(dtable[size_t(2 * C + c)], 0.0f);
+  }
+}
+
+// ---- GEMM and the fused LM head + loss ------------------------------------------------------------
+
+TEST(Gemm, AllTransposesMatchNaive) {
+  const int64_t M = 13, N = 17, K = 19;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      auto A = random_floats(size_t(M * K), 21), B = random_floats(size_t(K * N), 22), C = random_floats(size_t(M * N), 23);
+      std::vector<float> out = C;
+      gemm(ta, tb, M, N, K, A.data(), ta ? M : K, B.data(), tb ? K : N, out.data(), N, true, Precision::fp32);
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+          double sum = C[size_t(i * N + j)];
+          for (int64_t k = 0; k < K; k++)
+            sum += double(ta ? A[size_t(k * M + i)] : A[size_t(i * K + k)]) * (tb ? B[size_t(j * K + k)] : B[size_t(k * N + j)]);
+          EXPECT_NEAR(out[size_t(i * N + j)], sum, 1e-5) << "trans_a=" << ta << " trans_b=" << tb;
+        }
+    }
+}
+
+TEST(Gemm, Bf16RoundsOperandsAndAccumulatesInFp32) {
+  const int64_t M = 4, N = 5, K = 300;
+  auto A = random_floats(size_t(M * K), 24), B = random_floats(size_t(N * K), 25);
+  std::vector<float> out(size_t(M * N));
+  linear_forward(out.data(), A.data(), B.data(), M, N, K, Precision::bf16);
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      double sum = 0;
+      for (int64_t k = 0; k < K; k++)
+        sum += double(round_to_bf16(A[size_t(i * K + k)])) * double(round_to_bf16(B[size_t(j * K + k)]));
+      EXPECT_NEAR(out[size_t(i * N + j)], sum, 1e-4);
+    }
+}
+
+TEST(LmHeadLoss, LossAndGradientsMatchNaive) {
+  const int64_t N = 9, C = 12, V = 37;
+  const float z_coef = 1e-2f;  // large, so the z-loss term is visible in the gradient
+  auto hidden = random_floats(size_t(N * C), 26), weight = random_floats(size_t(V * C), 27);
+  std::vector<int32_t> targets = {3, 0, 36, kIgnoreLabel, 5, 5, 17, 2, kIgnoreLabel};
+  const float scale = 1.0f / 7.0f;
+  std::vector<float> dhidden(size_t(N * C)), dweight(size_t(V * C), 0.0f);
+  LmHeadGrads grads{dhidden.data(), dweight.data(), scale};
+  LossSums sums = lm_head_loss(hidden.data(), weight.data(), targets.data(), N, C, V, z_coef, Precision::fp32, &grads);
+
+  auto naive = [&](const Vec& h, const Vec& w, double* ce_out, double* z_out) {
+    double ce = 0, z = 0;
+    for (int64_t n = 0; n < N; n++) {
+      if (targets[size_t(n)] == kIgnoreLabel) continue;
+      Vec logits(V, 0.0);
+      for (int64_t v = 0; v < V; v++)
+        for (int64_t c = 0; c < C; c++) logits[size_t(v)] += h[size_t(n * C + c)] * w[size_t(v * C + c)];
+      double m = *std::max_element(logits.begin(), logits.end()), s = 0;
+      for (double l : logits) s += std::exp(l - m);
+      double lse = m + std::log(s);
+      ce += lse - logits[size_t(targets[size_t(n)])];
+      z += lse * lse;
+    }
+    if (ce_out) *ce_out = ce;
+    if (z_out) *z_out = z;
+    return (ce + double(z_coef) * z) * double(scale);
+  };
+  double ce, z;
+  const Vec hd = to_double(hidden), wd = to_double(weight);
+  naive(hd, wd, &ce, &z);
+  EXPECT_EQ(sums.n_labels, 7);
+  EXPECT_NEAR(sums.ce, ce, 1e-5 * ce);
+  EXPECT_NEAR(sums.z, z, 1e-5 * z);
+  EXPECT_LE(max_rel(dhidden, numerical_gradient([&](const Vec& x) { return naive(x, wd, nullptr, nullptr); }, hd)),
+            1e-5);
+  EXPECT_LE(max_rel(dweight, numerical_gradient([&](const Vec& x) { return naive(hd, x, nullptr, nullptr); }, wd)),
+            1e-5);
+}
+
+}  // namespace
+}  // namespace replica

@@ -1,0 +1,135 @@
+// ModelConfig parsing (YAML and HF JSON), validation errors, the parameter table, init and FLOP counting.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "replica/core/error.h"
+#include "replica/model/config.h"
+#include "replica/model/flops.h"
+#include "replica/model/params.h"
+
+namespace replica {
+namespace {
+
+std::string config_path(const std::string& name) { return std::string(REPLICA_SOURCE_DIR) + "/configs/models/" + name; }
+
+TEST(ModelConfig, Olmo3_7bHasThePublishedShape) {
+  ModelConfig c = load_model_config(config_path("olmo3_7b.yaml"));
+  EXPECT_EQ(c.d_model, 4096);
+  EXPECT_EQ(c.n_layers, 32);
+  EXPECT_EQ(c.n_heads, 32);
+  EXPECT_EQ(c.n_kv_heads, 32);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.ffn_hidden, 11008);
+  EXPECT_EQ(c.vocab_size, 100352);
+  EXPECT_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.norm_eps, 1e-6);
+  EXPECT_FALSE(c.tie_embeddings);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.norm_placement, NormPlacement::reordered);
+  for (int64_t l = 0; l < 32; l++) EXPECT_EQ(c.window(l), (l + 1) % 4 == 0 ? 0 : 4096) << "layer " << l;
+  EXPECT_EQ(ParamTable(c).count(), 7298617344u);
+}
+
+TEST(ModelConfig, Olmo3_32bUsesGqa) {
+  ModelConfig c = load_model_config(config_path("olmo3_32b.yaml"));
+  EXPECT_EQ(c.n_kv_heads, 8);
+  EXPECT_EQ(c.n_heads, 40);
+  ParamTable t(c);
+  EXPECT_EQ(t.at("model.layers.0.self_attn.k_proj.weight").shape, (std::vector<int64_t>{1024, 5120}));
+  EXPECT_EQ(t.at("model.layers.0.self_attn.k_norm.weight").shape, (std::vector<int64_t>{1024}));
+}
+
+TEST(ModelConfig, HfJsonVariants) {
+  nlohmann::json j = {{"model_type", "llama"}, {"vocab_size", 64}, {"hidden_size", 32}, {"intermediate_size", 48},
+                      {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                      {"tie_word_embeddings", true}, {"rope_theta", 10000.0}, {"torch_dtype", "float32"}};
+  ModelConfig c = model_config_from_json(j, "config.json");
+  EXPECT_EQ(c.norm_placement, NormPlacement::pre);
+  EXPECT_FALSE(c.qk_norm);
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.window(0), 0);
+  ParamTable t(c);
+  EXPECT_TRUE(t.has("model.layers.1.input_layernorm.weight"));
+  EXPECT_FALSE(t.has("lm_head.weight"));
+  EXPECT_EQ(t.lm_head, t.embed);
+  // Round trip through the HF config writer.
+  ModelConfig again = model_config_from_json(model_config_to_hf_json(c), "round trip");
+  EXPECT_EQ(ParamTable(again).count(), t.count());
+  EXPECT_EQ(again.norm_placement, NormPlacement::pre);
+}
+
+void expect_error(nlohmann::json j, const std::string& fragment) {
+  try {
+    model_config_from_json(j, "bad.json");
+    FAIL() << "expected an error mentioning " << fragment;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ModelConfig, BadConfigsNameTheKey) {
+  nlohmann::json good = {{"vocab_size", 64}, {"hidden_size", 32}, {"intermediate_size", 48},
+                         {"num_hidden_layers", 4}, {"num_attention_heads", 4}, {"sliding_window", 8}};
+  EXPECT_NO_THROW(model_config_from_json(good, "good.json"));
+  auto with = [&](const char* key, nlohmann::json value) {
+    nlohmann::json j = good;
+    j[key] = value;
+    return j;
+  };
+  expect_error(with("hidden_sise", 32), "unknown model config key 'hidden_sise'");
+  expect_error(with("num_key_value_heads", 3), "num_key_value_heads");
+  expect_error(with("num_hidden_layers", 0), "num_hidden_layers");
+  expect_error(with("layer_types", {"full_attention"}), "layer_types has 1 entries");
+  expect_error(with("hidden_size", "big"), "'hidden_size'");
+  expect_error(with("sliding_window", 0), "sliding_window");
+  expect_error(with("norm_placement", "post"), "norm_placement");
+  expect_error(with("head_dim", 7), "head_dim");
+}
+
+TEST(Init, TruncatedNormalIndependentOfThreads) {
+  ModelConfig c = load_model_config(config_path("olmo3_tiny.yaml"));
+  ParamTable t(c);
+  auto run = [&](int threads) {
+    omp_set_num_threads(threads);
+    std::vector<float> p(t.total(), 0.0f);
+    init_params(c, t, 1234, p.data());
+    return p;
+  };
+  std::vector<float> one = run(1), two = run(2);
+  omp_set_num_threads(2);
+  EXPECT_EQ(one, two);
+  const ParamEntry& wq = t.at("model.layers.0.self_attn.q_proj.weight");
+  double sum = 0, sum_sq = 0, max_abs = 0;
+  for (size_t i = 0; i < wq.numel; i++) {
+    double x = one[wq.offset + i];
+    sum += x;
+    sum_sq += x * x;
+    max_abs = std::max(max_abs, std::fabs(x));
+  }
+  const double n = double(wq.numel), std = std::sqrt(sum_sq / n);
+  EXPECT_NEAR(sum / n, 0.0, 0.002);
+  EXPECT_NEAR(std, 0.02 * 0.9866, 0.0005);  // the std of N(0, σ) truncated at ±3σ is 0.9866σ
+  EXPECT_LE(max_abs, 0.06);
+  EXPECT_EQ(one[t.at("model.layers.0.post_attention_layernorm.weight").offset], 1.0f);
+  std::vector<float> other(t.total(), 0.0f);
+  init_params(c, t, 1235, other.data());
+  EXPECT_NE(other[wq.offset], one[wq.offset]);
+}
+
+TEST(Flops, CountsMatmulsAndCausalWindowedAttention) {
+  ModelConfig c = load_model_config(config_path("olmo3_7b.yaml"));
+  EXPECT_EQ(matmul_params(c), 6887047168);
+  EXPECT_DOUBLE_EQ(mean_visible_keys(8, 0), 4.5);
+  EXPECT_DOUBLE_EQ(mean_visible_keys(8, 3), (1 + 2 + 3 + 3 * 5) / 8.0);
+  EXPECT_DOUBLE_EQ(mean_visible_keys(8, 100), 4.5);
+  // At T = 8192: 24 sliding layers see ≈ 3072.4 keys per query on average, 8 full layers 4096.5.
+  const double attention = 12.0 * 4096 * (24 * mean_visible_keys(8192, 4096) + 8 * 4096.5);
+  EXPECT_DOUBLE_EQ(training_flops_per_token(c, 8192), 6.0 * 6887047168 + attention);
+}
+
+}  // namespace
+}  // namespace replica

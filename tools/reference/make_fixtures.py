@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""Generate golden fixtures for replica's C++ parity tests from the PyTorch reference (olmo3_ref.py).
+
+usage: /usr/bin/python3 tools/reference/make_fixtures.py --out DIR
+Writes DIR/<case>/{config.json, model.safetensors, tokens.npy, logits_fp32.npy, logits_bf16.npy,
+loss.json, loss_bf16.json, grads.safetensors, grads_bf16.safetensors} and DIR/cases.json.
+Deterministic and idempotent; prints one summary line.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import olmo3_ref as ref  # noqa: E402
+
+Z_LOSS = 1e-5
+FIXTURE_STD = 0.1  # larger than the 0.02 training init: peakier attention and logits, so bugs show
+S, F = "sliding_attention", "full_attention"
+
+# name: (config overrides, B, T, seed). Base config below; one line per case.
+CASES = {
+    # MHA, window >= T (sliding layers behave as full), untied, odd T
+    "mha_window_ge_t": (dict(vocab_size=64, hidden_size=32, num_attention_heads=4, num_key_value_heads=4,
+                             num_hidden_layers=2, sliding_window=64, layer_types=[S, F]), 2, 37, 1),
+    # GQA H=4 K=2, D=16, every layer sliding with W < T
+    "gqa_h4k2_all_sliding": (dict(vocab_size=96, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                  num_hidden_layers=2, sliding_window=8, layer_types=[S, S]), 1, 50, 2),
+    # GQA H=4 K=1 (MQA), tied embeddings, T > 64 with several tiles, W=12
+    "gqa_h4k1_tied_t77": (dict(vocab_size=128, hidden_size=32, num_attention_heads=4, num_key_value_heads=1,
+                               num_hidden_layers=3, sliding_window=12, layer_types=[S, F, S],
+                               tie_word_embeddings=True), 2, 77, 3),
+    # default 3:1 pattern (layer_types absent -> s,s,s,f), T=130, W=20, rope_theta 1e4
+    "default_pattern_t130": (dict(vocab_size=80, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+                                  num_hidden_layers=4, sliding_window=20, rope_theta=10000.0), 1, 130, 4),
+    # alternating s,f,s,f, B=3, tiny window 5, tied
+    "sfsf_b3_w5": (dict(vocab_size=72, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+                        num_hidden_layers=4, sliding_window=5, layer_types=[S, F, S, F],
+                        tie_word_embeddings=True), 3, 33, 5),
+    # olmo3 with every layer full (sliding_window present but unused), untied, V=300
+    "all_full_v300": (dict(vocab_size=300, hidden_size=48, num_attention_heads=4, num_key_value_heads=4,
+                           num_hidden_layers=2, sliding_window=7, layer_types=[F, F]), 2, 40, 6),
+    # head_dim decoupled from hidden/heads (H*D = 64 != C = 32), GQA, W=16, T=100
+    "head_dim16_c32": (dict(vocab_size=64, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+                            head_dim=16, num_hidden_layers=2, sliding_window=16, layer_types=[S, F]), 1, 100, 7),
+    # OLMo 2: reordered norm + QK-norm, every layer full
+    "olmo2": (dict(model_type="olmo2", architectures=["Olmo2ForCausalLM"], vocab_size=100, hidden_size=32,
+                   num_attention_heads=4, num_key_value_heads=4, num_hidden_layers=2), 2, 45, 8),
+    # Llama: pre-norm, no QK-norm, GQA, full attention, eps 1e-5
+    "llama": (dict(model_type="llama", architectures=["LlamaForCausalLM"], vocab_size=90, hidden_size=32,
+                   num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2, rms_norm_eps=1e-5,
+                   rope_theta=10000.0), 2, 29, 9),
+}
+
+
+def make_config(overrides: dict) -> dict:
+    c = {
+        "architectures": ["Olmo3ForCausalLM"],
+        "model_type": "olmo3",
+        "vocab_size": 64,
+        "hidden_size": 32,
+        "intermediate_size": 88,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 500000.0,
+        "rope_scaling": None,
+        "max_position_embeddings": 256,
+        "initializer_range": 0.02,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float32",
+    }
+    c.update(overrides)
+    if c["model_type"] != "olmo3":
+        c.pop("sliding_window", None)
+        c.pop("layer_types", None)
+    return c
+
+
+def run(params, cfg, ids, dtype, precision):
+    """Forward + backward; returns logits (float32 numpy), loss dict, grads (float32 tensors)."""
+    p = ref.leaf_params(params, dtype)
+    logits = ref.forward(p, cfg, ids, precision)
+    total, ce, z = ref.loss(logits, ids, Z_LOSS)
+    total.backward()
+    n = ids.shape[0] * (ids.shape[1] - 1)
+    losses = {"loss": float(total), "ce": float(ce), "z_loss": Z_LOSS * float(z),
+              "lse_sq_mean": float(z), "z_loss_coef": Z_LOSS, "n_labels": n}
+    grads = {k: v.grad.detach().to(torch.float32) for k, v in p.items()}
+    return logits.detach().to(torch.float32).numpy(), losses, grads
+
+
+def write_json(path, obj):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2)  # json writes floats with repr (shortest round-trip) precision
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def write_npy(path, arr):
+    tmp = path + ".tmp.npy"
+    np.save(tmp, arr)
+    os.replace(tmp, path)
+
+
+def make_case(out_dir, name, overrides, B, T, seed):
+    config = make_config(overrides)
+    cfg = ref.load_config(config)
+    params = ref.init_params(cfg, seed, std=FIXTURE_STD, norm_jitter=0.1)
+    g = torch.Generator().manual_seed(1000 + seed)
+    ids = torch.randint(0, cfg.vocab_size, (B, T), generator=g, dtype=torch.int64)
+
+    d = os.path.join(out_dir, name)
+    ref.save_hf(d, config, params, "F32")
+    write_npy(os.path.join(d, "tokens.npy"), ids.numpy())
+
+    # fp32 goldens: the same code in float64 on the float32 weights, stored as float32
+    logits, losses, grads = run(params, cfg, ids, torch.float64, "fp32")
+    write_npy(os.path.join(d, "logits_fp32.npy"), logits)
+    write_json(os.path.join(d, "loss.json"), losses)
+    ref.save_safetensors(os.path.join(d, "grads.safetensors"), grads, "F32")
+
+    # bf16 goldens: computed in float32, matmul operands rounded to bf16 (forward and backward)
+    logits, losses, grads = run(params, cfg, ids, torch.float32, "bf16")
+    write_npy(os.path.join(d, "logits_bf16.npy"), logits)
+    write_json(os.path.join(d, "loss_bf16.json"), losses)
+    ref.save_safetensors(os.path.join(d, "grads_bf16.safetensors"), grads, "F32")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="fixture directory (created if missing)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)  # deterministic reductions
+    t0 = time.time()
+    os.makedirs(args.out, exist_ok=True)
+    for name, (overrides, B, T, seed) in CASES.items():
+        make_case(args.out, name, overrides, B, T, seed)
+    write_json(os.path.join(args.out, "cases.json"), list(CASES))
+    print(f"make_fixtures: {len(CASES)} cases written to {args.out} in {time.time() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
