@@ -123,7 +123,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
                          ::testing::Values(AttentionShape{1, 7, 2, 2, 4, 0}, AttentionShape{2, 70, 2, 1, 8, 0},
                                            AttentionShape{1, 150, 4, 2, 4, 5},
                                            AttentionShape{1, 131, 2, 2, 8, 70},
-                                           AttentionShape{2, 33, 3, 1, 6, 100}),
+                                           AttentionShape{2, 33, 3, 1, 6, 100},
+                                           AttentionShape{1, 70, 2, 1, 32, 0}, AttentionShape{1, 75, 1, 1, 48, 9},
+                                           AttentionShape{1, 66, 1, 1, 80, 0}),
                          [](const auto& info) {
                            const AttentionShape& s = info.param;
                            return "B" + std::to_string(s.B) + "T" + std::to_string(s.T) + "H" + std::to_string(s.H) +

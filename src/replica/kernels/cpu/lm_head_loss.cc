@@ -5,41 +5,36 @@
 #include <cmath>
 #include <vector>
 
+#include "replica/kernels/cpu/simd.h"
+
 namespace replica {
 
 namespace {
 
-constexpr int64_t kLanes = 16;  // partial sums per row: vectorisable and in a fixed order
-
 float row_max(const float* x, int64_t n) {
-  float lane[kLanes];
-  std::fill(lane, lane + kLanes, -INFINITY);
+  simd::f16v lanes = simd::splat(-INFINITY);
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int64_t j = 0; j < kLanes; j++) lane[j] = std::max(lane[j], x[i + j]);
-  float m = -INFINITY;
+  for (; i + simd::kWidth <= n; i += simd::kWidth) lanes = simd::max(lanes, simd::load(x + i));
+  float m = simd::max(lanes);
   for (; i < n; i++) m = std::max(m, x[i]);
-  for (int64_t j = 0; j < kLanes; j++) m = std::max(m, lane[j]);
   return m;
 }
 
-// x[i] = exp(x[i] − shift); returns Σ x[i] accumulated in kLanes fp32 lanes, then in double.
+// x[i] = exp(x[i] − shift); returns Σ x[i] accumulated in 16 fp32 lanes, then in double (a fixed order).
 double exp_and_sum(float* x, int64_t n, float shift) {
-  float lane[kLanes] = {};
+  simd::f16v lanes = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-#pragma omp simd
-    for (int64_t j = 0; j < kLanes; j++) {
-      x[i + j] = std::exp(x[i + j] - shift);
-      lane[j] += x[i + j];
-    }
+  for (; i + simd::kWidth <= n; i += simd::kWidth) {
+    const simd::f16v e = simd::exp(simd::load(x + i) - shift);
+    simd::store(x + i, e);
+    lanes += e;
   }
   double sum = 0.0;
   for (; i < n; i++) {
-    x[i] = std::exp(x[i] - shift);
+    x[i] = simd::exp(simd::splat(x[i] - shift))[0];
     sum += x[i];
   }
-  for (int64_t j = 0; j < kLanes; j++) sum += lane[j];
+  for (int j = 0; j < simd::kWidth; j++) sum += lanes[j];
   return sum;
 }
 
@@ -49,8 +44,12 @@ LossSums lm_head_loss(const float* hidden, const float* weight, const int32_t* t
                       int64_t V, float z_coef, Precision precision, const LmHeadGrads* grads) {
   // Up to 16M logits (64 MB) per chunk.
   const int64_t chunk = std::clamp<int64_t>((int64_t(1) << 24) / V, 1, N);
-  std::vector<float> logits(size_t(chunk * V));
-  std::vector<double> row_ce(size_t(N), 0.0), row_z(size_t(N), 0.0);
+  // Kept between calls: the chunk is tens of MB and page-faulting it in every step costs more than a GEMM.
+  static thread_local std::vector<float> logits;
+  static thread_local std::vector<double> row_ce, row_z;
+  logits.resize(size_t(chunk * V));
+  row_ce.assign(size_t(N), 0.0);
+  row_z.assign(size_t(N), 0.0);
 
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t rows = std::min(chunk, N - n0);

@@ -1,0 +1,73 @@
+// Micro-benchmarks of the hot CPU kernels: GEMM (the machine's measured peak), attention, LM head + loss.
+// Reports GFLOP/s as the "FLOPS" counter. Run: build/bench/bench_kernels
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "replica/kernels/cpu/attention.h"
+#include "replica/kernels/cpu/gemm.h"
+#include "replica/kernels/cpu/lm_head_loss.h"
+
+namespace {
+
+using namespace replica;
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void BM_Gemm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const Precision p = state.range(1) ? Precision::bf16 : Precision::fp32;
+  auto a = random_floats(size_t(n * n), 1), b = random_floats(size_t(n * n), 2);
+  std::vector<float> c(size_t(n * n));
+  for (auto _ : state) linear_forward(c.data(), a.data(), b.data(), n, n, n, p);
+  state.counters["FLOPS"] = benchmark::Counter(2.0 * double(n) * double(n) * double(n),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(precision_name(p));
+}
+BENCHMARK(BM_Gemm)->ArgsProduct({{1024, 2048}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Attention(benchmark::State& state) {
+  const AttentionShape s{1, state.range(0), 12, 12, 64, state.range(1)};
+  auto q = random_floats(size_t(s.T * s.H * s.D), 3), k = random_floats(q.size(), 4), v = random_floats(q.size(), 5),
+       dout = random_floats(q.size(), 6);
+  std::vector<float> out(q.size()), lse(size_t(s.H * s.T)), dq(q.size()), dk(q.size()), dv(q.size());
+  for (auto _ : state) {
+    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
+    if (state.range(2)) attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(),
+                                           q.data(), k.data(), v.data(), s);
+  }
+  // Causal QKᵀ + PV: 4·H·D FLOPs per visible key forward, twice that backward.
+  double keys = 0;
+  for (int64_t i = 0; i < s.T; i++) keys += double(s.window > 0 ? std::min<int64_t>(i + 1, s.window) : i + 1);
+  state.counters["FLOPS"] = benchmark::Counter(4.0 * double(s.H * s.D) * keys * (state.range(2) ? 3 : 1),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(state.range(2) ? "fwd+bwd" : "fwd");
+}
+BENCHMARK(BM_Attention)->ArgsProduct({{2048}, {0, 512}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_LmHeadLoss(benchmark::State& state) {
+  const int64_t N = 512, C = 768, V = 100352;
+  const Precision p = state.range(0) ? Precision::bf16 : Precision::fp32;
+  auto hidden = random_floats(size_t(N * C), 7), weight = random_floats(size_t(V * C), 8);
+  for (float& w : weight) w *= 0.02f;
+  std::vector<int32_t> targets(N);
+  for (int64_t i = 0; i < N; i++) targets[size_t(i)] = int32_t((i * 7919) % V);
+  std::vector<float> dhidden(size_t(N * C)), dweight(size_t(V * C));
+  LmHeadGrads grads{dhidden.data(), dweight.data(), 1.0f / float(N)};
+  for (auto _ : state) lm_head_loss(hidden.data(), weight.data(), targets.data(), N, C, V, 1e-5f, p, &grads);
+  state.counters["FLOPS"] = benchmark::Counter(6.0 * double(N) * double(C) * double(V),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(precision_name(p));
+}
+BENCHMARK(BM_LmHeadLoss)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,74 @@
+// End-to-end forward + backward throughput of a model config, and MFU against this machine's GEMM peak
+// measured in the same process (a large oneDNN matmul in the same precision).
+// Usage: bench_model MODEL.yaml BATCH SEQ PRECISION STEPS [REMAT]   → one JSON line
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <vector>
+
+#include "replica/core/threads.h"
+#include "replica/model/flops.h"
+#include "replica/model/olmo3.h"
+
+using namespace replica;
+
+static double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Best of several 2048³ GEMMs: the practical peak that MFU is measured against.
+static double gemm_peak_flops(Precision p) {
+  const int64_t n = 2048;
+  std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), c(size_t(n * n));
+  double best = 0;
+  for (int i = 0; i < 5; i++) {
+    auto start = std::chrono::steady_clock::now();
+    linear_forward(c.data(), a.data(), b.data(), n, n, n, p);
+    best = std::max(best, 2.0 * double(n * n * n) / seconds_since(start));
+  }
+  return best;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 6) {
+    fmt::print(stderr, "usage: bench_model MODEL.yaml BATCH SEQ fp32|bf16 STEPS [none|block]\n");
+    return 2;
+  }
+  const ModelConfig config = load_model_config(argv[1]);
+  const int64_t B = std::stoll(argv[2]), T = std::stoll(argv[3]);
+  const Precision precision = parse_precision(argv[4]);
+  const int steps = std::stoi(argv[5]);
+  const Remat remat = argc > 6 ? parse_remat(argv[6]) : Remat::none;
+
+  Olmo3 model(config, precision, remat);
+  std::vector<float> params(model.table().total(), 0.0f), grads(params.size(), 0.0f);
+  init_params(config, model.table(), 0, params.data());
+  std::mt19937 rng(0);
+  std::vector<int32_t> ids(size_t(B * T));
+  for (int32_t& id : ids) id = int32_t(rng() % uint32_t(std::min<int64_t>(config.vocab_size, 100278)));
+  std::vector<int32_t> targets = shifted_targets(ids.data(), B, T);
+  const Batch batch{ids.data(), targets.data(), B, T};
+
+  model.forward_backward(params.data(), grads.data(), batch, 1e-5f, 1.0f / float(B * (T - 1)));  // warm-up
+  std::vector<double> times;
+  double loss = 0;
+  for (int s = 0; s < steps; s++) {
+    auto start = std::chrono::steady_clock::now();
+    LossSums sums = model.forward_backward(params.data(), grads.data(), batch, 1e-5f, 1.0f / float(B * (T - 1)));
+    times.push_back(seconds_since(start));
+    loss = sums.ce / double(sums.n_labels);
+  }
+  std::sort(times.begin(), times.end());
+  const double step_s = times[times.size() / 2];
+  const double tokens_per_s = double(B * T) / step_s;
+  const double peak = gemm_peak_flops(precision);
+  const double achieved = training_flops_per_token(config, T) * tokens_per_s;
+  fmt::print("{{\"impl\": \"replica\", \"model\": \"{}\", \"params\": {}, \"B\": {}, \"T\": {}, \"precision\": \"{}\", "
+             "\"threads\": {}, \"step_s\": {:.4f}, \"tokens_per_s\": {:.1f}, \"model_gflops\": {:.1f}, "
+             "\"gemm_peak_gflops\": {:.1f}, \"mfu_vs_gemm_peak\": {:.3f}, \"loss\": {:.4f}}}\n",
+             argv[1], model.table().count(), B, T, precision_name(precision), num_threads(), step_s, tokens_per_s,
+             achieved / 1e9, peak / 1e9, achieved / peak, loss);
+  return 0;
+}
