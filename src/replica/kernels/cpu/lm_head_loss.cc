@@ -45,19 +45,23 @@ LossSums lm_head_loss(const float* hidden, const float* weight, const int32_t* t
   // Up to 16M logits (64 MB) per chunk.
   const int64_t chunk = std::clamp<int64_t>((int64_t(1) << 24) / V, 1, N);
   // Kept between calls: the chunk is tens of MB and page-faulting it in every step costs more than a GEMM.
-  static thread_local std::vector<float> logits;
-  static thread_local std::vector<double> row_ce, row_z;
-  logits.resize(size_t(chunk * V));
-  row_ce.assign(size_t(N), 0.0);
-  row_z.assign(size_t(N), 0.0);
+  // (Thread-local to the caller; OpenMP workers below use the plain pointers.)
+  static thread_local std::vector<float> logits_buffer;
+  static thread_local std::vector<double> ce_buffer, z_buffer;
+  logits_buffer.resize(size_t(chunk * V));
+  ce_buffer.assign(size_t(N), 0.0);
+  z_buffer.assign(size_t(N), 0.0);
+  float* logits = logits_buffer.data();
+  double* row_ce = ce_buffer.data();
+  double* row_z = z_buffer.data();
 
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t rows = std::min(chunk, N - n0);
-    linear_forward(logits.data(), hidden + n0 * C, weight, rows, V, C, precision);
+    linear_forward(logits, hidden + n0 * C, weight, rows, V, C, precision);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
       const int32_t target = targets[n0 + r];
-      float* l = logits.data() + r * V;
+      float* l = logits + r * V;
       if (target == kIgnoreLabel) {
         if (grads) std::fill(l, l + V, 0.0f);
         continue;
@@ -76,8 +80,8 @@ LossSums lm_head_loss(const float* hidden, const float* weight, const int32_t* t
       l[target] -= grads->grad_scale;
     }
     if (!grads) continue;
-    linear_backward_input(grads->dhidden + n0 * C, logits.data(), weight, rows, V, C, false, precision);
-    linear_backward_weight(grads->dweight, logits.data(), hidden + n0 * C, rows, V, C, precision);
+    linear_backward_input(grads->dhidden + n0 * C, logits, weight, rows, V, C, false, precision);
+    linear_backward_weight(grads->dweight, logits, hidden + n0 * C, rows, V, C, precision);
   }
 
   LossSums sums;
