@@ -18,19 +18,6 @@ static double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Best of several 2048³ GEMMs: the practical peak that MFU is measured against.
-static double gemm_peak_flops(Precision p) {
-  const int64_t n = 2048;
-  std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), c(size_t(n * n));
-  double best = 0;
-  for (int i = 0; i < 5; i++) {
-    auto start = std::chrono::steady_clock::now();
-    linear_forward(c.data(), a.data(), b.data(), n, n, n, p);
-    best = std::max(best, 2.0 * double(n * n * n) / seconds_since(start));
-  }
-  return best;
-}
-
 int main(int argc, char** argv) {
   if (argc < 6) {
     fmt::print(stderr, "usage: bench_model MODEL.yaml BATCH SEQ fp32|bf16 STEPS [none|block]\n");
@@ -63,7 +50,7 @@ int main(int argc, char** argv) {
   std::sort(times.begin(), times.end());
   const double step_s = times[times.size() / 2];
   const double tokens_per_s = double(B * T) / step_s;
-  const double peak = gemm_peak_flops(precision);
+  const double peak = measure_gemm_peak(precision);
   const double achieved = training_flops_per_token(config, T) * tokens_per_s;
   fmt::print("{{\"impl\": \"replica\", \"model\": \"{}\", \"params\": {}, \"B\": {}, \"T\": {}, \"precision\": \"{}\", "
              "\"threads\": {}, \"step_s\": {:.4f}, \"tokens_per_s\": {:.1f}, \"model_gflops\": {:.1f}, "

@@ -2,6 +2,8 @@
 // oneDNN's CPU matmul is deterministic for a fixed shape and thread count.
 #include "replica/kernels/cpu/gemm.h"
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -92,6 +94,19 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
   memory c_mem(c_desc, e.engine, C);
   it->second.execute(e.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
   e.stream.wait();
+}
+
+double measure_gemm_peak(Precision precision) {
+  const int64_t n = 2048;
+  std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), c(size_t(n * n));
+  double best = 0.0;
+  for (int i = 0; i < 5; i++) {
+    const auto start = std::chrono::steady_clock::now();
+    linear_forward(c.data(), a.data(), b.data(), n, n, n, precision);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, 2.0 * double(n) * double(n) * double(n) / seconds);
+  }
+  return best;
 }
 
 }  // namespace replica

@@ -17,6 +17,10 @@ Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision);
 
+// This machine's practical GEMM peak in FLOP/s for `precision`: the best of several 2048³ matmuls.
+// MFU everywhere is measured against it.
+double measure_gemm_peak(Precision precision);
+
 // The three products of a Linear layer y = x · W^T with x [M,K], W [N,K]:
 inline void linear_forward(float* y, const float* x, const float* w, int64_t M, int64_t N, int64_t K, Precision p) {
   gemm(false, true, M, N, K, x, K, w, K, y, N, false, p);

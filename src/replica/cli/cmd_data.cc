@@ -1,0 +1,202 @@
+// `replica data`: tokenize text into OLMo token files, inspect token datasets, write the global order, and
+// audit a planned run for repeated data. The logic lives in src/replica/data/.
+#include <fmt/format.h>
+
+#include <memory>
+#include <sstream>
+
+#include "replica/cli/command.h"
+#include "replica/core/error.h"
+#include "replica/core/file.h"
+#include "replica/core/npy.h"
+#include "replica/data/audit.h"
+#include "replica/data/loader.h"
+#include "replica/data/tokenize.h"
+
+namespace {
+
+using namespace replica;
+using namespace replica::data;
+
+// Options naming a token dataset: --paths FILES... or --mix FILE, plus the sequence length and dtype.
+struct DatasetOptions {
+  std::vector<std::string> paths;
+  std::string mix, dtype = "uint32";
+  int64_t seq_len = 0;
+
+  void add_to(CLI::App* app, bool need_seq_len = true) {
+    auto* paths_opt = app->add_option("--paths", paths, "Token files, in mix order");
+    auto* mix_opt = app->add_option("--mix", mix, "Mix file: one 'label,path' or 'path' per line");
+    paths_opt->excludes(mix_opt);
+    auto* seq = app->add_option("--seq-len", seq_len, "Tokens per instance");
+    if (need_seq_len) seq->required();
+    app->add_option("--dtype", dtype, "Element type of headerless token files (uint32 or uint16)")
+        ->capture_default_str();
+  }
+  std::vector<MixEntry> entries() const {
+    check(!paths.empty() || !mix.empty(), "give the token files with --paths FILES... or --mix FILE");
+    return mix.empty() ? mix_from_paths(paths) : read_mix_file(mix);
+  }
+};
+
+struct Options {
+  // tokenize
+  std::vector<std::string> inputs;
+  std::string input_list, output, tokenizer;
+  int jobs = 0;
+  // datasets and orders
+  DatasetOptions dataset;
+  uint64_t seed = 34521, epoch = 1, first_epoch = 1;
+  int64_t global_batch = 0, steps = 0, micro_batch = 0, instance = 0;
+  int world_size = 1;
+  bool filter = false, scan = false;
+};
+
+LoaderConfig loader_config(const Options& o) {
+  LoaderConfig config;
+  config.files = o.dataset.entries();
+  config.seq_len = o.dataset.seq_len;
+  config.dtype = parse_token_dtype(o.dataset.dtype);
+  config.seed = o.seed;
+  config.global_batch = o.global_batch;
+  config.filter.enabled = o.filter;
+  return config;
+}
+
+int run_tokenize(const Options& o) {
+  std::vector<std::string> inputs = o.inputs;
+  if (!o.input_list.empty()) {
+    std::istringstream list(read_text_file(o.input_list));
+    for (std::string line; std::getline(list, line);)
+      if (!line.empty()) inputs.push_back(line);
+  }
+  Tokenizer tokenizer = Tokenizer::load(o.tokenizer.empty() ? default_ranks_path() : o.tokenizer);
+  TokenizeStats stats = tokenize_files(tokenizer, inputs, o.output, o.jobs, true);
+  fmt::print("{}: {} documents, {:.2f} MB of text, {} tokens ({:.2f} bytes/token), {:.2f} s ({:.1f} MB/s)\n",
+             o.output, stats.documents, stats.bytes / 1e6, stats.tokens,
+             stats.tokens ? double(stats.bytes) / double(stats.tokens) : 0.0, stats.seconds,
+             stats.seconds > 0 ? stats.bytes / 1e6 / stats.seconds : 0.0);
+  return 0;
+}
+
+int run_info(const Options& o) {
+  TokenDtype dtype = parse_token_dtype(o.dataset.dtype);
+  uint64_t total = 0, total_instances = 0;
+  for (const auto& entry : o.dataset.entries()) {
+    TokenFile file(entry.path, dtype);
+    std::string line = fmt::format("{:<12} {}  {} tokens ({}{})", entry.label, entry.path, file.num_tokens(),
+                                   token_dtype_name(file.dtype()), file.has_npy_header() ? ", .npy header" : "");
+    if (o.dataset.seq_len > 0) {
+      uint64_t n = file.num_tokens() / uint64_t(o.dataset.seq_len);
+      total_instances += n;
+      line += fmt::format(", {} instances", n);
+    }
+    if (o.scan) {  // every id below the vocabulary; documents = EOS count
+      uint64_t documents = 0;
+      for (uint64_t i = 0; i < file.num_tokens(); i++) {
+        uint32_t id = file.at(i);
+        check(id < kDolma2VocabSize, "{}: token {} has id {} >= vocab size {}", entry.path, i, id, kDolma2VocabSize);
+        documents += id == kDolma2Eos;
+      }
+      line += fmt::format(", {} documents", documents);
+    }
+    fmt::print("{}\n", line);
+    total += file.num_tokens();
+  }
+  fmt::print("total        {} tokens", total);
+  if (o.dataset.seq_len > 0) fmt::print(", {} instances of {}", total_instances, o.dataset.seq_len);
+  fmt::print("\n");
+  if (o.dataset.seq_len > 0 && o.global_batch > 0)
+    fmt::print("fingerprint  {}\n", DataLoader(loader_config(o)).fingerprint());
+  return 0;
+}
+
+int run_show(const Options& o) {
+  FslDataset dataset(o.dataset.entries(), o.dataset.seq_len, parse_token_dtype(o.dataset.dtype), kDolma2VocabSize);
+  std::vector<int32_t> ids(size_t(o.dataset.seq_len));
+  dataset.read_instance(uint64_t(o.instance), ids.data());
+  auto at = dataset.locate(uint64_t(o.instance));
+  fmt::print(stderr, "instance {}: {} tokens [{}, {}) of {}\n", o.instance, o.dataset.seq_len,
+             at.local * uint64_t(o.dataset.seq_len), (at.local + 1) * uint64_t(o.dataset.seq_len),
+             dataset.file(at.file).path());
+  Tokenizer tokenizer = Tokenizer::load(o.tokenizer.empty() ? default_ranks_path() : o.tokenizer);
+  std::vector<uint32_t> u(ids.begin(), ids.end());
+  fmt::print("{}\n", tokenizer.decode(u));
+  return 0;
+}
+
+int run_order(const Options& o) {
+  DataLoader loader(loader_config(o));
+  auto order = loader.order(o.epoch);
+  std::vector<int64_t> shape = {int64_t(order->num_batches()), int64_t(order->global_batch())};
+  write_npy(o.output, NpyType::u32, shape, order->indices().data());
+  fmt::print("{}: [{}, {}] uint32 (seed {} + epoch {}, {} instances, {} dropped by truncation)\n", o.output,
+             shape[0], shape[1], o.seed, o.epoch, loader.dataset().num_instances(),
+             loader.dataset().num_instances() - order->indices().size());
+  return 0;
+}
+
+int run_audit(const Options& o) {
+  DataLoader loader(loader_config(o));
+  fmt::print("fingerprint           {}\nbatches per epoch     {}\n", loader.fingerprint(), loader.batches_per_epoch());
+  AuditPlan plan;
+  plan.steps = o.steps;
+  plan.world_size = o.world_size;
+  plan.micro_batch = o.micro_batch;
+  plan.first_epoch = o.first_epoch;
+  AuditReport report = audit(loader, plan);
+  fmt::print("{}", report.text());
+  return report.ok() ? 0 : 1;
+}
+
+replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets", [](CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  app.require_subcommand(1);
+
+  auto* tokenize = app.add_subcommand("tokenize", "Text or JSONL ({\"text\": ...} per line) -> uint32 token file");
+  tokenize->add_option("--input", o->inputs, "Input files: *.jsonl/*.json are JSONL, others one document each");
+  tokenize->add_option("--input-list", o->input_list, "A file naming one input file per line (after --input's)");
+  tokenize->add_option("--output", o->output, "Output token file (headerless uint32, EOS after each document)")
+      ->required();
+  tokenize->add_option("--jobs", o->jobs, "Threads (0 = all cores); the output does not depend on it");
+  tokenize->add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken (default: data/tokenizer/)");
+
+  auto* info = app.add_subcommand("info", "Tokens, instances and documents per file; the dataset fingerprint");
+  o->dataset.add_to(info, false);
+  info->add_flag("--scan", o->scan, "Read every token: check ids against the vocab, count documents");
+  info->add_option("--seed", o->seed, "Data-loader seed (for the fingerprint)")->capture_default_str();
+  info->add_option("--global-batch", o->global_batch, "Instances per step (prints the fingerprint when given)");
+
+  auto* show = app.add_subcommand("show", "Decode one instance of a dataset");
+  o->dataset.add_to(show);
+  show->add_option("--instance", o->instance, "Global instance id")->required();
+  show->add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken (default: data/tokenizer/)");
+
+  auto* order = app.add_subcommand("order", "Write OLMo-core's global order [num_batches, G] as uint32 .npy");
+  o->dataset.add_to(order);
+  order->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str();
+  order->add_option("--epoch", o->epoch, "Epoch (1-based; the generator is seeded with seed + epoch)")
+      ->capture_default_str();
+  order->add_option("--global-batch", o->global_batch, "Instances per step")->required();
+  order->add_option("--out", o->output, "Output .npy")->required();
+
+  auto* audit_cmd = app.add_subcommand("audit", "Replay a planned run's data reads and report repeats (exit 1)");
+  o->dataset.add_to(audit_cmd);
+  audit_cmd->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str();
+  audit_cmd->add_option("--global-batch", o->global_batch, "Instances per step")->required();
+  audit_cmd->add_option("--steps", o->steps, "Optimizer steps in the planned run")->required();
+  audit_cmd->add_option("--world-size", o->world_size, "Data-parallel ranks")->capture_default_str();
+  audit_cmd->add_option("--micro-batch", o->micro_batch, "Rows per micro-batch per rank (0 = whole rank batch)");
+  audit_cmd->add_option("--first-epoch", o->first_epoch, "Epoch of step 0")->capture_default_str();
+  audit_cmd->add_flag("--filter", o->filter, "The run uses the n-gram instance filter (part of the fingerprint)");
+
+  return std::function<int()>([=] {
+    if (tokenize->parsed()) return run_tokenize(*o);
+    if (info->parsed()) return run_info(*o);
+    if (show->parsed()) return run_show(*o);
+    if (order->parsed()) return run_order(*o);
+    return run_audit(*o);
+  });
+});
+
+}  // namespace

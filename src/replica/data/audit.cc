@@ -1,0 +1,76 @@
+// Repeat audit: per-instance delivery counts over the run and within each planned epoch.
+#include "replica/data/audit.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "replica/core/error.h"
+
+namespace replica::data {
+
+AuditReport audit(const DataLoader& loader, const AuditPlan& plan, const RankReader& reader) {
+  const FslDataset& dataset = loader.dataset();
+  const int64_t global_batch = loader.config().global_batch, per_epoch = loader.batches_per_epoch();
+  check(plan.steps > 0, "the audit needs a positive number of steps");
+  check(plan.world_size > 0 && global_batch % plan.world_size == 0, "global batch {} is not divisible by world size {}",
+        global_batch, plan.world_size);
+  const int64_t rank_rows = global_batch / plan.world_size;
+  const int64_t micro = plan.micro_batch > 0 ? plan.micro_batch : rank_rows;
+  check(rank_rows % micro == 0, "rank batch {} is not a multiple of micro-batch {}", rank_rows, micro);
+
+  AuditReport report;
+  report.num_instances = dataset.num_instances();
+  std::vector<uint8_t> run_count(report.num_instances, 0), epoch_seen(report.num_instances, 0);
+  std::vector<uint64_t> file_reads(dataset.num_files(), 0);
+  uint64_t current_epoch = 0;
+  for (int64_t step = 0; step < plan.steps; step++) {
+    auto [epoch, b] = loader.position(step, plan.first_epoch);
+    if (epoch != current_epoch) std::fill(epoch_seen.begin(), epoch_seen.end(), 0), current_epoch = epoch;
+    for (int rank = 0; rank < plan.world_size; rank++) {
+      std::vector<uint32_t> rows =
+          reader ? reader(step, rank) : loader.batch_instances(epoch, b, rank, plan.world_size);
+      check(int64_t(rows.size()) == rank_rows, "step {} rank {}: {} rows, expected {}", step, rank, rows.size(),
+            rank_rows);
+      for (int64_t start = 0; start < rank_rows; start += micro) {  // one micro-batch at a time
+        for (int64_t i = start; i < start + micro; i++) {
+          uint32_t id = rows[size_t(i)];
+          check(id < report.num_instances, "step {} rank {}: instance {} out of range", step, rank, id);
+          report.deliveries++;
+          if (run_count[id] < 255) run_count[id]++;
+          if (epoch_seen[id]) report.repeats_within_epoch++;
+          epoch_seen[id] = 1;
+          file_reads[dataset.locate(id).file]++;
+        }
+      }
+    }
+  }
+  uint64_t distinct = 0;
+  for (uint8_t c : run_count) {
+    report.seen[std::min<int>(c, 3)]++;
+    distinct += c > 0;
+  }
+  report.expected_epochs = double(plan.steps) / double(per_epoch);
+  report.actual_epochs = distinct ? double(report.deliveries) / double(distinct) : 0;
+  std::map<std::string, uint64_t> per_source;
+  for (size_t f = 0; f < dataset.num_files(); f++) per_source[dataset.label(f)] += file_reads[f] * dataset.seq_len();
+  report.tokens_per_source.assign(per_source.begin(), per_source.end());
+  return report;
+}
+
+std::string AuditReport::text() const {
+  std::string out = fmt::format("instances in dataset  {}\ninstance reads        {}\n", num_instances, deliveries);
+  const char* names[4] = {"0", "1", "2", "3+"};
+  for (int k = 0; k < 4; k++)
+    out += fmt::format("seen {:<2} times         {} ({:.2f} %)\n", names[k], seen[k],
+                       num_instances ? 100.0 * double(seen[k]) / double(num_instances) : 0.0);
+  out += fmt::format("epochs expected       {:.4f}\nepochs actual         {:.4f} (reads / distinct instances)\n",
+                     expected_epochs, actual_epochs);
+  for (const auto& [label, tokens] : tokens_per_source) out += fmt::format("tokens from {:<10} {}\n", label, tokens);
+  out += ok() ? "OK: no instance was read twice within a planned epoch\n"
+              : fmt::format("ERROR: {} reads ({:.2f} % of all reads) repeat an instance within its planned epoch\n",
+                            repeats_within_epoch, 100.0 * repeat_fraction());
+  return out;
+}
+
+}  // namespace replica::data

@@ -1,0 +1,53 @@
+// Fixed-sequence-length dataset with OLMo-core's NumpyFSLDataset semantics: each file is chunked on its own
+// into seq_len-token instances (the tail is dropped, instances never cross files) and global instance ids
+// run over the files in mix order by cumulative offset. Files stay memory-mapped.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "replica/data/token_file.h"
+
+namespace replica::data {
+
+struct MixEntry {
+  std::string label;  // source name for reports; the file's stem when the mix line has no label
+  std::string path;
+};
+
+// A mix file: one token file per line, `label,path` or `path`; blank lines and lines starting with '#'
+// are skipped; relative paths are taken relative to the mix file's directory.
+std::vector<MixEntry> read_mix_file(const std::string& mix_path);
+std::vector<MixEntry> mix_from_paths(const std::vector<std::string>& paths);
+
+class FslDataset {
+ public:
+  FslDataset(const std::vector<MixEntry>& files, int64_t seq_len, TokenDtype dtype, uint32_t vocab_size);
+
+  uint64_t num_instances() const { return offsets_.back(); }
+  int64_t seq_len() const { return seq_len_; }
+  uint32_t vocab_size() const { return vocab_size_; }
+  TokenDtype dtype() const { return dtype_; }
+  size_t num_files() const { return files_.size(); }
+  const TokenFile& file(size_t i) const { return files_[i]; }
+  const std::string& label(size_t i) const { return labels_[i]; }
+  uint64_t first_instance(size_t file) const { return offsets_[file]; }  // global id of the file's instance 0
+
+  struct Location {
+    size_t file;
+    uint64_t local;  // instance index within the file: tokens [local * seq_len, (local + 1) * seq_len)
+  };
+  Location locate(uint64_t instance) const;
+  // Writes the seq_len token ids of `instance` to `out` (ids checked against the vocab size).
+  void read_instance(uint64_t instance, int32_t* out) const;
+
+ private:
+  std::vector<TokenFile> files_;
+  std::vector<std::string> labels_;
+  std::vector<uint64_t> offsets_;  // cumulative instance counts, offsets_[0] = 0
+  int64_t seq_len_;
+  TokenDtype dtype_;
+  uint32_t vocab_size_;
+};
+
+}  // namespace replica::data

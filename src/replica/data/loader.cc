@@ -1,0 +1,77 @@
+// DataLoader: epoch orders, rank slices, instance reads and the dataset fingerprint.
+#include "replica/data/loader.h"
+
+#include <xxhash.h>
+
+#include <filesystem>
+
+#include "replica/core/error.h"
+
+namespace replica::data {
+
+DataLoader::DataLoader(LoaderConfig config)
+    : config_(std::move(config)), dataset_(config_.files, config_.seq_len, config_.dtype, config_.vocab_size) {
+  check(config_.global_batch > 0, "global batch must be positive, got {}", config_.global_batch);
+  check(dataset_.num_instances() >= uint64_t(config_.global_batch),
+        "the dataset has {} instances of {} tokens, fewer than one global batch of {}", dataset_.num_instances(),
+        config_.seq_len, config_.global_batch);
+}
+
+std::pair<uint64_t, int64_t> DataLoader::position(int64_t step, uint64_t first_epoch) const {
+  check(step >= 0, "step must be non-negative, got {}", step);
+  return {first_epoch + uint64_t(step / batches_per_epoch()), step % batches_per_epoch()};
+}
+
+std::shared_ptr<const GlobalOrder> DataLoader::order(uint64_t epoch) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!cached_order_ || cached_epoch_ != epoch) {
+    cached_order_ = std::make_shared<const GlobalOrder>(dataset_.num_instances(), config_.seed, epoch,
+                                                        uint64_t(config_.global_batch));
+    cached_epoch_ = epoch;
+  }
+  return cached_order_;
+}
+
+std::vector<uint32_t> DataLoader::batch_instances(uint64_t epoch, int64_t b, int rank, int world) const {
+  return order(epoch)->rank_slice(uint64_t(b), rank, world);
+}
+
+Batch DataLoader::batch(uint64_t epoch, int64_t b, int rank, int world) const {
+  Batch out;
+  out.instances = batch_instances(epoch, b, rank, world);
+  out.rows = int64_t(out.instances.size());
+  out.seq_len = config_.seq_len;
+  out.tokens.resize(size_t(out.rows * out.seq_len));
+  out.keep.resize(size_t(out.rows));
+  for (int64_t row = 0; row < out.rows; row++) {
+    int32_t* tokens = out.tokens.data() + row * out.seq_len;
+    dataset_.read_instance(out.instances[size_t(row)], tokens);
+    out.keep[size_t(row)] = instance_passes(tokens, size_t(out.seq_len), config_.filter);
+  }
+  return out;
+}
+
+std::string DataLoader::fingerprint() const {
+  const auto& f = config_.filter;
+  std::string text = fmt::format("replica-data-v1;seq_len={};dtype={};vocab={};filter={}:{}:{}:{};seed={};",
+                                 config_.seq_len, token_dtype_name(config_.dtype), config_.vocab_size,
+                                 f.enabled, f.min_period, f.max_period, f.max_count, config_.seed);
+  for (size_t i = 0; i < dataset_.num_files(); i++) {
+    const TokenFile& file = dataset_.file(i);
+    text += fmt::format("file={},size={},hash={:016x};", std::filesystem::path(file.path()).filename().string(),
+                        file.file_size(), file.content_hash());
+  }
+  XXH128_hash_t hash = XXH3_128bits(text.data(), text.size());
+  return fmt::format("{:016x}{:016x}", hash.high64, hash.low64);
+}
+
+void DataLoader::check_fingerprint(const std::string& saved, bool allow_change) const {
+  std::string now = fingerprint();
+  check(allow_change || saved == now,
+        "data fingerprint changed: the checkpoint was trained on {}, the configured data gives {} (token files, "
+        "seq_len, dtype, instance filter or seed differ); resuming would not continue the same data order. "
+        "Override explicitly to resume anyway",
+        saved, now);
+}
+
+}  // namespace replica::data

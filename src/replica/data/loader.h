@@ -1,0 +1,79 @@
+// The trainer's data API. A DataLoader serves, for (epoch, batch b, rank r of W), the instances OLMo-core's
+// NumpyFSLDataLoader would: row b of the epoch's global order, strided by rank (row[r::W]), read from the
+// memory-mapped token files, with the instance filter's keep flags. Epochs are 1-based as in OLMo-core
+// (the order of epoch e is seeded with seed + e). The loader has no hidden position: the trainer stores
+// (epoch, batches consumed) and the fingerprint in its checkpoint, and refuses to resume on a different
+// fingerprint unless told to.
+//
+//   LoaderConfig config;  // files, seq_len, seed, global_batch (+ dtype, vocab_size, filter)
+//   config.files = read_mix_file("train.mix"), config.seq_len = 8192, config.seed = 34521, config.global_batch = 512;
+//   DataLoader loader(config);
+//   auto [epoch, b] = loader.position(step);            // step -> (epoch, batch within the epoch)
+//   Batch batch = loader.batch(epoch, b, rank, world);  // [512 / world, 8192] int32 ids
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "replica/data/dataset.h"
+#include "replica/data/instance_filter.h"
+#include "replica/data/order.h"
+#include "replica/data/tokenizer.h"
+
+namespace replica::data {
+
+struct LoaderConfig {
+  std::vector<MixEntry> files;             // in mix order (read_mix_file / mix_from_paths)
+  int64_t seq_len = 0;                     // tokens per instance
+  uint64_t seed = 0;                       // data-loader seed (OLMo 3 stage 1: 34521)
+  int64_t global_batch = 0;                // instances per optimizer step, over all ranks
+  TokenDtype dtype = TokenDtype::u32;      // of headerless files
+  uint32_t vocab_size = kDolma2VocabSize;  // ids at or above it are a corrupt-data error
+  InstanceFilterConfig filter;             // off by default
+};
+
+struct Batch {
+  int64_t rows = 0, seq_len = 0;
+  std::vector<int32_t> tokens;      // [rows, seq_len], row-major
+  std::vector<uint8_t> keep;        // [rows]; 0 = masked by the instance filter: set all its labels to -100
+  std::vector<uint32_t> instances;  // [rows] global instance ids
+};
+
+class DataLoader {
+ public:
+  explicit DataLoader(LoaderConfig config);
+
+  const LoaderConfig& config() const { return config_; }
+  const FslDataset& dataset() const { return dataset_; }
+  int64_t batches_per_epoch() const { return int64_t(dataset_.num_instances() / uint64_t(config_.global_batch)); }
+
+  // The epoch (from first_epoch) and batch within it that training step `step` (0-based) reads.
+  std::pair<uint64_t, int64_t> position(int64_t step, uint64_t first_epoch = 1) const;
+
+  // The rows of global batch `b` of `epoch` read by data-parallel `rank` of `world` (global_batch / world
+  // rows; split them into micro-batches in order). Thread-safe.
+  Batch batch(uint64_t epoch, int64_t b, int rank = 0, int world = 1) const;
+  std::vector<uint32_t> batch_instances(uint64_t epoch, int64_t b, int rank = 0, int world = 1) const;
+
+  // 32 hex digits: XXH3-128 of (version, seq_len, dtype, vocab size, filter, seed, and each file's base
+  // name, size in bytes and content hash). The global batch and world size are not part of it.
+  std::string fingerprint() const;
+  // For resume: raises Error when `saved` (from a checkpoint) differs from fingerprint(), unless
+  // `allow_change` (the explicit override).
+  void check_fingerprint(const std::string& saved, bool allow_change) const;
+
+  // The shuffled order of one epoch (cached: the last epoch asked for is kept).
+  std::shared_ptr<const GlobalOrder> order(uint64_t epoch) const;
+
+ private:
+  LoaderConfig config_;
+  FslDataset dataset_;
+  mutable std::mutex mutex_;
+  mutable uint64_t cached_epoch_ = 0;
+  mutable std::shared_ptr<const GlobalOrder> cached_order_;
+};
+
+}  // namespace replica::data

@@ -1,0 +1,47 @@
+// One OLMo-style token file, memory-mapped: headerless little-endian uint16/uint32 ids (named *.npy by
+// convention), or a real .npy array (1-D, <u2/<u4) read through its header.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "replica/core/mapped_file.h"
+
+namespace replica::data {
+
+enum class TokenDtype { u16, u32 };
+
+TokenDtype parse_token_dtype(std::string_view name);  // "uint16" | "uint32"
+const char* token_dtype_name(TokenDtype dtype);
+inline size_t token_dtype_size(TokenDtype dtype) { return dtype == TokenDtype::u16 ? 2 : 4; }
+
+class TokenFile {
+ public:
+  // `headerless_dtype` applies when the file has no .npy magic. Raises Error for a missing, empty,
+  // truncated (size not a multiple of the element size) or malformed file.
+  TokenFile(const std::string& path, TokenDtype headerless_dtype);
+
+  const std::string& path() const { return file_.path(); }
+  TokenDtype dtype() const { return dtype_; }
+  bool has_npy_header() const { return header_size_ > 0; }
+  uint64_t num_tokens() const { return num_tokens_; }
+  uint64_t file_size() const { return file_.size(); }
+
+  uint32_t at(uint64_t i) const;
+  // Copies ids [start, start + count) into `out`; raises Error naming the file and position for an id
+  // >= vocab_size (a corrupt file or the wrong dtype).
+  void read(uint64_t start, uint64_t count, int32_t* out, uint32_t vocab_size) const;
+
+  // XXH3-64 of the token bytes: all of them up to 64 MiB, else 64 evenly spaced 1 MiB blocks plus the
+  // last one (so a 100 GB file is fingerprinted in milliseconds, yet any rewrite or truncation shows).
+  uint64_t content_hash() const;
+
+ private:
+  MappedFile file_;
+  TokenDtype dtype_;
+  size_t header_size_ = 0;
+  uint64_t num_tokens_ = 0;
+  const char* tokens_ = nullptr;
+};
+
+}  // namespace replica::data

@@ -1,0 +1,40 @@
+// AdamW over the flat parameter buffer with OLMo-core's SkipStepAdamW math (olmo_core/optim/adamw.py,
+// foreach_adamw_step): decoupled weight decay on every tensor except the embedding, fp32 moments.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "replica/model/params.h"
+
+namespace replica {
+
+struct AdamWConfig {
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
+};
+
+class AdamW {
+ public:
+  AdamW(const ParamTable& table, AdamWConfig config);
+
+  // One update of params (table.total() floats) from grads with learning rate lr. The step counter t
+  // advances first, so the first update uses bias corrections 1 - β^1. Padding between tensors is left
+  // untouched.
+  void step(float* params, const float* grads, double lr);
+
+  const AdamWConfig& config() const { return config_; }
+
+  // Optimizer state, same layout as the parameter buffer. A skipped step (skip-step rule) simply does not
+  // call step(): no weight, moment or step count changes, as with OLMo-core's step_factor = 0.
+  std::vector<float> exp_avg, exp_avg_sq;
+  int64_t step_count = 0;
+
+ private:
+  struct Chunk {
+    size_t begin, end;
+    bool decay;  // false for the embedding
+  };
+  AdamWConfig config_;
+  std::vector<Chunk> chunks_;  // fixed work units, each inside one tensor
+};
+
+}  // namespace replica

@@ -1,0 +1,41 @@
+// Deterministic global gradient norm (blocked double sums, combined in block order) and clipping.
+#include "replica/optim/clip.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace replica {
+
+static constexpr size_t kBlock = 1 << 14;  // floats per partial sum; fixes the summation order
+
+double sum_of_squares(const float* x, size_t n) {
+  const int64_t n_blocks = int64_t((n + kBlock - 1) / kBlock);
+  std::vector<double> partial(size_t(n_blocks), 0.0);
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < n_blocks; b++) {
+    size_t begin = size_t(b) * kBlock, end = std::min(n, begin + kBlock);
+    double s = 0.0;
+    for (size_t i = begin; i < end; i++) s += double(x[i]) * double(x[i]);
+    partial[size_t(b)] = s;
+  }
+  double total = 0.0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+double global_norm(const float* grads, size_t n) { return std::sqrt(sum_of_squares(grads, n)); }
+
+double clip_grad_norm(float* grads, size_t n, double max_norm) {
+  double norm = global_norm(grads, n);
+  double coef = std::min(1.0, max_norm / (norm + 1e-6));
+  if (coef < 1.0) {  // multiplying by exactly 1 (what torch does otherwise) changes nothing
+    const float scale = float(coef);
+    const int64_t count = int64_t(n);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; i++) grads[i] *= scale;
+  }
+  return norm;
+}
+
+}  // namespace replica

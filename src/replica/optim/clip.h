@@ -1,0 +1,17 @@
+// Global L2 norm of the gradient buffer and clipping as torch.nn.utils.clip_grads_with_norm_ does it
+// (OLMo-core's TransformerTrainModule._clip_grad_norm): grads *= min(1, max_norm / (norm + 1e-6)).
+#pragma once
+#include <cstddef>
+
+namespace replica {
+
+// Σ g² in double, summed in fixed blocks in index order: the same bits for any thread count.
+double sum_of_squares(const float* x, size_t n);
+
+// sqrt(sum_of_squares(grads, n)).
+double global_norm(const float* grads, size_t n);
+
+// Returns the total norm before clipping and scales grads by min(1, max_norm / (norm + 1e-6)).
+double clip_grad_norm(float* grads, size_t n, double max_norm);
+
+}  // namespace replica

@@ -1,0 +1,376 @@
+// Recipe loading: one table of keys drives parsing, overrides, unknown-key errors and to_yaml().
+#include "replica/train/recipe.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <glob.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <type_traits>
+
+#include "replica/core/error.h"
+#include "replica/core/file.h"
+
+namespace replica {
+namespace {
+
+// One recipe key: how to read it from a YAML node and how to write it back.
+struct Field {
+  std::string key;  // "section.name"
+  std::function<void(const YAML::Node&, const std::string& where)> set;
+  std::function<YAML::Node()> get;
+};
+
+[[noreturn]] void wrong_type(const std::string& where, const std::string& key, const char* expected,
+                             const YAML::Node& node) {
+  fail("{}: '{}' expects {}, got {}", where, key, expected, YAML::Dump(node));
+}
+
+template <typename T>
+T scalar(const YAML::Node& node, const std::string& where, const std::string& key, const char* expected) {
+  if (!node.IsScalar()) wrong_type(where, key, expected, node);
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    wrong_type(where, key, expected, node);
+  }
+}
+
+Field number(std::string key, double& ref) {
+  return {key, [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<double>(n, w, key, "a number"); },
+          [&ref] { return YAML::Node(fmt::format("{}", ref)); }};
+}
+
+Field integer(std::string key, int64_t& ref) {
+  return {key,
+          [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<int64_t>(n, w, key, "an integer"); },
+          [&ref] { return YAML::Node(ref); }};
+}
+
+Field boolean(std::string key, bool& ref) {
+  return {key,
+          [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<bool>(n, w, key, "true or false"); },
+          [&ref] { return YAML::Node(ref); }};
+}
+
+Field text(std::string key, std::string& ref) {
+  return {key,
+          [&ref, key](const YAML::Node& n, const std::string& w) {
+            ref = n.IsNull() ? "" : scalar<std::string>(n, w, key, "a string");
+          },
+          [&ref] { return YAML::Node(ref); }};
+}
+
+// A list; a single scalar is read as a one-element list, null as an empty one.
+template <typename T>
+Field list(std::string key, std::vector<T>& ref, const char* expected) {
+  return {key,
+          [&ref, key, expected](const YAML::Node& n, const std::string& w) {
+            ref.clear();
+            if (n.IsNull()) return;
+            if (n.IsScalar()) {
+              ref.push_back(scalar<T>(n, w, key, expected));
+              return;
+            }
+            if (!n.IsSequence()) wrong_type(w, key, expected, n);
+            for (const YAML::Node& item : n) ref.push_back(scalar<T>(item, w, key, expected));
+          },
+          [&ref] {
+            YAML::Node n(YAML::NodeType::Sequence);
+            for (const T& v : ref) {
+              if constexpr (std::is_same_v<T, double>)
+                n.push_back(fmt::format("{}", v));
+              else
+                n.push_back(v);
+            }
+            n.SetStyle(YAML::EmitterStyle::Flow);
+            return n;
+          }};
+}
+
+// An enum read through its parse function (which raises replica::Error for a bad name).
+template <typename E, typename Parse, typename Name>
+Field choice(std::string key, E& ref, Parse parse, Name name) {
+  return {key,
+          [&ref, key, parse](const YAML::Node& n, const std::string& w) {
+            std::string value = scalar<std::string>(n, w, key, "a string");
+            try {
+              ref = parse(value);
+            } catch (const Error& e) {
+              fail("{}: '{}': {}", w, key, e.what());
+            }
+          },
+          [&ref, name] { return YAML::Node(std::string(name(ref))); }};
+}
+
+std::vector<Field> fields(Recipe& r) {
+  auto precision = [](const std::string& s) { return parse_precision(s.c_str()); };
+  return {
+      text("run.dir", r.run.dir),
+      text("run.name", r.run.name),
+      text("model.config", r.model.config),
+      text("model.init_from", r.model.init_from),
+      text("model.rope_scaling", r.model.rope_scaling),
+      list("data.paths", r.data.paths, "a list of token files"),
+      text("data.mix_file", r.data.mix_file),
+      integer("data.seq_len", r.data.seq_len),
+      integer("data.seed", r.data.seed),
+      integer("data.global_batch_size", r.data.global_batch_size),
+      integer("data.micro_batch_size", r.data.micro_batch_size),
+      list("data.validation_paths", r.data.validation_paths, "a list of token files"),
+      number("optim.lr", r.optim.lr),
+      number("optim.weight_decay", r.optim.weight_decay),
+      list("optim.betas", r.optim.betas, "a list of two numbers [beta1, beta2]"),
+      number("optim.eps", r.optim.eps),
+      number("optim.clip", r.optim.clip),
+      boolean("optim.skip_step", r.optim.skip_step),
+      number("optim.skip_step_sigma", r.optim.skip_step_sigma),
+      integer("optim.skip_step_window", r.optim.skip_step_window),
+      number("optim.z_loss", r.optim.z_loss),
+      boolean("optim.load_state", r.optim.load_state),
+      choice("schedule.type", r.schedule.type, parse_schedule_type, schedule_type_name),
+      integer("schedule.warmup_steps", r.schedule.warmup_steps),
+      number("schedule.alpha_f", r.schedule.alpha_f),
+      integer("schedule.t_max", r.schedule.t_max),
+      number("schedule.t_max_tokens", r.schedule.t_max_tokens),
+      integer("schedule.decay_steps", r.schedule.decay_steps),
+      integer("schedule.stitch_step", r.schedule.stitch_step),
+      integer("schedule.part2_warmup_steps", r.schedule.part2_warmup_steps),
+      integer("schedule.part2_t_max", r.schedule.part2_t_max),
+      number("schedule.part2_t_max_tokens", r.schedule.part2_t_max_tokens),
+      integer("train.max_steps", r.train.max_steps),
+      integer("train.stop_at", r.train.stop_at),
+      choice("train.precision", r.train.precision, precision, precision_name),
+      integer("train.threads", r.train.threads),
+      integer("train.seed", r.train.seed),
+      choice("train.remat", r.train.remat, parse_remat, [](Remat m) { return m == Remat::none ? "none" : "block"; }),
+      integer("train.log_every", r.train.log_every),
+      integer("checkpoint.every", r.checkpoint.every),
+      integer("checkpoint.keep", r.checkpoint.keep),
+      integer("eval.every", r.eval.every),
+      integer("eval.batches", r.eval.batches),
+  };
+}
+
+const Field* find(const std::vector<Field>& table, const std::string& key) {
+  for (const Field& f : table)
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+std::vector<std::string> sections(const std::vector<Field>& table) {
+  std::vector<std::string> out;
+  for (const Field& f : table) {
+    std::string section = f.key.substr(0, f.key.find('.'));
+    if (out.empty() || out.back() != section) out.push_back(section);
+  }
+  return out;
+}
+
+void apply_file(Recipe& r, const YAML::Node& root, const std::string& source) {
+  std::vector<Field> table = fields(r);
+  std::vector<std::string> known = sections(table);
+  if (root.IsNull()) return;
+  check(root.IsMap(), "{}: a recipe must be a mapping of sections ({})", source, fmt::join(known, ", "));
+  for (const auto& section : root) {
+    std::string name = section.first.as<std::string>();
+    check(std::find(known.begin(), known.end(), name) != known.end(), "{}: unknown section '{}' (expected one of {})",
+          source, name, fmt::join(known, ", "));
+    if (section.second.IsNull()) continue;
+    check(section.second.IsMap(), "{}: section '{}' must be a mapping of keys", source, name);
+    for (const auto& item : section.second) {
+      std::string key = name + "." + item.first.as<std::string>();
+      const Field* f = find(table, key);
+      check(f != nullptr, "{}: unknown key '{}'", source, key);
+      f->set(item.second, source);
+    }
+  }
+}
+
+void apply_override(Recipe& r, const std::string& text) {
+  std::vector<Field> table = fields(r);
+  size_t eq = text.find('=');
+  check(eq != std::string::npos, "override '{}': expected section.key=value", text);
+  std::string key = text.substr(0, eq);
+  const Field* f = find(table, key);
+  check(f != nullptr, "override '{}': unknown key '{}'", text, key);
+  YAML::Node value;
+  try {
+    value = YAML::Load(text.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    fail("override '{}': the value is not valid YAML ({})", text, e.what());
+  }
+  f->set(value, fmt::format("override '{}'", text));
+}
+
+void validate(const Recipe& r, const std::string& source) {
+  auto require = [&](bool ok, const char* key, const std::string& what) {
+    check(ok, "{}: '{}' {}", source, key, what);
+  };
+  require(!r.run.dir.empty(), "run.dir", "must name the run directory");
+  require(r.model.rope_scaling == "none" || r.model.rope_scaling == "yarn", "model.rope_scaling",
+          fmt::format("must be none or yarn, got '{}'", r.model.rope_scaling));
+  require(!r.model.config.empty() || !r.model.init_from.empty(), "model.config",
+          "must be set (a model YAML file or HF config.json) unless model.init_from gives the model");
+  require(r.data.paths.empty() != r.data.mix_file.empty(), "data.paths",
+          "or data.mix_file must be set (exactly one of them)");
+  require(r.data.seq_len > 0, "data.seq_len", fmt::format("must be positive, got {}", r.data.seq_len));
+  require(r.data.seed >= 0, "data.seed", fmt::format("must be >= 0, got {}", r.data.seed));
+  require(r.data.global_batch_size > 0, "data.global_batch_size",
+          fmt::format("must be positive, got {}", r.data.global_batch_size));
+  require(r.data.micro_batch_size > 0, "data.micro_batch_size",
+          fmt::format("must be positive, got {}", r.data.micro_batch_size));
+  require(r.data.global_batch_size % r.data.micro_batch_size == 0, "data.global_batch_size",
+          fmt::format("({}) must be a multiple of data.micro_batch_size ({})", r.data.global_batch_size,
+                      r.data.micro_batch_size));
+  require(r.optim.lr > 0, "optim.lr", fmt::format("must be positive, got {}", r.optim.lr));
+  require(r.optim.weight_decay >= 0, "optim.weight_decay", fmt::format("must be >= 0, got {}", r.optim.weight_decay));
+  require(r.optim.betas.size() == 2 && r.optim.betas[0] >= 0 && r.optim.betas[0] < 1 && r.optim.betas[1] >= 0 &&
+              r.optim.betas[1] < 1,
+          "optim.betas", "must be two numbers [beta1, beta2] in [0, 1)");
+  require(r.optim.eps > 0, "optim.eps", fmt::format("must be positive, got {}", r.optim.eps));
+  require(r.optim.clip >= 0, "optim.clip", fmt::format("must be >= 0 (0 = no clipping), got {}", r.optim.clip));
+  require(r.optim.skip_step_sigma > 0, "optim.skip_step_sigma",
+          fmt::format("must be positive, got {}", r.optim.skip_step_sigma));
+  require(r.optim.skip_step_window >= 2, "optim.skip_step_window",
+          fmt::format("must be >= 2, got {}", r.optim.skip_step_window));
+  require(r.optim.z_loss >= 0, "optim.z_loss", fmt::format("must be >= 0, got {}", r.optim.z_loss));
+  require(!r.optim.load_state || !r.model.init_from.empty(), "optim.load_state",
+          "needs model.init_from (the checkpoint holding the optimizer state)");
+  const Recipe::Schedule& s = r.schedule;
+  require(s.t_max >= 0 && s.t_max_tokens >= 0, "schedule.t_max", "must be >= 0");
+  require(s.t_max == 0 || s.t_max_tokens == 0, "schedule.t_max", "and schedule.t_max_tokens cannot both be set");
+  require(s.part2_t_max == 0 || s.part2_t_max_tokens == 0, "schedule.part2_t_max",
+          "and schedule.part2_t_max_tokens cannot both be set");
+  require(r.train.max_steps > 0, "train.max_steps", fmt::format("must be positive, got {}", r.train.max_steps));
+  require(r.train.stop_at >= 0 && r.train.stop_at <= r.train.max_steps, "train.stop_at",
+          fmt::format("must be in [0, train.max_steps = {}] (0 = run to max_steps), got {}", r.train.max_steps,
+                      r.train.stop_at));
+  require(r.train.threads >= 0, "train.threads", fmt::format("must be >= 0 (0 = all cores), got {}", r.train.threads));
+  require(r.train.seed >= 0, "train.seed", fmt::format("must be >= 0, got {}", r.train.seed));
+  require(r.train.log_every > 0, "train.log_every", fmt::format("must be positive, got {}", r.train.log_every));
+  require(r.checkpoint.every >= 0, "checkpoint.every", fmt::format("must be >= 0, got {}", r.checkpoint.every));
+  require(r.checkpoint.keep >= 0, "checkpoint.keep", fmt::format("must be >= 0, got {}", r.checkpoint.keep));
+  require(r.eval.every >= 0, "eval.every", fmt::format("must be >= 0, got {}", r.eval.every));
+  require(r.eval.batches >= 0, "eval.batches", fmt::format("must be >= 0, got {}", r.eval.batches));
+  require(r.eval.every == 0 || !r.data.validation_paths.empty(), "eval.every",
+          "needs data.validation_paths (held-out token files)");
+  try {
+    validate(schedule_config(r));
+  } catch (const Error& e) {
+    fail("{}: {}", source, e.what());
+  }
+}
+
+// Entries with glob characters (data/tokens/heldout/*.npy) become the files they match, in name order.
+std::vector<std::string> expand_globs(const std::vector<std::string>& paths, const std::string& source,
+                                      const char* key) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    if (p.find_first_of("*?[") == std::string::npos) {
+      out.push_back(p);
+      continue;
+    }
+    glob_t matches{};
+    int rc = glob(p.c_str(), 0, nullptr, &matches);
+    for (size_t i = 0; rc == 0 && i < matches.gl_pathc; i++) out.push_back(matches.gl_pathv[i]);
+    globfree(&matches);
+    check(rc == 0, "{}: '{}': no file matches {}", source, key, p);
+  }
+  return out;
+}
+
+void check_files_exist(Recipe& r, const std::string& source) {
+  namespace fs = std::filesystem;
+  auto exists = [&](const std::string& path, const char* key) {
+    check(fs::exists(path), "{}: '{}': {} not found", source, key, path);
+  };
+  r.data.paths = expand_globs(r.data.paths, source, "data.paths");
+  r.data.validation_paths = expand_globs(r.data.validation_paths, source, "data.validation_paths");
+  if (!r.model.config.empty()) exists(r.model.config, "model.config");
+  if (!r.model.init_from.empty()) exists(r.model.init_from, "model.init_from");
+  for (const std::string& p : r.data.paths) exists(p, "data.paths");
+  if (!r.data.mix_file.empty()) exists(r.data.mix_file, "data.mix_file");
+  for (const std::string& p : r.data.validation_paths) exists(p, "data.validation_paths");
+}
+
+}  // namespace
+
+Recipe load_recipe_text(const std::string& yaml, const std::string& source, const std::vector<std::string>& overrides,
+                        bool check_files) {
+  Recipe r;
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    fail("{}: invalid YAML ({})", source, e.what());
+  }
+  apply_file(r, root, source);
+  for (const std::string& o : overrides) apply_override(r, o);
+  validate(r, source);
+  if (check_files) check_files_exist(r, source);
+  return r;
+}
+
+Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides, bool check_files) {
+  check(std::filesystem::is_regular_file(path), "{}: recipe file not found", path);
+  return load_recipe_text(read_text_file(path), path, overrides, check_files);
+}
+
+std::string Recipe::to_yaml() const {
+  std::vector<Field> table = fields(const_cast<Recipe&>(*this));
+  YAML::Node root(YAML::NodeType::Map);
+  for (const Field& f : table) {
+    size_t dot = f.key.find('.');
+    root[f.key.substr(0, dot)][f.key.substr(dot + 1)] = f.get();
+  }
+  YAML::Emitter out;
+  out << root;
+  return "# replica recipe, resolved (defaults, file and overrides)\n" + std::string(out.c_str()) + "\n";
+}
+
+void check_trainable(const Recipe& r) {
+  check(r.model.rope_scaling == "none",
+        "model.rope_scaling={}: long-context training (OLMo 3 stage 3: YaRN RoPE scaling, document packing with "
+        "intra-document masking) is not implemented yet",
+        r.model.rope_scaling);
+}
+
+// Steps needed for `tokens` tokens at tokens_per_step (OLMo-core: ceil(tokens / global batch tokens)).
+static int64_t steps_for_tokens(double tokens, int64_t tokens_per_step) {
+  return int64_t(std::ceil(tokens / double(tokens_per_step)));
+}
+
+ScheduleConfig schedule_config(const Recipe& r) {
+  const Recipe::Schedule& s = r.schedule;
+  ScheduleConfig c;
+  c.type = s.type;
+  c.lr = r.optim.lr;
+  c.warmup = s.warmup_steps;
+  c.alpha_f = s.alpha_f;
+  c.t_max = s.t_max > 0          ? s.t_max
+            : s.t_max_tokens > 0 ? steps_for_tokens(s.t_max_tokens, r.tokens_per_step())
+                                 : r.train.max_steps;
+  c.decay = s.decay_steps;
+  c.stitch_step = s.stitch_step;
+  c.part2_warmup = s.part2_warmup_steps;
+  c.part2_t_max = s.part2_t_max > 0          ? s.part2_t_max
+                  : s.part2_t_max_tokens > 0 ? steps_for_tokens(s.part2_t_max_tokens, r.tokens_per_step())
+                                             : r.train.max_steps;
+  return c;
+}
+
+AdamWConfig adamw_config(const Recipe& r) {
+  AdamWConfig c;
+  c.beta1 = r.optim.betas.at(0);
+  c.beta2 = r.optim.betas.at(1);
+  c.eps = r.optim.eps;
+  c.weight_decay = r.optim.weight_decay;
+  return c;
+}
+
+}  // namespace replica

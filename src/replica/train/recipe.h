@@ -1,0 +1,94 @@
+// Recipe: every setting of a training run, in sections (run, model, data, optim, schedule, train,
+// checkpoint, eval), read from YAML with `section.key=value` overrides; to_yaml() writes it back resolved.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "replica/kernels/cpu/gemm.h"
+#include "replica/model/olmo3.h"
+#include "replica/optim/adamw.h"
+#include "replica/optim/schedule.h"
+
+namespace replica {
+
+struct Recipe {
+  struct Run {
+    std::string dir = "runs/default";  // run directory: config.yaml, metrics.jsonl, tb/, checkpoints/
+    std::string name = "default";
+  } run;
+  struct Model {
+    std::string config;                 // YAML model file or HF config.json (may be empty with init_from)
+    std::string init_from;              // HF model directory or replica checkpoint; empty: fresh init (train.seed)
+    std::string rope_scaling = "none";  // none | yarn (stage 3; not implemented: check_trainable refuses it)
+  } model;
+  struct Data {
+    std::vector<std::string> paths;  // token files, in order (or mix_file)
+    std::string mix_file;            // one token file per line: `path` or `label,path`
+    int64_t seq_len = 8192;
+    int64_t seed = 34521;                       // data order seed (OLMo-core NumpyDataLoaderConfig.seed)
+    int64_t global_batch_size = 512;            // instances per optimizer step
+    int64_t micro_batch_size = 1;               // instances per forward/backward (gradient accumulation)
+    std::vector<std::string> validation_paths;  // held-out token files for eval.every
+  } data;
+  struct Optim {
+    double lr = 3e-4;  // peak LR
+    double weight_decay = 0.1;
+    std::vector<double> betas = {0.9, 0.95};
+    double eps = 1e-8;
+    double clip = 1.0;  // max global grad norm; 0 = no clipping (then skip-step watches the loss only)
+    bool skip_step = true;
+    double skip_step_sigma = 6.0;
+    int64_t skip_step_window = 128;
+    double z_loss = 1e-5;
+    bool load_state = false;  // load Adam moments from model.init_from (a replica checkpoint)
+  } optim;
+  struct Schedule {
+    ScheduleType type = ScheduleType::cosine;
+    int64_t warmup_steps = 0;
+    double alpha_f = 0.1;
+    int64_t t_max = 0;        // horizon in steps; 0: from t_max_tokens, else train.max_steps
+    double t_max_tokens = 0;  // horizon in tokens: t_max = ceil(t_max_tokens / tokens per step)
+    int64_t decay_steps = 0;  // wsd
+    int64_t stitch_step = 0;  // olmo3_stitched: last step of part 1
+    int64_t part2_warmup_steps = 0;
+    int64_t part2_t_max = 0;  // or part2_t_max_tokens
+    double part2_t_max_tokens = 0;
+  } schedule;
+  struct Train {
+    int64_t max_steps = 1000;  // the run's length (and the schedule horizon unless the schedule sets one)
+    int64_t stop_at = 0;       // stop after this step without changing the horizon; 0 = max_steps
+    Precision precision = Precision::fp32;
+    int64_t threads = 0;  // 0 = all cores
+    int64_t seed = 0;     // parameter init seed
+    Remat remat = Remat::none;
+    int64_t log_every = 1;
+  } train;
+  struct Checkpoint {
+    int64_t every = 1000;  // 0 = only at the end
+    int64_t keep = 0;      // newest checkpoints kept; 0 = all
+  } checkpoint;
+  struct Eval {
+    int64_t every = 0;    // 0 = no in-loop evaluation
+    int64_t batches = 0;  // micro-batches of held-out data per evaluation; 0 = all
+  } eval;
+
+  int64_t tokens_per_step() const { return data.global_batch_size * data.seq_len; }
+  std::string to_yaml() const;  // every key, resolved; load_recipe_text(to_yaml()) gives the same recipe
+};
+
+// Reads a recipe file (or text), applies `section.key=value` overrides (values parsed as YAML) and
+// validates. Unknown sections/keys, wrong types, bad values and (with check_files) missing files raise
+// replica::Error naming the key. Relative paths are relative to the working directory. With check_files,
+// glob patterns in data.paths / data.validation_paths are replaced by the files they match (name order).
+Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {}, bool check_files = true);
+Recipe load_recipe_text(const std::string& yaml, const std::string& source,
+                        const std::vector<std::string>& overrides = {}, bool check_files = true);
+
+// Raises replica::Error when the recipe asks for something replica cannot train yet (stage 3's YaRN).
+void check_trainable(const Recipe& recipe);
+
+ScheduleConfig schedule_config(const Recipe& recipe);  // horizons resolved to steps
+AdamWConfig adamw_config(const Recipe& recipe);
+
+}  // namespace replica

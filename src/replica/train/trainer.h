@@ -1,0 +1,23 @@
+// The training loop: data order → micro-batches (gradient accumulation) → global-norm clipping →
+// skip-step rule → AdamW with the scheduled LR, with metrics.jsonl, TensorBoard scalars, a progress line and
+// held-out loss every eval.every steps. SIGINT/SIGTERM finish the current step and stop cleanly.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "replica/train/recipe.h"
+
+namespace replica {
+
+struct TrainSummary {
+  std::string run_dir;
+  int64_t steps = 0;               // optimizer steps taken (skipped ones included)
+  double final_loss = 0.0;         // training loss of the last step
+  double heldout_initial = -1.0;   // held-out loss before the first step (-1: no validation data)
+  double heldout_final = -1.0;
+  bool interrupted = false;
+};
+
+TrainSummary train(const Recipe& recipe);
+
+}  // namespace replica

@@ -1,0 +1,181 @@
+// Tokenizer parity: ids equal to tiktoken's cl100k_base (golden TestPlans, a tiktoken-WASM sample, every code
+// point), byte-exact decode, the defined invalid-UTF-8 behaviour, and clear errors.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "replica/core/error.h"
+#include "replica/core/file.h"
+#include "replica/core/sha256.h"
+#include "replica/data/tokenizer.h"
+
+using namespace replica;
+using namespace replica::data;
+
+namespace {
+
+const std::string kFixtures = std::string(REPLICA_SOURCE_DIR) + "/tests/fixtures/data/";
+
+const Tokenizer& tokenizer() {
+  static Tokenizer t = Tokenizer::load(kFixtures + "cl100k_base.tiktoken");
+  return t;
+}
+
+std::vector<uint32_t> parse_ids(const std::string& list) {  // "[1, 2, 3]"
+  std::vector<uint32_t> ids;
+  for (auto& v : nlohmann::json::parse(list)) ids.push_back(v.get<uint32_t>());
+  return ids;
+}
+
+// The probe tools/data/make_tokenizer_fixture.cjs builds for one code point, as UTF-8.
+std::string utf8(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += char(cp);
+  } else if (cp < 0x800) {
+    s += char(0xc0 | (cp >> 6)), s += char(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    s += char(0xe0 | (cp >> 12)), s += char(0x80 | ((cp >> 6) & 0x3f)), s += char(0x80 | (cp & 0x3f));
+  } else {
+    s += char(0xf0 | (cp >> 18)), s += char(0x80 | ((cp >> 12) & 0x3f)), s += char(0x80 | ((cp >> 6) & 0x3f));
+    s += char(0x80 | (cp & 0x3f));
+  }
+  return s;
+}
+
+std::string probe(uint32_t cp) {
+  std::string c = utf8(cp);
+  return "a" + c + "b1" + c + "2 " + c + "'" + c + "ll\n" + c + c + "  " + c + "\r\n";
+}
+
+}  // namespace
+
+TEST(Tokenizer, LoadsPinnedRanks) {
+  const Tokenizer& t = tokenizer();
+  EXPECT_EQ(t.vocab_size(), 100278u);
+  EXPECT_EQ(t.token_bytes(0), "!");
+  EXPECT_EQ(t.token_bytes(100255), " Conveyor");
+  EXPECT_EQ(t.token_bytes(kDolma2Eos), "<|endoftext|>");
+  EXPECT_EQ(t.token_bytes(kDolma2Pad), "<|pad|>");
+  EXPECT_EQ(t.token_bytes(100261), "|||PHONE_NUMBER|||");
+  EXPECT_EQ(t.token_bytes(100275), "<|extra_id_10|>");
+  EXPECT_EQ(t.added_token_id("<|endofprompt|>"), 100276u);
+  EXPECT_EQ(dolma2_added_tokens().size(), 22u);
+  EXPECT_THROW(t.token_bytes(100278), Error);
+  EXPECT_THROW(t.added_token_id("<|nope|>"), Error);
+}
+
+TEST(Tokenizer, RejectsWrongRanksFile) {
+  std::string path = ::testing::TempDir() + "bad.tiktoken";
+  write_text_file_atomic(path, "IQ== 0\n");
+  try {
+    Tokenizer::load(path);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sha256"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Tokenizer::load(::testing::TempDir() + "missing.tiktoken"), Error);
+}
+
+TEST(Tokenizer, GoldenTestPlans) {
+  std::string text = read_text_file(kFixtures + "TestPlans.txt");
+  ASSERT_EQ(sha256_hex(text.data(), text.size()), "d0a7902a3b2ef9ad950044663c21426323a2c860df72c9c0e73c0c03a68e7169");
+  std::istringstream in(text);
+  std::string line, encoding, sample;
+  int cases = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("EncodingName: ", 0) == 0) encoding = line.substr(14);
+    if (line.rfind("Sample: ", 0) == 0) sample = line.substr(8);
+    if (line.rfind("Sample:", 0) == 0 && line.size() == 7) sample.clear();
+    if (line.rfind("Encoded: ", 0) == 0 && encoding == "cl100k_base") {
+      EXPECT_EQ(tokenizer().encode_ordinary(sample), parse_ids(line.substr(9))) << sample;
+      cases++;
+    }
+  }
+  EXPECT_EQ(cases, 64);
+}
+
+TEST(Tokenizer, TiktokenWasmSample) {
+  std::ifstream in(kFixtures + "tokenizer_sample.jsonl");
+  std::string line;
+  int cases = 0;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    std::string text = j["text"];
+    std::vector<uint32_t> expected = j["ids"];
+    auto ids = tokenizer().encode_ordinary(text);
+    EXPECT_EQ(ids, expected) << j["name"];
+    EXPECT_EQ(tokenizer().decode(ids), text) << j["name"];
+    cases++;
+  }
+  EXPECT_GE(cases, 40);
+}
+
+TEST(Tokenizer, EveryCodePointMatchesTiktoken) {
+  std::ifstream in(kFixtures + "tokenizer_codepoints.txt");
+  uint32_t first, last;
+  std::string digest;
+  int blocks = 0;
+  std::vector<uint32_t> ids;
+  while (in >> first >> last >> digest) {
+    std::string text;
+    for (uint32_t cp = first; cp <= last; cp++)
+      if (cp < 0xd800 || cp > 0xdfff) text += probe(cp);
+    ids.clear();
+    tokenizer().encode_ordinary(text, ids);
+    EXPECT_EQ(sha256_hex(ids.data(), ids.size() * 4), digest) << "code points " << first << ".." << last;
+    blocks++;
+  }
+  EXPECT_EQ(blocks, 272);
+}
+
+TEST(Tokenizer, AddedTokenTextIsOrdinary) {
+  auto ids = tokenizer().encode_ordinary("<|endoftext|>");
+  EXPECT_EQ(ids, (std::vector<uint32_t>{27, 91, 8862, 728, 428, 91, 29}));
+  EXPECT_EQ(std::find(ids.begin(), ids.end(), kDolma2Eos), ids.end());
+}
+
+TEST(Tokenizer, InvalidUtf8IsByteExactAndDefined) {
+  const Tokenizer& t = tokenizer();
+  // A lone 0xff splits the word: "ab", <0xff>, "cd".
+  auto ids = t.encode_ordinary("ab\xff" "cd");
+  std::vector<uint32_t> expected = t.encode_ordinary("ab");
+  expected.push_back(t.encode_ordinary("ab\xff")[1]);
+  for (auto id : t.encode_ordinary("cd")) expected.push_back(id);
+  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(t.decode(ids), "ab\xff" "cd");
+  // Truncated multi-byte sequences, overlong forms, surrogates and random bytes all round-trip.
+  for (std::string s : {std::string("\xe4\xb8"), std::string("x\xc0\xafy"), std::string("\xed\xa0\x80 z"),
+                        std::string("caf\xc3"), std::string("\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80")})
+    EXPECT_EQ(t.decode(t.encode_ordinary(s)), s);
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; trial++) {
+    std::string s(rng() % 300, '\0');
+    for (char& c : s) c = char(rng() % 4 == 0 ? rng() % 256 : "ab \n1'\xc3\xa9"[rng() % 9]);
+    EXPECT_EQ(t.decode(t.encode_ordinary(s)), s);
+  }
+}
+
+TEST(Tokenizer, LongPiecesUseTheSameMergeOrder) {
+  // Pieces longer than 128 bytes take the heap merge; compare with the short-piece path piecewise.
+  const Tokenizer& t = tokenizer();
+  std::string word;
+  std::mt19937 rng(3);
+  for (int i = 0; i < 2000; i++) word += "etaoinshrdlucmfw"[rng() % 16];
+  auto ids = t.encode_ordinary(word);
+  EXPECT_EQ(t.decode(ids), word);
+  std::string digits(1000, '7');
+  EXPECT_EQ(t.encode_ordinary(digits).size(), 334u);  // groups of 3: 333 x "777" + "7"
+}
+
+TEST(Tokenizer, HugeWhitespaceRunsAreNotARegexError) {
+  // 6 MB of blanks is one piece; PCRE2's default match limit (10 M steps) would reject it.
+  std::string blanks(6 << 20, ' ');
+  blanks += "x";
+  auto ids = tokenizer().encode_ordinary(blanks);
+  EXPECT_EQ(tokenizer().decode(ids), blanks);
+  EXPECT_EQ(ids.back(), tokenizer().encode_ordinary(" x")[0]);  // the last blank goes with the word
+}

@@ -1,0 +1,119 @@
+// optim/adamw: OLMo-core's AdamW step against hand-computed values (decoupled weight decay, embedding
+// excluded, bias corrections from the step count), padding untouched, thread-count independence.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <vector>
+
+#include "replica/model/config.h"
+#include "replica/model/params.h"
+#include "replica/optim/adamw.h"
+
+namespace replica {
+namespace {
+
+ModelConfig tiny_config() {
+  return model_config_from_json({{"model_type", "olmo3"},
+                                 {"vocab_size", 8},
+                                 {"hidden_size", 4},
+                                 {"intermediate_size", 8},
+                                 {"num_hidden_layers", 1},
+                                 {"num_attention_heads", 1},
+                                 {"num_key_value_heads", 1},
+                                 {"head_dim", 4},
+                                 {"sliding_window", 4}},
+                                "tiny test model");
+}
+
+struct Buffers {
+  ParamTable table;
+  std::vector<float> params, grads;
+  explicit Buffers(const ModelConfig& c) : table(c), params(table.total(), 0.0f), grads(table.total(), 0.0f) {}
+  size_t at(const std::string& name, size_t i) const { return table.at(name).offset + i; }
+};
+
+// Expected values: the update written out in double (Python, see the test comments), compared at fp32 precision.
+TEST(AdamW, FirstStepIsSignLikeWithDecoupledDecayExceptEmbedding) {
+  Buffers b(tiny_config());
+  size_t emb = b.at("model.embed_tokens.weight", 3), mat = b.at("model.layers.0.self_attn.q_proj.weight", 5),
+         norm = b.at("model.norm.weight", 1), head = b.at("lm_head.weight", 2);
+  b.params[emb] = 0.5f, b.grads[emb] = 0.2f;
+  b.params[mat] = 0.5f, b.grads[mat] = 0.2f;
+  b.params[norm] = 1.0f, b.grads[norm] = -0.3f;
+  b.params[head] = -0.25f;  // zero gradient: only weight decay moves it
+  AdamW adam(b.table, AdamWConfig{0.9, 0.95, 1e-8, 0.1});
+  adam.step(b.params.data(), b.grads.data(), 0.01);
+  EXPECT_EQ(adam.step_count, 1);
+  // p·(1 - lr·wd) - lr·g/(|g| + eps): m/bc1 = g and sqrt(v/bc2) = |g| on the first step.
+  EXPECT_FLOAT_EQ(b.params[mat], 0.4895000005f);
+  EXPECT_FLOAT_EQ(b.params[emb], 0.4900000005f);         // no weight decay on the embedding
+  EXPECT_FLOAT_EQ(b.params[norm], 1.0089999996666668f);  // norms are decayed (OLMo 3 excludes only embeddings)
+  EXPECT_FLOAT_EQ(b.params[head], -0.25f * (1 - 0.01f * 0.1f));
+  EXPECT_FLOAT_EQ(adam.exp_avg[mat], 0.02f);
+  EXPECT_FLOAT_EQ(adam.exp_avg_sq[mat], 0.002f);
+  EXPECT_FLOAT_EQ(adam.exp_avg[norm], -0.03f);
+  EXPECT_FLOAT_EQ(adam.exp_avg_sq[norm], 0.0045f);
+}
+
+TEST(AdamW, SecondStepUsesStepCountForBiasCorrection) {
+  Buffers b(tiny_config());
+  size_t emb = b.at("model.embed_tokens.weight", 0), mat = b.at("model.layers.0.mlp.down_proj.weight", 7),
+         head = b.at("lm_head.weight", 0);
+  b.params[emb] = 0.5f, b.params[mat] = 0.5f, b.params[head] = -0.25f;
+  AdamW adam(b.table, AdamWConfig{0.9, 0.95, 1e-8, 0.1});
+  b.grads[emb] = 0.2f, b.grads[mat] = 0.2f;
+  adam.step(b.params.data(), b.grads.data(), 0.01);
+  b.grads[emb] = -0.1f, b.grads[mat] = -0.1f;
+  adam.step(b.params.data(), b.grads.data(), 0.005);
+  EXPECT_EQ(adam.step_count, 2);
+  // m = 0.9·0.02 - 0.01 = 0.008, v = 0.95·0.002 + 0.05·0.01 = 0.0024, bc1 = 0.19, bc2 = 0.0975.
+  EXPECT_FLOAT_EQ(adam.exp_avg[mat], 0.008f);
+  EXPECT_FLOAT_EQ(adam.exp_avg_sq[mat], 0.0024f);
+  EXPECT_FLOAT_EQ(b.params[mat], 0.48791340334485717f);
+  EXPECT_FLOAT_EQ(b.params[emb], 0.48865815334510715f);
+  EXPECT_FLOAT_EQ(b.params[head], -0.249625125f);  // (1 - 0.001)(1 - 0.0005)·(-0.25)
+}
+
+TEST(AdamW, PaddingBetweenTensorsIsUntouched) {
+  Buffers b(tiny_config());
+  // model.norm.weight has 4 elements; the 12 floats after it (to the 16-float boundary) are padding.
+  const ParamEntry& norm = b.table.at("model.norm.weight");
+  size_t pad = norm.offset + norm.numel;
+  ASSERT_LT(pad, b.table.at("lm_head.weight").offset);
+  b.params[pad] = 7.0f;
+  b.grads[pad] = 1.0f;
+  for (size_t i = 0; i < norm.numel; i++) b.grads[norm.offset + i] = 0.5f;
+  AdamW adam(b.table, AdamWConfig{});
+  adam.step(b.params.data(), b.grads.data(), 1e-3);
+  EXPECT_EQ(b.params[pad], 7.0f);
+  EXPECT_EQ(adam.exp_avg[pad], 0.0f);
+  EXPECT_EQ(adam.exp_avg_sq[pad], 0.0f);
+}
+
+TEST(AdamW, SameBitsForAnyThreadCount) {
+  ModelConfig c = tiny_config();
+  c.vocab_size = 50000;  // enough elements for several parallel chunks
+  Buffers b(c);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& p : b.params) p = dist(rng);
+  std::vector<std::vector<float>> grads(3, std::vector<float>(b.table.total()));
+  for (auto& g : grads)
+    for (float& x : g) x = dist(rng) * 1e-2f;
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<float> params = b.params;
+    AdamW adam(b.table, AdamWConfig{});
+    for (const auto& g : grads) adam.step(params.data(), g.data(), 1e-3);
+    results.push_back(params);
+  }
+  omp_set_num_threads(omp_get_num_procs());
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
+}
+
+}  // namespace
+}  // namespace replica

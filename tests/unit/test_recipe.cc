@@ -1,0 +1,171 @@
+// train/recipe: the shipped recipes hold the published numbers, overrides parse as YAML, bad recipes get
+// errors naming the key, and to_yaml() round-trips.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "replica/core/error.h"
+#include "replica/train/recipe.h"
+
+namespace replica {
+namespace {
+
+std::string recipe_path(const std::string& name) {
+  return std::string(REPLICA_SOURCE_DIR) + "/configs/recipes/" + name;
+}
+
+std::string temp_dir() {
+  auto dir = std::filesystem::temp_directory_path() / "replica_test_recipe";
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// The message of the replica::Error that f raises ("" if none).
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const std::string kMinimal =
+    "model: {config: m.yaml}\n"
+    "data: {paths: [t.npy], seq_len: 16, global_batch_size: 8, micro_batch_size: 4}\n"
+    "train: {max_steps: 100}\n"
+    "schedule: {warmup_steps: 10}\n";
+
+TEST(Recipe, Stage1HoldsThePublishedNumbers) {
+  Recipe r = load_recipe(recipe_path("olmo3_7b_stage1.yaml"), {}, false);
+  EXPECT_EQ(r.data.seq_len, 8192);
+  EXPECT_EQ(r.data.global_batch_size, 512);
+  EXPECT_EQ(r.tokens_per_step(), 4194304);
+  EXPECT_EQ(r.data.seed, 34521);
+  EXPECT_EQ(r.optim.lr, 3e-4);
+  EXPECT_EQ(r.optim.weight_decay, 0.1);
+  EXPECT_EQ(r.optim.betas, (std::vector<double>{0.9, 0.95}));
+  EXPECT_EQ(r.optim.eps, 1e-8);
+  EXPECT_EQ(r.optim.clip, 1.0);
+  EXPECT_TRUE(r.optim.skip_step);
+  EXPECT_EQ(r.optim.skip_step_window, 128);
+  EXPECT_EQ(r.optim.skip_step_sigma, 6.0);
+  EXPECT_EQ(r.optim.z_loss, 1e-5);
+  EXPECT_EQ(r.train.max_steps, 1413814);
+  EXPECT_EQ(r.train.precision, Precision::bf16);
+  ScheduleConfig s = schedule_config(r);
+  EXPECT_EQ(s.type, ScheduleType::olmo3_stitched);
+  EXPECT_EQ(s.warmup, 2000);
+  EXPECT_EQ(s.t_max, 1192093);        // ceil(5e12 / 4,194,304)
+  EXPECT_EQ(s.part2_t_max, 1668931);  // ceil(7e12 / 4,194,304)
+  EXPECT_EQ(s.part2_warmup, 597046);
+  EXPECT_NEAR(learning_rate(s, 597046), 1.65e-4, 1e-18);
+  EXPECT_NEAR(learning_rate(s, 1413814), 3.93e-5, 0.005e-5);
+  AdamWConfig a = adamw_config(r);
+  EXPECT_EQ(a.beta1, 0.9);
+  EXPECT_EQ(a.beta2, 0.95);
+  EXPECT_NO_THROW(check_trainable(r));
+}
+
+TEST(Recipe, Stage2And3) {
+  Recipe s2 = load_recipe(recipe_path("olmo3_7b_stage2.yaml"), {}, false);
+  EXPECT_EQ(s2.optim.lr, 2.0712352850360292e-4);
+  EXPECT_EQ(s2.data.global_batch_size, 256);
+  EXPECT_EQ(s2.data.seed, 1337);
+  EXPECT_EQ(s2.train.max_steps, 47684);
+  EXPECT_TRUE(s2.optim.load_state);
+  ScheduleConfig s = schedule_config(s2);
+  EXPECT_EQ(s.type, ScheduleType::linear);
+  EXPECT_EQ(s.t_max, 47684);
+  EXPECT_EQ(learning_rate(s, 47684), 0.0);
+
+  Recipe s3 = load_recipe(recipe_path("olmo3_7b_stage3.yaml"), {}, false);
+  EXPECT_EQ(s3.data.seq_len, 65536);
+  EXPECT_EQ(s3.tokens_per_step(), 4194304);
+  EXPECT_EQ(s3.train.max_steps, 11921);
+  EXPECT_EQ(schedule_config(s3).warmup, 200);
+  EXPECT_NE(error_of([&] { check_trainable(s3); }).find("model.rope_scaling"), std::string::npos);
+}
+
+TEST(Recipe, TinyLoadsWithItsFilesAndExpandsGlobs) {
+  namespace fs = std::filesystem;
+  std::string dir = temp_dir();
+  for (std::string domain : {"/web", "/code"}) fs::create_directories(dir + domain);
+  for (std::string f : {"/train.mix", "/web/heldout.npy", "/code/heldout.npy"}) std::ofstream(dir + f) << "x";
+  Recipe r = load_recipe(recipe_path("tiny.yaml"),
+                         {"model.config=" + std::string(REPLICA_SOURCE_DIR) + "/configs/models/olmo3_tiny.yaml",
+                          "data.mix_file=" + dir + "/train.mix", "data.validation_paths=[" + dir + "/*/heldout.npy]"});
+  EXPECT_EQ(r.data.mix_file, dir + "/train.mix");
+  EXPECT_EQ(r.data.validation_paths, (std::vector<std::string>{dir + "/code/heldout.npy", dir + "/web/heldout.npy"}));
+  EXPECT_EQ(r.data.global_batch_size % r.data.micro_batch_size, 0);
+  EXPECT_EQ(r.schedule.type, ScheduleType::cosine);
+  EXPECT_NO_THROW(check_trainable(r));
+  std::string missing = error_of([&] {
+    load_recipe(recipe_path("tiny.yaml"),
+                {"model.config=" + std::string(REPLICA_SOURCE_DIR) + "/configs/models/olmo3_tiny.yaml",
+                 "data.mix_file=" + dir + "/no.mix", "data.validation_paths=[]", "eval.every=0"});
+  });
+  EXPECT_NE(missing.find("data.mix_file"), std::string::npos) << missing;
+}
+
+TEST(Recipe, OverridesAreParsedAsYaml) {
+  Recipe r = load_recipe_text(
+      kMinimal, "minimal",
+      {"data.paths=[a.npy, b.npy]", "optim.lr=1e-3", "optim.betas=[0.8, 0.99]", "train.precision=bf16",
+       "schedule.type=wsd", "schedule.decay_steps=20", "optim.skip_step=false", "run.name=my run", "model.init_from="},
+      false);
+  EXPECT_EQ(r.data.paths, (std::vector<std::string>{"a.npy", "b.npy"}));
+  EXPECT_EQ(r.optim.lr, 1e-3);
+  EXPECT_EQ(r.optim.betas, (std::vector<double>{0.8, 0.99}));
+  EXPECT_EQ(r.train.precision, Precision::bf16);
+  EXPECT_EQ(r.schedule.type, ScheduleType::wsd);
+  EXPECT_EQ(r.schedule.decay_steps, 20);
+  EXPECT_FALSE(r.optim.skip_step);
+  EXPECT_EQ(r.run.name, "my run");
+  EXPECT_EQ(r.model.init_from, "");
+  EXPECT_EQ(schedule_config(r).t_max, 100);  // from train.max_steps
+}
+
+TEST(Recipe, ErrorsNameTheKey) {
+  auto load = [](const std::string& text, std::vector<std::string> overrides = {}) {
+    return error_of([&] { load_recipe_text(text, "bad.yaml", overrides, false); });
+  };
+  auto names = [](const std::string& message, const std::string& key) {
+    return message.find(key) != std::string::npos;
+  };
+  EXPECT_TRUE(names(load(kMinimal + "optim: {learning_rate: 1}\n"), "optim.learning_rate"));
+  EXPECT_TRUE(names(load(kMinimal + "optimizer: {lr: 1}\n"), "optimizer"));
+  EXPECT_TRUE(names(load(kMinimal, {"optim.lr=abc"}), "optim.lr"));
+  EXPECT_TRUE(names(load(kMinimal, {"data.seq_len=1.5"}), "data.seq_len"));
+  EXPECT_TRUE(names(load(kMinimal, {"optim.betas={a: 1}"}), "optim.betas"));
+  EXPECT_TRUE(names(load(kMinimal, {"optim.betas=[0.9]"}), "optim.betas"));
+  EXPECT_TRUE(names(load(kMinimal, {"train.precision=fp8"}), "train.precision"));
+  EXPECT_TRUE(names(load(kMinimal, {"schedule.type=cyclic"}), "schedule.type"));
+  EXPECT_TRUE(names(load(kMinimal, {"optim.nope=1"}), "optim.nope"));
+  EXPECT_TRUE(names(load(kMinimal, {"optim.lr"}), "optim.lr"));
+  EXPECT_TRUE(names(load(kMinimal, {"train.stop_at=101"}), "train.stop_at"));
+  EXPECT_TRUE(names(load(kMinimal, {"schedule.warmup_steps=100"}), "warmup_steps"));
+  std::string batch = load(kMinimal, {"data.global_batch_size=10"});
+  EXPECT_TRUE(names(batch, "data.global_batch_size") && names(batch, "data.micro_batch_size")) << batch;
+  EXPECT_TRUE(names(load(kMinimal, {"data.mix_file=mix.txt"}), "data.mix_file"));
+  EXPECT_TRUE(names(load(kMinimal, {"eval.every=10"}), "data.validation_paths"));
+  std::string missing = error_of([] { load_recipe_text(kMinimal, "bad.yaml", {"model.config=/nonexistent/m.yaml"}); });
+  EXPECT_TRUE(names(missing, "model.config") && names(missing, "/nonexistent/m.yaml")) << missing;
+  EXPECT_TRUE(names(error_of([] { load_recipe("/nonexistent/recipe.yaml"); }), "/nonexistent/recipe.yaml"));
+}
+
+TEST(Recipe, ToYamlRoundTrips) {
+  Recipe r = load_recipe(recipe_path("olmo3_7b_stage1.yaml"), {"optim.lr=0.1234567890123"}, false);
+  std::string yaml = r.to_yaml();
+  Recipe back = load_recipe_text(yaml, "resolved", {}, false);
+  EXPECT_EQ(back.to_yaml(), yaml);
+  EXPECT_EQ(back.optim.lr, 0.1234567890123);
+  EXPECT_EQ(back.schedule.t_max_tokens, 5e12);
+  EXPECT_EQ(back.data.validation_paths, r.data.validation_paths);
+  EXPECT_NE(yaml.find("type: olmo3_stitched"), std::string::npos) << yaml;
+}
+
+}  // namespace
+}  // namespace replica
