@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <set>
 
 #include "replica/ckpt/hf.h"
 #include "replica/core/error.h"
@@ -32,6 +33,17 @@ void request_stop(int) { stop_requested = true; }
 
 std::vector<data::MixEntry> mix_of(const std::vector<std::string>& paths, const std::string& mix_file) {
   return mix_file.empty() ? data::mix_from_paths(paths) : data::read_mix_file(mix_file);
+}
+
+// Validation files are labelled by their stem, or by their directory when stems repeat
+// (data/tokens/<domain>/heldout.npy → "<domain>").
+std::vector<data::MixEntry> validation_files(const std::vector<std::string>& paths) {
+  std::vector<data::MixEntry> files = data::mix_from_paths(paths);
+  std::set<std::string> stems;
+  for (const data::MixEntry& f : files) stems.insert(f.label);
+  if (stems.size() < files.size())
+    for (data::MixEntry& f : files) f.label = std::filesystem::path(f.path).parent_path().filename().string();
+  return files;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -71,7 +83,7 @@ TrainSummary train(const Recipe& r) {
         loader.dataset().num_instances(), r.data.seq_len, r.data.global_batch_size);
   std::unique_ptr<data::FslDataset> heldout;
   if (!r.data.validation_paths.empty())
-    heldout = std::make_unique<data::FslDataset>(data::mix_from_paths(r.data.validation_paths), r.data.seq_len,
+    heldout = std::make_unique<data::FslDataset>(validation_files(r.data.validation_paths), r.data.seq_len,
                                                  data::TokenDtype::u32, uint32_t(config.vocab_size));
 
   AdamW adamw(table, adamw_config(r));

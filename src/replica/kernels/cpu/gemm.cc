@@ -100,7 +100,7 @@ double measure_gemm_peak(Precision precision) {
   const int64_t n = 2048;
   std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), c(size_t(n * n));
   double best = 0.0;
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 10; i++) {
     const auto start = std::chrono::steady_clock::now();
     linear_forward(c.data(), a.data(), b.data(), n, n, n, precision);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -17,7 +17,7 @@ Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision);
 
-// This machine's practical GEMM peak in FLOP/s for `precision`: the best of several 2048³ matmuls.
+// This machine's practical GEMM peak in FLOP/s for `precision`: the best of ten 2048³ matmuls.
 // MFU everywhere is measured against it.
 double measure_gemm_peak(Precision precision);
 
