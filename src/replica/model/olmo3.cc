@@ -114,6 +114,17 @@ void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   for (Buffer* b : {&w.dg, &w.du, &w.ds}) b->assign(N * F, 0.0f);
 }
 
+void Olmo3::round_weights(const float* P) {
+  params_ = P;
+  if (precision_ != Precision::bf16) return;
+  params16_.resize(table_.total());
+  convert_to_bf16(P, params16_.data(), table_.total());
+}
+
+WeightRef Olmo3::W(size_t offset) const {
+  return {params_ + offset, precision_ == Precision::bf16 ? params16_.data() + offset : nullptr};
+}
+
 void Olmo3::check_ids(const int32_t* ids, int64_t n) const {
   for (int64_t i = 0; i < n; i++)
     check(ids[i] >= 0 && ids[i] < config_.vocab_size, "token id {} at position {} is outside the vocabulary [0, {})",
@@ -135,9 +146,9 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
     rmsnorm_forward(a.n1.data(), a.rstd1.data(), x, P + o.norm1, N, C, eps);
     attn_in = a.n1.data();
   }
-  linear_forward(a.q.data(), attn_in, P + o.wq, N, HD, C, p);
-  linear_forward(a.k.data(), attn_in, P + o.wk, N, KD, C, p);
-  linear_forward(a.v.data(), attn_in, P + o.wv, N, KD, C, p);
+  linear_forward(a.q.data(), attn_in, W(o.wq), N, HD, C, p);
+  linear_forward(a.k.data(), attn_in, W(o.wk), N, KD, C, p);
+  linear_forward(a.v.data(), attn_in, W(o.wv), N, KD, C, p);
   if (c.qk_norm) {
     rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P + o.q_norm, N, HD, eps);
     rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P + o.k_norm, N, KD, eps);
@@ -149,7 +160,7 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
   rope_forward(a.kr.data(), *ws_->rope, B, T, c.n_kv_heads, c.head_dim);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   attention_forward(a.att.data(), a.lse.data(), a.qr.data(), a.kr.data(), a.v.data(), shape);
-  linear_forward(a.ao.data(), a.att.data(), P + o.wo, N, C, HD, p);
+  linear_forward(a.ao.data(), a.att.data(), W(o.wo), N, C, HD, p);
   const float* attn_out = a.ao.data();
   if (reordered) {
     rmsnorm_forward(a.n1.data(), a.rstd1.data(), a.ao.data(), P + o.norm1, N, C, eps);
@@ -164,10 +175,10 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
     rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.h.data(), P + o.norm2, N, C, eps);
     mlp_in = a.n2.data();
   }
-  linear_forward(a.g.data(), mlp_in, P + o.w_gate, N, F, C, p);
-  linear_forward(a.u.data(), mlp_in, P + o.w_up, N, F, C, p);
+  linear_forward(a.g.data(), mlp_in, W(o.w_gate), N, F, C, p);
+  linear_forward(a.u.data(), mlp_in, W(o.w_up), N, F, C, p);
   swiglu_forward(a.s.data(), a.g.data(), a.u.data(), N * F);
-  linear_forward(a.m.data(), a.s.data(), P + o.w_down, N, C, F, p);
+  linear_forward(a.m.data(), a.s.data(), W(o.w_down), N, C, F, p);
   const float* mlp_out = a.m.data();
   if (reordered) {
     rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.m.data(), P + o.norm2, N, C, eps);
@@ -194,11 +205,11 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
     dm = w.dm.data();
   }
   const float* mlp_in = reordered ? a.h.data() : a.n2.data();
-  linear_backward_input(w.ds.data(), dm, P + o.w_down, N, C, F, false, p);
+  linear_backward_input(w.ds.data(), dm, W(o.w_down), N, C, F, false, p);
   linear_backward_weight(G + o.w_down, dm, a.s.data(), N, C, F, p);
   swiglu_backward(w.dg.data(), w.du.data(), w.ds.data(), a.g.data(), a.u.data(), N * F);
-  linear_backward_input(w.dx_branch.data(), w.dg.data(), P + o.w_gate, N, F, C, false, p);
-  linear_backward_input(w.dx_branch.data(), w.du.data(), P + o.w_up, N, F, C, true, p);
+  linear_backward_input(w.dx_branch.data(), w.dg.data(), W(o.w_gate), N, F, C, false, p);
+  linear_backward_input(w.dx_branch.data(), w.du.data(), W(o.w_up), N, F, C, true, p);
   linear_backward_weight(G + o.w_gate, w.dg.data(), mlp_in, N, F, C, p);
   linear_backward_weight(G + o.w_up, w.du.data(), mlp_in, N, F, C, p);
   if (reordered) {
@@ -213,7 +224,7 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
     rmsnorm_backward(w.dao.data(), G + o.norm1, dres, a.ao.data(), P + o.norm1, a.rstd1.data(), N, C, false);
     dao = w.dao.data();
   }
-  linear_backward_input(w.datt.data(), dao, P + o.wo, N, C, HD, false, p);
+  linear_backward_input(w.datt.data(), dao, W(o.wo), N, C, HD, false, p);
   linear_backward_weight(G + o.wo, dao, a.att.data(), N, C, HD, p);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att.data(), a.lse.data(),
@@ -231,9 +242,9 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
     dk = w.dk.data();
   }
   const float* attn_in = reordered ? x : a.n1.data();
-  linear_backward_input(w.dx_branch.data(), dq, P + o.wq, N, HD, C, false, p);
-  linear_backward_input(w.dx_branch.data(), dk, P + o.wk, N, KD, C, true, p);
-  linear_backward_input(w.dx_branch.data(), w.dv.data(), P + o.wv, N, KD, C, true, p);
+  linear_backward_input(w.dx_branch.data(), dq, W(o.wq), N, HD, C, false, p);
+  linear_backward_input(w.dx_branch.data(), dk, W(o.wk), N, KD, C, true, p);
+  linear_backward_input(w.dx_branch.data(), w.dv.data(), W(o.wv), N, KD, C, true, p);
   linear_backward_weight(G + o.wq, dq, attn_in, N, HD, C, p);
   linear_backward_weight(G + o.wk, dk, attn_in, N, KD, C, p);
   linear_backward_weight(G + o.wv, w.dv.data(), attn_in, N, KD, C, p);
@@ -258,6 +269,7 @@ void Olmo3::forward_to_final_norm(const float* P, const int32_t* ids, bool keep_
 }
 
 LossSums Olmo3::forward_backward(const float* P, float* G, const Batch& batch, float z_coef, float grad_scale) {
+  round_weights(P);
   prepare(batch.B, batch.T, true);
   Workspace& w = *ws_;
   const ModelConfig& c = config_;
@@ -265,7 +277,7 @@ LossSums Olmo3::forward_backward(const float* P, float* G, const Batch& batch, f
   const bool keep_all = remat_ == Remat::none;
   forward_to_final_norm(P, batch.ids, keep_all);
   LmHeadGrads head{w.dfinal.data(), G + table_.lm_head, grad_scale};
-  LossSums sums = lm_head_loss(w.final_out.data(), P + table_.lm_head, batch.targets, N, C, c.vocab_size, z_coef,
+  LossSums sums = lm_head_loss(w.final_out.data(), W(table_.lm_head), batch.targets, N, C, c.vocab_size, z_coef,
                                precision_, &head);
   rmsnorm_backward(w.dres.data(), G + table_.final_norm, w.dfinal.data(), w.resid.back().data(),
                    P + table_.final_norm, w.final_rstd.data(), N, C, false);
@@ -280,16 +292,24 @@ LossSums Olmo3::forward_backward(const float* P, float* G, const Batch& batch, f
 }
 
 LossSums Olmo3::forward_loss(const float* P, const Batch& batch, float z_coef) {
+  round_weights(P);
   prepare(batch.B, batch.T, false);
   forward_to_final_norm(P, batch.ids, false);
-  return lm_head_loss(ws_->final_out.data(), P + table_.lm_head, batch.targets, batch.B * batch.T, config_.d_model,
+  return lm_head_loss(ws_->final_out.data(), W(table_.lm_head), batch.targets, batch.B * batch.T, config_.d_model,
                       config_.vocab_size, z_coef, precision_, nullptr);
 }
 
-void Olmo3::forward_logits(const float* P, const int32_t* ids, int64_t B, int64_t T, float* logits) {
+const float* Olmo3::forward_hidden(const float* P, const int32_t* ids, int64_t B, int64_t T) {
   prepare(B, T, false);
   forward_to_final_norm(P, ids, false);
-  linear_forward(logits, ws_->final_out.data(), P + table_.lm_head, B * T, config_.vocab_size, config_.d_model,
+  return ws_->final_out.data();
+}
+
+void Olmo3::forward_logits(const float* P, const int32_t* ids, int64_t B, int64_t T, float* logits) {
+  round_weights(P);
+  prepare(B, T, false);
+  forward_to_final_norm(P, ids, false);
+  linear_forward(logits, ws_->final_out.data(), W(table_.lm_head), B * T, config_.vocab_size, config_.d_model,
                  precision_);
 }
 

@@ -45,6 +45,9 @@ class Olmo3 {
   LossSums forward_loss(const float* params, const Batch& batch, float z_coef);
   // Full logits [B, T, V] (the parity hook; not for training).
   void forward_logits(const float* params, const int32_t* ids, int64_t B, int64_t T, float* logits);
+  // Hidden states after the final norm [B, T, C], valid until the next call (evaluation applies the LM
+  // head, params + table().lm_head, only to the rows it scores).
+  const float* forward_hidden(const float* params, const int32_t* ids, int64_t B, int64_t T);
 
   // Bytes of activation memory one micro-batch of [B, T] needs under `remat` (for the memory plan).
   static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T);
@@ -54,6 +57,9 @@ class Olmo3 {
   struct BlockActs;
   void prepare(int64_t B, int64_t T, bool for_training);
   void check_ids(const int32_t* ids, int64_t n) const;
+  // Remembers this call's parameters and, in bf16, rounds them once so every GEMM reuses the copy.
+  void round_weights(const float* params);
+  WeightRef W(size_t offset) const;  // the weight matrix at `offset` as a GEMM operand
   void forward_to_final_norm(const float* params, const int32_t* ids, bool keep_all);
   void block_forward(const float* params, int64_t layer, const float* x, float* out, BlockActs& a);
   void block_backward(const float* params, float* grads, int64_t layer, const float* x, BlockActs& a, float* dres);
@@ -63,6 +69,8 @@ class Olmo3 {
   Precision precision_;
   Remat remat_;
   std::unique_ptr<Workspace> ws_;
+  const float* params_ = nullptr;
+  std::vector<bf16> params16_;
 };
 
 }  // namespace replica

@@ -52,7 +52,7 @@ memory::desc matrix_desc(int64_t rows, int64_t cols, int64_t ld, bool transposed
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-          int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision) {
+          int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16) {
   if (M == 0 || N == 0) return;
   Engine& e = engine();
   std::lock_guard<std::mutex> lock(e.mutex);
@@ -83,11 +83,15 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
     size_t a_size = size_t((trans_a ? K : M) - 1) * size_t(lda) + size_t(trans_a ? M : K);
     size_t b_size = size_t((trans_b ? N : K) - 1) * size_t(ldb) + size_t(trans_b ? K : N);
     if (e.a16.size() < a_size) e.a16.resize(a_size);
-    if (e.b16.size() < b_size) e.b16.resize(b_size);
     convert_to_bf16(A, e.a16.data(), a_size);
-    convert_to_bf16(B, e.b16.data(), b_size);
     a = e.a16.data();
-    b = e.b16.data();
+    if (B16) {
+      b = B16;
+    } else {
+      if (e.b16.size() < b_size) e.b16.resize(b_size);
+      convert_to_bf16(B, e.b16.data(), b_size);
+      b = e.b16.data();
+    }
   }
   memory a_mem(a_desc, e.engine, const_cast<void*>(a));
   memory b_mem(b_desc, e.engine, const_cast<void*>(b));

@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "replica/core/bf16.h"
+
 namespace replica {
 
 enum class Precision { fp32, bf16 };
@@ -14,21 +16,30 @@ Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::
 // C[M,N] = A[M,K] · op(B) (+ C if accumulate), where op(B) = B^T for B stored [N,K] (trans_b) or B for
 // B stored [K,N]. A may be transposed too: trans_a means A is stored [K,M].
 // lda/ldb/ldc are row strides in elements.
+// In bf16 precision, B16 (optional) is B already rounded to bf16 with the same layout, so that weights
+// are converted once per step rather than once per product.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-          int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision);
+          int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16 = nullptr);
+
+// A weight matrix operand: its fp32 values and, in bf16 precision, optionally the same values rounded.
+struct WeightRef {
+  WeightRef(const float* values, const bf16* rounded = nullptr) : f32(values), b16(rounded) {}
+  const float* f32;
+  const bf16* b16;
+};
 
 // This machine's practical GEMM peak in FLOP/s for `precision`: the best of ten 2048³ matmuls.
 // MFU everywhere is measured against it.
 double measure_gemm_peak(Precision precision);
 
 // The three products of a Linear layer y = x · W^T with x [M,K], W [N,K]:
-inline void linear_forward(float* y, const float* x, const float* w, int64_t M, int64_t N, int64_t K, Precision p) {
-  gemm(false, true, M, N, K, x, K, w, K, y, N, false, p);
+inline void linear_forward(float* y, const float* x, WeightRef w, int64_t M, int64_t N, int64_t K, Precision p) {
+  gemm(false, true, M, N, K, x, K, w.f32, K, y, N, false, p, w.b16);
 }
 // dx[M,K] (+)= dy[M,N] · W[N,K]
-inline void linear_backward_input(float* dx, const float* dy, const float* w, int64_t M, int64_t N, int64_t K,
+inline void linear_backward_input(float* dx, const float* dy, WeightRef w, int64_t M, int64_t N, int64_t K,
                                   bool accumulate, Precision p) {
-  gemm(false, false, M, K, N, dy, N, w, K, dx, K, accumulate, p);
+  gemm(false, false, M, K, N, dy, N, w.f32, K, dx, K, accumulate, p, w.b16);
 }
 // dW[N,K] += dy[M,N]^T · x[M,K]
 inline void linear_backward_weight(float* dw, const float* dy, const float* x, int64_t M, int64_t N, int64_t K,

@@ -40,7 +40,7 @@ double exp_and_sum(float* x, int64_t n, float shift) {
 
 }  // namespace
 
-LossSums lm_head_loss(const float* hidden, const float* weight, const int32_t* targets, int64_t N, int64_t C,
+LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C,
                       int64_t V, float z_coef, Precision precision, const LmHeadGrads* grads) {
   // Up to 16M logits (64 MB) per chunk.
   const int64_t chunk = std::clamp<int64_t>((int64_t(1) << 24) / V, 1, N);
