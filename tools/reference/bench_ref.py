@@ -72,6 +72,8 @@ def main():
     ap.add_argument("--steps", type=int, required=True)
     ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
     ap.add_argument("--json", action="store_true", help="print one JSON line only")
+    ap.add_argument("--train", action="store_true",
+                    help="a full training step: also global-norm clipping (1.0) and torch.optim.AdamW(foreach)")
     ap.add_argument("--gemm", choices=("onednn", "blas"), default="onednn",
                     help="fp32 GEMM backend: oneDNN via 1x1 convolutions (default) or torch's BLAS")
     args = ap.parse_args()
@@ -86,6 +88,10 @@ def main():
 
     # Attention: torch 1.13 (Debian) has no F.scaled_dot_product_attention, so the reference's
     # explicit attention (batched matmuls over [B,H,T,T] scores, fp32 softmax) is what is timed.
+
+    # The optimizer a PyTorch user would pick: AdamW with the multi-tensor (foreach) kernels, fp32 states.
+    optimizer = torch.optim.AdamW(list(params.values()), lr=1e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1,
+                                  foreach=True) if args.train else None
 
     def step():
         for p in params.values():
@@ -102,6 +108,9 @@ def main():
             logits = ref.forward(params, cfg, ids, "fp32")
             total = ref.loss(logits, ids)[0]
         total.backward()
+        if optimizer:
+            torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
+            optimizer.step()
         return float(total)
 
     step()  # warmup
@@ -113,7 +122,7 @@ def main():
     step_s = statistics.median(times)
     tokens = args.batch * args.seq
     result = {"tokens_per_s": tokens / step_s, "step_s": step_s, "batch": args.batch, "seq": args.seq,
-              "threads": args.threads, "steps": args.steps, "precision": args.precision, "gemm": args.gemm,
+              "threads": args.threads, "steps": args.steps, "precision": args.precision, "gemm": args.gemm, "train": args.train,
               "params": sum(p.numel() for p in params.values()), "torch": torch.__version__}
     if args.json:
         print(json.dumps(result))
