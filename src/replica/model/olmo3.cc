@@ -33,6 +33,12 @@ std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T) {
 
 using Buffer = std::vector<float>;
 
+// out = x + branch: the residual stream update (also used for gradients flowing back into it).
+static void residual_add(float* out, const float* x, const float* branch, int64_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; i++) out[i] = x[i] + branch[i];
+}
+
 // Saved activations of one block (N = B·T rows).
 struct Olmo3::BlockActs {
   Buffer q, k, v;          // projections [N, H·D], [N, K·D], [N, K·D]
@@ -166,8 +172,7 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
     rmsnorm_forward(a.n1.data(), a.rstd1.data(), a.ao.data(), P + o.norm1, N, C, eps);
     attn_out = a.n1.data();
   }
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < N * C; i++) a.h[size_t(i)] = x[i] + attn_out[i];
+  residual_add(a.h.data(), x, attn_out, N * C);
 
   // MLP branch.
   const float* mlp_in = a.h.data();
@@ -184,8 +189,7 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
     rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.m.data(), P + o.norm2, N, C, eps);
     mlp_out = a.n2.data();
   }
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < N * C; i++) out[i] = a.h[size_t(i)] + mlp_out[i];
+  residual_add(out, a.h.data(), mlp_out, N * C);
 }
 
 // On entry dres = d(loss)/d(block output); on exit d(loss)/d(block input x).
@@ -213,8 +217,7 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
   linear_backward_weight(G + o.w_gate, w.dg.data(), mlp_in, N, F, C, p);
   linear_backward_weight(G + o.w_up, w.du.data(), mlp_in, N, F, C, p);
   if (reordered) {
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < N * C; i++) dres[i] += w.dx_branch[size_t(i)];
+    residual_add(dres, dres, w.dx_branch.data(), N * C);
   } else {
     rmsnorm_backward(dres, G + o.norm2, w.dx_branch.data(), a.h.data(), P + o.norm2, a.rstd2.data(), N, C, true);
   }
@@ -249,8 +252,7 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
   linear_backward_weight(G + o.wk, dk, attn_in, N, KD, C, p);
   linear_backward_weight(G + o.wv, w.dv.data(), attn_in, N, KD, C, p);
   if (reordered) {
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < N * C; i++) dres[i] += w.dx_branch[size_t(i)];
+    residual_add(dres, dres, w.dx_branch.data(), N * C);
   } else {
     rmsnorm_backward(dres, G + o.norm1, w.dx_branch.data(), x, P + o.norm1, a.rstd1.data(), N, C, true);
   }
