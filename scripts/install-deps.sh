@@ -13,7 +13,9 @@ packages=(
   libxxhash-dev                 # XXH3-128 checksums and fingerprints
   libgtest-dev libgmock-dev     # unit tests
   libbenchmark-dev              # micro-benchmarks
+  libopenmpi-dev openmpi-bin    # data parallelism across processes (mpirun)
   python3-torch python3-numpy   # the independent reference (fixtures, speed baseline)
+  python3-yaml                  # bench/run.sh reads model YAML for the reference
 )
 
 missing=()

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "replica/model/config.h"
@@ -113,6 +114,34 @@ TEST(AdamW, SameBitsForAnyThreadCount) {
   omp_set_num_threads(omp_get_num_procs());
   EXPECT_EQ(results[0], results[1]);
   EXPECT_EQ(results[0], results[2]);
+}
+
+TEST(AdamW, ShardsUpdateExactlyTheirRangeAsTheWholeBufferWould) {
+  // ZeRO-1: AdamW over [begin, end) gives the same bits there as AdamW over the whole buffer, touches
+  // nothing outside, and keeps moments for the range only (the embedding's no-decay rule still applies).
+  ModelConfig c = tiny_config();
+  c.vocab_size = 5000;
+  Buffers b(c);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& p : b.params) p = dist(rng);
+  for (float& g : b.grads) g = dist(rng) * 1e-2f;
+  std::vector<float> whole = b.params;
+  AdamW full(b.table, AdamWConfig{});
+  full.step(whole.data(), b.grads.data(), 1e-2);
+  const size_t split = b.table.at("model.embed_tokens.weight").numel - 100;  // inside the embedding
+  std::vector<float> sharded = b.params;
+  for (auto [begin, end] : {std::pair<size_t, size_t>{0, split}, {split, b.table.total()}}) {
+    AdamW shard(b.table, AdamWConfig{}, begin, end), same_shard(b.table, AdamWConfig{}, begin, end);
+    std::vector<float> alone = b.params;
+    shard.step(alone.data(), b.grads.data(), 1e-2);
+    same_shard.step(sharded.data(), b.grads.data(), 1e-2);
+    ASSERT_EQ(shard.exp_avg.size(), end - begin);
+    for (size_t i = 0; i < b.params.size(); i++)
+      ASSERT_EQ(alone[i], i >= begin && i < end ? whole[i] : b.params[i]) << i;
+    for (size_t i = begin; i < end; i++) ASSERT_EQ(shard.exp_avg_sq[i - begin], full.exp_avg_sq[i]) << i;
+  }
+  EXPECT_EQ(sharded, whole);
 }
 
 }  // namespace

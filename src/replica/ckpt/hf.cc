@@ -1,6 +1,9 @@
-// Hugging Face model directory reader.
+// Hugging Face model directories: reader (with vocabulary padding) and exporter.
 #include "replica/ckpt/hf.h"
 
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -13,6 +16,10 @@
 namespace replica {
 
 namespace fs = std::filesystem;
+
+static bool is_vocab_tensor(const std::string& name) {
+  return name == "model.embed_tokens.weight" || name == "lm_head.weight";
+}
 
 void load_hf_params(const std::string& dir, const ParamTable& table, float* params) {
   // Which file holds each tensor.
@@ -43,7 +50,14 @@ void load_hf_params(const std::string& dir, const ParamTable& table, float* para
   for (const ParamEntry& e : table.entries()) {
     auto it = file_of.find(e.name);
     check(it != file_of.end(), "{}: missing tensor '{}' (expected shape {})", dir, e.name, shape_string(e.shape));
-    readers.at(it->second)->read_f32(e.name, e.shape, params + e.offset);
+    const SafetensorsReader& reader = *readers.at(it->second);
+    const std::vector<int64_t>& shape = reader.info(e.name).shape;
+    if (is_vocab_tensor(e.name) && shape.size() == 2 && shape[1] == e.shape[1] && shape[0] < e.shape[0]) {
+      reader.read_f32(e.name, shape, params + e.offset);  // a truncated vocabulary: pad with zero rows
+      std::fill(params + e.offset + shape[0] * shape[1], params + e.offset + e.numel, 0.0f);
+    } else {
+      reader.read_f32(e.name, e.shape, params + e.offset);
+    }
   }
   for (auto& [name, file] : file_of) {
     // Rotary frequency buffers are derived from the config, not parameters.
@@ -60,6 +74,58 @@ HfModel load_hf_model(const std::string& dir) {
   model.params.assign(table.total(), 0.0f);
   load_hf_params(dir, table, model.params.data());
   return model;
+}
+
+void export_hf(const ModelConfig& config, const ParamTable& table, const float* params, const std::string& out,
+               const HfExportOptions& options) {
+  const int64_t V = options.vocab > 0 ? options.vocab : config.vocab_size;
+  check(V <= config.vocab_size, "export: vocab {} is larger than the model's vocabulary ({})", V, config.vocab_size);
+  check(!fs::exists(out) || (fs::is_directory(out) && fs::is_empty(out)),
+        "{}: exists and is not an empty directory (nothing was written; choose a new output directory)", out);
+  ModelConfig exported = config;
+  exported.vocab_size = V;
+  nlohmann::json hf_config = model_config_to_hf_json(exported);
+  hf_config["torch_dtype"] = options.dtype == StDtype::F32 ? "float32" : "bfloat16";
+
+  // Shards: tensors in table order, a new shard when the next tensor would pass the limit.
+  const size_t width = options.dtype == StDtype::F32 ? 4 : 2;
+  std::vector<std::vector<StTensorOut>> shards(1);
+  uint64_t shard_bytes = 0, total_bytes = 0;
+  for (const ParamEntry& e : table.entries()) {
+    StTensorOut t{e.name, e.shape, params + e.offset, options.dtype};
+    if (is_vocab_tensor(e.name)) t.shape[0] = V;
+    const uint64_t bytes = uint64_t(t.shape[0]) * (e.numel / uint64_t(e.shape[0])) * width;
+    if (!shards.back().empty() && shard_bytes + bytes > options.max_shard_bytes) {
+      shards.emplace_back();
+      shard_bytes = 0;
+    }
+    shards.back().push_back(t);
+    shard_bytes += bytes;
+    total_bytes += bytes;
+  }
+
+  const fs::path partial = out + ".partial";
+  fs::remove_all(partial);
+  fs::create_directories(partial);
+  write_text_file_atomic((partial / "config.json").string(), hf_config.dump(2) + "\n");
+  const std::map<std::string, std::string> metadata = {{"format", "pt"}};
+  if (shards.size() == 1) {
+    write_safetensors((partial / "model.safetensors").string(), shards[0], metadata);
+  } else {
+    nlohmann::json weight_map = nlohmann::json::object();
+    for (size_t k = 0; k < shards.size(); k++) {
+      const std::string file = fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, shards.size());
+      write_safetensors((partial / file).string(), shards[k], metadata);
+      for (const StTensorOut& t : shards[k]) weight_map[t.name] = file;
+    }
+    const nlohmann::json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};
+    write_text_file_atomic((partial / "model.safetensors.index.json").string(), index.dump(2) + "\n");
+  }
+  fsync_directory(partial.string());
+  if (fs::exists(out)) fs::remove(out);  // an empty directory
+  fs::rename(partial, out);
+  const fs::path parent = fs::absolute(out).parent_path();
+  fsync_directory(parent.string());
 }
 
 }  // namespace replica

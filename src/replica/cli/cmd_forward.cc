@@ -1,7 +1,7 @@
-// replica forward: logits of an HF model directory on token ids (.npy) — the parity hook.
+// replica forward: logits of a model (HF directory or replica checkpoint) on token ids (.npy) — the parity hook.
 #include <fmt/core.h>
 
-#include "replica/ckpt/hf.h"
+#include "replica/ckpt/model_source.h"
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
 #include "replica/core/npy.h"
@@ -17,7 +17,8 @@ static Command forward_command(
         int threads = 0;
       };
       auto o = std::make_shared<Options>();
-      app.add_option("--model", o->model, "HF model directory (config.json + safetensors)")->required();
+      app.add_option("--model", o->model, "HF model directory (config.json + safetensors) or replica checkpoint")
+          ->required();
       app.add_option("--tokens", o->tokens, ".npy of int32/int64/uint32 token ids, shape [B, T] or [T]")->required();
       app.add_option("--out", o->out, "output .npy, float32 [B, T, V]")->required();
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)");
@@ -25,7 +26,7 @@ static Command forward_command(
       return std::function<int()>([o] {
         set_num_threads(o->threads);
         Precision precision = parse_precision(o->precision.c_str());
-        HfModel hf = load_hf_model(o->model);
+        HfModel hf = load_model_source(o->model);
         std::vector<int64_t> shape;
         std::vector<int64_t> ids64 = read_npy_ids(o->tokens, &shape);
         check(shape.size() == 1 || shape.size() == 2, "{}: token ids must have shape [B, T] or [T], got {} dims",

@@ -2,10 +2,22 @@
 #include <fmt/core.h>
 
 #include "replica/cli/command.h"
+#include "replica/core/error.h"
+#include "replica/dist/memory_plan.h"
 #include "replica/model/flops.h"
 #include "replica/model/olmo3.h"
 
 namespace replica::cli {
+
+// 7298617344 → "7,298,617,344"
+static std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); i++) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 
 static std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
@@ -13,12 +25,14 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
                             [](CLI::App& app) {
   struct Options {
     std::string model;
-    int64_t seq_len = 8192, micro_batch = 1;
+    int64_t seq_len = 8192, micro_batch = 1, ranks = 0, global_batch = 0;
   };
   auto o = std::make_shared<Options>();
   app.add_option("--model", o->model, "model YAML, config.json or HF directory")->required();
   app.add_option("--seq-len", o->seq_len, "sequence length T");
   app.add_option("--micro-batch", o->micro_batch, "instances per micro-batch B");
+  app.add_option("--ranks", o->ranks, "data-parallel ranks: also show the memory per rank");
+  app.add_option("--global-batch", o->global_batch, "instances per step over all ranks (default: ranks × B)");
   return std::function<int()>([o] {
     ModelConfig c = load_model_config(o->model);
     ParamTable table(c);
@@ -27,7 +41,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     fmt::print("model            {}\n", o->model);
     fmt::print("shape            C={} L={} H={} K={} D={} F={} V={} window={}\n", c.d_model, c.n_layers, c.n_heads,
                c.n_kv_heads, c.head_dim, c.ffn_hidden, c.vocab_size, c.sliding_window);
-    fmt::print("parameters       {:L} ({:L} in matmuls)\n", int64_t(n), matmul_params(c));
+    fmt::print("parameters       {} ({} in matmuls)\n", grouped(int64_t(n)), grouped(matmul_params(c)));
     fmt::print("weights fp32     {}\n", gib(4 * n));
     fmt::print("gradients fp32   {}\n", gib(4 * n));
     fmt::print("adam moments     {}  (exp_avg + exp_avg_sq, fp32)\n", gib(8 * n));
@@ -40,6 +54,21 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
                6.0 * double(matmul_params(c)), fpt - 6.0 * double(matmul_params(c)));
     fmt::print("FLOPs per step   {:.4g} per micro-batch\n", fpt * double(o->micro_batch * o->seq_len));
+    if (o->ranks > 0) {
+      const int64_t G = o->global_batch > 0 ? o->global_batch : o->ranks * o->micro_batch;
+      check(G % (o->ranks * o->micro_batch) == 0, "--global-batch {} is not a multiple of --ranks × --micro-batch", G);
+      const double act = double(Olmo3::activation_bytes(c, Remat::block, o->micro_batch, o->seq_len));
+      auto show = [](const std::string& title, const std::vector<MemoryItem>& items) {
+        fmt::print("{}\n", title);
+        for (const MemoryItem& item : items) fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);
+        fmt::print("  {:<22} {:>12}\n", "total per rank", gib(total_bytes(items)));
+      };
+      show(fmt::format("per rank, {} ranks, ZeRO-1 (replica today), {} micro-batches per rank, remat=block:", o->ranks,
+                       G / (o->ranks * o->micro_batch)),
+           zero1_memory(c, o->ranks, G / (o->ranks * o->micro_batch), act));
+      show(fmt::format("per rank, {} ranks, fully sharded (FSDP, the GPU plan), remat=block:", o->ranks),
+           fsdp_memory(c, o->ranks, act));
+    }
     return 0;
   });
 });

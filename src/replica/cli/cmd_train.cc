@@ -1,7 +1,11 @@
 // replica train: run a recipe (YAML) with section.key=value overrides.
 #include <fmt/core.h>
 
+#include <cstdio>
+
 #include "replica/cli/command.h"
+#include "replica/core/error.h"
+#include "replica/dist/communicator.h"
 #include "replica/train/trainer.h"
 
 namespace replica::cli {
@@ -16,8 +20,16 @@ static Command train_command("train", "Train a model from a recipe: replica trai
   app.add_option("--config", o->config, "recipe YAML (configs/recipes/*.yaml)")->required();
   app.add_option("overrides", o->overrides, "section.key=value overrides, values parsed as YAML");
   return std::function<int()>([o] {
-    const Recipe recipe = load_recipe(o->config, o->overrides);
-    const TrainSummary s = train(recipe);
+    // Under mpirun every rank runs this; rank 0 alone prints, and an error on any rank ends the whole job.
+    std::unique_ptr<Communicator> comm = connect();
+    if (comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) comm->abort("cannot silence stdout", 2);
+    TrainSummary s;
+    try {
+      s = train(load_recipe(o->config, o->overrides), *comm);
+    } catch (const Error& e) {
+      if (comm->size() == 1) throw;
+      comm->abort(e.what(), 2);
+    }
     fmt::print("\nrun directory: {}  (config.yaml, metrics.jsonl, tb/)\n", s.run_dir);
     fmt::print("steps: {}{}   final training loss: {:.4f}\n", s.steps, s.interrupted ? " (interrupted)" : "",
                s.final_loss);

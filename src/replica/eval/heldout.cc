@@ -1,34 +1,42 @@
-// Held-out loss over validation token files.
+// Held-out loss over validation token files, one truncated instance per document.
 #include "replica/eval/heldout.h"
 
 #include <algorithm>
 
+#include "replica/eval/documents.h"
+#include "replica/eval/score.h"
+
 namespace replica {
 
 HeldoutResult heldout_loss(Olmo3& model, const float* params, const data::FslDataset& set, int64_t micro_batch,
-                           int64_t max_batches) {
-  const int64_t T = set.seq_len();
+                           int64_t max_docs) {
+  const int64_t T = std::min(set.seq_len(), model.config().max_seq_len);
+  const uint32_t eos = uint32_t(model.config().eos_token_id);
   HeldoutResult result;
-  double total_ce = 0.0;
-  std::vector<int32_t> ids(size_t(micro_batch * T));
+  double total_nll = 0.0;
   for (size_t f = 0; f < set.num_files(); f++) {
-    const uint64_t first = set.first_instance(f);
-    const uint64_t end = f + 1 < set.num_files() ? set.first_instance(f + 1) : set.num_instances();
-    uint64_t last = end;
-    if (max_batches > 0) last = std::min(end, first + uint64_t(max_batches * micro_batch));
-    LossSums sums;
-    for (uint64_t i = first; i < last; i += uint64_t(micro_batch)) {
-      const int64_t rows = int64_t(std::min<uint64_t>(uint64_t(micro_batch), last - i));
-      for (int64_t r = 0; r < rows; r++) set.read_instance(i + uint64_t(r), ids.data() + r * T);
-      std::vector<int32_t> targets = shifted_targets(ids.data(), rows, T);
-      sums += model.forward_loss(params, Batch{ids.data(), targets.data(), rows, T}, 0.0f);
+    const data::TokenFile& file = set.file(f);
+    std::vector<eval::Sequence> seqs;
+    HeldoutFile h;
+    h.label = set.label(f);
+    for (eval::DocRange d : eval::split_documents(file, eos, true, max_docs)) {
+      d.end = std::min(d.end, d.begin + uint64_t(T));
+      eval::Sequence s{eval::read_tokens(file, d, set.vocab_size()), {}};
+      h.docs++;
+      h.doc_tokens += int64_t(s.ids.size());
+      if (s.ids.size() < 2) continue;
+      s.spans.push_back({0, std::vector<int32_t>(s.ids.begin() + 1, s.ids.end())});
+      h.tokens += int64_t(s.ids.size()) - 1;
+      seqs.push_back(std::move(s));
     }
-    if (sums.n_labels == 0) continue;
-    result.files.push_back({set.label(f), sums.ce / double(sums.n_labels), sums.n_labels});
-    total_ce += sums.ce;
-    result.tokens += sums.n_labels;
+    for (const eval::SpanScore& sc : eval::score_sequences(model, params, seqs, micro_batch * T)) h.nll -= sc.logprob;
+    if (h.tokens == 0) continue;
+    h.loss = h.nll / double(h.tokens);
+    total_nll += h.nll;
+    result.tokens += h.tokens;
+    result.files.push_back(h);
   }
-  result.loss = result.tokens > 0 ? total_ce / double(result.tokens) : 0.0;
+  result.loss = result.tokens > 0 ? total_nll / double(result.tokens) : 0.0;
   return result;
 }
 

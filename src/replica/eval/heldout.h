@@ -1,5 +1,6 @@
-// Held-out loss: mean cross-entropy per token over the fixed-length instances of validation token files,
-// per file and over all of them (token-weighted), in file order. The in-loop evaluation of training runs.
+// Held-out loss, C4-validation style as OLMo-core's LM evaluator computes it: one instance per document
+// (EOS-separated, closing EOS included), truncated to seq_len (the tail is dropped, no windowing), cross-entropy
+// summed over the predicted tokens of every document and averaged per token, per file and over all files.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,8 +13,11 @@ namespace replica {
 
 struct HeldoutFile {
   std::string label;
-  double loss = 0.0;  // mean CE per labelled token
-  int64_t tokens = 0;
+  double loss = 0.0;     // nll / tokens: mean CE per predicted token (the clean metric replica reports)
+  double nll = 0.0;      // Σ CE over predicted tokens (nats)
+  int64_t tokens = 0;    // predicted tokens: Σ (truncated document length − 1)
+  int64_t docs = 0;
+  int64_t doc_tokens = 0;  // Σ truncated document length; nll / doc_tokens is OLMo-core's logged "CE loss"
 };
 
 struct HeldoutResult {
@@ -22,8 +26,9 @@ struct HeldoutResult {
   std::vector<HeldoutFile> files;
 };
 
-// Scores up to `max_batches` micro-batches of `micro_batch` instances from each file (0 = all of them).
+// Scores the first `max_docs` documents of each file of `set` (0 = all; its seq_len is the truncation
+// length), batched micro_batch × seq_len padded tokens at a time. The model's eos_token_id separates documents.
 HeldoutResult heldout_loss(Olmo3& model, const float* params, const data::FslDataset& set, int64_t micro_batch,
-                           int64_t max_batches);
+                           int64_t max_docs);
 
 }  // namespace replica

@@ -302,6 +302,7 @@ LossSums Olmo3::forward_loss(const float* P, const Batch& batch, float z_coef) {
 }
 
 const float* Olmo3::forward_hidden(const float* P, const int32_t* ids, int64_t B, int64_t T) {
+  round_weights(P);
   prepare(B, T, false);
   forward_to_final_norm(P, ids, false);
   return ws_->final_out.data();

@@ -45,9 +45,10 @@ class Olmo3 {
   LossSums forward_loss(const float* params, const Batch& batch, float z_coef);
   // Full logits [B, T, V] (the parity hook; not for training).
   void forward_logits(const float* params, const int32_t* ids, int64_t B, int64_t T, float* logits);
-  // Hidden states after the final norm [B, T, C], valid until the next call (evaluation applies the LM
-  // head, params + table().lm_head, only to the rows it scores).
+  // Hidden states after the final norm [B, T, C], valid until the next call; evaluation applies the LM
+  // head (lm_head_weight(), this call's weights, bf16-rounded in bf16) only to the rows it scores.
   const float* forward_hidden(const float* params, const int32_t* ids, int64_t B, int64_t T);
+  WeightRef lm_head_weight() const { return W(table_.lm_head); }
 
   // Bytes of activation memory one micro-batch of [B, T] needs under `remat` (for the memory plan).
   static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "replica/core/error.h"
+
 // No contraction of a*b + c into a fused multiply-add in this file: torch rounds every product.
 #pragma GCC optimize("fp-contract=off")
 
@@ -12,11 +14,16 @@ namespace replica {
 
 static constexpr size_t kChunk = 1 << 15;  // floats per parallel work unit
 
-AdamW::AdamW(const ParamTable& table, AdamWConfig config)
-    : exp_avg(table.total(), 0.0f), exp_avg_sq(table.total(), 0.0f), config_(config) {
-  for (const ParamEntry& e : table.entries())
-    for (size_t begin = e.offset; begin < e.offset + e.numel; begin += kChunk)
-      chunks_.push_back({begin, std::min(begin + kChunk, e.offset + e.numel), e.kind != ParamKind::embedding});
+AdamW::AdamW(const ParamTable& table, AdamWConfig config, size_t begin, size_t end)
+    : config_(config), begin_(std::min(begin, table.total())), end_(std::min(end, table.total())) {
+  check(begin_ <= end_, "AdamW: shard [{}, {}) is empty or reversed", begin, end);
+  exp_avg.assign(end_ - begin_, 0.0f);
+  exp_avg_sq.assign(end_ - begin_, 0.0f);
+  for (const ParamEntry& e : table.entries()) {
+    const size_t lo = std::max(e.offset, begin_), hi = std::min(e.offset + e.numel, end_);
+    for (size_t b = lo; b < hi; b += kChunk)
+      chunks_.push_back({b, std::min(b + kChunk, hi), e.kind != ParamKind::embedding});
+  }
 }
 
 void AdamW::step(float* params, const float* grads, double lr) {
@@ -34,8 +41,9 @@ void AdamW::step(float* params, const float* grads, double lr) {
   const float neg_step_size = -((1.0f / bc1) * float(lr));
   const float bc2_sqrt = std::sqrt(bc2);
   const float eps = float(c.eps);
-  float* m = exp_avg.data();
+  float* m = exp_avg.data();  // m[i - begin_] belongs to element i of the flat buffer
   float* v = exp_avg_sq.data();
+  const size_t b0 = begin_;
   const int64_t n_chunks = int64_t(chunks_.size());
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < n_chunks; k++) {
@@ -44,10 +52,12 @@ void AdamW::step(float* params, const float* grads, double lr) {
     for (size_t i = chunk.begin; i < chunk.end; i++) {
       float g = grads[i];
       float p = params[i] * p_scale;
-      m[i] = m[i] * keep1 + g * w1;
-      v[i] = v[i] * keep2 + (g * g) * w2;
-      float denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-      params[i] = p + (m[i] / denom) * neg_step_size;
+      float& mi = m[i - b0];
+      float& vi = v[i - b0];
+      mi = mi * keep1 + g * w1;
+      vi = vi * keep2 + (g * g) * w2;
+      float denom = std::sqrt(vi) / bc2_sqrt + eps;
+      params[i] = p + (mi / denom) * neg_step_size;
     }
   }
 }

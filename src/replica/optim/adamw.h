@@ -14,17 +14,21 @@ struct AdamWConfig {
 
 class AdamW {
  public:
-  AdamW(const ParamTable& table, AdamWConfig config);
+  // Updates the elements [begin, end) of the flat buffer (a ZeRO-1 shard; by default all of it).
+  AdamW(const ParamTable& table, AdamWConfig config, size_t begin = 0, size_t end = SIZE_MAX);
 
-  // One update of params (table.total() floats) from grads with learning rate lr. The step counter t
-  // advances first, so the first update uses bias corrections 1 - β^1. Padding between tensors is left
-  // untouched.
+  // One update of params[begin, end) from grads[begin, end) (both full table.total()-float buffers) with
+  // learning rate lr. The step counter t advances first, so the first update uses bias corrections
+  // 1 - β^1. Padding between tensors is left untouched.
   void step(float* params, const float* grads, double lr);
 
   const AdamWConfig& config() const { return config_; }
+  size_t begin() const { return begin_; }
+  size_t end() const { return end_; }
 
-  // Optimizer state, same layout as the parameter buffer. A skipped step (skip-step rule) simply does not
-  // call step(): no weight, moment or step count changes, as with OLMo-core's step_factor = 0.
+  // Optimizer state for [begin, end): element i of the flat buffer is exp_avg[i - begin]. A skipped step
+  // (skip-step rule) simply does not call step(): no weight, moment or step count changes, as with
+  // OLMo-core's step_factor = 0.
   std::vector<float> exp_avg, exp_avg_sq;
   int64_t step_count = 0;
 
@@ -34,6 +38,7 @@ class AdamW {
     bool decay;  // false for the embedding
   };
   AdamWConfig config_;
+  size_t begin_, end_;
   std::vector<Chunk> chunks_;  // fixed work units, each inside one tensor
 };
 

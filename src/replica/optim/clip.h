@@ -2,10 +2,17 @@
 // (OLMo-core's TransformerTrainModule._clip_grad_norm): grads *= min(1, max_norm / (norm + 1e-6)).
 #pragma once
 #include <cstddef>
+#include <vector>
 
 namespace replica {
 
-// Σ g² in double, summed in fixed blocks in index order: the same bits for any thread count.
+inline constexpr size_t kSquareSumBlock = 1 << 14;  // floats per partial sum; fixes the summation order
+
+// Σ g² in double of each kSquareSumBlock-float block of x, in index order (the last block may be short).
+std::vector<double> block_sums_of_squares(const float* x, size_t n);
+
+// Σ g² in double: block_sums_of_squares added in block order, the same bits for any thread count (and
+// for data-parallel shards that start on block boundaries and exchange their block sums).
 double sum_of_squares(const float* x, size_t n);
 
 // sqrt(sum_of_squares(grads, n)).

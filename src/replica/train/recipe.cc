@@ -122,6 +122,7 @@ std::vector<Field> fields(Recipe& r) {
       integer("data.global_batch_size", r.data.global_batch_size),
       integer("data.micro_batch_size", r.data.micro_batch_size),
       list("data.validation_paths", r.data.validation_paths, "a list of token files"),
+      boolean("data.allow_fingerprint_change", r.data.allow_fingerprint_change),
       number("optim.lr", r.optim.lr),
       number("optim.weight_decay", r.optim.weight_decay),
       list("optim.betas", r.optim.betas, "a list of two numbers [beta1, beta2]"),
@@ -144,6 +145,7 @@ std::vector<Field> fields(Recipe& r) {
       number("schedule.part2_t_max_tokens", r.schedule.part2_t_max_tokens),
       integer("train.max_steps", r.train.max_steps),
       integer("train.stop_at", r.train.stop_at),
+      text("train.resume_from", r.train.resume_from),
       choice("train.precision", r.train.precision, precision, precision_name),
       integer("train.threads", r.train.threads),
       integer("train.seed", r.train.seed),
@@ -153,6 +155,9 @@ std::vector<Field> fields(Recipe& r) {
       integer("checkpoint.keep", r.checkpoint.keep),
       integer("eval.every", r.eval.every),
       integer("eval.batches", r.eval.batches),
+      text("eval.suite", r.eval.suite),
+      integer("eval.alarm_window", r.eval.alarm_window),
+      number("eval.alarm_margin", r.eval.alarm_margin),
   };
 }
 
@@ -293,6 +298,7 @@ void check_files_exist(Recipe& r, const std::string& source) {
   r.data.validation_paths = expand_globs(r.data.validation_paths, source, "data.validation_paths");
   if (!r.model.config.empty()) exists(r.model.config, "model.config");
   if (!r.model.init_from.empty()) exists(r.model.init_from, "model.init_from");
+  if (!r.train.resume_from.empty()) exists(r.train.resume_from, "train.resume_from");
   for (const std::string& p : r.data.paths) exists(p, "data.paths");
   if (!r.data.mix_file.empty()) exists(r.data.mix_file, "data.mix_file");
   for (const std::string& p : r.data.validation_paths) exists(p, "data.validation_paths");

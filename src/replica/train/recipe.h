@@ -20,6 +20,7 @@ struct Recipe {
   struct Model {
     std::string config;                 // YAML model file or HF config.json (may be empty with init_from)
     std::string init_from;              // HF model directory or replica checkpoint; empty: fresh init (train.seed)
+                                        // (ignored when the run resumes from a checkpoint of its own)
     std::string rope_scaling = "none";  // none | yarn (stage 3; not implemented: check_trainable refuses it)
   } model;
   struct Data {
@@ -30,6 +31,7 @@ struct Recipe {
     int64_t global_batch_size = 512;            // instances per optimizer step
     int64_t micro_batch_size = 1;               // instances per forward/backward (gradient accumulation)
     std::vector<std::string> validation_paths;  // held-out token files for eval.every
+    bool allow_fingerprint_change = false;      // resume even though the data fingerprint changed
   } data;
   struct Optim {
     double lr = 3e-4;  // peak LR
@@ -58,6 +60,7 @@ struct Recipe {
   struct Train {
     int64_t max_steps = 1000;  // the run's length (and the schedule horizon unless the schedule sets one)
     int64_t stop_at = 0;       // stop after this step without changing the horizon; 0 = max_steps
+    std::string resume_from;   // checkpoint to resume from; empty: run.dir/checkpoints/latest if there is one
     Precision precision = Precision::fp32;
     int64_t threads = 0;  // 0 = all cores
     int64_t seed = 0;     // parameter init seed
@@ -70,7 +73,10 @@ struct Recipe {
   } checkpoint;
   struct Eval {
     int64_t every = 0;    // 0 = no in-loop evaluation
-    int64_t batches = 0;  // micro-batches of held-out data per evaluation; 0 = all
+    int64_t batches = 0;  // held-out documents per file and evaluation = batches × micro_batch_size; 0 = all
+    std::string suite;    // eval suite YAML run at each evaluation besides the held-out loss; empty = none
+    int64_t alarm_window = 3;   // memorisation alarm: evaluations compared (0 = off)
+    double alarm_margin = 0.05; // nats: training loss fell more than this, held-out loss did not
   } eval;
 
   int64_t tokens_per_step() const { return data.global_batch_size * data.seq_len; }

@@ -1,5 +1,7 @@
-// Trainer: one process, one rank. The step: zero grads, forward/backward each micro-batch with the loss
-// scaled by 1/labels of the whole global batch, clip, skip-step check, AdamW.
+// Trainer: one rank of a data-parallel job (one process: W = 1). The step: forward/backward each micro-batch
+// of the rank's row[r::W] slice with the loss scaled by 1/labels of the whole global batch, reduce over
+// ranks, clip, skip-step check, AdamW on the rank's shard (dist/data_parallel.h); checkpoints saved in the
+// background by rank 0 (train/checkpointing.h decides where a run starts). Rank 0 writes the run directory.
 #include "replica/train/trainer.h"
 
 #include <fmt/core.h>
@@ -8,20 +10,25 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <optional>
 #include <set>
 
-#include "replica/ckpt/hf.h"
+#include "replica/ckpt/saver.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/threads.h"
 #include "replica/data/loader.h"
+#include "replica/dist/collectives.h"
+#include "replica/eval/alarm.h"
 #include "replica/eval/heldout.h"
+#include "replica/eval/suite.h"
 #include "replica/metrics/metrics_log.h"
 #include "replica/metrics/progress.h"
 #include "replica/metrics/tensorboard.h"
 #include "replica/model/flops.h"
-#include "replica/optim/clip.h"
 #include "replica/optim/skip_step.h"
+#include "replica/train/checkpointing.h"
+#include "replica/train/distributed.h"
 
 namespace replica {
 
@@ -52,24 +59,18 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-TrainSummary train(const Recipe& r) {
+TrainSummary train(const Recipe& r, Communicator& comm) {
   check_trainable(r);
   set_num_threads(int(r.train.threads));
   namespace fs = std::filesystem;
+  const bool root = comm.rank() == 0;
   fs::create_directories(r.run.dir);
-  write_text_file_atomic((fs::path(r.run.dir) / "config.yaml").string(), r.to_yaml());
 
-  // Model and parameters.
-  const bool from_hf = !r.model.init_from.empty();
-  const ModelConfig config = load_model_config(r.model.config.empty() ? r.model.init_from : r.model.config);
+  // Model and parameters (filled by start_run below).
+  const ModelConfig config = recipe_model_config(r);
   Olmo3 model(config, r.train.precision, r.train.remat);
   const ParamTable& table = model.table();
   std::vector<float> params(table.total(), 0.0f), grads(table.total(), 0.0f);
-  if (from_hf) {
-    load_hf_params(r.model.init_from, table, params.data());
-  } else {
-    init_params(config, table, uint64_t(r.train.seed), params.data());
-  }
 
   // Data: OLMo-core's global order, one rank.
   data::LoaderConfig lc;
@@ -86,94 +87,141 @@ TrainSummary train(const Recipe& r) {
     heldout = std::make_unique<data::FslDataset>(validation_files(r.data.validation_paths), r.data.seq_len,
                                                  data::TokenDtype::u32, uint32_t(config.vocab_size));
 
-  AdamW adamw(table, adamw_config(r));
+  DataParallel dp(comm, table, adamw_config(r), r.data.global_batch_size, r.data.micro_batch_size);
   const ScheduleConfig schedule = schedule_config(r);
   SkipStep skip_step(r.optim.skip_step_window, r.optim.skip_step_sigma);
+  const RunStart start = start_run_all_ranks(r, dp, table, loader, params.data(), skip_step);
+  // config.yaml once the start is known to be valid: a refused resume overwrites nothing.
+  if (root) write_text_file_atomic((fs::path(r.run.dir) / "config.yaml").string(), r.to_yaml());
+  CheckpointSaver saver(checkpoint_root(r), r.checkpoint.keep, root ? table.total() : 0);
 
-  MetricsLog metrics((fs::path(r.run.dir) / "metrics.jsonl").string());
-  TensorBoardWriter tb((fs::path(r.run.dir) / "tb").string());
+  std::optional<MetricsLog> metrics;
+  std::optional<TensorBoardWriter> tb;
+  if (root) {
+    metrics.emplace((fs::path(r.run.dir) / "metrics.jsonl").string());
+    tb.emplace((fs::path(r.run.dir) / "tb").string());
+  }
   Progress progress(r.train.log_every);
   const int64_t T = r.data.seq_len, G = r.data.global_batch_size, M = r.data.micro_batch_size;
   const double flops_per_token = training_flops_per_token(config, T);
-  const double peak = measure_gemm_peak(r.train.precision);
+  const double peak = root ? measure_gemm_peak(r.train.precision) : 1.0;  // per rank; only rank 0 reports MFU
   const int64_t last_step = r.train.stop_at > 0 ? std::min(r.train.stop_at, r.train.max_steps) : r.train.max_steps;
 
   progress.line(fmt::format("replica train: {} ({:.1f}M parameters, {}), {} steps of {} tokens, data {}", r.run.name,
                             double(table.count()) / 1e6, precision_name(r.train.precision), last_step,
                             r.tokens_per_step(), loader.fingerprint()));
-  progress.line(fmt::format("machine: {} threads, GEMM peak {:.0f} GFLOP/s ({}); {:.3g} FLOPs per token",
-                            num_threads(), peak / 1e9, precision_name(r.train.precision), flops_per_token));
+  progress.line(start.message);
+  progress.line(fmt::format("machine: {} rank(s) ({}) × {} threads, GEMM peak {:.0f} GFLOP/s per rank ({}); "
+                            "{:.3g} FLOPs per token",
+                            comm.size(), comm.name(), num_threads(), peak / 1e9, precision_name(r.train.precision),
+                            flops_per_token));
 
   TrainSummary summary;
   summary.run_dir = r.run.dir;
+  eval::MemorisationAlarm alarm(r.eval.alarm_window, r.eval.alarm_margin);
+  std::optional<eval::SuiteSpec> suite;
+  std::optional<data::Tokenizer> tokenizer;
+  if (!r.eval.suite.empty() && root) {
+    suite = eval::load_suite(r.eval.suite);
+    tokenizer.emplace(data::Tokenizer::load_default());
+  }
   auto evaluate = [&](int64_t step) {
-    if (!heldout) return -1.0;
-    HeldoutResult h = heldout_loss(model, params.data(), *heldout, M, r.eval.batches);
+    if (!heldout || !root) return -1.0;
+    HeldoutResult h = heldout_loss(model, params.data(), *heldout, M, r.eval.batches * M);
+    nlohmann::json record = {{"heldout_loss", h.loss}, {"heldout_tokens", h.tokens}};
+    if (suite) {
+      record["suite"] = eval::run_suite(model, params.data(), *suite, *tokenizer, [](const std::string&) {});
+      for (const auto& [name, value] : eval::flat_scalars(record["suite"])) tb->scalar(name, value, step);
+      progress.line(fmt::format("eval step {}:\n{}", step, eval::format_results(record["suite"])));
+    }
+    if (std::optional<eval::AlarmReport> a = alarm.evaluation(step, h.loss)) {
+      record["memorisation_alarm"] = {{"from_step", a->first_step}, {"train_loss", {a->train_before, a->train_now}},
+                                      {"heldout_loss", {a->heldout_before, a->heldout_now}}};
+      tb->scalar("eval/memorisation_alarm", 1.0, step);
+      progress.line(a->message());
+    }
     nlohmann::json files = nlohmann::json::object();
     std::string per_file;
     for (const HeldoutFile& f : h.files) {
       files[f.label] = f.loss;
-      tb.scalar("heldout/" + f.label, f.loss, step);
+      tb->scalar("heldout/" + f.label, f.loss, step);
       per_file += fmt::format("  {} {:.4f}", f.label, f.loss);
     }
-    tb.scalar("heldout/loss", h.loss, step);
-    metrics.write({{"step", step}, {"eval", {{"heldout_loss", h.loss}, {"heldout_tokens", h.tokens}, {"files", files}}}});
+    tb->scalar("heldout/loss", h.loss, step);
+    record["files"] = files;
+    metrics->write({{"step", step}, {"eval", record}});
     progress.line(fmt::format("eval step {}: held-out loss {:.4f} over {} tokens |{}", step, h.loss, h.tokens, per_file));
     return h.loss;
   };
-  summary.heldout_initial = evaluate(0);
+  summary.steps = start.step;
+  if (start.step == 0) summary.heldout_initial = evaluate(0);
 
   stop_requested = false;
   auto previous_int = std::signal(SIGINT, request_stop);
   auto previous_term = std::signal(SIGTERM, request_stop);
   std::vector<int32_t> targets;
-  for (int64_t step = 1; step <= last_step; step++) {
+  auto saved = [&](const std::optional<SaveResult>& s) {
+    if (s) progress.line(fmt::format("checkpoint {} (loop paused {:.3f} s to snapshot, written in {:.2f} s)", s->dir,
+                                     s->snapshot_s, s->write_s));
+  };
+  for (int64_t step = start.step + 1; step <= last_step; step++) {
     const auto start = std::chrono::steady_clock::now();
+    const double comm_before = comm.comm_seconds;
     const auto [epoch, b] = loader.position(step - 1);
-    const data::Batch batch = loader.batch(epoch, b);
-    targets = shifted_targets(batch.tokens.data(), G, T);
-    for (int64_t row = 0; row < G; row++)  // instances masked by the filter keep no labels
+    data::Batch batch = loader.batch(epoch, b, comm.rank(), comm.size());
+    targets = shifted_targets(batch.tokens.data(), batch.rows, T);
+    for (int64_t row = 0; row < batch.rows; row++)  // instances masked by the filter keep no labels
       if (!batch.keep[size_t(row)]) std::fill(targets.begin() + row * T, targets.begin() + (row + 1) * T, kIgnoreLabel);
+    dp.arrange(batch.tokens, T);  // micro-batch k = rows [k M, (k + 1) M)
+    dp.arrange(targets, T);
     // OLMo-core divides by the labels the batch would have without the instance filter.
     const int64_t denominator = G * (T - 1);
 
-    std::fill(grads.begin(), grads.end(), 0.0f);
-    LossSums sums;
-    for (int64_t row = 0; row < G; row += M)
-      sums += model.forward_backward(params.data(), grads.data(),
-                                     Batch{batch.tokens.data() + row * T, targets.data() + row * T, M, T},
-                                     float(r.optim.z_loss), 1.0f / float(denominator));
+    const LossSums sums = dp.gradients(grads.data(), [&](int64_t k, float* g) {
+      return model.forward_backward(params.data(), g,
+                                    Batch{batch.tokens.data() + k * M * T, targets.data() + k * M * T, M, T},
+                                    float(r.optim.z_loss), 1.0f / float(denominator));
+    });
     const double ce = sums.ce / double(denominator), z_loss = r.optim.z_loss * sums.z / double(denominator);
-    const double grad_norm = r.optim.clip > 0 ? clip_grad_norm(grads.data(), grads.size(), r.optim.clip)
-                                              : global_norm(grads.data(), grads.size());
+    const double grad_norm = dp.clip(grads.data(), r.optim.clip);
     const bool take_step = !r.optim.skip_step ||
                            skip_step.record(ce, r.optim.clip > 0 ? std::optional<double>(grad_norm) : std::nullopt);
     const double lr = learning_rate(schedule, step);
-    if (take_step) adamw.step(params.data(), grads.data(), lr);
+    if (take_step) dp.step(params.data(), grads.data(), lr);
+    const bool stop = any_rank(comm, stop_requested);
 
     const double step_s = seconds_since(start);
-    const double tokens_per_s = double(G * T) / step_s, mfu = flops_per_token * tokens_per_s / peak;
-    metrics.write({{"step", step}, {"tokens", step * G * T}, {"loss", ce + z_loss}, {"ce", ce}, {"z_loss", z_loss},
-                   {"lr", lr}, {"grad_norm", grad_norm}, {"skipped", !take_step}, {"tokens_per_s", tokens_per_s},
-                   {"mfu", mfu}, {"epoch", epoch}, {"batch", b}});
-    tb.scalar("train/loss", ce + z_loss, step);
-    tb.scalar("train/lr", lr, step);
-    tb.scalar("train/grad_norm", grad_norm, step);
-    tb.scalar("train/tokens_per_s", tokens_per_s, step);
+    const double tokens_per_s = double(G * T) / step_s;
+    const double mfu = flops_per_token * tokens_per_s / (peak * double(comm.size()));
+    if (root) {
+      metrics->write({{"step", step}, {"tokens", step * G * T}, {"loss", ce + z_loss}, {"ce", ce}, {"z_loss", z_loss},
+                      {"lr", lr}, {"grad_norm", grad_norm}, {"skipped", !take_step}, {"tokens_per_s", tokens_per_s},
+                      {"mfu", mfu}, {"epoch", epoch}, {"batch", b}, {"comm_s", comm.comm_seconds - comm_before}});
+      tb->scalar("train/loss", ce + z_loss, step);
+      tb->scalar("train/lr", lr, step);
+      tb->scalar("train/grad_norm", grad_norm, step);
+      tb->scalar("train/tokens_per_s", tokens_per_s, step);
+    }
     progress.step({step, last_step, ce + z_loss, lr, grad_norm, tokens_per_s, mfu, !take_step});
     summary.steps = step;
     summary.final_loss = ce + z_loss;
+    alarm.add_train_loss(ce + z_loss);
     if (r.eval.every > 0 && step % r.eval.every == 0 && step != last_step) evaluate(step);
-    if (stop_requested) {
+    if ((r.checkpoint.every > 0 && step % r.checkpoint.every == 0) || step == last_step || stop)
+      saved(save_from_rank0(saver, dp, table, params.data(),
+                            train_state(r, config, step, loader, dp.optimizer(), skip_step)));
+    saved(saver.poll());
+    if (stop) {
       summary.interrupted = true;
       progress.line(fmt::format("stopping after step {} (signal)", step));
       break;
     }
   }
+  saved(saver.wait());
   std::signal(SIGINT, previous_int);
   std::signal(SIGTERM, previous_term);
-  summary.heldout_final = evaluate(summary.steps);
-  tb.flush();
+  if (summary.steps > start.step || start.step == 0) summary.heldout_final = evaluate(summary.steps);
+  if (tb) tb->flush();
   return summary;
 }
 

@@ -1,10 +1,12 @@
 // The training loop: data order → micro-batches (gradient accumulation) → global-norm clipping →
 // skip-step rule → AdamW with the scheduled LR, with metrics.jsonl, TensorBoard scalars, a progress line and
-// held-out loss every eval.every steps. SIGINT/SIGTERM finish the current step and stop cleanly.
+// held-out loss every eval.every steps, and checkpoints every checkpoint.every steps and at the end; a run
+// resumes from its newest checkpoint. SIGINT/SIGTERM finish the current step, save a checkpoint and stop.
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "replica/dist/communicator.h"
 #include "replica/train/recipe.h"
 
 namespace replica {
@@ -18,6 +20,8 @@ struct TrainSummary {
   bool interrupted = false;
 };
 
-TrainSummary train(const Recipe& recipe);
+// Runs the recipe as rank comm.rank() of comm.size() (LocalCommunicator: one process). Every rank returns
+// the same steps and losses; only rank 0 writes the run directory and evaluates.
+TrainSummary train(const Recipe& recipe, Communicator& comm);
 
 }  // namespace replica

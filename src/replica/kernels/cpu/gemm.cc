@@ -52,7 +52,8 @@ memory::desc matrix_desc(int64_t rows, int64_t cols, int64_t ld, bool transposed
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-          int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16) {
+          int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16,
+          const bf16* A16) {
   if (M == 0 || N == 0) return;
   Engine& e = engine();
   std::lock_guard<std::mutex> lock(e.mutex);
@@ -82,9 +83,13 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
     // Operands are rounded to bf16 in a packed copy with the same strides.
     size_t a_size = size_t((trans_a ? K : M) - 1) * size_t(lda) + size_t(trans_a ? M : K);
     size_t b_size = size_t((trans_b ? N : K) - 1) * size_t(ldb) + size_t(trans_b ? K : N);
-    if (e.a16.size() < a_size) e.a16.resize(a_size);
-    convert_to_bf16(A, e.a16.data(), a_size);
-    a = e.a16.data();
+    if (A16) {
+      a = A16;
+    } else {
+      if (e.a16.size() < a_size) e.a16.resize(a_size);
+      convert_to_bf16(A, e.a16.data(), a_size);
+      a = e.a16.data();
+    }
     if (B16) {
       b = B16;
     } else {

@@ -16,10 +16,12 @@ Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::
 // C[M,N] = A[M,K] · op(B) (+ C if accumulate), where op(B) = B^T for B stored [N,K] (trans_b) or B for
 // B stored [K,N]. A may be transposed too: trans_a means A is stored [K,M].
 // lda/ldb/ldc are row strides in elements.
-// In bf16 precision, B16 (optional) is B already rounded to bf16 with the same layout, so that weights
-// are converted once per step rather than once per product.
+// In bf16 precision, B16 and A16 (optional) are B and A already rounded to bf16 with the same layout, so
+// that weights are converted once per step and large operands that a kernel produces (the LM head's logit
+// gradients) are written in bf16 directly instead of being converted per product.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-          int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16 = nullptr);
+          int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16 = nullptr,
+          const bf16* A16 = nullptr);
 
 // A weight matrix operand: its fp32 values and, in bf16 precision, optionally the same values rounded.
 struct WeightRef {

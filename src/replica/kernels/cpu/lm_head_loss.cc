@@ -48,7 +48,12 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
   // (Thread-local to the caller; OpenMP workers below use the plain pointers.)
   static thread_local std::vector<float> logits_buffer;
   static thread_local std::vector<double> ce_buffer, z_buffer;
+  static thread_local std::vector<bf16> grad16_buffer;
   logits_buffer.resize(size_t(chunk * V));
+  // In bf16 the logit gradients are written rounded, straight into the backward GEMMs' operand.
+  const bool write_bf16 = grads && precision == Precision::bf16;
+  if (write_bf16) grad16_buffer.resize(size_t(chunk * V));
+  bf16* grad16 = write_bf16 ? grad16_buffer.data() : nullptr;
   ce_buffer.assign(size_t(N), 0.0);
   z_buffer.assign(size_t(N), 0.0);
   float* logits = logits_buffer.data();
@@ -64,6 +69,7 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
       float* l = logits + r * V;
       if (target == kIgnoreLabel) {
         if (grads) std::fill(l, l + V, 0.0f);
+        if (grad16) std::fill(grad16 + r * V, grad16 + (r + 1) * V, bf16{0});
         continue;
       }
       const float target_logit = l[target];
@@ -78,10 +84,14 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
 #pragma omp simd
       for (int64_t j = 0; j < V; j++) l[j] *= k;
       l[target] -= grads->grad_scale;
+      if (grad16)
+        for (int64_t j = 0; j < V; j++) grad16[r * V + j] = to_bf16(l[j]);
     }
     if (!grads) continue;
-    linear_backward_input(grads->dhidden + n0 * C, logits, weight, rows, V, C, false, precision);
-    linear_backward_weight(grads->dweight, logits, hidden + n0 * C, rows, V, C, precision);
+    // dhidden = dlogits · W,  dW += dlogitsᵀ · hidden  (linear_backward_input / _weight, with the bf16 copy)
+    gemm(false, false, rows, C, V, logits, V, weight.f32, C, grads->dhidden + n0 * C, C, false, precision, weight.b16,
+         grad16);
+    gemm(true, false, V, C, rows, logits, V, hidden + n0 * C, C, grads->dweight, C, true, precision, nullptr, grad16);
   }
 
   LossSums sums;

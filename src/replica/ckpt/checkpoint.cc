@@ -1,0 +1,220 @@
+// Checkpoint directories: atomic writes, retention, discovery and verified reads.
+#include "replica/ckpt/checkpoint.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "replica/ckpt/manifest.h"
+#include "replica/ckpt/safetensors.h"
+#include "replica/core/error.h"
+#include "replica/core/file.h"
+
+namespace replica {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json train_state_to_json(const TrainState& s) {
+  return {{"version", kCheckpointVersion},
+          {"step", s.step},
+          {"tokens", s.tokens},
+          {"data",
+           {{"epoch", s.epoch},
+            {"batch", s.batch},
+            {"batches_consumed", s.batches_consumed},
+            {"global_batch_size", s.global_batch_size},
+            {"seq_len", s.seq_len},
+            {"fingerprint", s.data_fingerprint}}},
+          {"optimizer", {{"adam_step_count", s.adam_step_count}, {"schedule", s.schedule}, {"skip_step", s.skip_step}}},
+          {"world_size", s.world_size},
+          {"model", model_config_to_hf_json(s.model)},
+          {"config", s.recipe}};
+}
+
+TrainState train_state_from_json(const json& j, const std::string& source) {
+  TrainState s;
+  try {
+    const int64_t version = j.at("version").get<int64_t>();
+    check(version <= kCheckpointVersion, "{}: checkpoint version {} is newer than this replica reads ({})", source,
+          version, kCheckpointVersion);
+    s.step = j.at("step").get<int64_t>();
+    s.tokens = j.at("tokens").get<int64_t>();
+    const json& d = j.at("data");
+    s.epoch = d.at("epoch").get<uint64_t>();
+    s.batch = d.at("batch").get<int64_t>();
+    s.batches_consumed = d.at("batches_consumed").get<int64_t>();
+    s.global_batch_size = d.at("global_batch_size").get<int64_t>();
+    s.seq_len = d.at("seq_len").get<int64_t>();
+    s.data_fingerprint = d.at("fingerprint").get<std::string>();
+    const json& o = j.at("optimizer");
+    s.adam_step_count = o.at("adam_step_count").get<int64_t>();
+    s.schedule = o.at("schedule");
+    s.skip_step = o.at("skip_step");
+    s.world_size = j.at("world_size").get<int64_t>();
+    s.recipe = j.at("config").get<std::string>();
+    s.model = model_config_from_json(j.at("model"), source);
+  } catch (const json::exception& e) {
+    fail("{}: malformed train state ({})", source, e.what());
+  }
+  return s;
+}
+
+std::string checkpoint_dir_name(int64_t step) { return fmt::format("step{:08d}", step); }
+
+namespace {
+
+// The step of a complete checkpoint directory name ("step00001000"), or -1.
+int64_t step_of(const fs::path& dir) {
+  const std::string name = dir.filename().string();
+  if (name.size() <= 4 || !name.starts_with("step")) return -1;
+  if (!std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; })) return -1;
+  return std::stoll(name.substr(4));
+}
+
+bool is_complete(const fs::path& dir) { return fs::exists(dir / "MANIFEST.json"); }
+
+// Complete checkpoints under root as (step, path), highest step first.
+std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const fs::path& root) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  if (!fs::is_directory(root)) return out;
+  for (const fs::directory_entry& e : fs::directory_iterator(root))
+    if (e.is_directory() && step_of(e.path()) >= 0 && is_complete(e.path()))
+      out.emplace_back(step_of(e.path()), e.path());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  return out;
+}
+
+// The manifest goes first: a deletion cut short leaves an incomplete directory, never a wrong checkpoint.
+void delete_checkpoint(const fs::path& dir) {
+  fs::remove(dir / "MANIFEST.json");
+  fsync_directory(dir.string());
+  fs::remove_all(dir);
+}
+
+std::vector<StTensorOut> tensors_of(const ParamTable& table, const float* base, const std::string& prefix) {
+  std::vector<StTensorOut> out;
+  for (const ParamEntry& e : table.entries()) out.push_back({prefix + e.name, e.shape, base + e.offset, StDtype::F32});
+  return out;
+}
+
+}  // namespace
+
+std::string write_checkpoint(const std::string& root, const CheckpointTensors& t, const TrainState& state,
+                             int64_t keep) {
+  const std::string name = checkpoint_dir_name(state.step);
+  const fs::path final_dir = fs::path(root) / name, partial = fs::path(root) / (name + ".partial");
+  fs::create_directories(root);
+  fs::remove_all(partial);
+  fs::create_directories(partial);
+  std::vector<std::string> files = {"model.safetensors", "train_state.json"};
+  write_safetensors((partial / "model.safetensors").string(), tensors_of(*t.table, t.params, ""), {{"format", "pt"}});
+  if (t.exp_avg) {
+    std::vector<StTensorOut> moments = tensors_of(*t.table, t.exp_avg, "exp_avg.");
+    for (StTensorOut& m : tensors_of(*t.table, t.exp_avg_sq, "exp_avg_sq.")) moments.push_back(m);
+    write_safetensors((partial / "optim.safetensors").string(), moments);
+    files.push_back("optim.safetensors");
+  }
+  write_text_file_atomic((partial / "train_state.json").string(), train_state_to_json(state).dump(2) + "\n");
+  write_manifest(partial.string(), files);
+  fsync_directory(partial.string());
+  if (fs::exists(final_dir)) delete_checkpoint(final_dir);  // same step from an abandoned timeline
+  fs::rename(partial, final_dir);
+  fsync_directory(root);
+  write_text_file_atomic((fs::path(root) / "latest").string(), name + "\n");
+
+  if (keep > 0) {
+    int64_t kept = 1;  // the one just written
+    for (const auto& [step, dir] : complete_checkpoints(root)) {
+      if (step >= state.step) continue;  // newer ones belong to another timeline: never touched
+      if (kept++ >= keep) delete_checkpoint(dir);
+    }
+  }
+  return final_dir.string();
+}
+
+std::string find_latest_checkpoint(const std::string& root) {
+  const fs::path latest = fs::path(root) / "latest";
+  if (fs::exists(latest)) {
+    std::string name = read_text_file(latest.string());
+    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+    const fs::path dir = fs::path(root) / name;
+    if (!name.empty() && step_of(dir) >= 0 && is_complete(dir)) return dir.string();
+  }
+  const auto all = complete_checkpoints(root);
+  return all.empty() ? "" : all.front().second.string();
+}
+
+void remove_incomplete_checkpoints(const std::string& root) {
+  if (!fs::is_directory(root)) return;
+  std::vector<fs::path> doomed;
+  for (const fs::directory_entry& e : fs::directory_iterator(root)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_directory() && (name.ends_with(".partial") || (step_of(e.path()) >= 0 && !is_complete(e.path()))))
+      doomed.push_back(e.path());
+  }
+  for (const fs::path& p : doomed) fs::remove_all(p);
+}
+
+bool is_checkpoint_dir(const std::string& path) {
+  return fs::is_directory(path) && fs::exists(fs::path(path) / "train_state.json");
+}
+
+static TrainState parse_state_file(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "train_state.json").string();
+  check(fs::exists(path), "{}: not a replica checkpoint (no train_state.json)", dir);
+  try {
+    return train_state_from_json(json::parse(read_text_file(path)), path);
+  } catch (const json::exception& e) {
+    fail("{}: malformed JSON ({})", path, e.what());
+  }
+}
+
+TrainState read_checkpoint_state(const std::string& dir) {
+  check(fs::is_directory(dir), "{}: checkpoint directory not found", dir);
+  verify_manifest(dir);
+  return parse_state_file(dir);
+}
+
+ModelConfig read_checkpoint_model_config(const std::string& dir) { return parse_state_file(dir).model; }
+
+static void read_tensors(const SafetensorsReader& reader, const ParamTable& table, const std::string& prefix,
+                         float* dst) {
+  for (const ParamEntry& e : table.entries()) {
+    const StTensorInfo& info = reader.info(prefix + e.name);
+    check(info.dtype == StDtype::F32, "{}: tensor '{}' is not F32 (a checkpoint stores fp32 tensors)", reader.path(),
+          prefix + e.name);
+    reader.read_f32(prefix + e.name, e.shape, dst + e.offset);
+  }
+}
+
+static void check_count(const SafetensorsReader& reader, size_t expected) {
+  check(reader.tensors().size() == expected, "{}: holds {} tensors, expected {}", reader.path(),
+        reader.tensors().size(), expected);
+}
+
+void read_checkpoint_tensors(const std::string& dir, const ParamTable& table, float* params, float* exp_avg,
+                             float* exp_avg_sq) {
+  const SafetensorsReader model((fs::path(dir) / "model.safetensors").string());
+  read_tensors(model, table, "", params);
+  check_count(model, table.entries().size());
+  if (!exp_avg) return;
+  const std::string optim = (fs::path(dir) / "optim.safetensors").string();
+  check(fs::exists(optim), "{}: missing (the checkpoint holds no optimizer state)", optim);
+  SafetensorsReader reader(optim);
+  read_tensors(reader, table, "exp_avg.", exp_avg);
+  read_tensors(reader, table, "exp_avg_sq.", exp_avg_sq);
+  check_count(reader, 2 * table.entries().size());
+}
+
+void check_same_model(const ModelConfig& saved, const ModelConfig& expected, const std::string& dir) {
+  const json a = model_config_to_hf_json(saved), b = model_config_to_hf_json(expected);
+  std::string diff;
+  for (auto& [key, value] : b.items())
+    if (!a.contains(key) || a[key] != value)
+      diff += fmt::format(" {}: checkpoint {}, expected {};", key, a.contains(key) ? a[key].dump() : "-", value.dump());
+  check(diff.empty(), "{}: the checkpoint holds a different model:{}", dir, diff);
+}
+
+}  // namespace replica

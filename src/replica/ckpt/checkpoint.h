@@ -1,0 +1,77 @@
+// Checkpoint directories (DESIGN.md §4): run/checkpoints/step00001000/ holding model.safetensors (fp32
+// master weights), optim.safetensors (exp_avg.<name>, exp_avg_sq.<name>), train_state.json and
+// MANIFEST.json, written last. A save goes to step00001000.partial/, every file fsynced, then the
+// directory is renamed and checkpoints/latest (a one-line text file naming it) replaced atomically.
+// Tensors are whole (logical shapes), so any world size can load any checkpoint.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "replica/model/config.h"
+#include "replica/model/params.h"
+
+namespace replica {
+
+inline constexpr int64_t kCheckpointVersion = 1;
+
+// train_state.json: everything besides the tensors that an exact resume needs.
+struct TrainState {
+  int64_t step = 0;     // optimizer steps completed (skipped ones included)
+  int64_t tokens = 0;   // tokens consumed
+  uint64_t epoch = 1;   // data position of the next step: epoch (1-based) ...
+  int64_t batch = 0;    // ... and global batch within it
+  int64_t batches_consumed = 0;
+  int64_t global_batch_size = 0, seq_len = 0;
+  std::string data_fingerprint;
+  int64_t adam_step_count = 0;
+  nlohmann::json schedule;   // the resolved LR schedule (recorded; the LR is a function of the step)
+  nlohmann::json skip_step;  // SkipStep::to_json()
+  int64_t world_size = 1;    // at save
+  std::string recipe;        // resolved recipe YAML ("config" in train_state.json)
+  ModelConfig model;         // stored as its HF config.json
+};
+
+nlohmann::json train_state_to_json(const TrainState& state);
+TrainState train_state_from_json(const nlohmann::json& j, const std::string& source);
+
+// The tensors of one checkpoint, laid out by `table` (optimizer moments may be null: weights only).
+struct CheckpointTensors {
+  const ParamTable* table = nullptr;
+  const float* params = nullptr;
+  const float* exp_avg = nullptr;
+  const float* exp_avg_sq = nullptr;
+};
+
+std::string checkpoint_dir_name(int64_t step);  // "step00001000"
+
+// Writes root/<checkpoint_dir_name(step)>/ as described above, then deletes complete checkpoints with a
+// lower step beyond the newest `keep` (0: keep all; the one just written always stays). Returns its path.
+std::string write_checkpoint(const std::string& root, const CheckpointTensors& tensors, const TrainState& state,
+                             int64_t keep);
+
+// The checkpoint a run resumes from: the one `root/latest` names if it is complete, else the complete one
+// (MANIFEST.json present) with the highest step; "" when there is none.
+std::string find_latest_checkpoint(const std::string& root);
+
+// Removes what a crash can leave under root: *.partial directories and step directories without a manifest.
+void remove_incomplete_checkpoints(const std::string& root);
+
+// True when `path` is a replica checkpoint directory (holds train_state.json).
+bool is_checkpoint_dir(const std::string& path);
+
+// Verifies MANIFEST.json (every file's size and checksum), then reads train_state.json.
+TrainState read_checkpoint_state(const std::string& dir);
+// The model config stored in train_state.json (no checksum pass: for sizing a model before loading it).
+ModelConfig read_checkpoint_model_config(const std::string& dir);
+
+// Reads the weights (and, when exp_avg is set, the Adam moments) into buffers laid out by `table`,
+// checking every tensor's presence and shape. Call read_checkpoint_state() first to verify checksums.
+void read_checkpoint_tensors(const std::string& dir, const ParamTable& table, float* params, float* exp_avg = nullptr,
+                             float* exp_avg_sq = nullptr);
+
+// Raises replica::Error naming both configs' differing keys when a checkpoint's model is not `expected`.
+void check_same_model(const ModelConfig& saved, const ModelConfig& expected, const std::string& dir);
+
+}  // namespace replica

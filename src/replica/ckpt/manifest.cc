@@ -1,0 +1,61 @@
+// Checkpoint manifests: sizes and XXH3-128 checksums.
+#include "replica/ckpt/manifest.h"
+
+#include <xxhash.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "replica/core/error.h"
+#include "replica/core/file.h"
+#include "replica/core/mapped_file.h"
+
+namespace replica {
+
+namespace fs = std::filesystem;
+
+FileDigest digest_file(const std::string& path) {
+  MappedFile file(path);
+  const XXH128_hash_t h = XXH3_128bits(file.data(), file.size());
+  return {fs::path(path).filename().string(), file.size(), fmt::format("{:016x}{:016x}", h.high64, h.low64)};
+}
+
+void write_manifest(const std::string& dir, const std::vector<std::string>& files) {
+  nlohmann::json listed = nlohmann::json::object();
+  for (const std::string& name : files) {
+    const FileDigest d = digest_file((fs::path(dir) / name).string());
+    listed[name] = {{"size", d.size}, {"xxh3_128", d.xxh3_128}};
+  }
+  const nlohmann::json manifest = {{"version", 1}, {"hash", "xxh3_128"}, {"files", listed}};
+  write_text_file_atomic((fs::path(dir) / "MANIFEST.json").string(), manifest.dump(2) + "\n");
+}
+
+void verify_manifest(const std::string& dir) {
+  const fs::path path = fs::path(dir) / "MANIFEST.json";
+  check(fs::exists(path), "{}: missing MANIFEST.json (an incomplete or damaged checkpoint)", dir);
+  nlohmann::json files;
+  try {
+    files = nlohmann::json::parse(read_text_file(path.string())).at("files");
+    check(files.is_object() && !files.empty(), "{}: lists no files", path.string());
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: malformed manifest ({})", path.string(), e.what());
+  }
+  for (auto& [name, entry] : files.items()) {
+    const fs::path file = fs::path(dir) / name;
+    check(fs::exists(file), "{}: missing (listed in MANIFEST.json)", file.string());
+    uint64_t size = 0;
+    std::string hash;
+    try {
+      size = entry.at("size").get<uint64_t>();
+      hash = entry.at("xxh3_128").get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+      fail("{}: malformed entry for {} ({})", path.string(), name, e.what());
+    }
+    const FileDigest d = digest_file(file.string());
+    check(d.size == size, "{}: {} bytes, MANIFEST.json says {} (truncated or replaced)", file.string(), d.size, size);
+    check(d.xxh3_128 == hash, "{}: checksum mismatch (XXH3-128 {}, MANIFEST.json says {}): the file is corrupted",
+          file.string(), d.xxh3_128, hash);
+  }
+}
+
+}  // namespace replica

@@ -1,0 +1,22 @@
+// A model given by path: an HF model directory or a replica checkpoint directory (its weights; the model
+// config is stored in train_state.json). What model.init_from, `replica forward`, `replica parity` and
+// `replica export-hf` accept.
+#pragma once
+#include <string>
+
+#include "replica/ckpt/hf.h"
+
+namespace replica {
+
+// The model config of `path`: a checkpoint's stored config, an HF directory's config.json, or a model file.
+ModelConfig load_model_source_config(const std::string& path);
+
+// Reads the weights of `path` into a buffer laid out by `table`, checking every tensor's shape. A
+// checkpoint is verified first (manifest, checksums); an HF directory may have a truncated vocabulary
+// (padded back with zero rows).
+void load_model_source_params(const std::string& path, const ParamTable& table, float* params);
+
+// Config and weights together.
+HfModel load_model_source(const std::string& path);
+
+}  // namespace replica

@@ -1,0 +1,53 @@
+// CheckpointSaver: saves checkpoints on a background thread (SCHED_IDLE) so training continues. save() copies
+// the step's weights and Adam moments into buffers it owns (the only time the loop waits, besides waiting for
+// a previous save still in flight), then writes the directory with write_checkpoint().
+#pragma once
+#include <atomic>
+#include <exception>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "replica/ckpt/checkpoint.h"
+#include "replica/optim/adamw.h"
+
+namespace replica {
+
+struct SaveResult {
+  std::string dir;
+  int64_t step = 0;
+  double snapshot_s = 0.0;  // time the caller was blocked: waiting for the previous save, copying tensors
+  double write_s = 0.0;     // background time: files, fsyncs, manifest, rename
+};
+
+class CheckpointSaver {
+ public:
+  // `floats`: the parameter buffer length, to allocate (and page in) the snapshot buffers now rather than
+  // in the first save; 0 = on the first save.
+  CheckpointSaver(std::string root, int64_t keep, size_t floats = 0);
+  ~CheckpointSaver();  // waits for a save in flight (errors are dropped here: call wait() to see them)
+  CheckpointSaver(const CheckpointSaver&) = delete;
+  CheckpointSaver& operator=(const CheckpointSaver&) = delete;
+
+  // Snapshots params and the optimizer's moments (laid out by `table`) and starts writing. A previous save
+  // still running is waited for first. Returns the finished previous save, if there was one in flight.
+  std::optional<SaveResult> save(const ParamTable& table, const float* params, const AdamW& adamw, TrainState state);
+  // The save that finished since the last call, if any; rethrows a background failure.
+  std::optional<SaveResult> poll();
+  // Waits for the save in flight (if any) and returns it; rethrows a background failure.
+  std::optional<SaveResult> wait();
+
+ private:
+  std::optional<SaveResult> join();
+  std::string root_;
+  int64_t keep_;
+  const ParamTable* table_ = nullptr;
+  std::vector<float> params_, exp_avg_, exp_avg_sq_;
+  std::thread thread_;
+  std::atomic<bool> done_{false};
+  SaveResult result_;
+  std::exception_ptr error_;
+};
+
+}  // namespace replica

@@ -1,0 +1,85 @@
+// replica dist-selftest (hidden; run under mpirun by tests/integration/dist_*.sh): a few ZeRO-1
+// data-parallel steps of a small random model on random tokens through the job's Communicator, printing
+// each step's loss and grad norm and a hash of the weights, which must not depend on the rank count; and
+// fault injection (a rank that dies or hangs at a given step).
+#include <fmt/core.h>
+#include <signal.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <nlohmann/json.hpp>
+
+#include "replica/cli/command.h"
+#include "replica/core/threads.h"
+#include "replica/dist/data_parallel.h"
+#include "replica/model/olmo3.h"
+
+namespace replica::cli {
+
+static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (run under mpirun)", [](CLI::App& app) {
+  app.group("");  // hidden from --help
+  struct Options {
+    int64_t steps = 3, global_batch = 8, micro_batch = 1, threads = 1;
+    int fault_rank = -1;
+    int64_t fault_step = 2;
+    std::string fault = "none";
+  };
+  auto o = std::make_shared<Options>();
+  app.add_option("--steps", o->steps, "optimizer steps");
+  app.add_option("--global-batch", o->global_batch, "instances per step, over all ranks");
+  app.add_option("--micro-batch", o->micro_batch, "instances per forward/backward");
+  app.add_option("--threads", o->threads, "threads per rank");
+  app.add_option("--fault", o->fault, "none | die | hang: what --fault-rank does at --fault-step")
+      ->check(CLI::IsMember({"none", "die", "hang"}));
+  app.add_option("--fault-rank", o->fault_rank, "the rank that fails");
+  app.add_option("--fault-step", o->fault_step, "the step at which it fails");
+  return std::function<int()>([o] {
+    std::unique_ptr<Communicator> comm = connect();
+    set_num_threads(int(o->threads));
+    const ModelConfig config = model_config_from_json(
+        {{"model_type", "olmo3"}, {"vocab_size", 1024}, {"hidden_size", 32}, {"intermediate_size", 64},
+         {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 8},
+         {"sliding_window", 4}, {"layer_types", {"sliding_attention", "full_attention"}}},
+        "dist-selftest model");
+    Olmo3 model(config);
+    const ParamTable& table = model.table();
+    std::vector<float> params(table.total(), 0.0f), grads(table.total(), 0.0f);
+    init_params(config, table, 0, params.data());
+    const int64_t G = o->global_batch, M = o->micro_batch, T = 16;
+    DataParallel dp(*comm, table, AdamWConfig{}, G, M);
+    const int rank = comm->rank(), world = comm->size();
+    for (int64_t step = 1; step <= o->steps; step++) {
+      if (rank == o->fault_rank && step == o->fault_step) {
+        if (o->fault == "die") raise(SIGKILL);
+        if (o->fault == "hang") pause();
+      }
+      std::vector<int32_t> ids;  // rows r, r + W, ... of this step's global batch: token (row, t) is a hash
+      for (int64_t row = rank; row < G; row += world)
+        for (int64_t t = 0; t < T; t++)
+          ids.push_back(int32_t(XXH3_64bits_withSeed(&t, sizeof t, uint64_t(step * 1000 + row)) % 1024));
+      std::vector<int32_t> targets = shifted_targets(ids.data(), G / world, T);
+      dp.arrange(ids, T);
+      dp.arrange(targets, T);
+      const float scale = 1.0f / float(G * (T - 1));
+      const LossSums sums = dp.gradients(grads.data(), [&](int64_t k, float* g) {
+        return model.forward_backward(params.data(), g, Batch{ids.data() + k * M * T, targets.data() + k * M * T, M, T},
+                                      1e-4f, scale);
+      });
+      const double norm = dp.clip(grads.data(), 1.0);
+      dp.step(params.data(), grads.data(), 1e-2);
+      if (rank == 0)
+        fmt::print("step {} loss {:.17g} z {:.17g} labels {} grad_norm {:.17g}\n", step, sums.ce / double(G * (T - 1)),
+                   sums.z, sums.n_labels, norm);
+    }
+    std::vector<float> m, v;
+    dp.gather_moments(m, v);
+    if (rank == 0)
+      fmt::print("ranks {} weights {:016x} exp_avg {:016x} exp_avg_sq {:016x} comm {:.3f} s\n", world,
+                 XXH3_64bits(params.data(), params.size() * sizeof(float)),
+                 XXH3_64bits(m.data(), m.size() * sizeof(float)), XXH3_64bits(v.data(), v.size() * sizeof(float)),
+                 comm->comm_seconds);
+    return 0;
+  });
+});
+
+}  // namespace replica::cli

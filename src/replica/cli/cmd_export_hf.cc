@@ -1,0 +1,39 @@
+// replica export-hf: a replica checkpoint (or an HF directory) → a Hugging Face model directory.
+#include <fmt/core.h>
+
+#include "replica/ckpt/model_source.h"
+#include "replica/cli/command.h"
+#include "replica/core/error.h"
+
+namespace replica::cli {
+
+static Command export_hf_command(
+    "export-hf", "Write a checkpoint's weights as a Hugging Face model directory (config.json + safetensors)",
+    [](CLI::App& app) {
+      struct Options {
+        std::string checkpoint, out, dtype = "fp32";
+        int64_t vocab = 0;
+        double max_shard_gb = 5.0;
+      };
+      auto o = std::make_shared<Options>();
+      app.add_option("--checkpoint", o->checkpoint, "replica checkpoint directory (or an HF model directory)")
+          ->required();
+      app.add_option("--out", o->out, "output directory (must not exist or be empty)")->required();
+      app.add_option("--dtype", o->dtype, "fp32 or bf16 (round to nearest even)");
+      app.add_option("--vocab", o->vocab, "keep the first VOCAB rows of the embedding and LM head (OLMo 3: 100278)");
+      app.add_option("--max-shard-gb", o->max_shard_gb, "shard the weights above this size (GB, default 5)");
+      return std::function<int()>([o] {
+        check(o->dtype == "fp32" || o->dtype == "bf16", "--dtype must be fp32 or bf16, got '{}'", o->dtype);
+        check(o->vocab >= 0 && o->max_shard_gb > 0, "--vocab must be >= 0 and --max-shard-gb positive");
+        const HfModel model = load_model_source(o->checkpoint);
+        HfExportOptions options;
+        options.dtype = o->dtype == "fp32" ? StDtype::F32 : StDtype::BF16;
+        options.vocab = o->vocab;
+        options.max_shard_bytes = uint64_t(o->max_shard_gb * 1e9);
+        export_hf(model.config, ParamTable(model.config), model.params.data(), o->out, options);
+        fmt::print("wrote {} ({}, vocab {})\n", o->out, o->dtype, o->vocab > 0 ? o->vocab : model.config.vocab_size);
+        return 0;
+      });
+    });
+
+}  // namespace replica::cli

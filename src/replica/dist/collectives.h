@@ -1,0 +1,43 @@
+// Collectives over a Communicator, built from exchange(): all-gather, the deterministic tree reduce-scatter
+// of the gradient buffer, the global sum of squares, broadcast and gather-to-rank-0. The buffer is split
+// into per-rank shards by `bounds` (W + 1 offsets, see shard_bounds).
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "replica/dist/communicator.h"
+
+namespace replica {
+
+// Contiguous, balanced shards of a buffer of `total` floats, one per rank, starting on the clipping
+// norm's block boundaries (kSquareSumBlock) so that the sharded norm adds the same partial sums in the
+// same order as the unsharded one. Returns W + 1 offsets; shard r is [bounds[r], bounds[r + 1]).
+std::vector<size_t> shard_bounds(size_t total, int world);
+
+// In place: every rank's shard of buf is copied to every other rank.
+void all_gather(Communicator& comm, float* buf, const std::vector<size_t>& bounds);
+void all_gather(Communicator& comm, double* buf, const std::vector<size_t>& bounds);
+
+// In place: afterwards buf's shard of this rank holds the sum over ranks of that shard, added in the
+// tree order of dist/tree.h over ranks; the rest of buf is left as it was. `scratch` is resized to
+// W × shard floats.
+void reduce_scatter(Communicator& comm, float* buf, const std::vector<size_t>& bounds, std::vector<float>& scratch);
+
+// Σ x² over the whole buffer, each rank contributing its shard: the same double, bit for bit, as
+// sum_of_squares(full buffer) in optim/clip.h.
+double sum_of_squares(Communicator& comm, const float* buf, const std::vector<size_t>& bounds);
+
+// Rank 0's `bytes` bytes at data are copied to every other rank.
+void broadcast(Communicator& comm, void* data, size_t bytes);
+// Rank 0's text to every rank.
+void broadcast(Communicator& comm, std::string& text);
+
+// True on every rank when flag is true on any rank (e.g. a stop signal that reached only some ranks).
+bool any_rank(Communicator& comm, bool flag);
+
+// Rank 0 receives every shard into `full` (bounds.back() floats, resized there); other ranks send theirs.
+void gather_to_root(Communicator& comm, const float* shard, const std::vector<size_t>& bounds,
+                    std::vector<float>& full);
+
+}  // namespace replica

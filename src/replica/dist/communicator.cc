@@ -1,0 +1,36 @@
+// The single-process communicator, the launcher check and the timeout setting.
+#include "replica/dist/communicator.h"
+
+#include <fmt/core.h>
+
+#include <cstdlib>
+
+#include "replica/core/error.h"
+#include "replica/dist/mpi.h"
+
+namespace replica {
+
+void LocalCommunicator::exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) {
+  check(sends.empty() && recvs.empty(), "local communicator: a single process has no peers to exchange with");
+}
+
+void LocalCommunicator::abort(const std::string& message, int status) {
+  fmt::print(stderr, "replica: error: {}\n", message);
+  std::exit(status);
+}
+
+std::unique_ptr<Communicator> connect() {
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK")) return std::make_unique<MpiCommunicator>();
+  return std::make_unique<LocalCommunicator>();
+}
+
+double dist_timeout_seconds() {
+  const char* text = std::getenv("REPLICA_DIST_TIMEOUT");
+  if (!text || !*text) return 600.0;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  check(*end == '\0' && seconds > 0, "REPLICA_DIST_TIMEOUT='{}': expected a positive number of seconds", text);
+  return seconds;
+}
+
+}  // namespace replica

@@ -1,0 +1,56 @@
+// Communicator: the processes of a data-parallel job and the point-to-point exchange that every
+// collective in dist/ is built from. Local (one process) and Mpi (Open MPI) implement it; an NCCL one
+// would implement exchange() with grouped ncclSend/ncclRecv (docs/scaling.md).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace replica {
+
+// One message of an exchange: `bytes` bytes at `data`, sent to or received from rank `peer`.
+struct Transfer {
+  int peer;
+  void* data;
+  size_t bytes;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string name() const = 0;  // "local" or "mpi"
+
+  // Posts every receive and send, then waits until all have completed. Between two ranks, messages are
+  // matched in the order they are listed. A rank never sends to itself.
+  virtual void exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) = 0;
+  virtual void barrier() = 0;
+  // Ends the whole job with `status` after printing `message` (one rank failing must not leave the others
+  // waiting).
+  [[noreturn]] virtual void abort(const std::string& message, int status) = 0;
+
+  double comm_seconds = 0.0;  // wall time spent in exchange() and barrier(), for the scaling measurement
+};
+
+// One process: rank 0 of 1. exchange() accepts only empty lists.
+class LocalCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string name() const override { return "local"; }
+  void exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override;
+  void barrier() override {}
+  [[noreturn]] void abort(const std::string& message, int status) override;
+};
+
+// The job's communicator: Mpi when the process was started by mpirun (OMPI_COMM_WORLD_SIZE or
+// PMIX_RANK is set), else Local. Call once per process; the Mpi one finalizes MPI when destroyed.
+std::unique_ptr<Communicator> connect();
+
+// Seconds a rank waits for a message before it declares a peer dead and aborts the job:
+// REPLICA_DIST_TIMEOUT (seconds) or 600.
+double dist_timeout_seconds();
+
+}  // namespace replica

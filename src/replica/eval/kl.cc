@@ -1,0 +1,60 @@
+// KL(reference ‖ model) and top-1 agreement over held-out windows, the LM heads run in row chunks.
+#include "replica/eval/kl.h"
+
+#include <algorithm>
+
+#include "replica/core/error.h"
+#include "replica/eval/documents.h"
+#include "replica/eval/perplexity.h"
+
+namespace replica::eval {
+namespace {
+
+constexpr int64_t kRows = 64;
+
+// Logits of `n` rows of `hidden` (starting at `row0`) through `m`'s LM head, keeping the first `V` columns.
+void head_rows(const Olmo3& m, const float* hidden, int64_t row0, int64_t n, int64_t V,
+               std::vector<float>& full, std::vector<float>& out) {
+  const int64_t C = m.config().d_model, Vm = m.config().vocab_size;
+  linear_forward(full.data(), hidden + row0 * C, m.lm_head_weight(), n, Vm, C, m.precision());
+  for (int64_t i = 0; i < n; i++) std::copy_n(full.begin() + i * Vm, V, out.begin() + i * V);
+}
+
+}  // namespace
+
+std::vector<DomainKl> kl_surface(Olmo3& reference, const float* reference_params, Olmo3& model, const float* params,
+                                 const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions) {
+  const ModelConfig &rc = reference.config(), &mc = model.config();
+  check(rc.eos_token_id == mc.eos_token_id, "kl: the models' eos_token_id differ ({} vs {})", rc.eos_token_id,
+        mc.eos_token_id);
+  const int64_t V = std::min(rc.vocab_size, mc.vocab_size), L = std::min({window, rc.max_seq_len, mc.max_seq_len});
+  const uint32_t vocab = uint32_t(V);
+  std::vector<float> full_ref(size_t(kRows * rc.vocab_size)), full_model(size_t(kRows * mc.vocab_size));
+  std::vector<float> ref_logits(size_t(kRows * V)), model_logits(size_t(kRows * V));
+  std::vector<DomainKl> out;
+  for (const data::MixEntry& entry : files) {
+    data::TokenFile file(entry.path, data::TokenDtype::u32);
+    DomainKl d{entry.label, {}};
+    for (DocRange r : split_documents(file, uint32_t(mc.eos_token_id), false, 0)) {
+      if (max_positions > 0 && d.stats.positions >= max_positions) break;
+      for (const Sequence& s : rolling_windows(read_tokens(file, r, vocab), int32_t(mc.eos_token_id), L)) {
+        const int64_t T = int64_t(s.ids.size()), start = s.spans[0].start;
+        int64_t n = T - start;
+        if (max_positions > 0) n = std::min(n, max_positions - d.stats.positions);
+        if (n <= 0) break;
+        const float* h_ref = reference.forward_hidden(reference_params, s.ids.data(), 1, T);
+        const float* h_model = model.forward_hidden(params, s.ids.data(), 1, T);
+        for (int64_t r0 = 0; r0 < n; r0 += kRows) {
+          const int64_t rows = std::min(kRows, n - r0);
+          head_rows(reference, h_ref, start + r0, rows, V, full_ref, ref_logits);
+          head_rows(model, h_model, start + r0, rows, V, full_model, model_logits);
+          d.stats += compare_logits(ref_logits.data(), model_logits.data(), rows, V);
+        }
+      }
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace replica::eval

@@ -1,0 +1,24 @@
+// The token-level KL surface: KL(reference ‖ model) per position, top-1 agreement (and the rest of
+// ParityStats) of two models over held-out documents, scored in the same rolling windows as perplexity.
+// Logits are compared over the smaller of the two vocabularies (a padded training vocab vs a truncated export).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "replica/data/dataset.h"
+#include "replica/eval/parity.h"
+#include "replica/model/olmo3.h"
+
+namespace replica::eval {
+
+struct DomainKl {
+  std::string label;
+  ParityStats stats;
+};
+
+// At most `max_positions` scored positions per file (0 = every token of every document).
+std::vector<DomainKl> kl_surface(Olmo3& reference, const float* reference_params, Olmo3& model, const float* params,
+                                 const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions);
+
+}  // namespace replica::eval

@@ -1,0 +1,70 @@
+// An evaluation suite: which of the four surfaces to run (held-out loss, domain perplexity, downstream tasks,
+// KL against a reference model) on which files, read from a YAML spec (docs/evaluation.md) or the default;
+// results as one JSON object, a console table, and flat scalars for TensorBoard.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "replica/data/dataset.h"
+#include "replica/data/tokenizer.h"
+#include "replica/eval/tasks.h"
+#include "replica/model/olmo3.h"
+
+namespace replica::eval {
+
+struct SuiteSpec {
+  int64_t batch_tokens = 8192;  // padded tokens per forward
+  struct Heldout {
+    bool enabled = false;
+    std::vector<data::MixEntry> files;
+    int64_t seq_len = 0;   // truncation length; 0 = the model's max_position_embeddings
+    int64_t max_docs = 0;  // per file; 0 = all
+  } heldout;
+  struct Perplexity {
+    bool enabled = false;
+    std::vector<data::MixEntry> files;
+    int64_t window = 2048;  // Paloma's; capped at the model's context
+    int64_t max_docs = 0;
+  } perplexity;
+  struct Tasks {
+    bool enabled = false;
+    TaskFormat format = TaskFormat::lm_eval;
+    int64_t max_length = 0;  // left truncation; 0 = the model's max_position_embeddings
+    std::vector<TaskSpec> list;
+  } tasks;
+  struct Kl {
+    std::string reference;  // HF directory or checkpoint; empty = no KL surface
+    std::vector<data::MixEntry> files;
+    int64_t window = 512;
+    int64_t max_positions = 1024;  // per file (compare_logits is O(V) in double per position)
+  } kl;
+};
+
+// Token files from paths or glob patterns (a path ending in .mix is a mix file), labelled by stem, or by
+// directory when stems repeat (data/tokens/<domain>/heldout.npy → <domain>).
+std::vector<data::MixEntry> labelled_files(const std::vector<std::string>& patterns);
+
+// Every task with a <task>.jsonl in `tasks_dir`; mmlu 5-shot from mmlu_dev.jsonl there.
+std::vector<TaskSpec> tasks_in_dir(const std::string& tasks_dir);
+
+// The default suite: held-out loss and perplexity over data/tokens/*/heldout.npy (scripts/fetch-data.sh), every
+// task with a <task>.jsonl in `tasks_dir` (MMLU 5-shot from mmlu_dev.jsonl), KL when `reference` is set.
+SuiteSpec default_suite(const std::string& tasks_dir, const std::string& reference);
+// Reads a suite YAML file; unknown keys and bad values raise replica::Error naming the file and key.
+SuiteSpec load_suite(const std::string& path);
+
+// Runs every enabled surface. `tokenizer` is needed for perplexity (bytes) and tasks; `log` gets one line per
+// surface as it finishes.
+nlohmann::json run_suite(Olmo3& model, const float* params, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
+                         const std::function<void(const std::string&)>& log);
+
+// A readable table of run_suite's result.
+std::string format_results(const nlohmann::json& results);
+// Every number in the result as ("eval/<path>", value), for TensorBoard.
+std::vector<std::pair<std::string, double>> flat_scalars(const nlohmann::json& results);
+
+}  // namespace replica::eval

@@ -1,0 +1,317 @@
+// Flash-style attention forward and backward in fp32 on CUDA cores. Each block stages a 32-query tile and
+// a 32-key tile of one head in shared memory; scores, probabilities and products are computed from there.
+// Rows of K and V tiles are padded by one float so that threads of a warp reading different keys hit
+// different banks.
+//   forward:   block (query tile, head, batch): online softmax over the visible key tiles.
+//   backward:  delta_i = Σ_d dO·O;  block (key tile, KV head, batch) accumulates dK, dV over the visible
+//              query tiles of every head in the group;  block (query tile, head, batch) accumulates dQ.
+// This is the correct, deterministic baseline; tensor-core (bf16 wgmma) tiles are the next step (docs/gpu.md).
+#include <cmath>
+#include <stdexcept>
+
+#include "replica/kernels/cuda/attention.h"
+#include "replica/kernels/cuda/common.cuh"
+
+namespace replica::cuda {
+
+namespace {
+
+constexpr int kTile = 32;      // queries per query tile and keys per key tile
+constexpr int kThreads = 128;  // threads per block
+constexpr int kMaxD = 256;
+
+// First key visible to query i.
+__device__ inline int64_t first_key(int64_t i, int64_t window) { return window > 0 ? max(int64_t(0), i - window + 1) : 0; }
+__device__ inline bool visible(int64_t i, int64_t j, int64_t window) { return j <= i && j >= first_key(i, window); }
+
+// Copies rows [t0, t0 + n) of head `head` of x [T, heads, D] (offset to the batch) into tile[kTile][ld]
+// times `scale`; rows ≥ n are zeroed.
+__device__ void load_tile(float* tile, int ld, const float* x, int64_t t0, int64_t n, int64_t heads, int64_t head,
+                          int64_t D, float scale) {
+  for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) {
+    const int64_t r = e / D, d = e % D;
+    tile[r * ld + d] = r < n ? x[((t0 + r) * heads + head) * D + d] * scale : 0.0f;
+  }
+}
+
+__device__ inline float dot(const float* a, const float* b, int64_t D) {
+  float sum = 0.0f;
+  for (int64_t d = 0; d < D; d++) sum += a[d] * b[d];
+  return sum;
+}
+
+// Shared memory: Q [kTile][D], K [kTile][D+1], V [kTile][D+1], acc [kTile][D], S [kTile][kTile+1], m, l, alpha.
+__global__ void __launch_bounds__(kThreads) attention_forward_kernel(float* out, float* lse, const float* q,
+                                                                     const float* k, const float* v, int64_t T,
+                                                                     int64_t H, int64_t K, int64_t D, int64_t window,
+                                                                     float scale) {
+  extern __shared__ float smem[];
+  const int64_t i0 = int64_t(blockIdx.x) * kTile, h = blockIdx.y, b = blockIdx.z, g = h / (H / K);
+  const int64_t nq = min(int64_t(kTile), T - i0);
+  const int ldk = int(D) + 1, lds = kTile + 1;
+  float* Qs = smem;
+  float* Ks = Qs + kTile * D;
+  float* Vs = Ks + kTile * ldk;
+  float* acc = Vs + kTile * ldk;
+  float* S = acc + kTile * D;
+  float* m = S + kTile * lds;
+  float* l = m + kTile;
+  float* alpha = l + kTile;
+  const float* kb = k + b * T * K * D;
+  const float* vb = v + b * T * K * D;
+
+  load_tile(Qs, int(D), q + b * T * H * D, i0, nq, H, h, D, scale);
+  for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) acc[e] = 0.0f;
+  if (threadIdx.x < kTile) {
+    m[threadIdx.x] = -INFINITY;
+    l[threadIdx.x] = 0.0f;
+  }
+
+  for (int64_t j0 = first_key(i0, window); j0 < i0 + nq; j0 += kTile) {
+    const int64_t nk = min(int64_t(kTile), i0 + nq - j0);
+    __syncthreads();  // the previous tile's K, V and S are no longer read
+    load_tile(Ks, ldk, kb, j0, nk, K, g, D, 1.0f);
+    load_tile(Vs, ldk, vb, j0, nk, K, g, D, 1.0f);
+    __syncthreads();
+    // Scaled scores of visible pairs, −inf elsewhere.
+    for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) {
+      const int r = e / kTile, c = e % kTile;
+      const bool seen = r < nq && c < nk && visible(i0 + r, j0 + c, window);
+      S[r * lds + c] = seen ? dot(Qs + r * D, Ks + c * ldk, D) : -INFINITY;
+    }
+    __syncthreads();
+    // Online softmax, one thread per query row: rescale what was accumulated when the running max grows.
+    if (threadIdx.x < kTile) {
+      const int r = threadIdx.x;
+      float* srow = S + r * lds;
+      float m_new = m[r];
+      for (int c = 0; c < kTile; c++) m_new = fmaxf(m_new, srow[c]);
+      if (m_new == -INFINITY) {  // no visible key for this row yet
+        for (int c = 0; c < kTile; c++) srow[c] = 0.0f;
+        alpha[r] = 1.0f;
+      } else {
+        float sum = 0.0f;
+        for (int c = 0; c < kTile; c++) {
+          srow[c] = expf(srow[c] - m_new);
+          sum += srow[c];
+        }
+        alpha[r] = expf(m[r] - m_new);  // 0 while m was −inf
+        l[r] = l[r] * alpha[r] + sum;
+        m[r] = m_new;
+      }
+    }
+    __syncthreads();
+    // acc = acc·alpha + P·V
+    for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) {
+      const int64_t r = e / D, d = e % D;
+      float sum = acc[e] * alpha[r];
+      for (int c = 0; c < kTile; c++) sum += S[r * lds + c] * Vs[c * ldk + d];
+      acc[e] = sum;
+    }
+  }
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < nq * D; e += blockDim.x) {
+    const int64_t r = e / D, d = e % D;
+    out[((b * T + i0 + r) * H + h) * D + d] = acc[e] / l[r];
+  }
+  if (threadIdx.x < nq) lse[(b * H + h) * T + i0 + threadIdx.x] = m[threadIdx.x] + logf(l[threadIdx.x]);
+}
+
+// delta[b, h, t] = Σ_d dO·O, one warp per row, a fixed shuffle tree.
+__global__ void attention_delta_kernel(float* delta, const float* dout, const float* out, int64_t T, int64_t H,
+                                       int64_t D, int64_t rows) {
+  const int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;  // (b·T + t)·H + h
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  float sum = 0.0f;
+  for (int64_t d = lane; d < D; d += 32) sum += dout[row * D + d] * out[row * D + d];
+  sum = warp_sum(sum);
+  const int64_t h = row % H, bt = row / H, t = bt % T, b = bt / T;
+  if (lane == 0) delta[(b * H + h) * T + t] = sum;
+}
+
+// Probabilities P = exp(S − lse) and dS = P ∘ (dO·Vᵀ − delta) of a (query tile, key tile) pair, both
+// [kTile][kTile+1], zero where masked. Q is already scaled.
+__device__ void probabilities_and_dscores(float* P, float* dS, const float* Qs, const float* dOs, const float* Ks,
+                                          const float* Vs, const float* lse_s, const float* delta_s, int64_t i0,
+                                          int64_t nq, int64_t j0, int64_t nk, int64_t D, int64_t window) {
+  const int ldk = int(D) + 1, lds = kTile + 1;
+  for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) {
+    const int r = e / kTile, c = e % kTile;
+    float p = 0.0f, ds = 0.0f;
+    if (r < nq && c < nk && visible(i0 + r, j0 + c, window)) {
+      p = expf(dot(Qs + r * D, Ks + c * ldk, D) - lse_s[r]);
+      ds = p * (dot(dOs + r * D, Vs + c * ldk, D) - delta_s[r]);
+    }
+    if (P) P[r * lds + c] = p;
+    dS[r * lds + c] = ds;
+  }
+}
+
+// Copies lse and delta of rows [i0, i0 + n) of head h.
+__device__ void load_row_stats(float* lse_s, float* delta_s, const float* lse, const float* delta, int64_t base,
+                               int64_t n) {
+  if (threadIdx.x < kTile) {
+    lse_s[threadIdx.x] = threadIdx.x < n ? lse[base + threadIdx.x] : 0.0f;
+    delta_s[threadIdx.x] = threadIdx.x < n ? delta[base + threadIdx.x] : 0.0f;
+  }
+}
+
+// Shared memory: K, V [kTile][D+1]; Q, dO, dK, dV [kTile][D]; P, dS [kTile][kTile+1]; lse, delta [kTile].
+__global__ void __launch_bounds__(kThreads) attention_dkdv_kernel(float* dk, float* dv, const float* dout,
+                                                                  const float* lse, const float* delta,
+                                                                  const float* q, const float* k, const float* v,
+                                                                  int64_t T, int64_t H, int64_t K, int64_t D,
+                                                                  int64_t window, float scale) {
+  extern __shared__ float smem[];
+  const int64_t j0 = int64_t(blockIdx.x) * kTile, g = blockIdx.y, b = blockIdx.z, group = H / K;
+  const int64_t nk = min(int64_t(kTile), T - j0);
+  const int ldk = int(D) + 1, lds = kTile + 1;
+  float* Ks = smem;
+  float* Vs = Ks + kTile * ldk;
+  float* Qs = Vs + kTile * ldk;
+  float* dOs = Qs + kTile * D;
+  float* dK = dOs + kTile * D;
+  float* dV = dK + kTile * D;
+  float* P = dV + kTile * D;
+  float* dS = P + kTile * lds;
+  float* lse_s = dS + kTile * lds;
+  float* delta_s = lse_s + kTile;
+
+  load_tile(Ks, ldk, k + b * T * K * D, j0, nk, K, g, D, 1.0f);
+  load_tile(Vs, ldk, v + b * T * K * D, j0, nk, K, g, D, 1.0f);
+  for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) dK[e] = dV[e] = 0.0f;
+  // Queries that see any key of this tile: j0 ≤ i ≤ j0 + nk − 1 + W − 1.
+  const int64_t i_end = window > 0 ? min(T, j0 + nk - 1 + window) : T;
+
+  for (int64_t h = g * group; h < (g + 1) * group; h++)
+    for (int64_t i0 = j0; i0 < i_end; i0 += kTile) {
+      const int64_t nq = min(int64_t(kTile), T - i0);
+      __syncthreads();  // the previous tile's Q, dO, P and dS are no longer read
+      load_tile(Qs, int(D), q + b * T * H * D, i0, nq, H, h, D, scale);
+      load_tile(dOs, int(D), dout + b * T * H * D, i0, nq, H, h, D, 1.0f);
+      load_row_stats(lse_s, delta_s, lse, delta, (b * H + h) * T + i0, nq);
+      __syncthreads();
+      probabilities_and_dscores(P, dS, Qs, dOs, Ks, Vs, lse_s, delta_s, i0, nq, j0, nk, D, window);
+      __syncthreads();
+      // dV += Pᵀ·dO,  dK += dSᵀ·(scale·Q)
+      for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) {
+        const int64_t c = e / D, d = e % D;
+        float sv = dV[e], sk = dK[e];
+        for (int r = 0; r < kTile; r++) {
+          sv += P[r * lds + c] * dOs[r * D + d];
+          sk += dS[r * lds + c] * Qs[r * D + d];
+        }
+        dV[e] = sv;
+        dK[e] = sk;
+      }
+    }
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < nk * D; e += blockDim.x) {
+    const int64_t c = e / D, d = e % D, at = ((b * T + j0 + c) * K + g) * D + d;
+    dk[at] = dK[e];
+    dv[at] = dV[e];
+  }
+}
+
+// Shared memory: K, V [kTile][D+1]; Q, dO, dQ [kTile][D]; dS [kTile][kTile+1]; lse, delta [kTile].
+__global__ void __launch_bounds__(kThreads) attention_dq_kernel(float* dq, const float* dout, const float* lse,
+                                                                const float* delta, const float* q, const float* k,
+                                                                const float* v, int64_t T, int64_t H, int64_t K,
+                                                                int64_t D, int64_t window, float scale) {
+  extern __shared__ float smem[];
+  const int64_t i0 = int64_t(blockIdx.x) * kTile, h = blockIdx.y, b = blockIdx.z, g = h / (H / K);
+  const int64_t nq = min(int64_t(kTile), T - i0);
+  const int ldk = int(D) + 1, lds = kTile + 1;
+  float* Ks = smem;
+  float* Vs = Ks + kTile * ldk;
+  float* Qs = Vs + kTile * ldk;
+  float* dOs = Qs + kTile * D;
+  float* dQ = dOs + kTile * D;
+  float* dS = dQ + kTile * D;
+  float* lse_s = dS + kTile * lds;
+  float* delta_s = lse_s + kTile;
+
+  load_tile(Qs, int(D), q + b * T * H * D, i0, nq, H, h, D, scale);
+  load_tile(dOs, int(D), dout + b * T * H * D, i0, nq, H, h, D, 1.0f);
+  load_row_stats(lse_s, delta_s, lse, delta, (b * H + h) * T + i0, nq);
+  for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) dQ[e] = 0.0f;
+
+  for (int64_t j0 = first_key(i0, window); j0 < i0 + nq; j0 += kTile) {
+    const int64_t nk = min(int64_t(kTile), i0 + nq - j0);
+    __syncthreads();
+    load_tile(Ks, ldk, k + b * T * K * D, j0, nk, K, g, D, 1.0f);
+    load_tile(Vs, ldk, v + b * T * K * D, j0, nk, K, g, D, 1.0f);
+    __syncthreads();
+    probabilities_and_dscores(nullptr, dS, Qs, dOs, Ks, Vs, lse_s, delta_s, i0, nq, j0, nk, D, window);
+    __syncthreads();
+    for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) {  // dQ += dS·K
+      const int64_t r = e / D, d = e % D;
+      float sum = dQ[e];
+      for (int c = 0; c < kTile; c++) sum += dS[r * lds + c] * Ks[c * ldk + d];
+      dQ[e] = sum;
+    }
+  }
+  __syncthreads();
+  for (int64_t e = threadIdx.x; e < nq * D; e += blockDim.x) {
+    const int64_t r = e / D, d = e % D;
+    dq[((b * T + i0 + r) * H + h) * D + d] = dQ[e] * scale;
+  }
+}
+
+// Raises a kernel's dynamic shared-memory limit (needed above 48 KB) and returns the bytes.
+template <typename Kernel>
+size_t shared_bytes(Kernel kernel, int64_t floats) {
+  const size_t bytes = size_t(floats) * sizeof(float);
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+             "attention shared memory limit");
+  return bytes;
+}
+
+void check_shape(const AttentionShape& s) {
+  if (s.D > kMaxD || s.K <= 0 || s.H % s.K != 0)
+    throw std::runtime_error("attention: need head dim ≤ 256 and query heads a multiple of KV heads");
+}
+
+}  // namespace
+
+void attention_forward(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
+                       const AttentionShape& s) {
+  check_shape(s);
+  if (s.B * s.T == 0) return;
+  const int64_t D = s.D;
+  const size_t bytes = shared_bytes(attention_forward_kernel, 2 * kTile * D + 2 * kTile * (D + 1) +
+                                                                  kTile * (kTile + 1) + 3 * kTile);
+  const dim3 grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.H), unsigned(s.B));
+  attention_forward_kernel<<<grid, kThreads, bytes, ctx.stream()>>>(out, lse, q, k, v, s.T, s.H, s.K, D, s.window,
+                                                                    1.0f / std::sqrt(float(D)));
+  check_launch("attention_forward");
+}
+
+void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
+                        const float* lse, const float* q, const float* k, const float* v, const AttentionShape& s) {
+  check_shape(s);
+  if (s.B * s.T == 0) return;
+  const int64_t D = s.D, rows = s.B * s.T * s.H;
+  const float scale = 1.0f / std::sqrt(float(D));
+  Scratch<float> delta(ctx, size_t(rows));
+  attention_delta_kernel<<<unsigned(ceil_div(rows * 32, 256)), 256, 0, ctx.stream()>>>(delta.get(), dout, out, s.T,
+                                                                                      s.H, D, rows);
+  check_launch("attention_delta");
+
+  const int64_t pair = kTile * (kTile + 1);
+  const size_t dkdv_bytes =
+      shared_bytes(attention_dkdv_kernel, 2 * kTile * (D + 1) + 4 * kTile * D + 2 * pair + 2 * kTile);
+  const dim3 kv_grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.K), unsigned(s.B));
+  attention_dkdv_kernel<<<kv_grid, kThreads, dkdv_bytes, ctx.stream()>>>(dk, dv, dout, lse, delta.get(), q, k, v, s.T,
+                                                                         s.H, s.K, D, s.window, scale);
+  check_launch("attention_dkdv");
+
+  const size_t dq_bytes = shared_bytes(attention_dq_kernel, 2 * kTile * (D + 1) + 3 * kTile * D + pair + 2 * kTile);
+  const dim3 q_grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.H), unsigned(s.B));
+  attention_dq_kernel<<<q_grid, kThreads, dq_bytes, ctx.stream()>>>(dq, dout, lse, delta.get(), q, k, v, s.T, s.H,
+                                                                    s.K, D, s.window, scale);
+  check_launch("attention_dq");
+}
+
+}  // namespace replica::cuda

@@ -1,0 +1,57 @@
+// Device-side helpers shared by the kernels: launch checks, grid sizes and fixed-order block reductions.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "replica/kernels/cuda/context.h"
+
+namespace replica::cuda {
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// After a launch: reports bad launch configurations at once (execution errors surface at the next sync).
+inline void check_launch(const char* kernel) { check_cuda(cudaGetLastError(), kernel); }
+
+// Sum over a warp by butterfly shuffles: a fixed pairing, so the result is the same on every run.
+template <typename T>
+__device__ inline T warp_sum(T x) {
+  for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+__device__ inline float warp_max(float x) {
+  for (int offset = 16; offset > 0; offset /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  return x;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024): warps first, then warp 0 adds the warp
+// sums in warp order. Every thread gets the result. `shared` holds 32 values of T.
+template <typename T>
+__device__ inline T block_sum(T x, T* shared) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  x = warp_sum(x);
+  __syncthreads();  // `shared` may still be read from a previous call
+  if (lane == 0) shared[warp] = x;
+  __syncthreads();
+  x = lane < warps ? shared[lane] : T(0);
+  if (warp == 0) x = warp_sum(x);
+  if (threadIdx.x == 0) shared[0] = x;
+  __syncthreads();
+  return shared[0];
+}
+
+__device__ inline float block_max(float x, float* shared) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  x = warp_max(x);
+  __syncthreads();
+  if (lane == 0) shared[warp] = x;
+  __syncthreads();
+  x = lane < warps ? shared[lane] : -INFINITY;
+  if (warp == 0) x = warp_max(x);
+  if (threadIdx.x == 0) shared[0] = x;
+  __syncthreads();
+  return shared[0];
+}
+
+}  // namespace replica::cuda

@@ -1,0 +1,46 @@
+// Context: stream, cuBLASLt handle and workspace; CUDA error checks.
+#include "replica/kernels/cuda/context.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace replica::cuda {
+
+void check_cuda(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(status));
+}
+
+void check_cublas(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string("cuBLASLt error in ") + what + ": status " + std::to_string(int(status)));
+}
+
+Context::Context(int device) : device_(device) {
+  check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cublas(cublasLtCreate(&blas_), "cublasLtCreate");
+  check_cuda(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc(cuBLASLt workspace)");
+}
+
+Context::~Context() {
+  // Destructors must not throw: errors here are reported by the next CUDA call anyway.
+  cudaStreamSynchronize(stream_);
+  cudaFree(workspace_);
+  cublasLtDestroy(blas_);
+  cudaStreamDestroy(stream_);
+}
+
+void Context::synchronize() const { check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+void* Context::allocate(size_t bytes) {
+  void* p = nullptr;
+  if (bytes > 0) check_cuda(cudaMallocAsync(&p, bytes, stream_), "cudaMallocAsync");
+  return p;
+}
+
+void Context::release(void* p) {
+  if (p) cudaFreeAsync(p, stream_);
+}
+
+}  // namespace replica::cuda

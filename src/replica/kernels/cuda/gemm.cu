@@ -1,0 +1,128 @@
+// cuBLASLt GEMMs. cuBLASLt is column-major, so a row-major product C = op(A)·op(B) is computed as the
+// column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: the operands swap places and each keeps its own transpose flag.
+// Determinism: cuBLASLt gives the same bits for the same algorithm, shape and GPU, and the algorithm is
+// chosen once per shape and reused (Context::gemm_algorithms).
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "replica/kernels/cuda/common.cuh"
+#include "replica/kernels/cuda/gemm.h"
+
+namespace replica::cuda {
+
+namespace {
+
+__global__ void convert_to_bf16_kernel(const float* src, __nv_bfloat16* dst, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+// Elements spanned by a row-major operand with logical shape [rows, cols] (before its transpose) and stride ld.
+int64_t span(int64_t rows, int64_t cols, int64_t ld) { return (rows - 1) * ld + cols; }
+
+// The largest power of two (at most 256) that divides p's address: cuBLASLt's heuristic assumes 256-byte
+// aligned operands unless told otherwise, and weights in the flat buffer are only 64-byte aligned.
+uint32_t alignment(const void* p) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && address % a != 0) a /= 2;
+  return a;
+}
+
+// Column-major layout of an operand stored row-major as [rows, cols] with stride ld: cols × rows, ld.
+struct Layout {
+  cublasLtMatrixLayout_t desc = nullptr;
+  Layout(cudaDataType type, int64_t rows, int64_t cols, int64_t ld) {
+    check_cublas(cublasLtMatrixLayoutCreate(&desc, type, uint64_t(cols), uint64_t(rows), ld), "layout");
+  }
+  ~Layout() { cublasLtMatrixLayoutDestroy(desc); }
+};
+
+void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda,
+            const void* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, cudaDataType in_type) {
+  // Stored shapes (row-major): A is [M,K] or [K,M] (trans_a), B is [K,N] or [N,K] (trans_b), C is [M,N].
+  // cuBLASLt's "A" is our B and its "B" is our A.
+  Layout b_layout(in_type, trans_b ? N : K, trans_b ? K : N, ldb);
+  Layout a_layout(in_type, trans_a ? K : M, trans_a ? M : K, lda);
+  Layout c_layout(CUDA_R_32F, M, N, ldc);
+  cublasLtMatmulDesc_t op = nullptr;
+  check_cublas(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
+  const cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)), "transa");
+  check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)),
+               "transb");
+
+  const uint32_t align_a = alignment(A), align_b = alignment(B), align_c = alignment(C);
+  const Context::GemmKey key{trans_a, trans_b,    M,  N, K, lda, ldb, ldc, accumulate, in_type == CUDA_R_16BF,
+                             align_a, align_b, align_c};
+  auto it = ctx.gemm_algorithms.find(key);
+  if (it == ctx.gemm_algorithms.end()) {
+    cublasLtMatmulPreference_t pref = nullptr;
+    check_cublas(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    const uint64_t bytes = ctx.workspace_bytes();
+    check_cublas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes,
+                                                      sizeof(bytes)), "workspace preference");
+    // cuBLASLt's "A" is our B, and its "B" our A.
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
+    for (const auto& [attribute, value] : alignments)
+      check_cublas(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &value, sizeof(value)), "alignment preference");
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    check_cublas(cublasLtMatmulAlgoGetHeuristic(ctx.blas(), op, b_layout.desc, a_layout.desc, c_layout.desc,
+                                                c_layout.desc, pref, 1, &result, &found), "heuristic");
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (found == 0) check_cublas(CUBLAS_STATUS_NOT_SUPPORTED, "heuristic: no algorithm for this GEMM");
+    it = ctx.gemm_algorithms.emplace(key, result.algo).first;
+  }
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  check_cublas(cublasLtMatmul(ctx.blas(), op, &alpha, B, b_layout.desc, A, a_layout.desc, &beta, C, c_layout.desc, C,
+                              c_layout.desc, &it->second, ctx.workspace(), ctx.workspace_bytes(), ctx.stream()),
+               "cublasLtMatmul");
+  cublasLtMatmulDescDestroy(op);
+}
+
+}  // namespace
+
+void convert_to_bf16(Context& ctx, const float* src, bf16* dst, int64_t n) {
+  if (n == 0) return;
+  const int threads = 256;
+  const int blocks = int(std::min<int64_t>(ceil_div(n, threads), 8192));
+  convert_to_bf16_kernel<<<blocks, threads, 0, ctx.stream()>>>(src, reinterpret_cast<__nv_bfloat16*>(dst), n);
+  check_launch("convert_to_bf16");
+}
+
+void gemm_bf16(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const bf16* A, int64_t lda,
+               const bf16* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  if (M == 0 || N == 0) return;
+  matmul(ctx, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, CUDA_R_16BF);
+}
+
+void gemm(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+          const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16) {
+  if (M == 0 || N == 0) return;
+  if (precision == Precision::fp32) {
+    matmul(ctx, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, CUDA_R_32F);
+    return;
+  }
+  const int64_t a_size = trans_a ? span(K, M, lda) : span(M, K, lda);
+  Scratch<bf16> a16(ctx, size_t(a_size));
+  convert_to_bf16(ctx, A, a16.get(), a_size);
+  if (B16) {
+    gemm_bf16(ctx, trans_a, trans_b, M, N, K, a16.get(), lda, B16, ldb, C, ldc, accumulate);
+    return;
+  }
+  const int64_t b_size = trans_b ? span(N, K, ldb) : span(K, N, ldb);
+  Scratch<bf16> b16(ctx, size_t(b_size));
+  convert_to_bf16(ctx, B, b16.get(), b_size);
+  gemm_bf16(ctx, trans_a, trans_b, M, N, K, a16.get(), lda, b16.get(), ldb, C, ldc, accumulate);
+}
+
+}  // namespace replica::cuda

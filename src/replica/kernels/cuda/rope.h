@@ -1,0 +1,17 @@
+// Rotary position embedding on the GPU, in place, same contract as kernels/cpu/rope.h ("rotate half").
+#pragma once
+#include <cstdint>
+
+#include "replica/kernels/cuda/context.h"
+
+namespace replica::cuda {
+
+// x: [B, T, heads, D]. cos, sin: [T, D/2] on the device, copied from a RopeTable (kernels/cpu/rope.h) so
+// both backends use the same rounded angles.
+void rope_forward(Context& ctx, float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
+                  int64_t D);
+// The rotation is orthogonal: the backward pass rotates the gradient by −angle.
+void rope_backward(Context& ctx, float* dx, const float* cos, const float* sin, int64_t B, int64_t T,
+                   int64_t heads, int64_t D);
+
+}  // namespace replica::cuda

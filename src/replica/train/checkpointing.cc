@@ -1,0 +1,121 @@
+// Trainer checkpoint glue: resume, init_from, train state, metrics truncation.
+#include "replica/train/checkpointing.h"
+
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "replica/ckpt/model_source.h"
+#include "replica/core/error.h"
+#include "replica/core/file.h"
+
+namespace replica {
+
+namespace fs = std::filesystem;
+
+std::string checkpoint_root(const Recipe& r) { return (fs::path(r.run.dir) / "checkpoints").string(); }
+
+ModelConfig recipe_model_config(const Recipe& r) {
+  return r.model.config.empty() ? load_model_source_config(r.model.init_from) : load_model_config(r.model.config);
+}
+
+static RunStart resume(const Recipe& r, const std::string& dir, const ParamTable& table,
+                       const data::DataLoader& loader, float* params, AdamW& adamw, SkipStep& skip_step) {
+  const TrainState s = read_checkpoint_state(dir);
+  check_same_model(s.model, recipe_model_config(r), dir);
+  check(s.global_batch_size == r.data.global_batch_size && s.seq_len == r.data.seq_len,
+        "{}: saved with data.global_batch_size={} and data.seq_len={}, the recipe has {} and {} (the data "
+        "position would not carry over)",
+        dir, s.global_batch_size, s.seq_len, r.data.global_batch_size, r.data.seq_len);
+  try {
+    loader.check_fingerprint(s.data_fingerprint, r.data.allow_fingerprint_change);
+  } catch (const Error& e) {
+    fail("{}: {} (data.allow_fingerprint_change=true)", dir, e.what());
+  }
+  const auto [epoch, batch] = loader.position(s.step);
+  check(epoch == s.epoch && batch == s.batch,
+        "{}: data position (epoch {}, batch {}) does not match step {} (epoch {}, batch {})", dir, s.epoch, s.batch,
+        s.step, epoch, batch);
+  read_checkpoint_tensors(dir, table, params, adamw.exp_avg.data(), adamw.exp_avg_sq.data());
+  adamw.step_count = s.adam_step_count;
+  try {
+    skip_step.load_json(s.skip_step);
+  } catch (const Error& e) {
+    fail("{}: {}", dir, e.what());
+  }
+  truncate_metrics((fs::path(r.run.dir) / "metrics.jsonl").string(), s.step);
+  return {s.step, fmt::format("resuming from {} (step {}, {} tokens)", dir, s.step, s.tokens)};
+}
+
+RunStart start_run(const Recipe& r, const ParamTable& table, const data::DataLoader& loader, float* params,
+                   AdamW& adamw, SkipStep& skip_step) {
+  const std::string root = checkpoint_root(r);
+  remove_incomplete_checkpoints(root);
+  if (!r.train.resume_from.empty()) {
+    check(is_checkpoint_dir(r.train.resume_from), "train.resume_from: {} is not a replica checkpoint directory",
+          r.train.resume_from);
+    return resume(r, r.train.resume_from, table, loader, params, adamw, skip_step);
+  }
+  const std::string latest = find_latest_checkpoint(root);
+  if (!latest.empty()) return resume(r, latest, table, loader, params, adamw, skip_step);
+  truncate_metrics((fs::path(r.run.dir) / "metrics.jsonl").string(), -1);  // a run killed before its first save
+
+  const std::string& from = r.model.init_from;
+  if (from.empty()) {
+    init_params(recipe_model_config(r), table, uint64_t(r.train.seed), params);
+    return {0, fmt::format("fresh initialisation (train.seed={})", r.train.seed)};
+  }
+  if (!r.optim.load_state) {
+    load_model_source_params(from, table, params);
+    return {0, fmt::format("weights from {}", from)};
+  }
+  check(is_checkpoint_dir(from), "optim.load_state: model.init_from={} is not a replica checkpoint (an HF directory "
+        "holds weights only)", from);
+  const TrainState s = read_checkpoint_state(from);
+  read_checkpoint_tensors(from, table, params, adamw.exp_avg.data(), adamw.exp_avg_sq.data());
+  adamw.step_count = s.adam_step_count;
+  return {0, fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule and data "
+                         "start afresh", s.adam_step_count, from, s.step)};
+}
+
+static nlohmann::json schedule_json(const ScheduleConfig& c) {
+  return {{"type", schedule_type_name(c.type)}, {"lr", c.lr},
+          {"warmup", c.warmup}, {"alpha_f", c.alpha_f},
+          {"t_max", c.t_max}, {"decay", c.decay},
+          {"stitch_step", c.stitch_step}, {"part2_warmup", c.part2_warmup},
+          {"part2_t_max", c.part2_t_max}};
+}
+
+TrainState train_state(const Recipe& r, const ModelConfig& config, int64_t step, const data::DataLoader& loader,
+                       const AdamW& adamw, const SkipStep& skip_step) {
+  TrainState s;
+  s.step = step;
+  s.tokens = step * r.tokens_per_step();
+  std::tie(s.epoch, s.batch) = loader.position(step);
+  s.batches_consumed = step;
+  s.global_batch_size = r.data.global_batch_size;
+  s.seq_len = r.data.seq_len;
+  s.data_fingerprint = loader.fingerprint();
+  s.adam_step_count = adamw.step_count;
+  s.schedule = schedule_json(schedule_config(r));
+  s.skip_step = skip_step.to_json();
+  s.world_size = 1;
+  s.recipe = r.to_yaml();
+  s.model = config;
+  return s;
+}
+
+void truncate_metrics(const std::string& path, int64_t step) {
+  if (!fs::exists(path)) return;
+  std::istringstream in(read_text_file(path));
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() <= step)
+      kept += line + "\n";
+  }
+  write_text_file_atomic(path, kept);
+}
+
+}  // namespace replica

@@ -1,0 +1,45 @@
+// The trainer's checkpoint glue: where a run starts (its own checkpoint, model.init_from, or a fresh
+// init), what a checkpoint records of the run, and metrics.jsonl after a resume.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "replica/ckpt/checkpoint.h"
+#include "replica/data/loader.h"
+#include "replica/optim/adamw.h"
+#include "replica/optim/skip_step.h"
+#include "replica/train/recipe.h"
+
+namespace replica {
+
+std::string checkpoint_root(const Recipe& recipe);  // run.dir/checkpoints
+
+// The model the recipe trains: model.config, else the model of model.init_from (HF dir or checkpoint).
+ModelConfig recipe_model_config(const Recipe& recipe);
+
+struct RunStart {
+  int64_t step = 0;     // steps already done (the loop continues at step + 1)
+  std::string message;  // one line for the log
+};
+
+// Fills params, the Adam state and the skip-step history (all zero/empty on entry):
+//  1. resume from train.resume_from, else from the run's newest complete checkpoint: weights, moments, Adam
+//     step count, skip-step history and step restored; the model, global batch, data position and data
+//     fingerprint must match (data.allow_fingerprint_change overrides the last). metrics.jsonl keeps only
+//     lines up to that step. Incomplete checkpoints left by a crash are removed first.
+//  2. else model.init_from: weights from an HF dir or a checkpoint; with optim.load_state, also the Adam
+//     moments and step count of the checkpoint (stage transition: steps, schedule and data start afresh).
+//  3. else a fresh init with train.seed.
+// Cases 2 and 3 start at step 0: metrics.jsonl (of a run killed before its first checkpoint) is emptied.
+RunStart start_run(const Recipe& recipe, const ParamTable& table, const data::DataLoader& loader, float* params,
+                   AdamW& adamw, SkipStep& skip_step);
+
+// What the checkpoint after `step` records besides the tensors.
+TrainState train_state(const Recipe& recipe, const ModelConfig& config, int64_t step, const data::DataLoader& loader,
+                       const AdamW& adamw, const SkipStep& skip_step);
+
+// Rewrites `path` (atomically) keeping the lines whose "step" is at most `step`; partial or unreadable lines
+// (a crash mid-write) are dropped. A missing file is left missing.
+void truncate_metrics(const std::string& path, int64_t step);
+
+}  // namespace replica

@@ -1,0 +1,22 @@
+// The trainer's data-parallel glue: rank 0 alone decides where a run starts (it cleans up and reads
+// checkpoints) and every rank receives the same weights, optimizer state and skip-step history; rank 0
+// alone saves checkpoints, with the Adam moments gathered from every shard (checkpoints hold whole
+// tensors, so a run saved at W ranks resumes at any other W).
+#pragma once
+#include <optional>
+
+#include "replica/ckpt/saver.h"
+#include "replica/dist/data_parallel.h"
+#include "replica/train/checkpointing.h"
+
+namespace replica {
+
+// start_run() on rank 0, then its result shared with every rank (dp's shard of the moments loaded).
+RunStart start_run_all_ranks(const Recipe& recipe, DataParallel& dp, const ParamTable& table,
+                             const data::DataLoader& loader, float* params, SkipStep& skip_step);
+
+// Gathers the moments to rank 0, which starts saving `state` (with world_size set); on other ranks a no-op.
+std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, DataParallel& dp, const ParamTable& table,
+                                          const float* params, TrainState state);
+
+}  // namespace replica

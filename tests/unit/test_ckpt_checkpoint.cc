@@ -1,0 +1,213 @@
+// Checkpoint directories: manifest checks, exact tensor round trip, latest/retention/incomplete handling,
+// train_state.json, the background saver's snapshot, and metrics.jsonl truncation on resume.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "replica/ckpt/checkpoint.h"
+#include "replica/ckpt/manifest.h"
+#include "replica/ckpt/safetensors.h"
+#include "replica/ckpt/saver.h"
+#include "replica/core/error.h"
+#include "replica/core/file.h"
+#include "replica/train/checkpointing.h"
+
+namespace replica {
+namespace {
+
+namespace fs = std::filesystem;
+
+ModelConfig tiny_config() {
+  ModelConfig c;
+  c.vocab_size = 40, c.d_model = 16, c.ffn_hidden = 24, c.n_layers = 2, c.n_heads = 2, c.n_kv_heads = 1;
+  c.head_dim = 8, c.sliding_window = 4, c.sliding = {true, false};
+  return c;
+}
+
+struct Dir {
+  fs::path path = fs::temp_directory_path() / ("ckpt_test_" + std::to_string(::getpid()) + "_" +
+                                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  Dir() { fs::remove_all(path), fs::create_directories(path); }
+  ~Dir() { fs::remove_all(path); }
+};
+
+struct Tensors {
+  ModelConfig config = tiny_config();
+  ParamTable table{config};
+  std::vector<float> params, m, v;
+  explicit Tensors(float seed) : params(table.total()), m(table.total()), v(table.total()) {
+    for (size_t i = 0; i < params.size(); i++) {
+      params[i] = seed + 0.001f * float(i);
+      m[i] = -0.5f * float(i);
+      v[i] = 1e-3f * float(i);
+    }
+  }
+  TrainState state(int64_t step) const {
+    TrainState s;
+    s.step = step, s.tokens = step * 64, s.epoch = 2, s.batch = 3, s.batches_consumed = step;
+    s.global_batch_size = 4, s.seq_len = 16, s.data_fingerprint = "abc", s.adam_step_count = step - 1;
+    s.schedule = {{"type", "cosine"}}, s.skip_step = {{"losses", {1.5, 2.25}}}, s.recipe = "run: {}\n";
+    s.model = config;
+    return s;
+  }
+  std::string write(const fs::path& root, int64_t step, int64_t keep = 0) const {
+    return write_checkpoint(root.string(), {&table, params.data(), m.data(), v.data()}, state(step), keep);
+  }
+};
+
+void flip_byte(const fs::path& file, size_t offset) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(std::streamoff(offset));
+  char c = 0;
+  f.read(&c, 1);
+  c = char(c ^ 0x5a);
+  f.seekp(std::streamoff(offset));
+  f.write(&c, 1);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(CkptCheckpoint, RoundTripIsExact) {
+  Dir d;
+  const Tensors t(0.25f);
+  const std::string dir = t.write(d.path, 7);
+  EXPECT_EQ(fs::path(dir).filename(), "step00000007");
+  EXPECT_EQ(read_text_file((d.path / "latest").string()), "step00000007\n");
+  EXPECT_FALSE(fs::exists(d.path / "step00000007.partial"));
+  const TrainState s = read_checkpoint_state(dir);
+  EXPECT_EQ(s.step, 7);
+  EXPECT_EQ(s.tokens, 448);
+  EXPECT_EQ(s.epoch, 2u);
+  EXPECT_EQ(s.batch, 3);
+  EXPECT_EQ(s.adam_step_count, 6);
+  EXPECT_EQ(s.data_fingerprint, "abc");
+  EXPECT_EQ(s.skip_step["losses"][1].get<double>(), 2.25);
+  EXPECT_EQ(s.recipe, "run: {}\n");
+  EXPECT_EQ(s.model.d_model, 16);
+  Tensors back(9.0f);
+  std::fill(back.params.begin(), back.params.end(), 0.0f);
+  std::fill(back.m.begin(), back.m.end(), 0.0f);
+  std::fill(back.v.begin(), back.v.end(), 0.0f);
+  read_checkpoint_tensors(dir, back.table, back.params.data(), back.m.data(), back.v.data());
+  for (const ParamEntry& e : t.table.entries())
+    for (size_t i = e.offset; i < e.offset + e.numel; i++) {
+      ASSERT_EQ(back.params[i], t.params[i]) << e.name;
+      ASSERT_EQ(back.m[i], t.m[i]) << e.name;
+      ASSERT_EQ(back.v[i], t.v[i]) << e.name;
+    }
+  const SafetensorsReader optim((fs::path(dir) / "optim.safetensors").string());
+  EXPECT_TRUE(optim.has("exp_avg.model.norm.weight"));
+  EXPECT_TRUE(optim.has("exp_avg_sq.lm_head.weight"));
+}
+
+TEST(CkptCheckpoint, ManifestNamesTheBadFile) {
+  Dir d;
+  const std::string dir = Tensors(1.0f).write(d.path, 3);
+  verify_manifest(dir);
+  flip_byte(fs::path(dir) / "optim.safetensors", 4000);
+  EXPECT_NE(error_of([&] { verify_manifest(dir); }).find("optim.safetensors: checksum mismatch"), std::string::npos);
+  fs::resize_file(fs::path(dir) / "model.safetensors", 100);
+  EXPECT_NE(error_of([&] { read_checkpoint_state(dir); }).find("model.safetensors: 100 bytes, MANIFEST.json says"),
+            std::string::npos);
+  fs::remove(fs::path(dir) / "MANIFEST.json");
+  EXPECT_NE(error_of([&] { verify_manifest(dir); }).find("missing MANIFEST.json"), std::string::npos);
+}
+
+TEST(CkptCheckpoint, RefusesBf16TensorsAndOtherModels) {
+  Dir d;
+  const Tensors t(1.0f);
+  const std::string dir = t.write(d.path, 2);
+  std::vector<StTensorOut> bf16;
+  for (const ParamEntry& e : t.table.entries())
+    bf16.push_back({e.name, e.shape, t.params.data() + e.offset, StDtype::BF16});
+  write_safetensors((fs::path(dir) / "model.safetensors").string(), bf16);
+  write_manifest(dir, {"model.safetensors", "optim.safetensors", "train_state.json"});
+  std::vector<float> out(t.table.total());
+  EXPECT_NE(error_of([&] { read_checkpoint_tensors(dir, t.table, out.data()); }).find("is not F32"), std::string::npos);
+  ModelConfig wider = t.config;
+  wider.ffn_hidden = 32;
+  EXPECT_NE(error_of([&] { check_same_model(t.config, wider, dir); })
+                .find("different model: intermediate_size: checkpoint 24, expected 32"),
+            std::string::npos);
+}
+
+TEST(CkptCheckpoint, RetentionKeepsTheNewest) {
+  Dir d;
+  const Tensors t(1.0f);
+  for (int64_t step = 1; step <= 5; step++) t.write(d.path, step, 2);
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(d.path)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"latest", "step00000004", "step00000005"}));
+  // A resumed older timeline: the checkpoint just written always stays, newer ones are left alone.
+  t.write(d.path, 2, 1);
+  EXPECT_TRUE(fs::exists(d.path / "step00000002"));
+  EXPECT_TRUE(fs::exists(d.path / "step00000005"));
+  EXPECT_EQ(find_latest_checkpoint(d.path.string()), (d.path / "step00000002").string());
+}
+
+TEST(CkptCheckpoint, LatestAndIncompleteCheckpoints) {
+  Dir d;
+  EXPECT_EQ(find_latest_checkpoint(d.path.string()), "");
+  const Tensors t(1.0f);
+  t.write(d.path, 4);
+  t.write(d.path, 8);
+  // A crash mid-save leaves a .partial directory; a crash mid-deletion a directory without manifest.
+  fs::create_directories(d.path / "step00000012.partial");
+  fs::copy(d.path / "step00000008", d.path / "step00000016");
+  fs::remove(d.path / "step00000016" / "MANIFEST.json");
+  EXPECT_EQ(find_latest_checkpoint(d.path.string()), (d.path / "step00000008").string());
+  fs::remove(d.path / "latest");  // a crash between the rename and `latest`: the highest complete step
+  EXPECT_EQ(find_latest_checkpoint(d.path.string()), (d.path / "step00000008").string());
+  remove_incomplete_checkpoints(d.path.string());
+  EXPECT_FALSE(fs::exists(d.path / "step00000012.partial"));
+  EXPECT_FALSE(fs::exists(d.path / "step00000016"));
+  EXPECT_TRUE(fs::exists(d.path / "step00000004"));
+}
+
+TEST(CkptCheckpoint, SaverWritesTheSnapshot) {
+  Dir d;
+  Tensors t(1.0f);
+  AdamW adamw(t.table, AdamWConfig{});
+  adamw.exp_avg = t.m;
+  adamw.exp_avg_sq = t.v;
+  CheckpointSaver saver(d.path.string(), 0);
+  EXPECT_FALSE(saver.save(t.table, t.params.data(), adamw, t.state(1)));
+  const std::vector<float> saved = t.params;
+  std::fill(t.params.begin(), t.params.end(), -1.0f);  // training goes on while the save runs
+  std::fill(adamw.exp_avg.begin(), adamw.exp_avg.end(), -1.0f);
+  const std::optional<SaveResult> r = saver.wait();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->step, 1);
+  EXPECT_EQ(r->dir, (d.path / "step00000001").string());
+  std::vector<float> p(t.table.total()), m(t.table.total()), v(t.table.total());
+  read_checkpoint_tensors(r->dir, t.table, p.data(), m.data(), v.data());
+  const ParamEntry& e = t.table.at("lm_head.weight");
+  EXPECT_EQ(p[e.offset + 5], saved[e.offset + 5]);
+  EXPECT_EQ(m[e.offset + 5], t.m[e.offset + 5]);
+  EXPECT_FALSE(saver.poll());
+}
+
+TEST(CkptCheckpoint, MetricsTruncatedToTheResumedStep) {
+  Dir d;
+  const std::string path = (d.path / "metrics.jsonl").string();
+  write_text_file_atomic(path, "{\"step\":0,\"eval\":{}}\n{\"step\":1,\"loss\":2.5}\n{\"step\":2,\"loss\":2.25}\n"
+                               "{\"step\":2,\"eval\":{}}\n{\"step\":3,\"loss\":2.0}\n{\"step\":4,\"lo");
+  truncate_metrics(path, 2);
+  EXPECT_EQ(read_text_file(path),
+            "{\"step\":0,\"eval\":{}}\n{\"step\":1,\"loss\":2.5}\n{\"step\":2,\"loss\":2.25}\n"
+            "{\"step\":2,\"eval\":{}}\n");
+  truncate_metrics(path, -1);  // a fresh start
+  EXPECT_EQ(read_text_file(path), "");
+}
+
+}  // namespace
+}  // namespace replica

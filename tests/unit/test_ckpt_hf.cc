@@ -1,0 +1,82 @@
+// HF export/import: vocab truncation and zero padding, sharding with an index, byte-reproducible exports.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "replica/ckpt/hf.h"
+#include "replica/core/error.h"
+#include "replica/core/file.h"
+
+namespace replica {
+namespace {
+
+namespace fs = std::filesystem;
+
+ModelConfig config_with_vocab(int64_t V) {
+  ModelConfig c;
+  c.vocab_size = V, c.d_model = 16, c.ffn_hidden = 24, c.n_layers = 1, c.n_heads = 2, c.n_kv_heads = 2;
+  c.head_dim = 8, c.sliding = {false};
+  return c;
+}
+
+struct Dir {
+  fs::path path = fs::temp_directory_path() / ("hf_test_" + std::to_string(::getpid()) + "_" +
+                                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  Dir() { fs::remove_all(path), fs::create_directories(path); }
+  ~Dir() { fs::remove_all(path); }
+};
+
+std::vector<float> ramp(const ParamTable& table) {
+  std::vector<float> p(table.total(), 0.0f);
+  for (const ParamEntry& e : table.entries())
+    for (size_t i = 0; i < e.numel; i++) p[e.offset + i] = 0.01f * float(i) - float(e.offset % 7);
+  return p;
+}
+
+TEST(CkptHf, TruncatedVocabIsPaddedBackWithZeros) {
+  Dir d;
+  const ModelConfig padded = config_with_vocab(48);
+  const ParamTable table(padded);
+  const std::vector<float> params = ramp(table);
+  HfExportOptions o;
+  o.vocab = 40;
+  export_hf(padded, table, params.data(), (d.path / "hf").string(), o);
+  const HfModel exported = load_hf_model((d.path / "hf").string());
+  EXPECT_EQ(exported.config.vocab_size, 40);
+  std::vector<float> back(table.total(), 7.0f);
+  load_hf_params((d.path / "hf").string(), table, back.data());
+  for (const char* name : {"model.embed_tokens.weight", "lm_head.weight"}) {
+    const ParamEntry& e = table.at(name);
+    for (size_t i = 0; i < e.numel; i++)
+      ASSERT_EQ(back[e.offset + i], i < 40 * 16 ? params[e.offset + i] : 0.0f) << name << " " << i;
+  }
+  const ParamEntry& q = table.at("model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(back[q.offset + 3], params[q.offset + 3]);
+  o.vocab = 49;
+  EXPECT_THROW(export_hf(padded, table, params.data(), (d.path / "big").string(), o), Error);
+  EXPECT_FALSE(fs::exists(d.path / "big"));
+}
+
+TEST(CkptHf, ShardedExportRoundTripsByteForByte) {
+  Dir d;
+  const ModelConfig c = config_with_vocab(40);
+  const ParamTable table(c);
+  const std::vector<float> params = ramp(table);
+  HfExportOptions o;
+  o.max_shard_bytes = 3000;  // tensors of 64 B to 2.5 KB: 7 shards in table order
+  export_hf(c, table, params.data(), (d.path / "a").string(), o);
+  const nlohmann::json index =
+      nlohmann::json::parse(read_text_file((d.path / "a" / "model.safetensors.index.json").string()));
+  EXPECT_EQ(index["weight_map"]["lm_head.weight"], "model-00007-of-00007.safetensors");
+  EXPECT_EQ(index["metadata"]["total_size"].get<size_t>(), table.count() * 4);
+  const HfModel back = load_hf_model((d.path / "a").string());
+  export_hf(back.config, table, back.params.data(), (d.path / "b").string(), o);
+  for (const auto& e : fs::directory_iterator(d.path / "a"))
+    EXPECT_EQ(read_file(e.path().string()), read_file((d.path / "b" / e.path().filename()).string())) << e.path();
+  EXPECT_EQ(nlohmann::json::parse(read_text_file((d.path / "a" / "config.json").string()))["architectures"][0],
+            "Olmo3ForCausalLM");
+}
+
+}  // namespace
+}  // namespace replica

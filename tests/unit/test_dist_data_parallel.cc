@@ -1,0 +1,166 @@
+// dist/collectives and dist/data_parallel with W ranks as threads: shard bounds, all-gather, the tree
+// reduce-scatter, and a whole ZeRO-1 step (gradients, loss sums, norm, clipping, AdamW, weight all-gather,
+// moment gather) bitwise equal at W = 1, 2 and 4, and equal to the unsharded norm and AdamW.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "replica/core/error.h"
+#include "replica/dist/collectives.h"
+#include "replica/dist/data_parallel.h"
+#include "replica/model/config.h"
+#include "replica/optim/clip.h"
+#include "thread_communicator.h"
+
+namespace replica {
+namespace {
+
+TEST(DistCollectives, ShardBoundsStartOnNormBlocks) {
+  EXPECT_EQ(shard_bounds(100000, 4), (std::vector<size_t>{0, 16384, 49152, 81920, 100000}));
+  EXPECT_EQ(shard_bounds(100000, 1), (std::vector<size_t>{0, 100000}));
+  EXPECT_EQ(shard_bounds(1000, 2), (std::vector<size_t>{0, 0, 1000}));  // one block: the last rank holds it
+}
+
+TEST(DistCollectives, AllGatherAndReduceScatter) {
+  const size_t n = 70000;
+  ThreadGroup group(4);
+  group.run([&](Communicator& comm) {
+    const std::vector<size_t> bounds = shard_bounds(n, 4);
+    const int r = comm.rank();
+    std::vector<float> buf(n, -1.0f);
+    for (size_t i = bounds[size_t(r)]; i < bounds[size_t(r) + 1]; i++) buf[i] = float(i);
+    all_gather(comm, buf.data(), bounds);
+    for (size_t i = 0; i < n; i += 997) EXPECT_EQ(buf[i], float(i));
+    // Rank r contributes (r + 1) · i; the reduced shard holds 10 · i (exact in fp32 for i < 2^20).
+    for (size_t i = 0; i < n; i++) buf[i] = float(r + 1) * float(i);
+    std::vector<float> scratch;
+    reduce_scatter(comm, buf.data(), bounds, scratch);
+    for (size_t i = bounds[size_t(r)]; i < bounds[size_t(r) + 1]; i++) ASSERT_EQ(buf[i], 10.0f * float(i)) << i;
+  });
+}
+
+ModelConfig model() {  // about 110k parameters: every rank of 4 gets a shard
+  return model_config_from_json({{"model_type", "olmo3"},
+                                 {"vocab_size", 512},
+                                 {"hidden_size", 64},
+                                 {"intermediate_size", 128},
+                                 {"num_hidden_layers", 1},
+                                 {"num_attention_heads", 4},
+                                 {"num_key_value_heads", 4},
+                                 {"head_dim", 16},
+                                 {"sliding_window", 4}},
+                                "test model");
+}
+
+// A stand-in for forward/backward: the gradient of a micro-batch adds, row by row, values of mixed
+// magnitude that depend on the row's global id, so any change of summation order changes the bits.
+float row_gradient(int32_t row, size_t i) {
+  const uint32_t h = uint32_t(row) * 2654435761u ^ uint32_t(i) * 40503u;
+  return std::ldexp(float(h % 2001) / 1000.0f - 1.0f, int(h % 23) - 11);
+}
+
+struct StepResult {
+  std::vector<float> params, exp_avg, exp_avg_sq;
+  LossSums sums;
+  double norm = 0;
+};
+
+// Two ZeRO-1 steps at W ranks with G = 16 rows, micro-batches of 2 rows (8 micro-batches). Returns each
+// rank's result (moments: rank 0 only).
+std::vector<StepResult> run(int world) {
+  const ParamTable table(model());
+  const int64_t G = 16, M = 2;
+  const size_t n_ranks = size_t(world);
+  std::vector<StepResult> results(n_ranks);
+  ThreadGroup group(world);
+  group.run([&](Communicator& comm) {
+    DataParallel dp(comm, table, AdamWConfig{}, G, M);
+    EXPECT_EQ(dp.micro_batches(), G / (M * world));
+    StepResult& result = results[size_t(comm.rank())];
+    std::vector<float> params(table.total(), 0.5f), grads(table.total());
+    for (int step = 0; step < 2; step++) {
+      std::vector<int32_t> rows;  // the rank's row[r::W] slice of the global rows (row_len 1: the row id)
+      for (int32_t g = comm.rank(); g < G; g += world) rows.push_back(g + 100 * step);
+      dp.arrange(rows, 1);
+      result.sums = dp.gradients(grads.data(), [&](int64_t k, float* g) {
+        const int32_t* mb = rows.data() + k * M;
+        EXPECT_EQ(mb[1] - mb[0], G / M) << "micro-batch rows are G/M apart";
+        EXPECT_EQ((mb[0] % 100) % (G / M), comm.rank() + world * k) << "micro-batch c = rank + W k";
+        LossSums s;
+        for (int64_t j = 0; j < M; j++) {
+          for (size_t i = 0; i < table.total(); i++) g[i] += row_gradient(mb[j], i);
+          s.ce += 1.0 / (1.0 + mb[j]);  // order-sensitive doubles
+          s.z += std::sqrt(double(mb[j]));
+          s.n_labels += mb[j];
+        }
+        return s;
+      });
+      result.norm = dp.clip(grads.data(), 100.0);
+      dp.step(params.data(), grads.data(), 1e-3);
+    }
+    result.params = params;
+    dp.gather_moments(result.exp_avg, result.exp_avg_sq);
+  });
+  return results;
+}
+
+TEST(DistDataParallel, StepIsBitwiseIndependentOfWorldSize) {
+  const StepResult one = run(1)[0];
+  EXPECT_EQ(one.sums.n_labels, 16 * 100 + 120);  // rows 100..115 of the second step
+  EXPECT_GT(one.norm, 100.0);                     // so clipping was active
+  for (int world : {2, 4}) {
+    const std::vector<StepResult> ranks = run(world);
+    for (const StepResult& r : ranks) {
+      EXPECT_EQ(one.sums.ce, r.sums.ce) << world;
+      EXPECT_EQ(one.sums.z, r.sums.z) << world;
+      EXPECT_EQ(one.sums.n_labels, r.sums.n_labels) << world;
+      EXPECT_EQ(one.norm, r.norm) << world;
+      EXPECT_TRUE(one.params == r.params) << world;
+    }
+    EXPECT_TRUE(one.exp_avg == ranks[0].exp_avg) << world;
+    EXPECT_TRUE(one.exp_avg_sq == ranks[0].exp_avg_sq) << world;
+    EXPECT_TRUE(ranks[1].exp_avg.empty());
+  }
+}
+
+TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
+  // One rank's view of the sharded norm equals optim/clip's sum_of_squares on the whole buffer, and the
+  // ZeRO-1 update equals AdamW over the whole buffer.
+  const ParamTable table(model());
+  std::vector<float> grads(table.total());
+  for (size_t i = 0; i < grads.size(); i++) grads[i] = row_gradient(3, i);
+  std::vector<float> params_full(table.total(), 0.25f);
+  AdamW full(table, AdamWConfig{});
+  full.step(params_full.data(), grads.data(), 1e-2);
+  ThreadGroup group(4);
+  group.run([&](Communicator& comm) {
+    DataParallel dp(comm, table, AdamWConfig{}, 4, 1);
+    EXPECT_EQ(sum_of_squares(comm, grads.data(), dp.bounds()), sum_of_squares(grads.data(), grads.size()));
+    std::vector<float> params(table.total(), 0.25f);
+    dp.step(params.data(), grads.data(), 1e-2);
+    EXPECT_TRUE(params == params_full);
+    std::vector<float> m, v;
+    dp.gather_moments(m, v);
+    if (comm.rank() == 0) {
+      EXPECT_TRUE(m == full.exp_avg && v == full.exp_avg_sq);
+    }
+    // Resharding on load: every rank takes its shard of the whole moments.
+    DataParallel loaded(comm, table, AdamWConfig{}, 4, 1);
+    loaded.load_moments(full.exp_avg.data(), full.exp_avg_sq.data(), 1);
+    EXPECT_EQ(loaded.optimizer().exp_avg, dp.optimizer().exp_avg);
+    EXPECT_EQ(loaded.optimizer().step_count, 1);
+  });
+}
+
+TEST(DistDataParallel, RejectsBatchNotDivisibleByRanksTimesMicroBatch) {
+  const ParamTable table(model());
+  ThreadGroup group(2);
+  group.run([&](Communicator& comm) {
+    EXPECT_THROW(DataParallel dp(comm, table, AdamWConfig{}, 6, 2), Error);
+  });
+}
+
+}  // namespace
+}  // namespace replica
