@@ -45,6 +45,14 @@ PY
 "$replica" data audit --paths tokens.npy --seq-len 8 --global-batch 64 --steps 312 --world-size 4 --micro-batch 4 > audit.txt
 grep -q 'OK: no instance was read twice' audit.txt
 grep -q 'epochs expected       2.0000' audit.txt
+# The same plan read from a recipe (data files, seq_len, seed, batch sizes and steps).
+cat > audit_recipe.yaml <<YAML
+model: {config: $2/configs/models/olmo3_tiny.yaml}
+data: {paths: [tokens.npy], seq_len: 8, seed: 34521, global_batch_size: 64, micro_batch_size: 4}
+train: {max_steps: 312}
+YAML
+"$replica" data audit --config audit_recipe.yaml --world-size 4 > audit_recipe.txt
+cmp <(grep -v fingerprint audit.txt) <(grep -v fingerprint audit_recipe.txt)
 
 # Corrupt inputs are errors (exit 2) that name the file.
 head -c 10 tokens.npy > short.npy

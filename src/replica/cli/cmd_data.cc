@@ -12,6 +12,7 @@
 #include "replica/data/audit.h"
 #include "replica/data/loader.h"
 #include "replica/data/tokenize.h"
+#include "replica/train/recipe.h"
 
 namespace {
 
@@ -42,7 +43,7 @@ struct DatasetOptions {
 struct Options {
   // tokenize
   std::vector<std::string> inputs;
-  std::string input_list, output, tokenizer;
+  std::string input_list, output, tokenizer, recipe;
   int jobs = 0;
   // datasets and orders
   DatasetOptions dataset;
@@ -136,7 +137,19 @@ int run_order(const Options& o) {
   return 0;
 }
 
-int run_audit(const Options& o) {
+int run_audit(Options o) {
+  if (!o.recipe.empty()) {  // the planned run's data settings come from its recipe
+    const Recipe r = load_recipe(o.recipe);
+    o.dataset.paths = r.data.paths;
+    o.dataset.mix = r.data.mix_file;
+    o.dataset.seq_len = r.data.seq_len;
+    o.seed = uint64_t(r.data.seed);
+    o.global_batch = r.data.global_batch_size;
+    o.steps = r.train.max_steps;
+    o.micro_batch = r.data.micro_batch_size;
+  }
+  check(o.dataset.seq_len > 0 && o.global_batch > 0 && o.steps > 0,
+        "data audit: give --config RECIPE, or --seq-len, --global-batch and --steps");
   DataLoader loader(loader_config(o));
   fmt::print("fingerprint           {}\nbatches per epoch     {}\n", loader.fingerprint(), loader.batches_per_epoch());
   AuditPlan plan;
@@ -181,10 +194,11 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   order->add_option("--out", o->output, "Output .npy")->required();
 
   auto* audit_cmd = app.add_subcommand("audit", "Replay a planned run's data reads and report repeats (exit 1)");
-  o->dataset.add_to(audit_cmd);
+  audit_cmd->add_option("--config", o->recipe, "The run's recipe: data files, seq_len, seed, batch sizes, steps");
+  o->dataset.add_to(audit_cmd, false);
   audit_cmd->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str();
-  audit_cmd->add_option("--global-batch", o->global_batch, "Instances per step")->required();
-  audit_cmd->add_option("--steps", o->steps, "Optimizer steps in the planned run")->required();
+  audit_cmd->add_option("--global-batch", o->global_batch, "Instances per step");
+  audit_cmd->add_option("--steps", o->steps, "Optimizer steps in the planned run");
   audit_cmd->add_option("--world-size", o->world_size, "Data-parallel ranks")->capture_default_str();
   audit_cmd->add_option("--micro-batch", o->micro_batch, "Rows per micro-batch per rank (0 = whole rank batch)");
   audit_cmd->add_option("--first-epoch", o->first_epoch, "Epoch of step 0")->capture_default_str();
