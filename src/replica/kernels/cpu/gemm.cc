@@ -80,23 +80,17 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
   const void* a = A;
   const void* b = B;
   if (bf) {
-    // Operands are rounded to bf16 in a packed copy with the same strides.
     size_t a_size = size_t((trans_a ? K : M) - 1) * size_t(lda) + size_t(trans_a ? M : K);
     size_t b_size = size_t((trans_b ? N : K) - 1) * size_t(ldb) + size_t(trans_b ? K : N);
-    if (A16) {
-      a = A16;
-    } else {
-      if (e.a16.size() < a_size) e.a16.resize(a_size);
-      convert_to_bf16(A, e.a16.data(), a_size);
-      a = e.a16.data();
-    }
-    if (B16) {
-      b = B16;
-    } else {
-      if (e.b16.size() < b_size) e.b16.resize(b_size);
-      convert_to_bf16(B, e.b16.data(), b_size);
-      b = e.b16.data();
-    }
+    // Each operand: the caller's pre-rounded copy, else a packed copy rounded here.
+    auto rounded = [](const float* x, const bf16* pre, std::vector<bf16>& scratch, size_t size) -> const void* {
+      if (pre) return pre;
+      if (scratch.size() < size) scratch.resize(size);
+      convert_to_bf16(x, scratch.data(), size);
+      return scratch.data();
+    };
+    a = rounded(A, A16, e.a16, a_size);
+    b = rounded(B, B16, e.b16, b_size);
   }
   memory a_mem(a_desc, e.engine, const_cast<void*>(a));
   memory b_mem(b_desc, e.engine, const_cast<void*>(b));
