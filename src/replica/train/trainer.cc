@@ -72,7 +72,7 @@ TrainSummary train(const Recipe& r, Communicator& comm) {
   const ParamTable& table = model.table();
   std::vector<float> params(table.total(), 0.0f), grads(table.total(), 0.0f);
 
-  // Data: OLMo-core's global order, one rank.
+  // Data: OLMo-core's global order; each rank reads row[r::W] of every global batch.
   data::LoaderConfig lc;
   lc.files = mix_of(r.data.paths, r.data.mix_file);
   lc.seq_len = r.data.seq_len;
@@ -165,7 +165,7 @@ TrainSummary train(const Recipe& r, Communicator& comm) {
                                      s->snapshot_s, s->write_s));
   };
   for (int64_t step = start.step + 1; step <= last_step; step++) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto step_start = std::chrono::steady_clock::now();
     const double comm_before = comm.comm_seconds;
     const auto [epoch, b] = loader.position(step - 1);
     data::Batch batch = loader.batch(epoch, b, comm.rank(), comm.size());
@@ -190,7 +190,7 @@ TrainSummary train(const Recipe& r, Communicator& comm) {
     if (take_step) dp.step(params.data(), grads.data(), lr);
     const bool stop = any_rank(comm, stop_requested);
 
-    const double step_s = seconds_since(start);
+    const double step_s = seconds_since(step_start);
     const double tokens_per_s = double(G * T) / step_s;
     const double mfu = flops_per_token * tokens_per_s / (peak * double(comm.size()));
     if (root) {
