@@ -11,7 +11,6 @@
 #include <csignal>
 #include <filesystem>
 #include <optional>
-#include <set>
 
 #include "replica/ckpt/saver.h"
 #include "replica/core/error.h"
@@ -40,17 +39,6 @@ void request_stop(int) { stop_requested = true; }
 
 std::vector<data::MixEntry> mix_of(const std::vector<std::string>& paths, const std::string& mix_file) {
   return mix_file.empty() ? data::mix_from_paths(paths) : data::read_mix_file(mix_file);
-}
-
-// Validation files are labelled by their stem, or by their directory when stems repeat
-// (data/tokens/<domain>/heldout.npy → "<domain>").
-std::vector<data::MixEntry> validation_files(const std::vector<std::string>& paths) {
-  std::vector<data::MixEntry> files = data::mix_from_paths(paths);
-  std::set<std::string> stems;
-  for (const data::MixEntry& f : files) stems.insert(f.label);
-  if (stems.size() < files.size())
-    for (data::MixEntry& f : files) f.label = std::filesystem::path(f.path).parent_path().filename().string();
-  return files;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -84,7 +72,7 @@ TrainSummary train(const Recipe& r, Communicator& comm) {
         loader.dataset().num_instances(), r.data.seq_len, r.data.global_batch_size);
   std::unique_ptr<data::FslDataset> heldout;
   if (!r.data.validation_paths.empty())
-    heldout = std::make_unique<data::FslDataset>(validation_files(r.data.validation_paths), r.data.seq_len,
+    heldout = std::make_unique<data::FslDataset>(eval::labelled_files(r.data.validation_paths), r.data.seq_len,
                                                  data::TokenDtype::u32, uint32_t(config.vocab_size));
 
   DataParallel dp(comm, table, adamw_config(r), r.data.global_batch_size, r.data.micro_batch_size);
