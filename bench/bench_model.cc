@@ -1,8 +1,9 @@
-// End-to-end forward + backward throughput of a model config, and MFU against this machine's GEMM peak
-// measured in the same process (a large oneDNN matmul in the same precision).
-// Usage: bench_model MODEL.yaml BATCH SEQ PRECISION STEPS [none|block] [train]   → one JSON line
-// With `train`, each step is a full training step: forward + backward, global-norm clipping and AdamW,
-// and the optimizer's share of the step is reported.
+// End-to-end forward + backward throughput of a model config on a device, and MFU against the backend's
+// peak (kernels/backend.h: on the CPU a large oneDNN matmul in the same precision, measured in this process;
+// on known GPUs the datasheet's dense peak).
+// Usage: bench_model MODEL.yaml BATCH SEQ PRECISION STEPS [none|block] [train] [cpu|cuda]   → one JSON line
+// With `train`, each step is a full training step as the trainer runs it (dist/data_parallel.h, one rank):
+// forward + backward, global-norm clipping and AdamW, and the optimizer's share of the step is reported.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -11,10 +12,9 @@
 #include <vector>
 
 #include "replica/core/threads.h"
+#include "replica/dist/data_parallel.h"
 #include "replica/model/flops.h"
 #include "replica/model/olmo3.h"
-#include "replica/optim/adamw.h"
-#include "replica/optim/clip.h"
 
 using namespace replica;
 
@@ -24,7 +24,7 @@ static double seconds_since(std::chrono::steady_clock::time_point start) {
 
 int main(int argc, char** argv) {
   if (argc < 6) {
-    fmt::print(stderr, "usage: bench_model MODEL.yaml BATCH SEQ fp32|bf16 STEPS [none|block] [train]\n");
+    fmt::print(stderr, "usage: bench_model MODEL.yaml BATCH SEQ fp32|bf16 STEPS [none|block] [train] [cpu|cuda]\n");
     return 2;
   }
   const ModelConfig config = load_model_config(argv[1]);
@@ -33,31 +33,45 @@ int main(int argc, char** argv) {
   const int steps = std::stoi(argv[5]);
   Remat remat = Remat::none;
   bool train = false;
+  Device device = Device::cpu;
   for (int i = 6; i < argc; i++) {
-    if (std::string(argv[i]) == "train") train = true;
-    else remat = parse_remat(argv[i]);
+    const std::string arg = argv[i];
+    if (arg == "train") train = true;
+    else if (arg == "cpu" || arg == "cuda") device = parse_device(arg);
+    else remat = parse_remat(arg);
   }
 
-  Olmo3 model(config, precision, remat);
-  std::vector<float> params(model.table().total(), 0.0f), grads(params.size(), 0.0f);
-  init_params(config, model.table(), 0, params.data());
+  Backend& backend = backend_for(device);
+  Olmo3 model(config, precision, remat, backend);
+  const size_t n = model.table().total();
+  DeviceArray<float> params(backend, n), grads(backend, n);
+  {
+    std::vector<float> host(n);
+    init_params(config, model.table(), 0, host.data());
+    backend.to_device(params.data(), host.data(), n * sizeof(float));
+  }
   std::mt19937 rng(0);
   std::vector<int32_t> ids(size_t(B * T));
   for (int32_t& id : ids) id = int32_t(rng() % uint32_t(std::min<int64_t>(config.vocab_size, 100278)));
   std::vector<int32_t> targets = shifted_targets(ids.data(), B, T);
   const Batch batch{ids.data(), targets.data(), B, T};
 
-  AdamW adamw(model.table(), AdamWConfig{});
+  LocalCommunicator local;
+  DataParallel dp(local, local, backend, model.table(), AdamWConfig{}, B, B);
   double optimizer_s = 0;
   auto step = [&] {
-    std::fill(grads.begin(), grads.end(), 0.0f);
-    LossSums sums = model.forward_backward(params.data(), grads.data(), batch, 1e-5f, 1.0f / float(B * (T - 1)));
+    const LossSums sums = dp.gradients(grads.data(), [&](int64_t, float* g) {
+      return model.forward_backward(params.data(), g, batch, 1e-5f, 1.0f / float(B * (T - 1)));
+    });
     if (train) {
+      backend.synchronize();
       auto start = std::chrono::steady_clock::now();
-      clip_grad_norm(grads.data(), grads.size(), 1.0);
-      adamw.step(params.data(), grads.data(), 1e-4);
+      dp.clip(grads.data(), 1.0);
+      dp.step(params.data(), grads.data(), 1e-4);
+      backend.synchronize();
       optimizer_s = seconds_since(start);
     }
+    backend.synchronize();
     return sums.ce / double(sums.n_labels);
   };
   step();  // warm-up
@@ -73,13 +87,13 @@ int main(int argc, char** argv) {
   std::sort(optimizer_times.begin(), optimizer_times.end());
   const double step_s = times[times.size() / 2];
   const double tokens_per_s = double(B * T) / step_s;
-  const double peak = measure_gemm_peak(precision);
+  const double peak = backend.peak_flops(precision);
   const double achieved = training_flops_per_token(config, T) * tokens_per_s;
-  fmt::print("{{\"impl\": \"replica\", \"model\": \"{}\", \"params\": {}, \"B\": {}, \"T\": {}, \"precision\": \"{}\", "
+  fmt::print("{{\"impl\": \"replica\", \"device\": \"{}\", \"model\": \"{}\", \"params\": {}, \"B\": {}, \"T\": {}, \"precision\": \"{}\", "
              "\"threads\": {}, \"step_s\": {:.4f}, \"tokens_per_s\": {:.1f}, \"model_gflops\": {:.1f}, "
              "\"gemm_peak_gflops\": {:.1f}, \"mfu_vs_gemm_peak\": {:.3f}, \"train\": {}, \"optimizer_share\": {:.4f}, "
              "\"loss\": {:.4f}}}\n",
-             argv[1], model.table().count(), B, T, precision_name(precision), num_threads(), step_s, tokens_per_s,
+             backend.describe(), argv[1], model.table().count(), B, T, precision_name(precision), num_threads(), step_s, tokens_per_s,
              achieved / 1e9, peak / 1e9, achieved / peak, train, optimizer_times[optimizer_times.size() / 2] / step_s,
              loss);
   return 0;

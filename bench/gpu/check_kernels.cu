@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "replica/core/bf16.h"
+#include "replica/kernels/cpu/adamw.h"
 #include "replica/kernels/cpu/attention.h"
 #include "replica/kernels/cpu/embedding.h"
 #include "replica/kernels/cpu/gemm.h"
@@ -275,38 +276,27 @@ void check_lm_head_loss(Context& ctx, CheckTable& t) {
   }
 }
 
-// optim/adamw.cc's element loop, restated: the standalone GPU build has no ParamTable to build an AdamW.
-// This file is compiled without FMA contraction on the host (no -march), so each product is rounded.
-void adamw_reference(float* params, const float* grads, float* m, float* v, const std::vector<cuda::AdamWChunk>& chunks,
-                     const cuda::AdamWScalars& s) {
-  for (const cuda::AdamWChunk& chunk : chunks) {
-    const float p_scale = chunk.decay ? s.decay : 1.0f;
-    for (size_t i = chunk.begin; i < chunk.end; i++) {
-      float g = grads[i];
-      float p = params[i] * p_scale;
-      m[i] = m[i] * s.keep1 + g * s.w1;
-      v[i] = v[i] * s.keep2 + (g * g) * s.w2;
-      float denom = std::sqrt(v[i]) / s.bc2_sqrt + s.eps;
-      params[i] = p + (m[i] / denom) * s.neg_step_size;
-    }
-  }
+// Chunks of at most 2^15 floats over [begin, end), as optim/adamw.cc cuts a tensor.
+void append_chunks(std::vector<AdamWChunk>& chunks, size_t begin, size_t end, bool decay) {
+  for (size_t b = begin; b < end; b += size_t(1) << 15)
+    chunks.push_back({b, std::min(b + (size_t(1) << 15), end), decay ? 1 : 0});
 }
 
 void check_adamw(Context& ctx, CheckTable& t) {
   // An embedding (no decay), a matrix and a norm, with 16-float padding between them left untouched.
-  std::vector<cuda::AdamWChunk> chunks;
-  cuda::append_adamw_chunks(chunks, 0, 70000, false);
-  cuda::append_adamw_chunks(chunks, 70016, 120017, true);
-  cuda::append_adamw_chunks(chunks, 120032, 120065, true);
+  std::vector<AdamWChunk> chunks;
+  append_chunks(chunks, 0, 70000, false);
+  append_chunks(chunks, 70016, 120017, true);
+  append_chunks(chunks, 120032, 120065, true);
   const size_t n = 120080;
   std::vector<float> params = random_vector(n, 70, 0.02f), m(n, 0.0f), v(n, 0.0f);
   DeviceArray<float> d_params(ctx, params), d_m(ctx, m), d_v(ctx, v), d_grads(ctx, n);
-  DeviceArray<cuda::AdamWChunk> d_chunks(ctx, chunks);
+  DeviceArray<AdamWChunk> d_chunks(ctx, chunks);
   for (int64_t step = 1; step <= 3; step++) {
     const std::vector<float> grads = random_vector(n, uint64_t(70 + step), 1e-3f);
     const double lr = 3e-4 * double(step);
-    const cuda::AdamWScalars s = cuda::adamw_scalars(0.9, 0.95, 1e-8, 0.1, step, lr);
-    adamw_reference(params.data(), grads.data(), m.data(), v.data(), chunks, s);
+    const AdamWScalars s = adamw_scalars(0.9, 0.95, 1e-8, 0.1, step, lr);
+    adamw_step(params.data(), grads.data(), m.data(), v.data(), 0, chunks.data(), int64_t(chunks.size()), s);
     d_grads.upload(grads);
     cuda::adamw_step(ctx, d_params.p, d_grads.p, d_m.p, d_v.p, 0, d_chunks.p, int64_t(chunks.size()), s);
   }
@@ -475,10 +465,10 @@ StepEstimate bench_model(Context& ctx, const ModelShape& m) {
     DeviceArray<float> p(ctx, n), g(ctx, n), m1(ctx, n), m2(ctx, n);
     for (DeviceArray<float>* a : {&p, &g, &m1, &m2}) cudaMemsetAsync(a->p, 0, a->n * sizeof(float), ctx.stream());
     DeviceArray<bf16> p16(ctx, n);
-    std::vector<cuda::AdamWChunk> chunks;
-    cuda::append_adamw_chunks(chunks, 0, n, true);
-    DeviceArray<cuda::AdamWChunk> d_chunks(ctx, chunks);
-    const cuda::AdamWScalars s = cuda::adamw_scalars(0.9, 0.95, 1e-8, 0.1, 1, 3e-4);
+    std::vector<AdamWChunk> chunks;
+    append_chunks(chunks, 0, n, true);
+    DeviceArray<AdamWChunk> d_chunks(ctx, chunks);
+    const AdamWScalars s = adamw_scalars(0.9, 0.95, 1e-8, 0.1, 1, 3e-4);
     const double ms = time_ms(ctx, [&] {
       cuda::sum_of_squares(ctx, g.p, n);
       cuda::adamw_step(ctx, p.p, g.p, m1.p, m2.p, 0, d_chunks.p, int64_t(chunks.size()), s);

@@ -52,10 +52,10 @@ TEST(AdamW, FirstStepIsSignLikeWithDecoupledDecayExceptEmbedding) {
   EXPECT_FLOAT_EQ(b.params[emb], 0.4900000005f);         // no weight decay on the embedding
   EXPECT_FLOAT_EQ(b.params[norm], 1.0089999996666668f);  // norms are decayed (OLMo 3 excludes only embeddings)
   EXPECT_FLOAT_EQ(b.params[head], -0.25f * (1 - 0.01f * 0.1f));
-  EXPECT_FLOAT_EQ(adam.exp_avg[mat], 0.02f);
-  EXPECT_FLOAT_EQ(adam.exp_avg_sq[mat], 0.002f);
-  EXPECT_FLOAT_EQ(adam.exp_avg[norm], -0.03f);
-  EXPECT_FLOAT_EQ(adam.exp_avg_sq[norm], 0.0045f);
+  EXPECT_FLOAT_EQ(adam.exp_avg()[mat], 0.02f);
+  EXPECT_FLOAT_EQ(adam.exp_avg_sq()[mat], 0.002f);
+  EXPECT_FLOAT_EQ(adam.exp_avg()[norm], -0.03f);
+  EXPECT_FLOAT_EQ(adam.exp_avg_sq()[norm], 0.0045f);
 }
 
 TEST(AdamW, SecondStepUsesStepCountForBiasCorrection) {
@@ -70,8 +70,8 @@ TEST(AdamW, SecondStepUsesStepCountForBiasCorrection) {
   adam.step(b.params.data(), b.grads.data(), 0.005);
   EXPECT_EQ(adam.step_count, 2);
   // m = 0.9·0.02 - 0.01 = 0.008, v = 0.95·0.002 + 0.05·0.01 = 0.0024, bc1 = 0.19, bc2 = 0.0975.
-  EXPECT_FLOAT_EQ(adam.exp_avg[mat], 0.008f);
-  EXPECT_FLOAT_EQ(adam.exp_avg_sq[mat], 0.0024f);
+  EXPECT_FLOAT_EQ(adam.exp_avg()[mat], 0.008f);
+  EXPECT_FLOAT_EQ(adam.exp_avg_sq()[mat], 0.0024f);
   EXPECT_FLOAT_EQ(b.params[mat], 0.48791340334485717f);
   EXPECT_FLOAT_EQ(b.params[emb], 0.48865815334510715f);
   EXPECT_FLOAT_EQ(b.params[head], -0.249625125f);  // (1 - 0.001)(1 - 0.0005)·(-0.25)
@@ -89,8 +89,8 @@ TEST(AdamW, PaddingBetweenTensorsIsUntouched) {
   AdamW adam(b.table, AdamWConfig{});
   adam.step(b.params.data(), b.grads.data(), 1e-3);
   EXPECT_EQ(b.params[pad], 7.0f);
-  EXPECT_EQ(adam.exp_avg[pad], 0.0f);
-  EXPECT_EQ(adam.exp_avg_sq[pad], 0.0f);
+  EXPECT_EQ(adam.exp_avg()[pad], 0.0f);
+  EXPECT_EQ(adam.exp_avg_sq()[pad], 0.0f);
 }
 
 TEST(AdamW, SameBitsForAnyThreadCount) {
@@ -136,10 +136,10 @@ TEST(AdamW, ShardsUpdateExactlyTheirRangeAsTheWholeBufferWould) {
     std::vector<float> alone = b.params;
     shard.step(alone.data(), b.grads.data(), 1e-2);
     same_shard.step(sharded.data(), b.grads.data(), 1e-2);
-    ASSERT_EQ(shard.exp_avg.size(), end - begin);
+    ASSERT_EQ(shard.end() - shard.begin(), end - begin);
     for (size_t i = 0; i < b.params.size(); i++)
       ASSERT_EQ(alone[i], i >= begin && i < end ? whole[i] : b.params[i]) << i;
-    for (size_t i = begin; i < end; i++) ASSERT_EQ(shard.exp_avg_sq[i - begin], full.exp_avg_sq[i]) << i;
+    for (size_t i = begin; i < end; i++) ASSERT_EQ(shard.exp_avg_sq()[i - begin], full.exp_avg_sq()[i]) << i;
   }
   EXPECT_EQ(sharded, whole);
 }

@@ -5,7 +5,6 @@
 #include <sched.h>
 
 #include <chrono>
-#include <cstring>
 
 #include "replica/core/error.h"
 
@@ -17,17 +16,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// memcpy split over the OpenMP threads (fixed partition).
-void parallel_copy(float* dst, const float* src, size_t n) {
-  const int64_t chunks = 64;
-  const size_t per = (n + chunks - 1) / chunks;
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; c++) {
-    const size_t begin = std::min(n, size_t(c) * per), end = std::min(n, begin + per);
-    if (end > begin) std::memcpy(dst + begin, src + begin, (end - begin) * sizeof(float));
-  }
-}
-
 }  // namespace
 
 CheckpointSaver::CheckpointSaver(std::string root, int64_t keep, size_t floats)
@@ -37,19 +25,14 @@ CheckpointSaver::~CheckpointSaver() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::optional<SaveResult> CheckpointSaver::save(const ParamTable& table, const float* params, const AdamW& adamw,
-                                                TrainState state) {
-  check(adamw.exp_avg.size() == table.total(),
-        "checkpoint: the optimizer holds a shard of the state; gather it before saving");
+std::optional<SaveResult> CheckpointSaver::save(const ParamTable& table, const Snapshot& snapshot, TrainState state) {
   const auto start = std::chrono::steady_clock::now();
   std::optional<SaveResult> previous = wait();
   table_ = &table;
   params_.resize(table.total());
   exp_avg_.resize(table.total());
   exp_avg_sq_.resize(table.total());
-  parallel_copy(params_.data(), params, table.total());
-  parallel_copy(exp_avg_.data(), adamw.exp_avg.data(), table.total());
-  parallel_copy(exp_avg_sq_.data(), adamw.exp_avg_sq.data(), table.total());
+  snapshot(params_.data(), exp_avg_.data(), exp_avg_sq_.data());
   result_ = SaveResult{"", state.step, seconds_since(start), 0.0};
   done_ = false;
   thread_ = std::thread([this, state = std::move(state)] {

@@ -1,16 +1,16 @@
-// CheckpointSaver: saves checkpoints on a background thread (SCHED_IDLE) so training continues. save() copies
-// the step's weights and Adam moments into buffers it owns (the only time the loop waits, besides waiting for
-// a previous save still in flight), then writes the directory with write_checkpoint().
+// CheckpointSaver: saves checkpoints on a background thread (SCHED_IDLE) so training continues. save() has
+// the step's weights and Adam moments copied into host buffers it owns (the only time the loop waits, besides
+// waiting for a previous save still in flight), then writes the directory with write_checkpoint().
 #pragma once
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "replica/ckpt/checkpoint.h"
-#include "replica/optim/adamw.h"
 
 namespace replica {
 
@@ -30,9 +30,12 @@ class CheckpointSaver {
   CheckpointSaver(const CheckpointSaver&) = delete;
   CheckpointSaver& operator=(const CheckpointSaver&) = delete;
 
-  // Snapshots params and the optimizer's moments (laid out by `table`) and starts writing. A previous save
-  // still running is waited for first. Returns the finished previous save, if there was one in flight.
-  std::optional<SaveResult> save(const ParamTable& table, const float* params, const AdamW& adamw, TrainState state);
+  // Fills the host buffers params, exp_avg and exp_avg_sq (table.total() floats each, laid out by the table).
+  using Snapshot = std::function<void(float* params, float* exp_avg, float* exp_avg_sq)>;
+
+  // Takes a snapshot of the step's tensors and starts writing. A previous save still running is waited for
+  // first. Returns the finished previous save, if there was one in flight.
+  std::optional<SaveResult> save(const ParamTable& table, const Snapshot& snapshot, TrainState state);
   // The save that finished since the last call, if any; rethrows a background failure.
   std::optional<SaveResult> poll();
   // Waits for the save in flight (if any) and returns it; rethrows a background failure.

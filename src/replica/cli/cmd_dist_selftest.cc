@@ -71,8 +71,8 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
         fmt::print("step {} loss {:.17g} z {:.17g} labels {} grad_norm {:.17g}\n", step, sums.ce / double(G * (T - 1)),
                    sums.z, sums.n_labels, norm);
     }
-    std::vector<float> m, v;
-    dp.gather_moments(m, v);
+    std::vector<float> m(rank == 0 ? params.size() : 0), v(m.size());
+    dp.gather_moments(m.data(), v.data());
     if (rank == 0)
       fmt::print("ranks {} weights {:016x} exp_avg {:016x} exp_avg_sq {:016x} comm {:.3f} s\n", world,
                  XXH3_64bits(params.data(), params.size() * sizeof(float)),

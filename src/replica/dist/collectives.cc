@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "replica/dist/tree.h"
-#include "replica/optim/clip.h"
+#include "replica/optim/clip.h"  // kSquareSumBlock
 
 namespace replica {
 
@@ -38,10 +38,11 @@ void all_gather(Communicator& comm, double* buf, const std::vector<size_t>& boun
   all_gather_impl(comm, buf, bounds);
 }
 
-void reduce_scatter(Communicator& comm, float* buf, const std::vector<size_t>& bounds, std::vector<float>& scratch) {
+void reduce_scatter(Communicator& comm, Backend& backend, float* buf, const std::vector<size_t>& bounds,
+                    DeviceArray<float>& scratch) {
   const int me = comm.rank(), world = comm.size();
   const size_t begin = bounds[size_t(me)], n = bounds[size_t(me) + 1] - begin;
-  scratch.resize(size_t(world) * n);
+  if (scratch.size() < size_t(world) * n) scratch = DeviceArray<float>(backend, size_t(world) * n);
   std::vector<Transfer> sends, recvs;
   const size_t n_slots = size_t(world);
   std::vector<float*> slot(n_slots);
@@ -53,22 +54,19 @@ void reduce_scatter(Communicator& comm, float* buf, const std::vector<size_t>& b
   }
   comm.exchange(sends, recvs);
   tree_reduce(world, [&](int64_t dst, int64_t src) {
-    float* d = slot[size_t(dst)];
-    const float* s = slot[size_t(src)];
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < int64_t(n); i++) d[i] += s[i];
+    backend.add(slot[size_t(dst)], slot[size_t(dst)], slot[size_t(src)], int64_t(n));
   });
-  if (slot[0] != buf + begin) std::memcpy(buf + begin, slot[0], n * sizeof(float));
+  if (slot[0] != buf + begin) backend.copy(buf + begin, slot[0], n);
 }
 
-double sum_of_squares(Communicator& comm, const float* buf, const std::vector<size_t>& bounds) {
+double sum_of_squares(Communicator& comm, Backend& backend, const float* buf, const std::vector<size_t>& bounds) {
   // Shard r covers blocks [bounds[r] / B, ceil(bounds[r + 1] / B)): whole blocks, the last one maybe short.
   const size_t B = kSquareSumBlock;
   std::vector<size_t> block_bounds(bounds.size());
   for (size_t r = 0; r < bounds.size(); r++) block_bounds[r] = (bounds[r] + B - 1) / B;
   std::vector<double> blocks(block_bounds.back(), 0.0);
   const size_t me = size_t(comm.rank());
-  const std::vector<double> mine = block_sums_of_squares(buf + bounds[me], bounds[me + 1] - bounds[me]);
+  const std::vector<double> mine = backend.block_sums_of_squares(buf + bounds[me], bounds[me + 1] - bounds[me]);
   std::copy(mine.begin(), mine.end(), blocks.begin() + ptrdiff_t(block_bounds[me]));
   all_gather(comm, blocks.data(), block_bounds);
   double total = 0.0;
@@ -104,19 +102,17 @@ bool any_rank(Communicator& comm, bool flag) {
   return std::any_of(flags.begin(), flags.end(), [](double f) { return f != 0.0; });
 }
 
-void gather_to_root(Communicator& comm, const float* shard, const std::vector<size_t>& bounds,
-                    std::vector<float>& full) {
+void gather_to_root(Communicator& comm, const float* shard, const std::vector<size_t>& bounds, float* full) {
   const int me = comm.rank();
   const size_t n = bounds[size_t(me) + 1] - bounds[size_t(me)];
   if (me != 0) {
     comm.exchange({{0, const_cast<float*>(shard), n * sizeof(float)}}, {});
     return;
   }
-  full.resize(bounds.back());
-  std::copy(shard, shard + n, full.begin());
+  std::copy(shard, shard + n, full);
   std::vector<Transfer> recvs;
   for (int p = 1; p < comm.size(); p++)
-    recvs.push_back({p, full.data() + bounds[size_t(p)], (bounds[size_t(p) + 1] - bounds[size_t(p)]) * sizeof(float)});
+    recvs.push_back({p, full + bounds[size_t(p)], (bounds[size_t(p) + 1] - bounds[size_t(p)]) * sizeof(float)});
   comm.exchange({}, recvs);
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "replica/dist/communicator.h"
+#include "replica/kernels/backend.h"
 
 namespace replica {
 
@@ -15,18 +16,22 @@ namespace replica {
 // same order as the unsharded one. Returns W + 1 offsets; shard r is [bounds[r], bounds[r + 1]).
 std::vector<size_t> shard_bounds(size_t total, int world);
 
+// Buffers named `buf` may be backend memory when the communicator moves device memory (NCCL); everything
+// else is host memory.
+
 // In place: every rank's shard of buf is copied to every other rank.
 void all_gather(Communicator& comm, float* buf, const std::vector<size_t>& bounds);
 void all_gather(Communicator& comm, double* buf, const std::vector<size_t>& bounds);
 
 // In place: afterwards buf's shard of this rank holds the sum over ranks of that shard, added in the
-// tree order of dist/tree.h over ranks; the rest of buf is left as it was. `scratch` is resized to
-// W × shard floats.
-void reduce_scatter(Communicator& comm, float* buf, const std::vector<size_t>& bounds, std::vector<float>& scratch);
+// tree order of dist/tree.h over ranks by backend additions; the rest of buf is left as it was. `scratch`
+// (backend memory) is reallocated to W × shard floats when it is smaller.
+void reduce_scatter(Communicator& comm, Backend& backend, float* buf, const std::vector<size_t>& bounds,
+                    DeviceArray<float>& scratch);
 
-// Σ x² over the whole buffer, each rank contributing its shard: the same double, bit for bit, as
-// sum_of_squares(full buffer) in optim/clip.h.
-double sum_of_squares(Communicator& comm, const float* buf, const std::vector<size_t>& bounds);
+// Σ x² over the whole buffer (backend memory), each rank contributing its shard's block sums over `comm`
+// (host memory): the same double, bit for bit, as sum_of_squares(full buffer) in optim/clip.h.
+double sum_of_squares(Communicator& comm, Backend& backend, const float* buf, const std::vector<size_t>& bounds);
 
 // Rank 0's `bytes` bytes at data are copied to every other rank.
 void broadcast(Communicator& comm, void* data, size_t bytes);
@@ -36,8 +41,7 @@ void broadcast(Communicator& comm, std::string& text);
 // True on every rank when flag is true on any rank (e.g. a stop signal that reached only some ranks).
 bool any_rank(Communicator& comm, bool flag);
 
-// Rank 0 receives every shard into `full` (bounds.back() floats, resized there); other ranks send theirs.
-void gather_to_root(Communicator& comm, const float* shard, const std::vector<size_t>& bounds,
-                    std::vector<float>& full);
+// Rank 0 receives every shard into `full` (bounds.back() floats; ignored elsewhere); other ranks send theirs.
+void gather_to_root(Communicator& comm, const float* shard, const std::vector<size_t>& bounds, float* full);
 
 }  // namespace replica

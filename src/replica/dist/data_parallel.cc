@@ -19,13 +19,17 @@ static int64_t local_micro_batches(int64_t global_batch, int64_t micro_batch, in
   return global_batch / (micro_batch * world);
 }
 
-DataParallel::DataParallel(Communicator& comm, const ParamTable& table, AdamWConfig config, int64_t global_batch,
-                           int64_t micro_batch)
-    : comm_(comm),
+DataParallel::DataParallel(Communicator& control, Communicator& data, Backend& backend, const ParamTable& table,
+                           AdamWConfig config, int64_t global_batch, int64_t micro_batch)
+    : control_(control),
+      data_(data),
+      be_(backend),
       total_(table.total()),
-      local_micro_(local_micro_batches(global_batch, micro_batch, comm.size())),
-      bounds_(shard_bounds(table.total(), comm.size())),
-      adamw_(table, config, bounds_[size_t(comm.rank())], bounds_[size_t(comm.rank()) + 1]) {
+      local_micro_(local_micro_batches(global_batch, micro_batch, control.size())),
+      bounds_(shard_bounds(table.total(), control.size())),
+      adamw_(table, config, bounds_[size_t(control.rank())], bounds_[size_t(control.rank()) + 1], backend) {
+  check(data.size() == control.size() && data.rank() == control.rank(),
+        "the data and control communicators disagree on rank or size");
   tree_buffers_.resize(size_t(tree_depth(local_micro_) - 1));
 }
 
@@ -40,22 +44,22 @@ void DataParallel::arrange(std::vector<int32_t>& rows, int64_t row_len) const {
 
 LossSums DataParallel::gradients(float* grads, const std::function<LossSums(int64_t k, float* g)>& backward) {
   const int64_t L = local_micro_;
-  const int W = comm_.size();
+  const int W = control_.size();
   auto buffer = [&](int depth) {
     if (depth == 0) return grads;
-    std::vector<float>& b = tree_buffers_[size_t(depth - 1)];
-    b.resize(total_);
+    DeviceArray<float>& b = tree_buffers_[size_t(depth - 1)];
+    if (b.empty()) b = DeviceArray<float>(be_, total_);
     return b.data();
   };
   // Loss sums of every micro-batch of the global batch, by micro-batch c = rank + W k: (ce, z, labels).
   const size_t n_sums = size_t(3 * L * W);
   std::vector<double> sums(n_sums, 0.0);
-  const size_t mine = size_t(3 * L * comm_.rank());
+  const size_t mine = size_t(3 * L * control_.rank());
   tree_accumulate(
       L,
       [&](int64_t k, int depth) {
         float* g = buffer(depth);
-        std::fill(g, g + total_, 0.0f);
+        be_.zero(g, total_);
         const LossSums s = backward(k, g);
         sums[mine + size_t(3 * k)] = s.ce;
         sums[mine + size_t(3 * k + 1)] = s.z;
@@ -63,16 +67,14 @@ LossSums DataParallel::gradients(float* grads, const std::function<LossSums(int6
       },
       [&](int depth) {
         float* d = buffer(depth);
-        const float* s = buffer(depth + 1);
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < int64_t(total_); i++) d[i] += s[i];
+        be_.add(d, d, buffer(depth + 1), int64_t(total_));
       });
-  if (W > 1) reduce_scatter(comm_, grads, bounds_, scratch_);
+  if (W > 1) reduce_scatter(data_, be_, grads, bounds_, scratch_);
 
   const size_t n_bounds = size_t(W) + 1;
   std::vector<size_t> sum_bounds(n_bounds);
   for (int r = 0; r <= W; r++) sum_bounds[size_t(r)] = size_t(3 * L * r);
-  all_gather(comm_, sums.data(), sum_bounds);
+  all_gather(control_, sums.data(), sum_bounds);
   // Reorder to micro-batch index c = r + W k, then add up the same tree as the gradients.
   const size_t n_micro = size_t(L * W);
   std::vector<LossSums> by_micro(n_micro);
@@ -86,32 +88,27 @@ LossSums DataParallel::gradients(float* grads, const std::function<LossSums(int6
 }
 
 double DataParallel::clip(float* grads, double max_norm) {
-  const double norm = std::sqrt(sum_of_squares(comm_, grads, bounds_));
+  const double norm = std::sqrt(sum_of_squares(control_, be_, grads, bounds_));
   const double coef = std::min(1.0, max_norm / (norm + 1e-6));
-  if (max_norm > 0 && coef < 1.0) {  // as clip_grad_norm in optim/clip.cc
-    const float scale = float(coef);
-    const int64_t begin = int64_t(adamw_.begin()), end = int64_t(adamw_.end());
-#pragma omp parallel for schedule(static)
-    for (int64_t i = begin; i < end; i++) grads[i] *= scale;
-  }
+  if (max_norm > 0 && coef < 1.0)  // as clip_grad_norm in optim/clip.cc
+    be_.scale(grads + adamw_.begin(), adamw_.end() - adamw_.begin(), float(coef));
   return norm;
 }
 
 void DataParallel::step(float* params, const float* grads, double lr) {
   adamw_.step(params, grads, lr);
-  if (comm_.size() > 1) all_gather(comm_, params, bounds_);
+  if (data_.size() > 1) all_gather(data_, params, bounds_);
 }
 
-void DataParallel::gather_moments(std::vector<float>& exp_avg, std::vector<float>& exp_avg_sq) {
-  exp_avg.clear();
-  exp_avg_sq.clear();
-  gather_to_root(comm_, adamw_.exp_avg.data(), bounds_, exp_avg);
-  gather_to_root(comm_, adamw_.exp_avg_sq.data(), bounds_, exp_avg_sq);
+void DataParallel::gather_moments(float* exp_avg, float* exp_avg_sq) {
+  std::vector<float> m(adamw_.end() - adamw_.begin()), v(m.size());
+  adamw_.moments_to_host(m.data(), v.data());
+  gather_to_root(control_, m.data(), bounds_, exp_avg);
+  gather_to_root(control_, v.data(), bounds_, exp_avg_sq);
 }
 
 void DataParallel::load_moments(const float* exp_avg, const float* exp_avg_sq, int64_t step_count) {
-  std::copy(exp_avg + adamw_.begin(), exp_avg + adamw_.end(), adamw_.exp_avg.begin());
-  std::copy(exp_avg_sq + adamw_.begin(), exp_avg_sq + adamw_.end(), adamw_.exp_avg_sq.begin());
+  adamw_.moments_from_host(exp_avg + adamw_.begin(), exp_avg_sq + adamw_.begin());
   adamw_.step_count = step_count;
 }
 

@@ -7,6 +7,9 @@
 //   step():      AdamW on the shard, then the weights are all-gathered.
 // With W a power of two the result is bitwise independent of W (same global and micro-batch size and
 // threads per rank); W = 1 runs the same code with a LocalCommunicator.
+// Weights, gradients and moments live in the backend's memory. Two communicators: `data` moves backend
+// memory (the gradient reduce-scatter and weight all-gather: NCCL on GPUs), `control` moves host memory
+// (loss sums, norm block sums, checkpoint gathers: MPI). On the CPU both are the same object.
 //
 //   DataParallel dp(comm, table, adamw_config, G, M);
 //   Batch b = loader.batch(epoch, step_batch, comm.rank(), comm.size());   // G / W rows
@@ -20,7 +23,7 @@
 #include <vector>
 
 #include "replica/dist/communicator.h"
-#include "replica/kernels/cpu/lm_head_loss.h"
+#include "replica/kernels/backend.h"
 #include "replica/optim/adamw.h"
 
 namespace replica {
@@ -28,10 +31,15 @@ namespace replica {
 class DataParallel {
  public:
   // Raises Error unless micro_batch × world divides global_batch.
+  DataParallel(Communicator& control, Communicator& data, Backend& backend, const ParamTable& table,
+               AdamWConfig config, int64_t global_batch, int64_t micro_batch);
+  // One communicator for both, on the CPU.
   DataParallel(Communicator& comm, const ParamTable& table, AdamWConfig config, int64_t global_batch,
-               int64_t micro_batch);
+               int64_t micro_batch)
+      : DataParallel(comm, comm, cpu_backend(), table, config, global_batch, micro_batch) {}
 
-  Communicator& comm() { return comm_; }
+  Communicator& comm() { return control_; }  // the control communicator: rank, size, host collectives
+  Backend& backend() { return be_; }
   int64_t micro_batches() const { return local_micro_; }  // per rank: L = G / (W M)
   const std::vector<size_t>& bounds() const { return bounds_; }  // the ZeRO-1 shards (W + 1 offsets)
   AdamW& optimizer() { return adamw_; }
@@ -53,19 +61,22 @@ class DataParallel {
   // AdamW on this rank's shard of params from its shard of grads, then every rank gets the new weights.
   void step(float* params, const float* grads, double lr);
 
-  // Checkpoints hold whole tensors. gather_moments: rank 0 gets both moments of the whole buffer (other
-  // ranks get empty vectors). load_moments: every rank takes its shard from whole-buffer moments.
-  void gather_moments(std::vector<float>& exp_avg, std::vector<float>& exp_avg_sq);
+  // Checkpoints hold whole tensors, in host memory. gather_moments: rank 0 gets both moments of the whole
+  // buffer into exp_avg and exp_avg_sq (total floats each; other ranks pass nullptr). load_moments: every
+  // rank takes its shard from whole-buffer moments.
+  void gather_moments(float* exp_avg, float* exp_avg_sq);
   void load_moments(const float* exp_avg, const float* exp_avg_sq, int64_t step_count);
 
  private:
-  Communicator& comm_;
+  Communicator& control_;
+  Communicator& data_;
+  Backend& be_;
   size_t total_;
   int64_t local_micro_;
   std::vector<size_t> bounds_;
   AdamW adamw_;
-  std::vector<std::vector<float>> tree_buffers_;  // partial sums below the top of the local tree
-  std::vector<float> scratch_;                    // reduce-scatter receive buffer
+  std::vector<DeviceArray<float>> tree_buffers_;  // partial sums below the top of the local tree
+  DeviceArray<float> scratch_;                    // reduce-scatter receive buffer
 };
 
 }  // namespace replica

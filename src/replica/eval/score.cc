@@ -38,7 +38,7 @@ void score_batch(Olmo3& model, const float* params, const std::vector<Sequence>&
                  const std::vector<size_t>& members, const std::vector<size_t>& first_span,
                  std::vector<SpanScore>& out) {
   const ModelConfig& c = model.config();
-  const int64_t B = int64_t(members.size()), V = c.vocab_size, C = c.d_model;
+  const int64_t B = int64_t(members.size()), V = c.vocab_size;
   int64_t T = 0;
   for (size_t m : members) T = std::max(T, int64_t(seqs[m].ids.size()));
   T = std::min((T + 31) / 32 * 32, std::max(T, c.max_seq_len));  // fewer distinct shapes, fewer re-plans
@@ -61,14 +61,13 @@ void score_batch(Olmo3& model, const float* params, const std::vector<Sequence>&
       }
     }
   }
-  const float* hidden = model.forward_hidden(params, ids.data(), B, T);
-  const WeightRef head = model.lm_head_weight();
-  std::vector<float> x(size_t(kHeadRows * C)), logits(size_t(kHeadRows * V));
+  model.forward_hidden(params, ids.data(), B, T);
+  std::vector<int64_t> chunk_rows(kHeadRows);
+  std::vector<float> logits(size_t(kHeadRows * V));
   for (size_t r0 = 0; r0 < rows.size(); r0 += kHeadRows) {
     const int64_t n = std::min<int64_t>(kHeadRows, int64_t(rows.size() - r0));
-    for (int64_t i = 0; i < n; i++)
-      std::copy_n(hidden + rows[r0 + size_t(i)].row * C, C, x.begin() + i * C);
-    linear_forward(logits.data(), x.data(), head, n, V, C, model.precision());
+    for (int64_t i = 0; i < n; i++) chunk_rows[size_t(i)] = rows[r0 + size_t(i)].row;
+    model.head_logits(chunk_rows.data(), n, logits.data());
     std::vector<std::pair<float, double>> stats(kHeadRows);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) stats[size_t(i)] = max_and_lse(logits.data() + i * V, V);

@@ -8,13 +8,8 @@
 #include "replica/model/olmo3.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "replica/core/error.h"
-#include "replica/kernels/cpu/attention.h"
-#include "replica/kernels/cpu/embedding.h"
-#include "replica/kernels/cpu/rmsnorm.h"
-#include "replica/kernels/cpu/swiglu.h"
 
 namespace replica {
 
@@ -31,13 +26,7 @@ std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T) {
   return targets;
 }
 
-using Buffer = std::vector<float>;
-
-// out = x + branch: the residual stream update (also used for gradients flowing back into it).
-static void residual_add(float* out, const float* x, const float* branch, int64_t n) {
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; i++) out[i] = x[i] + branch[i];
-}
+using Buffer = DeviceArray<float>;
 
 // Saved activations of one block (N = B·T rows).
 struct Olmo3::BlockActs {
@@ -52,15 +41,15 @@ struct Olmo3::BlockActs {
   Buffer m;                // down_proj output [N, C]
   Buffer n2, rstd2;        // norm2 output and its rstd
 
-  void allocate(const ModelConfig& c, int64_t B, int64_t T) {
+  void allocate(Backend& be, const ModelConfig& c, int64_t B, int64_t T) {
     const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
     const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
-    for (Buffer* b : {&q, &qr, &att}) b->assign(N * HD, 0.0f);
-    for (Buffer* b : {&k, &v, &kr}) b->assign(N * KD, 0.0f);
-    for (Buffer* b : {&rstd_q, &rstd_k, &rstd1, &rstd2}) b->assign(N, 0.0f);
-    lse.assign(size_t(B * c.n_heads * T), 0.0f);
-    for (Buffer* b : {&ao, &n1, &h, &m, &n2}) b->assign(N * C, 0.0f);
-    for (Buffer* b : {&g, &u, &s}) b->assign(N * F, 0.0f);
+    for (Buffer* b : {&q, &qr, &att}) *b = Buffer(be, N * HD);
+    for (Buffer* b : {&k, &v, &kr}) *b = Buffer(be, N * KD);
+    for (Buffer* b : {&rstd_q, &rstd_k, &rstd1, &rstd2}) *b = Buffer(be, N);
+    lse = Buffer(be, size_t(B * c.n_heads * T));
+    for (Buffer* b : {&ao, &n1, &h, &m, &n2}) *b = Buffer(be, N * C);
+    for (Buffer* b : {&g, &u, &s}) *b = Buffer(be, N * F);
   }
   static size_t floats(const ModelConfig& c, int64_t B, int64_t T) {
     const size_t N = size_t(B * T);
@@ -79,10 +68,12 @@ struct Olmo3::Workspace {
   Buffer final_out, final_rstd;
   // Backward scratch.
   Buffer dres, dfinal, dq, dk, dv, dqr, dkr, datt, dao, dx_branch, dg, du, ds, dm;
+  // Evaluation: rows of final_out gathered for the LM head, and their logits off the host.
+  Buffer head_rows, head_logits;
 };
 
-Olmo3::Olmo3(ModelConfig config, Precision precision, Remat remat)
-    : config_(std::move(config)), table_(config_), precision_(precision), remat_(remat),
+Olmo3::Olmo3(ModelConfig config, Precision precision, Remat remat, Backend& backend)
+    : config_(std::move(config)), table_(config_), precision_(precision), remat_(remat), be_(backend),
       ws_(std::make_unique<Workspace>()) {}
 
 Olmo3::~Olmo3() = default;
@@ -108,23 +99,25 @@ void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   w.T = T;
   w.training = for_training;
   w.rope = std::make_unique<RopeTable>(T, c.head_dim, c.rope_theta);
-  w.resid.assign(size_t(c.n_layers + 1), Buffer(N * C));
+  Backend& be = be_;
+  w.resid.clear();
+  for (int64_t l = 0; l <= c.n_layers; l++) w.resid.emplace_back(be, N * C);
   w.acts.resize(want_acts);
-  for (BlockActs& a : w.acts) a.allocate(c, B, T);
-  w.final_out.assign(N * C, 0.0f);
-  w.final_rstd.assign(N, 0.0f);
+  for (BlockActs& a : w.acts) a.allocate(be, c, B, T);
+  w.final_out = Buffer(be, N * C);
+  w.final_rstd = Buffer(be, N);
   if (!for_training) return;
-  for (Buffer* b : {&w.dq, &w.dqr, &w.datt}) b->assign(N * HD, 0.0f);
-  for (Buffer* b : {&w.dk, &w.dv, &w.dkr}) b->assign(N * KD, 0.0f);
-  for (Buffer* b : {&w.dres, &w.dfinal, &w.dao, &w.dx_branch, &w.dm}) b->assign(N * C, 0.0f);
-  for (Buffer* b : {&w.dg, &w.du, &w.ds}) b->assign(N * F, 0.0f);
+  for (Buffer* b : {&w.dq, &w.dqr, &w.datt}) *b = Buffer(be, N * HD);
+  for (Buffer* b : {&w.dk, &w.dv, &w.dkr}) *b = Buffer(be, N * KD);
+  for (Buffer* b : {&w.dres, &w.dfinal, &w.dao, &w.dx_branch, &w.dm}) *b = Buffer(be, N * C);
+  for (Buffer* b : {&w.dg, &w.du, &w.ds}) *b = Buffer(be, N * F);
 }
 
 void Olmo3::round_weights(const float* P) {
   params_ = P;
   if (precision_ != Precision::bf16) return;
-  params16_.resize(table_.total());
-  convert_to_bf16(P, params16_.data(), table_.total());
+  if (params16_.size() != table_.total()) params16_ = DeviceArray<bf16>(be_, table_.total());
+  be_.convert_to_bf16(P, params16_.data(), table_.total());
 }
 
 WeightRef Olmo3::W(size_t offset) const {
@@ -149,47 +142,47 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
   // Attention branch.
   const float* attn_in = x;
   if (!reordered) {
-    rmsnorm_forward(a.n1.data(), a.rstd1.data(), x, P + o.norm1, N, C, eps);
+    be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), x, P + o.norm1, N, C, eps);
     attn_in = a.n1.data();
   }
-  linear_forward(a.q.data(), attn_in, W(o.wq), N, HD, C, p);
-  linear_forward(a.k.data(), attn_in, W(o.wk), N, KD, C, p);
-  linear_forward(a.v.data(), attn_in, W(o.wv), N, KD, C, p);
+  be_.linear_forward(a.q.data(), attn_in, W(o.wq), N, HD, C, p);
+  be_.linear_forward(a.k.data(), attn_in, W(o.wk), N, KD, C, p);
+  be_.linear_forward(a.v.data(), attn_in, W(o.wv), N, KD, C, p);
   if (c.qk_norm) {
-    rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P + o.q_norm, N, HD, eps);
-    rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P + o.k_norm, N, KD, eps);
+    be_.rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P + o.q_norm, N, HD, eps);
+    be_.rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P + o.k_norm, N, KD, eps);
   } else {
-    a.qr = a.q;
-    a.kr = a.k;
+    be_.copy(a.qr.data(), a.q.data(), size_t(N * HD));
+    be_.copy(a.kr.data(), a.k.data(), size_t(N * KD));
   }
-  rope_forward(a.qr.data(), *ws_->rope, B, T, c.n_heads, c.head_dim);
-  rope_forward(a.kr.data(), *ws_->rope, B, T, c.n_kv_heads, c.head_dim);
+  be_.rope_forward(a.qr.data(), *ws_->rope, B, T, c.n_heads, c.head_dim);
+  be_.rope_forward(a.kr.data(), *ws_->rope, B, T, c.n_kv_heads, c.head_dim);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
-  attention_forward(a.att.data(), a.lse.data(), a.qr.data(), a.kr.data(), a.v.data(), shape);
-  linear_forward(a.ao.data(), a.att.data(), W(o.wo), N, C, HD, p);
+  be_.attention_forward(a.att.data(), a.lse.data(), a.qr.data(), a.kr.data(), a.v.data(), shape, p);
+  be_.linear_forward(a.ao.data(), a.att.data(), W(o.wo), N, C, HD, p);
   const float* attn_out = a.ao.data();
   if (reordered) {
-    rmsnorm_forward(a.n1.data(), a.rstd1.data(), a.ao.data(), P + o.norm1, N, C, eps);
+    be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), a.ao.data(), P + o.norm1, N, C, eps);
     attn_out = a.n1.data();
   }
-  residual_add(a.h.data(), x, attn_out, N * C);
+  be_.add(a.h.data(), x, attn_out, N * C);
 
   // MLP branch.
   const float* mlp_in = a.h.data();
   if (!reordered) {
-    rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.h.data(), P + o.norm2, N, C, eps);
+    be_.rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.h.data(), P + o.norm2, N, C, eps);
     mlp_in = a.n2.data();
   }
-  linear_forward(a.g.data(), mlp_in, W(o.w_gate), N, F, C, p);
-  linear_forward(a.u.data(), mlp_in, W(o.w_up), N, F, C, p);
-  swiglu_forward(a.s.data(), a.g.data(), a.u.data(), N * F);
-  linear_forward(a.m.data(), a.s.data(), W(o.w_down), N, C, F, p);
+  be_.linear_forward(a.g.data(), mlp_in, W(o.w_gate), N, F, C, p);
+  be_.linear_forward(a.u.data(), mlp_in, W(o.w_up), N, F, C, p);
+  be_.swiglu_forward(a.s.data(), a.g.data(), a.u.data(), N * F);
+  be_.linear_forward(a.m.data(), a.s.data(), W(o.w_down), N, C, F, p);
   const float* mlp_out = a.m.data();
   if (reordered) {
-    rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.m.data(), P + o.norm2, N, C, eps);
+    be_.rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.m.data(), P + o.norm2, N, C, eps);
     mlp_out = a.n2.data();
   }
-  residual_add(out, a.h.data(), mlp_out, N * C);
+  be_.add(out, a.h.data(), mlp_out, N * C);
 }
 
 // On entry dres = d(loss)/d(block output); on exit d(loss)/d(block input x).
@@ -205,56 +198,56 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
   // MLP branch: out = h + norm2(m) (reordered) or h + m(norm2(h)) (pre).
   const float* dm = dres;
   if (reordered) {
-    rmsnorm_backward(w.dm.data(), G + o.norm2, dres, a.m.data(), P + o.norm2, a.rstd2.data(), N, C, false);
+    be_.rmsnorm_backward(w.dm.data(), G + o.norm2, dres, a.m.data(), P + o.norm2, a.rstd2.data(), N, C, false);
     dm = w.dm.data();
   }
   const float* mlp_in = reordered ? a.h.data() : a.n2.data();
-  linear_backward_input(w.ds.data(), dm, W(o.w_down), N, C, F, false, p);
-  linear_backward_weight(G + o.w_down, dm, a.s.data(), N, C, F, p);
-  swiglu_backward(w.dg.data(), w.du.data(), w.ds.data(), a.g.data(), a.u.data(), N * F);
-  linear_backward_input(w.dx_branch.data(), w.dg.data(), W(o.w_gate), N, F, C, false, p);
-  linear_backward_input(w.dx_branch.data(), w.du.data(), W(o.w_up), N, F, C, true, p);
-  linear_backward_weight(G + o.w_gate, w.dg.data(), mlp_in, N, F, C, p);
-  linear_backward_weight(G + o.w_up, w.du.data(), mlp_in, N, F, C, p);
+  be_.linear_backward_input(w.ds.data(), dm, W(o.w_down), N, C, F, false, p);
+  be_.linear_backward_weight(G + o.w_down, dm, a.s.data(), N, C, F, p);
+  be_.swiglu_backward(w.dg.data(), w.du.data(), w.ds.data(), a.g.data(), a.u.data(), N * F);
+  be_.linear_backward_input(w.dx_branch.data(), w.dg.data(), W(o.w_gate), N, F, C, false, p);
+  be_.linear_backward_input(w.dx_branch.data(), w.du.data(), W(o.w_up), N, F, C, true, p);
+  be_.linear_backward_weight(G + o.w_gate, w.dg.data(), mlp_in, N, F, C, p);
+  be_.linear_backward_weight(G + o.w_up, w.du.data(), mlp_in, N, F, C, p);
   if (reordered) {
-    residual_add(dres, dres, w.dx_branch.data(), N * C);
+    be_.add(dres, dres, w.dx_branch.data(), N * C);
   } else {
-    rmsnorm_backward(dres, G + o.norm2, w.dx_branch.data(), a.h.data(), P + o.norm2, a.rstd2.data(), N, C, true);
+    be_.rmsnorm_backward(dres, G + o.norm2, w.dx_branch.data(), a.h.data(), P + o.norm2, a.rstd2.data(), N, C, true);
   }
   // dres is now d(loss)/dh. Attention branch: h = x + norm1(ao) (reordered) or x + ao(norm1(x)) (pre).
   const float* dao = dres;
   if (reordered) {
-    rmsnorm_backward(w.dao.data(), G + o.norm1, dres, a.ao.data(), P + o.norm1, a.rstd1.data(), N, C, false);
+    be_.rmsnorm_backward(w.dao.data(), G + o.norm1, dres, a.ao.data(), P + o.norm1, a.rstd1.data(), N, C, false);
     dao = w.dao.data();
   }
-  linear_backward_input(w.datt.data(), dao, W(o.wo), N, C, HD, false, p);
-  linear_backward_weight(G + o.wo, dao, a.att.data(), N, C, HD, p);
+  be_.linear_backward_input(w.datt.data(), dao, W(o.wo), N, C, HD, false, p);
+  be_.linear_backward_weight(G + o.wo, dao, a.att.data(), N, C, HD, p);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
-  attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att.data(), a.lse.data(),
-                     a.qr.data(), a.kr.data(), a.v.data(), shape);
-  rope_backward(w.dqr.data(), *w.rope, B, T, c.n_heads, c.head_dim);
-  rope_backward(w.dkr.data(), *w.rope, B, T, c.n_kv_heads, c.head_dim);
+  be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att.data(), a.lse.data(),
+                     a.qr.data(), a.kr.data(), a.v.data(), shape, p);
+  be_.rope_backward(w.dqr.data(), *w.rope, B, T, c.n_heads, c.head_dim);
+  be_.rope_backward(w.dkr.data(), *w.rope, B, T, c.n_kv_heads, c.head_dim);
   const float* dq = w.dqr.data();
   const float* dk = w.dkr.data();
   if (c.qk_norm) {
-    rmsnorm_backward(w.dq.data(), G + o.q_norm, w.dqr.data(), a.q.data(), P + o.q_norm, a.rstd_q.data(), N, HD,
+    be_.rmsnorm_backward(w.dq.data(), G + o.q_norm, w.dqr.data(), a.q.data(), P + o.q_norm, a.rstd_q.data(), N, HD,
                      false);
-    rmsnorm_backward(w.dk.data(), G + o.k_norm, w.dkr.data(), a.k.data(), P + o.k_norm, a.rstd_k.data(), N, KD,
+    be_.rmsnorm_backward(w.dk.data(), G + o.k_norm, w.dkr.data(), a.k.data(), P + o.k_norm, a.rstd_k.data(), N, KD,
                      false);
     dq = w.dq.data();
     dk = w.dk.data();
   }
   const float* attn_in = reordered ? x : a.n1.data();
-  linear_backward_input(w.dx_branch.data(), dq, W(o.wq), N, HD, C, false, p);
-  linear_backward_input(w.dx_branch.data(), dk, W(o.wk), N, KD, C, true, p);
-  linear_backward_input(w.dx_branch.data(), w.dv.data(), W(o.wv), N, KD, C, true, p);
-  linear_backward_weight(G + o.wq, dq, attn_in, N, HD, C, p);
-  linear_backward_weight(G + o.wk, dk, attn_in, N, KD, C, p);
-  linear_backward_weight(G + o.wv, w.dv.data(), attn_in, N, KD, C, p);
+  be_.linear_backward_input(w.dx_branch.data(), dq, W(o.wq), N, HD, C, false, p);
+  be_.linear_backward_input(w.dx_branch.data(), dk, W(o.wk), N, KD, C, true, p);
+  be_.linear_backward_input(w.dx_branch.data(), w.dv.data(), W(o.wv), N, KD, C, true, p);
+  be_.linear_backward_weight(G + o.wq, dq, attn_in, N, HD, C, p);
+  be_.linear_backward_weight(G + o.wk, dk, attn_in, N, KD, C, p);
+  be_.linear_backward_weight(G + o.wv, w.dv.data(), attn_in, N, KD, C, p);
   if (reordered) {
-    residual_add(dres, dres, w.dx_branch.data(), N * C);
+    be_.add(dres, dres, w.dx_branch.data(), N * C);
   } else {
-    rmsnorm_backward(dres, G + o.norm1, w.dx_branch.data(), x, P + o.norm1, a.rstd1.data(), N, C, true);
+    be_.rmsnorm_backward(dres, G + o.norm1, w.dx_branch.data(), x, P + o.norm1, a.rstd1.data(), N, C, true);
   }
 }
 
@@ -263,10 +256,10 @@ void Olmo3::forward_to_final_norm(const float* P, const int32_t* ids, bool keep_
   Workspace& w = *ws_;
   const int64_t N = w.B * w.T, C = config_.d_model;
   check_ids(ids, N);
-  embedding_forward(w.resid[0].data(), ids, P + table_.embed, N, C);
+  be_.embedding_forward(w.resid[0].data(), ids, P + table_.embed, N, C);
   for (int64_t l = 0; l < config_.n_layers; l++)
     block_forward(P, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), w.acts[keep_all ? size_t(l) : 0]);
-  rmsnorm_forward(w.final_out.data(), w.final_rstd.data(), w.resid.back().data(), P + table_.final_norm, N, C,
+  be_.rmsnorm_forward(w.final_out.data(), w.final_rstd.data(), w.resid.back().data(), P + table_.final_norm, N, C,
                   float(config_.norm_eps));
 }
 
@@ -279,9 +272,9 @@ LossSums Olmo3::forward_backward(const float* P, float* G, const Batch& batch, f
   const bool keep_all = remat_ == Remat::none;
   forward_to_final_norm(P, batch.ids, keep_all);
   LmHeadGrads head{w.dfinal.data(), G + table_.lm_head, grad_scale};
-  LossSums sums = lm_head_loss(w.final_out.data(), W(table_.lm_head), batch.targets, N, C, c.vocab_size, z_coef,
+  LossSums sums = be_.lm_head_loss(w.final_out.data(), W(table_.lm_head), batch.targets, N, C, c.vocab_size, z_coef,
                                precision_, &head);
-  rmsnorm_backward(w.dres.data(), G + table_.final_norm, w.dfinal.data(), w.resid.back().data(),
+  be_.rmsnorm_backward(w.dres.data(), G + table_.final_norm, w.dfinal.data(), w.resid.back().data(),
                    P + table_.final_norm, w.final_rstd.data(), N, C, false);
   for (int64_t l = c.n_layers - 1; l >= 0; l--) {
     BlockActs& a = w.acts[keep_all ? size_t(l) : 0];
@@ -289,7 +282,7 @@ LossSums Olmo3::forward_backward(const float* P, float* G, const Batch& batch, f
     if (!keep_all) block_forward(P, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), a);
     block_backward(P, G, l, w.resid[size_t(l)].data(), a, w.dres.data());
   }
-  embedding_backward(G + table_.embed, batch.ids, w.dres.data(), N, C);
+  be_.embedding_backward(G + table_.embed, batch.ids, w.dres.data(), N, C);
   return sums;
 }
 
@@ -297,23 +290,36 @@ LossSums Olmo3::forward_loss(const float* P, const Batch& batch, float z_coef) {
   round_weights(P);
   prepare(batch.B, batch.T, false);
   forward_to_final_norm(P, batch.ids, false);
-  return lm_head_loss(ws_->final_out.data(), W(table_.lm_head), batch.targets, batch.B * batch.T, config_.d_model,
-                      config_.vocab_size, z_coef, precision_, nullptr);
+  return be_.lm_head_loss(ws_->final_out.data(), W(table_.lm_head), batch.targets, batch.B * batch.T,
+                          config_.d_model, config_.vocab_size, z_coef, precision_, nullptr);
 }
 
-const float* Olmo3::forward_hidden(const float* P, const int32_t* ids, int64_t B, int64_t T) {
+void Olmo3::forward_hidden(const float* P, const int32_t* ids, int64_t B, int64_t T) {
   round_weights(P);
   prepare(B, T, false);
   forward_to_final_norm(P, ids, false);
-  return ws_->final_out.data();
+}
+
+void Olmo3::head_logits(const int64_t* rows, int64_t n, float* logits) {
+  Workspace& w = *ws_;
+  const int64_t C = config_.d_model, V = config_.vocab_size;
+  if (w.head_rows.size() < size_t(n * C)) w.head_rows = Buffer(be_, size_t(n * C));
+  for (int64_t i = 0; i < n; i++) {
+    check(rows[i] >= 0 && rows[i] < w.B * w.T, "head_logits: row {} is outside the {} positions", rows[i], w.B * w.T);
+    be_.copy(w.head_rows.data() + i * C, w.final_out.data() + rows[i] * C, size_t(C));
+  }
+  const size_t n_logits = size_t(n * V);
+  if (!be_.host_memory() && w.head_logits.size() < n_logits) w.head_logits = Buffer(be_, n_logits);
+  float* out = be_.host_memory() ? logits : w.head_logits.data();
+  be_.linear_forward(out, w.head_rows.data(), W(table_.lm_head), n, V, C, precision_);
+  if (!be_.host_memory()) be_.to_host(logits, out, n_logits * sizeof(float));
 }
 
 void Olmo3::forward_logits(const float* P, const int32_t* ids, int64_t B, int64_t T, float* logits) {
-  round_weights(P);
-  prepare(B, T, false);
-  forward_to_final_norm(P, ids, false);
-  linear_forward(logits, ws_->final_out.data(), W(table_.lm_head), B * T, config_.vocab_size, config_.d_model,
-                 precision_);
+  forward_hidden(P, ids, B, T);
+  std::vector<int64_t> rows(size_t(B * T));
+  for (int64_t i = 0; i < B * T; i++) rows[size_t(i)] = i;
+  head_logits(rows.data(), B * T, logits);
 }
 
 }  // namespace replica

@@ -1,14 +1,13 @@
-// The OLMo 3 transformer (and its OLMo 2 / Llama-like variants) on the CPU: forward and backward over
-// one flat fp32 parameter buffer laid out by ParamTable. Every layer's backward is hand-written beside
-// its forward in kernels/cpu; this file wires them into blocks and the model.
+// The OLMo 3 transformer (and its OLMo 2 / Llama-like variants): forward and backward over one flat fp32
+// parameter buffer laid out by ParamTable, on the CPU or a GPU (kernels/backend.h). Every layer's backward
+// is hand-written beside its forward in the kernels; this file wires them into blocks and the model.
+// Parameter and gradient pointers are in the backend's memory; token ids and targets are host memory.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <vector>
 
-#include "replica/kernels/cpu/gemm.h"
-#include "replica/kernels/cpu/lm_head_loss.h"
-#include "replica/kernels/cpu/rope.h"
+#include "replica/kernels/backend.h"
 #include "replica/model/config.h"
 #include "replica/model/params.h"
 
@@ -31,24 +30,27 @@ std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T);
 
 class Olmo3 {
  public:
-  Olmo3(ModelConfig config, Precision precision = Precision::fp32, Remat remat = Remat::none);
+  Olmo3(ModelConfig config, Precision precision = Precision::fp32, Remat remat = Remat::none,
+        Backend& backend = cpu_backend());
   ~Olmo3();
 
   const ModelConfig& config() const { return config_; }
   const ParamTable& table() const { return table_; }
   Precision precision() const { return precision_; }
+  Backend& backend() const { return be_; }
 
   // Forward and backward of one micro-batch. Gradients of (Σ ce + z_coef · Σ z) · grad_scale are
   // added to `grads` (same layout as params); pass grad_scale = 1 / labels in the optimizer batch.
   LossSums forward_backward(const float* params, float* grads, const Batch& batch, float z_coef, float grad_scale);
   // Loss sums only (evaluation).
   LossSums forward_loss(const float* params, const Batch& batch, float z_coef);
-  // Full logits [B, T, V] (the parity hook; not for training).
+  // Full logits [B, T, V] into host memory (the parity hook; not for training).
   void forward_logits(const float* params, const int32_t* ids, int64_t B, int64_t T, float* logits);
-  // Hidden states after the final norm [B, T, C], valid until the next call; evaluation applies the LM
-  // head (lm_head_weight(), this call's weights, bf16-rounded in bf16) only to the rows it scores.
-  const float* forward_hidden(const float* params, const int32_t* ids, int64_t B, int64_t T);
-  WeightRef lm_head_weight() const { return W(table_.lm_head); }
+  // Evaluation applies the LM head only to the rows it scores: forward_hidden runs the model up to the
+  // final norm, then head_logits computes the logits [n, V] (host memory) of rows `rows` (indices into the
+  // B·T positions) with that call's weights.
+  void forward_hidden(const float* params, const int32_t* ids, int64_t B, int64_t T);
+  void head_logits(const int64_t* rows, int64_t n, float* logits);
 
   // Bytes of activation memory one micro-batch of [B, T] needs under `remat` (for the memory plan).
   static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T);
@@ -69,9 +71,10 @@ class Olmo3 {
   ParamTable table_;
   Precision precision_;
   Remat remat_;
+  Backend& be_;
   std::unique_ptr<Workspace> ws_;
   const float* params_ = nullptr;
-  std::vector<bf16> params16_;
+  DeviceArray<bf16> params16_;  // the weights rounded once per call in bf16 precision
 };
 
 }  // namespace replica

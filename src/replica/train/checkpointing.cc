@@ -20,8 +20,17 @@ ModelConfig recipe_model_config(const Recipe& r) {
   return r.model.config.empty() ? load_model_source_config(r.model.init_from) : load_model_config(r.model.config);
 }
 
+// The weights and the Adam state of checkpoint `dir` into params and start.
+static void read_moments(const std::string& dir, const ParamTable& table, float* params, RunStart& start,
+                         int64_t adam_step_count) {
+  start.exp_avg.resize(table.total());
+  start.exp_avg_sq.resize(table.total());
+  read_checkpoint_tensors(dir, table, params, start.exp_avg.data(), start.exp_avg_sq.data());
+  start.adam_step_count = adam_step_count;
+}
+
 static RunStart resume(const Recipe& r, const std::string& dir, const ParamTable& table,
-                       const data::DataLoader& loader, float* params, AdamW& adamw, SkipStep& skip_step) {
+                       const data::DataLoader& loader, float* params, SkipStep& skip_step) {
   const TrainState s = read_checkpoint_state(dir);
   check_same_model(s.model, recipe_model_config(r), dir);
   check(s.global_batch_size == r.data.global_batch_size && s.seq_len == r.data.seq_len,
@@ -37,46 +46,46 @@ static RunStart resume(const Recipe& r, const std::string& dir, const ParamTable
   check(epoch == s.epoch && batch == s.batch,
         "{}: data position (epoch {}, batch {}) does not match step {} (epoch {}, batch {})", dir, s.epoch, s.batch,
         s.step, epoch, batch);
-  read_checkpoint_tensors(dir, table, params, adamw.exp_avg.data(), adamw.exp_avg_sq.data());
-  adamw.step_count = s.adam_step_count;
+  RunStart start{s.step, fmt::format("resuming from {} (step {}, {} tokens)", dir, s.step, s.tokens), {}, {}, 0};
+  read_moments(dir, table, params, start, s.adam_step_count);
   try {
     skip_step.load_json(s.skip_step);
   } catch (const Error& e) {
     fail("{}: {}", dir, e.what());
   }
   truncate_metrics((fs::path(r.run.dir) / "metrics.jsonl").string(), s.step);
-  return {s.step, fmt::format("resuming from {} (step {}, {} tokens)", dir, s.step, s.tokens)};
+  return start;
 }
 
 RunStart start_run(const Recipe& r, const ParamTable& table, const data::DataLoader& loader, float* params,
-                   AdamW& adamw, SkipStep& skip_step) {
+                   SkipStep& skip_step) {
   const std::string root = checkpoint_root(r);
   remove_incomplete_checkpoints(root);
   if (!r.train.resume_from.empty()) {
     check(is_checkpoint_dir(r.train.resume_from), "train.resume_from: {} is not a replica checkpoint directory",
           r.train.resume_from);
-    return resume(r, r.train.resume_from, table, loader, params, adamw, skip_step);
+    return resume(r, r.train.resume_from, table, loader, params, skip_step);
   }
   const std::string latest = find_latest_checkpoint(root);
-  if (!latest.empty()) return resume(r, latest, table, loader, params, adamw, skip_step);
+  if (!latest.empty()) return resume(r, latest, table, loader, params, skip_step);
   truncate_metrics((fs::path(r.run.dir) / "metrics.jsonl").string(), -1);  // a run killed before its first save
 
   const std::string& from = r.model.init_from;
   if (from.empty()) {
     init_params(recipe_model_config(r), table, uint64_t(r.train.seed), params);
-    return {0, fmt::format("fresh initialisation (train.seed={})", r.train.seed)};
+    return {0, fmt::format("fresh initialisation (train.seed={})", r.train.seed), {}, {}, 0};
   }
   if (!r.optim.load_state) {
     load_model_source_params(from, table, params);
-    return {0, fmt::format("weights from {}", from)};
+    return {0, fmt::format("weights from {}", from), {}, {}, 0};
   }
   check(is_checkpoint_dir(from), "optim.load_state: model.init_from={} is not a replica checkpoint (an HF directory "
         "holds weights only)", from);
   const TrainState s = read_checkpoint_state(from);
-  read_checkpoint_tensors(from, table, params, adamw.exp_avg.data(), adamw.exp_avg_sq.data());
-  adamw.step_count = s.adam_step_count;
-  return {0, fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule and data "
-                         "start afresh", s.adam_step_count, from, s.step)};
+  RunStart start{0, fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule "
+                                "and data start afresh", s.adam_step_count, from, s.step), {}, {}, 0};
+  read_moments(from, table, params, start, s.adam_step_count);
+  return start;
 }
 
 static nlohmann::json schedule_json(const ScheduleConfig& c) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "replica/ckpt/checkpoint.h"
 #include "replica/data/loader.h"
@@ -20,9 +21,13 @@ ModelConfig recipe_model_config(const Recipe& recipe);
 struct RunStart {
   int64_t step = 0;     // steps already done (the loop continues at step + 1)
   std::string message;  // one line for the log
+  // The Adam state of the checkpoint started from, whole-buffer and in host memory; empty (with a step
+  // count of 0) for a fresh optimizer.
+  std::vector<float> exp_avg, exp_avg_sq;
+  int64_t adam_step_count = 0;
 };
 
-// Fills params, the Adam state and the skip-step history (all zero/empty on entry):
+// Fills params (host memory, zero on entry), the Adam state and the skip-step history (empty on entry):
 //  1. resume from train.resume_from, else from the run's newest complete checkpoint: weights, moments, Adam
 //     step count, skip-step history and step restored; the model, global batch, data position and data
 //     fingerprint must match (data.allow_fingerprint_change overrides the last). metrics.jsonl keeps only
@@ -32,7 +37,7 @@ struct RunStart {
 //  3. else a fresh init with train.seed.
 // Cases 2 and 3 start at step 0: metrics.jsonl (of a run killed before its first checkpoint) is emptied.
 RunStart start_run(const Recipe& recipe, const ParamTable& table, const data::DataLoader& loader, float* params,
-                   AdamW& adamw, SkipStep& skip_step);
+                   SkipStep& skip_step);
 
 // What the checkpoint after `step` records besides the tensors.
 TrainState train_state(const Recipe& recipe, const ModelConfig& config, int64_t step, const data::DataLoader& loader,

@@ -1,50 +1,80 @@
-// Data-parallel start and save: broadcasts from rank 0 and gathers to it.
+// Data-parallel start and save: broadcasts from rank 0 and gathers to it, over the control communicator and
+// in host memory; the weights and this rank's moments then go to the backend.
 #include "replica/train/distributed.h"
 
 #include <nlohmann/json.hpp>
 
+#include "replica/core/error.h"
 #include "replica/dist/collectives.h"
 
 namespace replica {
 
+std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backend) {
+  if (control.size() == 1 || backend.host_memory()) return nullptr;
+  fail("train.device={} with {} ranks needs NCCL, which this build does not have", device_name(backend.device()),
+       control.size());
+}
+
 RunStart start_run_all_ranks(const Recipe& r, DataParallel& dp, const ParamTable& table,
                              const data::DataLoader& loader, float* params, SkipStep& skip_step) {
   Communicator& comm = dp.comm();
-  if (comm.size() == 1) return start_run(r, table, loader, params, dp.optimizer(), skip_step);
-  AdamW whole(table, dp.optimizer().config());
+  const size_t bytes = table.total() * sizeof(float);
+  HostMirror host_params(dp.backend(), params, table.total(), /*download=*/false);
   RunStart start;
   std::string history;
   if (comm.rank() == 0) {
-    start = start_run(r, table, loader, params, whole, skip_step);
+    start = start_run(r, table, loader, host_params.data(), skip_step);
     history = skip_step.to_json().dump();
   }
-  broadcast(comm, params, table.total() * sizeof(float));
-  broadcast(comm, whole.exp_avg.data(), table.total() * sizeof(float));
-  broadcast(comm, whole.exp_avg_sq.data(), table.total() * sizeof(float));
-  int64_t counters[2] = {start.step, whole.step_count};
-  broadcast(comm, counters, sizeof counters);
-  broadcast(comm, history);
-  broadcast(comm, start.message);
-  start.step = counters[0];
-  if (comm.rank() != 0) skip_step.load_json(nlohmann::json::parse(history));
-  dp.load_moments(whole.exp_avg.data(), whole.exp_avg_sq.data(), counters[1]);
+  if (comm.size() > 1) {
+    broadcast(comm, host_params.data(), bytes);
+    int64_t counters[3] = {start.step, start.adam_step_count, start.exp_avg.empty() ? 0 : 1};
+    broadcast(comm, counters, sizeof counters);
+    if (counters[2] && comm.rank() != 0) {
+      start.exp_avg.resize(table.total());
+      start.exp_avg_sq.resize(table.total());
+    }
+    if (counters[2]) {
+      broadcast(comm, start.exp_avg.data(), bytes);
+      broadcast(comm, start.exp_avg_sq.data(), bytes);
+    }
+    broadcast(comm, history);
+    broadcast(comm, start.message);
+    start.step = counters[0];
+    start.adam_step_count = counters[1];
+    if (comm.rank() != 0) skip_step.load_json(nlohmann::json::parse(history));
+  }
+  host_params.upload();
+  if (!start.exp_avg.empty()) dp.load_moments(start.exp_avg.data(), start.exp_avg_sq.data(), start.adam_step_count);
+  start.exp_avg = {};  // the optimizer holds them now
+  start.exp_avg_sq = {};
   return start;
 }
 
 std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, DataParallel& dp, const ParamTable& table,
                                           const float* params, TrainState state) {
   Communicator& comm = dp.comm();
+  Backend& backend = dp.backend();
   state.world_size = comm.size();
-  if (comm.size() == 1) return saver.save(table, params, dp.optimizer(), std::move(state));
-  if (comm.rank() != 0) {
-    std::vector<float> none, none_sq;  // only rank 0 receives
-    dp.gather_moments(none, none_sq);
-    return std::nullopt;
+  const size_t bytes = table.total() * sizeof(float);
+  if (comm.size() == 1)
+    return saver.save(table, [&](float* p, float* m, float* v) {
+      backend.to_host(p, params, bytes);
+      dp.optimizer().moments_to_host(m, v);
+    }, std::move(state));
+  // Several ranks: every rank takes part in the gather now; rank 0 copies the result into the snapshot.
+  std::vector<float> m, v;
+  if (comm.rank() == 0) {
+    m.resize(table.total());
+    v.resize(table.total());
   }
-  AdamW whole(table, dp.optimizer().config());
-  dp.gather_moments(whole.exp_avg, whole.exp_avg_sq);
-  whole.step_count = dp.optimizer().step_count;
-  return saver.save(table, params, whole, std::move(state));
+  dp.gather_moments(m.data(), v.data());
+  if (comm.rank() != 0) return std::nullopt;
+  return saver.save(table, [&](float* p, float* m_out, float* v_out) {
+    backend.to_host(p, params, bytes);
+    std::copy(m.begin(), m.end(), m_out);
+    std::copy(v.begin(), v.end(), v_out);
+  }, std::move(state));
 }
 
 }  // namespace replica

@@ -3,6 +3,7 @@
 // alone saves checkpoints, with the Adam moments gathered from every shard (checkpoints hold whole
 // tensors, so a run saved at W ranks resumes at any other W).
 #pragma once
+#include <memory>
 #include <optional>
 
 #include "replica/ckpt/saver.h"
@@ -11,11 +12,17 @@
 
 namespace replica {
 
-// start_run() on rank 0, then its result shared with every rank (dp's shard of the moments loaded).
+// The communicator that moves backend memory between ranks: null when `control` itself does (one rank, or
+// the CPU); NCCL for several ranks on GPUs (raises replica::Error in a build without NCCL).
+std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backend);
+
+// start_run() on rank 0, then its result shared with every rank: params (backend memory) filled, dp's shard
+// of the moments loaded.
 RunStart start_run_all_ranks(const Recipe& recipe, DataParallel& dp, const ParamTable& table,
                              const data::DataLoader& loader, float* params, SkipStep& skip_step);
 
-// Gathers the moments to rank 0, which starts saving `state` (with world_size set); on other ranks a no-op.
+// Gathers the moments to rank 0, which starts saving `state` and params (backend memory; world_size set);
+// other ranks only take part in the gather.
 std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, DataParallel& dp, const ParamTable& table,
                                           const float* params, TrainState state);
 

@@ -146,6 +146,7 @@ std::vector<Field> fields(Recipe& r) {
       integer("train.max_steps", r.train.max_steps),
       integer("train.stop_at", r.train.stop_at),
       text("train.resume_from", r.train.resume_from),
+      choice("train.device", r.train.device, parse_device, device_name),
       choice("train.precision", r.train.precision, precision, precision_name),
       integer("train.threads", r.train.threads),
       integer("train.seed", r.train.seed),

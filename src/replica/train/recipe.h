@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "replica/kernels/backend.h"
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/model/olmo3.h"
 #include "replica/optim/adamw.h"
@@ -61,6 +62,7 @@ struct Recipe {
     int64_t max_steps = 1000;  // the run's length (and the schedule horizon unless the schedule sets one)
     int64_t stop_at = 0;       // stop after this step without changing the horizon; 0 = max_steps
     std::string resume_from;   // checkpoint to resume from; empty: run.dir/checkpoints/latest if there is one
+    Device device = Device::cpu;  // where the model, optimizer and loss run (kernels/backend.h)
     Precision precision = Precision::fp32;
     int64_t threads = 0;  // 0 = all cores
     int64_t seed = 0;     // parameter init seed

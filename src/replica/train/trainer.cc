@@ -54,11 +54,14 @@ TrainSummary train(const Recipe& r, Communicator& comm) {
   const bool root = comm.rank() == 0;
   fs::create_directories(r.run.dir);
 
-  // Model and parameters (filled by start_run below).
+  // Model and parameters (filled by start_run below) on the recipe's device.
   const ModelConfig config = recipe_model_config(r);
-  Olmo3 model(config, r.train.precision, r.train.remat);
+  Backend& backend = backend_for(r.train.device, local_rank());
+  const std::unique_ptr<Communicator> nccl = connect_data(comm, backend);
+  Communicator& data_comm = nccl ? *nccl : comm;
+  Olmo3 model(config, r.train.precision, r.train.remat, backend);
   const ParamTable& table = model.table();
-  std::vector<float> params(table.total(), 0.0f), grads(table.total(), 0.0f);
+  DeviceArray<float> params(backend, table.total()), grads(backend, table.total());
 
   // Data: OLMo-core's global order; each rank reads row[r::W] of every global batch.
   data::LoaderConfig lc;
@@ -75,7 +78,8 @@ TrainSummary train(const Recipe& r, Communicator& comm) {
     heldout = std::make_unique<data::FslDataset>(eval::labelled_files(r.data.validation_paths), r.data.seq_len,
                                                  data::TokenDtype::u32, uint32_t(config.vocab_size));
 
-  DataParallel dp(comm, table, adamw_config(r), r.data.global_batch_size, r.data.micro_batch_size);
+  DataParallel dp(comm, data_comm, backend, table, adamw_config(r), r.data.global_batch_size,
+                  r.data.micro_batch_size);
   const ScheduleConfig schedule = schedule_config(r);
   SkipStep skip_step(r.optim.skip_step_window, r.optim.skip_step_sigma);
   const RunStart start = start_run_all_ranks(r, dp, table, loader, params.data(), skip_step);
@@ -92,17 +96,17 @@ TrainSummary train(const Recipe& r, Communicator& comm) {
   Progress progress(r.train.log_every);
   const int64_t T = r.data.seq_len, G = r.data.global_batch_size, M = r.data.micro_batch_size;
   const double flops_per_token = training_flops_per_token(config, T);
-  const double peak = root ? measure_gemm_peak(r.train.precision) : 1.0;  // per rank; only rank 0 reports MFU
+  const double peak = root ? backend.peak_flops(r.train.precision) : 1.0;  // per rank; only rank 0 reports MFU
   const int64_t last_step = r.train.stop_at > 0 ? std::min(r.train.stop_at, r.train.max_steps) : r.train.max_steps;
 
   progress.line(fmt::format("replica train: {} ({:.1f}M parameters, {}), {} steps of {} tokens, data {}", r.run.name,
                             double(table.count()) / 1e6, precision_name(r.train.precision), last_step,
                             r.tokens_per_step(), loader.fingerprint()));
   progress.line(start.message);
-  progress.line(fmt::format("machine: {} rank(s) ({}) × {} threads, GEMM peak {:.0f} GFLOP/s per rank ({}); "
-                            "{:.3g} FLOPs per token",
-                            comm.size(), comm.name(), num_threads(), peak / 1e9, precision_name(r.train.precision),
-                            flops_per_token));
+  progress.line(fmt::format("machine: {} rank(s) ({}) on {}, peak {:.0f} GFLOP/s per rank ({}, the MFU "
+                            "denominator); {:.3g} FLOPs per token",
+                            comm.size(), data_comm.name(), backend.describe(), peak / 1e9,
+                            precision_name(r.train.precision), flops_per_token));
 
   TrainSummary summary;
   summary.run_dir = r.run.dir;
@@ -177,7 +181,7 @@ TrainSummary train(const Recipe& r, Communicator& comm) {
     const double lr = learning_rate(schedule, step);
     if (take_step) dp.step(params.data(), grads.data(), lr);
     const bool stop = any_rank(comm, stop_requested);
-
+    backend.synchronize();  // the step's kernels are done before it is timed
     const double step_s = seconds_since(step_start);
     const double tokens_per_s = double(G * T) / step_s;
     const double mfu = flops_per_token * tokens_per_s / (peak * double(comm.size()));

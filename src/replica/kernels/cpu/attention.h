@@ -5,11 +5,9 @@
 #pragma once
 #include <cstdint>
 
-namespace replica {
+#include "replica/kernels/types.h"
 
-struct AttentionShape {
-  int64_t B, T, H, K, D, window;
-};
+namespace replica {
 
 // q, out: [B, T, H, D]; k, v: [B, T, K, D]; lse: [B, H, T] (log-sum-exp of the scaled scores, saved).
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,

@@ -4,14 +4,9 @@
 #pragma once
 #include <cstdint>
 
-#include "replica/core/bf16.h"
+#include "replica/kernels/types.h"
 
 namespace replica {
-
-enum class Precision { fp32, bf16 };
-
-const char* precision_name(Precision p);
-Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::Error
 
 // C[M,N] = A[M,K] · op(B) (+ C if accumulate), where op(B) = B^T for B stored [N,K] (trans_b) or B for
 // B stored [K,N]. A may be transposed too: trans_a means A is stored [K,M].
@@ -22,13 +17,6 @@ Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16 = nullptr,
           const bf16* A16 = nullptr);
-
-// A weight matrix operand: its fp32 values and, in bf16 precision, optionally the same values rounded.
-struct WeightRef {
-  WeightRef(const float* values, const bf16* rounded = nullptr) : f32(values), b16(rounded) {}
-  const float* f32;
-  const bf16* b16;
-};
 
 // This machine's practical GEMM peak in FLOP/s for `precision`: the best of ten 2048³ matmuls.
 // MFU everywhere is measured against it.

@@ -8,26 +8,6 @@
 
 namespace replica {
 
-constexpr int32_t kIgnoreLabel = -100;
-
-struct LossSums {
-  double ce = 0.0;      // Σ over labelled rows of (lse − logit[target])
-  double z = 0.0;       // Σ over labelled rows of lse²
-  int64_t n_labels = 0;
-  LossSums& operator+=(const LossSums& o) {
-    ce += o.ce;
-    z += o.z;
-    n_labels += o.n_labels;
-    return *this;
-  }
-};
-
-struct LmHeadGrads {
-  float* dhidden;     // [N, C], overwritten
-  float* dweight;     // [V, C], accumulated
-  float grad_scale;   // d(loss)/d(Σ ce + z_coef Σ z): 1 / (labels in the whole optimizer batch)
-};
-
 // hidden [N, C] (after the final norm), weight [V, C], targets [N] (kIgnoreLabel = no label).
 // With grads, also computes the backward pass in the same sweep.
 LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C,

@@ -1,11 +1,15 @@
 // RoPE forward and backward (in place).
 #include "replica/kernels/cpu/rope.h"
 
+#include <atomic>
 #include <cmath>
 
 namespace replica {
 
-RopeTable::RopeTable(int64_t T_, int64_t D_, double theta) : T(T_), D(D_), cos(size_t(T_ * D_ / 2)), sin(cos.size()) {
+static std::atomic<uint64_t> rope_tables{0};
+
+RopeTable::RopeTable(int64_t T_, int64_t D_, double theta)
+    : T(T_), D(D_), cos(size_t(T_ * D_ / 2)), sin(cos.size()), serial(++rope_tables) {
   for (int64_t t = 0; t < T; t++)
     for (int64_t i = 0; i < D / 2; i++) {
       double angle = double(t) / std::pow(theta, double(2 * i) / double(D));

@@ -10,6 +10,7 @@ namespace replica {
 struct RopeTable {
   int64_t T = 0, D = 0;
   std::vector<float> cos, sin;  // [T, D/2], computed in double and rounded once
+  uint64_t serial;              // distinct for every table of the process: a GPU backend's key for its copy
   RopeTable(int64_t T, int64_t D, double theta);
 };
 

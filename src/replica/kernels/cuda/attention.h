@@ -5,7 +5,7 @@
 #pragma once
 #include <cstdint>
 
-#include "replica/kernels/cpu/attention.h"  // AttentionShape, shared with the CPU kernel
+#include "replica/kernels/types.h"
 #include "replica/kernels/cuda/context.h"
 
 namespace replica::cuda {

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "replica/core/bf16.h"
-#include "replica/kernels/cpu/gemm.h"  // Precision, WeightRef: device-neutral types shared with the CPU kernels
+#include "replica/kernels/types.h"
 #include "replica/kernels/cuda/context.h"
 
 namespace replica::cuda {

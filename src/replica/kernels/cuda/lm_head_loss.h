@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 
-#include "replica/kernels/cpu/lm_head_loss.h"  // LossSums, LmHeadGrads, kIgnoreLabel, WeightRef, Precision
+#include "replica/kernels/types.h"
 #include "replica/kernels/cuda/context.h"
 
 namespace replica::cuda {

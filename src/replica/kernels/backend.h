@@ -1,0 +1,151 @@
+// The seam between the model, optimizer and trainer and the kernels: one interface, implemented by the CPU
+// kernels (kernels/cpu/backend.cc) and the CUDA kernels (kernels/cuda/backend.cc), chosen at run time by
+// `train.device`. Everything above this file is one code path for both devices.
+//
+// Memory: buffers the kernels read or write (weights, gradients, moments, activations) live in the
+// backend's memory, allocated through it (DeviceArray). Pointers passed to the kernel calls below are
+// backend pointers; token ids and targets are host pointers (the CPU checks them and the embedding
+// backward plans its order from them on the host). On the CPU, backend memory is host memory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "replica/kernels/cpu/rope.h"
+#include "replica/kernels/types.h"
+
+namespace replica {
+
+enum class Device { cpu, cuda };
+const char* device_name(Device d);
+Device parse_device(const std::string& text);  // "cpu" | "cuda", else replica::Error
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string describe() const = 0;  // "cpu" or "cuda:0 (NVIDIA H200, ...)"
+  // True when backend memory is ordinary host memory (the CPU): host code may then use buffers directly.
+  virtual bool host_memory() const = 0;
+
+  // ---- memory -------------------------------------------------------------------------------------------
+  virtual void* allocate(size_t bytes) = 0;  // zero-filled
+  virtual void release(void* p) = 0;
+  virtual void to_device(void* dst, const void* host, size_t bytes) = 0;
+  virtual void to_host(void* host, const void* src, size_t bytes) = 0;  // returns when the copy is done
+  virtual void copy(float* dst, const float* src, size_t n) = 0;
+  virtual void zero(float* x, size_t n) = 0;
+  virtual void synchronize() = 0;  // waits for every queued kernel (timing)
+  // The MFU denominator in FLOP/s for `precision`: the measured GEMM peak on the CPU (no datasheet number
+  // fits every machine), the datasheet's dense peak on known GPUs (as MaxText and OLMo-core report MFU).
+  virtual double peak_flops(Precision precision) = 0;
+
+  // ---- elementwise --------------------------------------------------------------------------------------
+  virtual void add(float* out, const float* a, const float* b, int64_t n) = 0;  // out may alias a or b
+  virtual void scale(float* x, size_t n, float s) = 0;
+  virtual void convert_to_bf16(const float* src, bf16* dst, size_t n) = 0;  // round to nearest even
+
+  // ---- the layers: kernels/cpu/*.h documents each contract ----------------------------------------------
+  virtual void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                    const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision,
+                    const bf16* B16) = 0;
+  virtual void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
+                               float eps) = 0;
+  virtual void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
+                                const float* rstd, int64_t rows, int64_t C, bool accumulate) = 0;
+  virtual void rope_forward(float* x, const RopeTable& table, int64_t B, int64_t T, int64_t heads, int64_t D) = 0;
+  virtual void rope_backward(float* dx, const RopeTable& table, int64_t B, int64_t T, int64_t heads,
+                             int64_t D) = 0;
+  // `precision` lets a backend run the attention products in bf16 on tensor cores; the CPU is always fp32.
+  virtual void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                                 const AttentionShape& s, Precision precision) = 0;
+  virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
+                                  const float* lse, const float* q, const float* k, const float* v,
+                                  const AttentionShape& s, Precision precision) = 0;
+  virtual void swiglu_forward(float* s, const float* g, const float* u, int64_t n) = 0;
+  virtual void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u,
+                               int64_t n) = 0;
+  virtual void embedding_forward(float* out, const int32_t* host_ids, const float* table, int64_t N,
+                                 int64_t C) = 0;
+  virtual void embedding_backward(float* dtable, const int32_t* host_ids, const float* dout, int64_t N,
+                                  int64_t C) = 0;
+  virtual LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* host_targets, int64_t N,
+                                int64_t C, int64_t V, float z_coef, Precision precision,
+                                const LmHeadGrads* grads) = 0;
+
+  // ---- optimizer ----------------------------------------------------------------------------------------
+  // One AdamW update of every element of `chunks` (backend memory, n_chunks entries); the moments cover a
+  // shard of the flat buffer that starts at moments_begin.
+  virtual void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
+                          size_t moments_begin, const AdamWChunk* chunks, int64_t n_chunks,
+                          const AdamWScalars& s) = 0;
+  // Σ x² in double per kSquareSumBlock block (optim/clip.h), in block order, on the host.
+  virtual std::vector<double> block_sums_of_squares(const float* x, size_t n) = 0;
+
+  // The three products of a Linear layer y = x · Wᵀ with x [M, K], W [N, K] (kernels/cpu/gemm.h).
+  void linear_forward(float* y, const float* x, WeightRef w, int64_t M, int64_t N, int64_t K, Precision p) {
+    gemm(false, true, M, N, K, x, K, w.f32, K, y, N, false, p, w.b16);
+  }
+  void linear_backward_input(float* dx, const float* dy, WeightRef w, int64_t M, int64_t N, int64_t K,
+                             bool accumulate, Precision p) {
+    gemm(false, false, M, K, N, dy, N, w.f32, K, dx, K, accumulate, p, w.b16);
+  }
+  void linear_backward_weight(float* dw, const float* dy, const float* x, int64_t M, int64_t N, int64_t K,
+                              Precision p) {
+    gemm(true, false, N, K, M, dy, N, x, K, dw, K, true, p, nullptr);
+  }
+};
+
+// The process's backend for `device`, made on first use and kept until exit (it owns the GPU's stream,
+// handles and memory pool, so there is one per process; `gpu` counts only on the first cuda call). cuda
+// raises replica::Error naming why it is unavailable (not built with CUDA, no GPU visible).
+Backend& backend_for(Device device, int gpu = 0);
+Backend& cpu_backend();  // backend_for(Device::cpu)
+bool cuda_available();
+
+// An array of T in a backend's memory, zero-filled, freed with its owner.
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  DeviceArray(Backend& backend, size_t n)
+      : backend_(&backend), data_(static_cast<T*>(n ? backend.allocate(n * sizeof(T)) : nullptr)), size_(n) {}
+  ~DeviceArray() {
+    if (data_) backend_->release(data_);
+  }
+  DeviceArray(DeviceArray&& o) noexcept { *this = std::move(o); }
+  DeviceArray& operator=(DeviceArray&& o) noexcept {
+    std::swap(backend_, o.backend_);
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    return *this;
+  }
+  T* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  Backend* backend_ = nullptr;
+  T* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Host access to floats in backend memory: the memory itself where it is host memory (no copy), else a host
+// copy, downloaded at construction when `download` is set and written back by upload().
+class HostMirror {
+ public:
+  HostMirror(Backend& backend, float* data, size_t n, bool download);
+  float* data() { return host_ ? host_ : staged_.data(); }
+  void upload();
+
+ private:
+  Backend& backend_;
+  float* device_;
+  float* host_;  // the buffer itself when the backend's memory is host memory, else null
+  std::vector<float> staged_;
+};
+
+}  // namespace replica

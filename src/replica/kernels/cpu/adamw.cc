@@ -1,0 +1,48 @@
+// AdamW update, element by element in OLMo-core's foreach order of fp32 operations, so one step agrees
+// bit for bit with torch's fp32 foreach ops (no fused multiply-adds: each product is rounded, as in torch).
+#include "replica/kernels/cpu/adamw.h"
+
+#include <cmath>
+
+// No contraction of a*b + c into a fused multiply-add in this file: torch rounds every product.
+#pragma GCC optimize("fp-contract=off")
+
+namespace replica {
+
+AdamWScalars adamw_scalars(double beta1, double beta2, double eps, double weight_decay, int64_t step_count,
+                           double lr) {
+  AdamWScalars s;
+  s.decay = 1.0f - float(lr * weight_decay);
+  s.w1 = float(1 - beta1);
+  s.keep1 = 1.0f - s.w1;
+  s.w2 = float(1 - beta2);
+  s.keep2 = 1.0f - s.w2;
+  const float t = float(step_count);
+  const float bc1 = 1.0f - std::pow(float(beta1), t);
+  const float bc2 = 1.0f - std::pow(float(beta2), t);
+  s.neg_step_size = -((1.0f / bc1) * float(lr));
+  s.bc2_sqrt = std::sqrt(bc2);
+  s.eps = float(eps);
+  return s;
+}
+
+void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, size_t moments_begin,
+                const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) {
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < n_chunks; k++) {
+    const AdamWChunk& chunk = chunks[k];
+    const float p_scale = chunk.decay ? s.decay : 1.0f;
+    for (size_t i = chunk.begin; i < chunk.end; i++) {
+      float g = grads[i];
+      float p = params[i] * p_scale;
+      float& m = exp_avg[i - moments_begin];
+      float& v = exp_avg_sq[i - moments_begin];
+      m = m * s.keep1 + g * s.w1;
+      v = v * s.keep2 + (g * g) * s.w2;
+      float denom = std::sqrt(v) / s.bc2_sqrt + s.eps;
+      params[i] = p + (m / denom) * s.neg_step_size;
+    }
+  }
+}
+
+}  // namespace replica

@@ -1,0 +1,135 @@
+// CpuBackend: the Backend interface over kernels/cpu. Backend memory is host memory.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "replica/core/error.h"
+#include "replica/core/threads.h"
+#include "replica/kernels/backend.h"
+#include "replica/kernels/cpu/adamw.h"
+#include "replica/kernels/cpu/attention.h"
+#include "replica/kernels/cpu/embedding.h"
+#include "replica/kernels/cpu/gemm.h"
+#include "replica/kernels/cpu/lm_head_loss.h"
+#include "replica/kernels/cpu/rmsnorm.h"
+#include "replica/kernels/cpu/swiglu.h"
+#include "replica/optim/clip.h"
+
+namespace replica {
+
+namespace {
+
+constexpr std::align_val_t kAlignment{64};  // a cache line: what oneDNN and the SIMD loops like
+
+class CpuBackend final : public Backend {
+ public:
+  Device device() const override { return Device::cpu; }
+  std::string describe() const override { return fmt::format("cpu ({} threads)", num_threads()); }
+  bool host_memory() const override { return true; }
+
+  void* allocate(size_t bytes) override {
+    void* p = ::operator new(bytes, kAlignment);
+    zero_bytes(p, bytes);
+    return p;
+  }
+  void release(void* p) override { ::operator delete(p, kAlignment); }
+  void to_device(void* dst, const void* host, size_t bytes) override { copy_bytes(dst, host, bytes); }
+  void to_host(void* host, const void* src, size_t bytes) override { copy_bytes(host, src, bytes); }
+  void copy(float* dst, const float* src, size_t n) override { copy_bytes(dst, src, n * sizeof(float)); }
+  void zero(float* x, size_t n) override { zero_bytes(x, n * sizeof(float)); }
+  void synchronize() override {}
+  double peak_flops(Precision p) override { return measure_gemm_peak(p); }
+
+  void add(float* out, const float* a, const float* b, int64_t n) override {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+  }
+  void scale(float* x, size_t n, float s) override {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < int64_t(n); i++) x[i] *= s;
+  }
+  void convert_to_bf16(const float* src, bf16* dst, size_t n) override { replica::convert_to_bf16(src, dst, n); }
+
+  void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+            int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16) override {
+    replica::gemm(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16);
+  }
+  void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
+                       float eps) override {
+    replica::rmsnorm_forward(y, rstd, x, w, rows, C, eps);
+  }
+  void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
+                        int64_t rows, int64_t C, bool acc) override {
+    replica::rmsnorm_backward(dx, dw, dy, x, w, rstd, rows, C, acc);
+  }
+  void rope_forward(float* x, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
+    replica::rope_forward(x, t, B, T, heads, D);
+  }
+  void rope_backward(float* dx, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
+    replica::rope_backward(dx, t, B, T, heads, D);
+  }
+  void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                         const AttentionShape& s, Precision) override {
+    replica::attention_forward(out, lse, q, k, v, s);
+  }
+  void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
+                          const float* q, const float* k, const float* v, const AttentionShape& s,
+                          Precision) override {
+    replica::attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s);
+  }
+  void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
+    replica::swiglu_forward(s, g, u, n);
+  }
+  void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n) override {
+    replica::swiglu_backward(dg, du, ds, g, u, n);
+  }
+  void embedding_forward(float* out, const int32_t* ids, const float* table, int64_t N, int64_t C) override {
+    replica::embedding_forward(out, ids, table, N, C);
+  }
+  void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int64_t N, int64_t C) override {
+    replica::embedding_backward(dtable, ids, dout, N, C);
+  }
+  LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C,
+                        int64_t V, float z_coef, Precision p, const LmHeadGrads* grads) override {
+    return replica::lm_head_loss(hidden, weight, targets, N, C, V, z_coef, p, grads);
+  }
+
+  void adamw_step(float* params, const float* grads, float* m, float* v, size_t moments_begin,
+                  const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) override {
+    replica::adamw_step(params, grads, m, v, moments_begin, chunks, n_chunks, s);
+  }
+  std::vector<double> block_sums_of_squares(const float* x, size_t n) override {
+    return replica::block_sums_of_squares(x, n);
+  }
+
+ private:
+  // Large copies and fills split across the threads (one thread cannot saturate memory bandwidth).
+  static constexpr size_t kPiece = size_t(1) << 22;
+  static void copy_bytes(void* dst, const void* src, size_t bytes) {
+    if (bytes == 0 || dst == src) return;
+    const int64_t pieces = int64_t((bytes + kPiece - 1) / kPiece);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < pieces; i++) {
+      const size_t begin = size_t(i) * kPiece;
+      std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin,
+                  std::min(kPiece, bytes - begin));
+    }
+  }
+  static void zero_bytes(void* dst, size_t bytes) {
+    const int64_t pieces = int64_t((bytes + kPiece - 1) / kPiece);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < pieces; i++) {
+      const size_t begin = size_t(i) * kPiece;
+      std::memset(static_cast<char*>(dst) + begin, 0, std::min(kPiece, bytes - begin));
+    }
+  }
+};
+
+}  // namespace
+
+Backend& cpu_backend() {
+  static CpuBackend backend;
+  return backend;
+}
+
+}  // namespace replica

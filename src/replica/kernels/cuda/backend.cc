@@ -1,0 +1,219 @@
+// CudaBackend: the Backend interface over kernels/cuda, on one GPU and one stream. Kernels are queued on the
+// stream; calls that return host values (loss sums, norm block sums, copies to the host) wait for it.
+// Built into libreplica only when CMake finds CUDA (REPLICA_HAVE_CUDA_BACKEND).
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstring>
+#include <fmt/core.h>
+#include <map>
+
+#include "replica/core/error.h"
+#include "replica/kernels/backend.h"
+#include "replica/kernels/cuda/adamw.h"
+#include "replica/kernels/cuda/attention.h"
+#include "replica/kernels/cuda/context.h"
+#include "replica/kernels/cuda/elementwise.h"
+#include "replica/kernels/cuda/embedding.h"
+#include "replica/kernels/cuda/gemm.h"
+#include "replica/kernels/cuda/grad_norm.h"
+#include "replica/kernels/cuda/lm_head_loss.h"
+#include "replica/kernels/cuda/rmsnorm.h"
+#include "replica/kernels/cuda/rope.h"
+#include "replica/kernels/cuda/swiglu.h"
+
+namespace replica {
+
+int cuda_device_count() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+namespace {
+
+using cuda::check_cuda;
+
+// A device buffer that grows to the largest size asked for (host data uploaded per call: ids, targets).
+template <typename T>
+class Staging {
+ public:
+  explicit Staging(cuda::Context& ctx) : ctx_(ctx) {}
+  ~Staging() { ctx_.release(data_); }
+  T* upload(const T* host, size_t n) {
+    if (n > capacity_) {
+      ctx_.release(data_);
+      data_ = static_cast<T*>(ctx_.allocate(n * sizeof(T)));
+      capacity_ = n;
+    }
+    check_cuda(cudaMemcpyAsync(data_, host, n * sizeof(T), cudaMemcpyHostToDevice, ctx_.stream()), "upload");
+    return data_;
+  }
+
+ private:
+  cuda::Context& ctx_;
+  T* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int gpu) : gpu_(gpu), ctx_(gpu), ids_(ctx_), targets_(ctx_) {
+    check_cuda(cudaGetDeviceProperties(&props_, gpu), "cudaGetDeviceProperties");
+  }
+  ~CudaBackend() override {
+    for (auto& [serial, table] : rope_) release(table.data);
+  }
+
+  Device device() const override { return Device::cuda; }
+  std::string describe() const override {
+    return fmt::format("cuda:{} ({}, {} SMs, {:.0f} GiB)", gpu_, props_.name, props_.multiProcessorCount,
+                       double(props_.totalGlobalMem) / double(1 << 30));
+  }
+  bool host_memory() const override { return false; }
+
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    const cudaError_t status = cudaMallocAsync(&p, bytes, ctx_.stream());
+    if (status != cudaSuccess) {
+      size_t free = 0, total = 0;
+      cudaMemGetInfo(&free, &total);
+      fail("cuda: cannot allocate {:.2f} GiB ({} GiB of {} GiB free): {}", double(bytes) / double(1 << 30),
+           free >> 30, total >> 30, cudaGetErrorString(status));
+    }
+    check_cuda(cudaMemsetAsync(p, 0, bytes, ctx_.stream()), "cudaMemsetAsync");
+    return p;
+  }
+  void release(void* p) override { ctx_.release(p); }
+  void to_device(void* dst, const void* host, size_t bytes) override {
+    check_cuda(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, ctx_.stream()), "copy to the GPU");
+    ctx_.synchronize();  // the host buffer may go away when this returns
+  }
+  void to_host(void* host, const void* src, size_t bytes) override {
+    check_cuda(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, ctx_.stream()), "copy to the host");
+    ctx_.synchronize();
+  }
+  void copy(float* dst, const float* src, size_t n) override {
+    check_cuda(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, ctx_.stream()), "copy");
+  }
+  void zero(float* x, size_t n) override {
+    check_cuda(cudaMemsetAsync(x, 0, n * sizeof(float), ctx_.stream()), "zero");
+  }
+  void synchronize() override { ctx_.synchronize(); }
+
+  double peak_flops(Precision p) override {
+    // Dense datasheet peaks of the SXM Hopper parts (H100 and H200 share the compute die and clocks).
+    const std::string name = props_.name;
+    if (name.find("H100") != std::string::npos || name.find("H200") != std::string::npos)
+      return p == Precision::bf16 ? 989.4e12 : 66.9e12;
+    return measured_gemm_peak(p);
+  }
+
+  void add(float* out, const float* a, const float* b, int64_t n) override { cuda::add(ctx_, out, a, b, n); }
+  void scale(float* x, size_t n, float s) override { cuda::scale(ctx_, x, n, s); }
+  void convert_to_bf16(const float* src, bf16* dst, size_t n) override {
+    cuda::convert_to_bf16(ctx_, src, dst, int64_t(n));
+  }
+
+  void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+            int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16) override {
+    cuda::gemm(ctx_, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16);
+  }
+  void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
+                       float eps) override {
+    cuda::rmsnorm_forward(ctx_, y, rstd, x, w, rows, C, eps);
+  }
+  void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
+                        int64_t rows, int64_t C, bool acc) override {
+    cuda::rmsnorm_backward(ctx_, dx, dw, dy, x, w, rstd, rows, C, acc);
+  }
+  void rope_forward(float* x, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
+    const float* cs = rope(t);
+    cuda::rope_forward(ctx_, x, cs, cs + t.cos.size(), B, T, heads, D);
+  }
+  void rope_backward(float* dx, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
+    const float* cs = rope(t);
+    cuda::rope_backward(ctx_, dx, cs, cs + t.cos.size(), B, T, heads, D);
+  }
+  void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                         const AttentionShape& s, Precision) override {
+    cuda::attention_forward(ctx_, out, lse, q, k, v, s);
+  }
+  void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
+                          const float* q, const float* k, const float* v, const AttentionShape& s,
+                          Precision) override {
+    cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
+  }
+  void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
+    cuda::swiglu_forward(ctx_, s, g, u, n);
+  }
+  void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n) override {
+    cuda::swiglu_backward(ctx_, dg, du, ds, g, u, n);
+  }
+  void embedding_forward(float* out, const int32_t* host_ids, const float* table, int64_t N, int64_t C) override {
+    cuda::embedding_forward(ctx_, out, ids_.upload(host_ids, size_t(N)), table, N, C);
+  }
+  void embedding_backward(float* dtable, const int32_t* host_ids, const float* dout, int64_t N, int64_t C) override {
+    cuda::embedding_backward(ctx_, dtable, host_ids, dout, N, C);
+  }
+  LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* host_targets, int64_t N, int64_t C,
+                        int64_t V, float z_coef, Precision p, const LmHeadGrads* grads) override {
+    const int32_t* targets = targets_.upload(host_targets, size_t(N));
+    return cuda::lm_head_loss(ctx_, hidden, weight, targets, N, C, V, z_coef, p, grads);
+  }
+
+  void adamw_step(float* params, const float* grads, float* m, float* v, size_t moments_begin,
+                  const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) override {
+    cuda::adamw_step(ctx_, params, grads, m, v, moments_begin, chunks, n_chunks, s);
+  }
+  std::vector<double> block_sums_of_squares(const float* x, size_t n) override {
+    return cuda::block_sums_of_squares(ctx_, x, n);
+  }
+
+ private:
+  // cos then sin of `t` on the device, uploaded once per table (the model makes one per sequence length).
+  const float* rope(const RopeTable& t) {
+    auto it = rope_.find(t.serial);
+    if (it != rope_.end()) return it->second.data;
+    for (auto& [serial, table] : rope_) release(table.data);  // an old length: the model replaced its table
+    rope_.clear();
+    const size_t n = t.cos.size();
+    auto* data = static_cast<float*>(allocate(2 * n * sizeof(float)));
+    to_device(data, t.cos.data(), n * sizeof(float));
+    to_device(data + n, t.sin.data(), n * sizeof(float));
+    rope_[t.serial] = {data};
+    return data;
+  }
+
+  // Best of five square GEMMs of 8192 (GPUs without a datasheet entry here).
+  double measured_gemm_peak(Precision p) {
+    const int64_t n = 8192;
+    auto* a = static_cast<float*>(allocate(size_t(n * n) * sizeof(float)));
+    auto* c = static_cast<float*>(allocate(size_t(n * n) * sizeof(float)));
+    double best = 0.0;
+    for (int i = 0; i < 6; i++) {
+      const auto start = std::chrono::steady_clock::now();
+      gemm(false, true, n, n, n, a, n, a, n, c, n, false, p, nullptr);
+      synchronize();
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (i > 0) best = std::max(best, 2.0 * double(n * n) * double(n) / s);  // the first call warms up
+    }
+    release(a);
+    release(c);
+    return best;
+  }
+
+  struct DeviceRope {
+    float* data;
+  };
+  int gpu_;
+  cuda::Context ctx_;
+  cudaDeviceProp props_{};
+  Staging<int32_t> ids_, targets_;
+  std::map<uint64_t, DeviceRope> rope_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int gpu) { return std::make_unique<CudaBackend>(gpu); }
+
+}  // namespace replica

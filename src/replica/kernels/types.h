@@ -1,0 +1,68 @@
+// Device-neutral types of the kernel layer, shared by the CPU kernels (kernels/cpu), the CUDA kernels
+// (kernels/cuda) and the code above them (kernels/backend.h). Header-only, so the CUDA library and the
+// standalone GPU checks (bench/gpu) use them without linking libreplica.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "replica/core/bf16.h"
+
+namespace replica {
+
+// GEMM precision: bf16 rounds both operands to bfloat16 and accumulates in fp32 (as autocast does);
+// outputs are always fp32.
+enum class Precision { fp32, bf16 };
+
+const char* precision_name(Precision p);
+Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::Error
+
+// A weight matrix operand: its fp32 values and, in bf16 precision, optionally the same values rounded
+// (weights are rounded once per step, not per product).
+struct WeightRef {
+  WeightRef(const float* values, const bf16* rounded = nullptr) : f32(values), b16(rounded) {}
+  const float* f32;
+  const bf16* b16;
+};
+
+// Attention over q [B, T, H, D] and k, v [B, T, K, D]; query i sees keys max(0, i − window + 1) ≤ j ≤ i
+// (window 0: full causal); query head h reads KV head h / (H / K).
+struct AttentionShape {
+  int64_t B, T, H, K, D, window;
+};
+
+// A target of kIgnoreLabel has no loss (OLMo-core's ignore index).
+constexpr int32_t kIgnoreLabel = -100;
+
+// The LM head's loss sums over labelled rows, with lse = logsumexp(logits).
+struct LossSums {
+  double ce = 0.0;      // Σ (lse − logit[target])
+  double z = 0.0;       // Σ lse²
+  int64_t n_labels = 0;
+  LossSums& operator+=(const LossSums& o) {
+    ce += o.ce;
+    z += o.z;
+    n_labels += o.n_labels;
+    return *this;
+  }
+};
+
+struct LmHeadGrads {
+  float* dhidden;     // [N, C], overwritten
+  float* dweight;     // [V, C], accumulated
+  float grad_scale;   // d(loss)/d(Σ ce + z_coef Σ z): 1 / (labels in the whole optimizer batch)
+};
+
+// AdamW's fixed work unit: elements [begin, end) of the flat parameter buffer, inside one tensor; decay is
+// 0 for the embedding (no weight decay), 1 elsewhere.
+struct AdamWChunk {
+  size_t begin, end;
+  int32_t decay;
+};
+
+// The scalars of one AdamW step, computed on the host as torch computes them (optim/adamw.cc), so every
+// backend applies the same fp32 operations to every element.
+struct AdamWScalars {
+  float decay, w1, keep1, w2, keep2, neg_step_size, bc2_sqrt, eps;
+};
+
+}  // namespace replica
