@@ -53,4 +53,8 @@ std::unique_ptr<Communicator> connect();
 // REPLICA_DIST_TIMEOUT (seconds) or 600.
 double dist_timeout_seconds();
 
+// This process's rank among the job's processes on its machine, which selects its GPU:
+// OMPI_COMM_WORLD_LOCAL_RANK (set by mpirun) or 0.
+int local_rank();
+
 }  // namespace replica
