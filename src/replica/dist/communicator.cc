@@ -1,8 +1,9 @@
-// The single-process communicator, the launcher check and the timeout setting.
+// The single-process communicator, the launcher check, the timeout setting and the local rank.
 #include "replica/dist/communicator.h"
 
 #include <fmt/core.h>
 
+#include <climits>
 #include <cstdlib>
 
 #include "replica/core/error.h"
@@ -40,6 +41,16 @@ double dist_timeout_seconds() {
   const double seconds = std::strtod(text, &end);
   check(*end == '\0' && seconds > 0, "REPLICA_DIST_TIMEOUT='{}': expected a positive number of seconds", text);
   return seconds;
+}
+
+int local_rank() {
+  const char* text = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (!text || !*text) return 0;
+  char* end = nullptr;
+  const long rank = std::strtol(text, &end, 10);
+  check(*end == '\0' && rank >= 0 && rank <= INT_MAX, "OMPI_COMM_WORLD_LOCAL_RANK='{}': expected a rank >= 0",
+        text);
+  return int(rank);
 }
 
 }  // namespace replica

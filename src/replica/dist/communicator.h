@@ -1,6 +1,6 @@
 // Communicator: the processes of a data-parallel job and the point-to-point exchange that every
-// collective in dist/ is built from. Local (one process) and Mpi (Open MPI) implement it; an NCCL one
-// would implement exchange() with grouped ncclSend/ncclRecv (docs/scaling.md).
+// collective in dist/ is built from. Local (one process) and Mpi (Open MPI, host buffers) implement it,
+// and with CUDA Nccl (dist/nccl.h: grouped ncclSend/ncclRecv over device buffers, bootstrapped over Mpi).
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -21,7 +21,7 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual std::string name() const = 0;  // "local" or "mpi"
+  virtual std::string name() const = 0;  // "local", "mpi" or "nccl"
 
   // Posts every receive and send, then waits until all have completed. Between two ranks, messages are
   // matched in the order they are listed. A rank never sends to itself.
@@ -56,5 +56,9 @@ int local_rank();
 // Seconds a rank waits for a message before it declares a peer dead and aborts the job:
 // REPLICA_DIST_TIMEOUT (seconds) or 600.
 double dist_timeout_seconds();
+
+// This process's rank among the job's processes on its machine, which selects its GPU:
+// OMPI_COMM_WORLD_LOCAL_RANK (set by mpirun) or 0.
+int local_rank();
 
 }  // namespace replica

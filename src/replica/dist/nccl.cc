@@ -1,0 +1,139 @@
+// NcclCommunicator: grouped ncclSend/ncclRecv on the caller's stream, then a polling wait with a deadline
+// that also watches NCCL's asynchronous errors, mirroring MpiCommunicator.
+#include "replica/dist/nccl.h"
+
+#include <fmt/core.h>
+#include <sched.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+#include "replica/core/error.h"
+#include "replica/dist/collectives.h"
+
+namespace replica {
+
+// NCCL's name for the code plus its last detailed message, which usually says which peer or transport failed.
+static std::string describe(ncclResult_t result, ncclComm_t comm) {
+  const char* last = ncclGetLastError(comm);
+  if (!last || !*last) return ncclGetErrorString(result);
+  return fmt::format("{} ({})", ncclGetErrorString(result), last);
+}
+
+static void check_nccl(ncclResult_t result, const std::string& doing) {
+  if (result != ncclSuccess) fail("nccl: {} failed: {}", doing, describe(result, nullptr));
+}
+
+static void check_cuda(cudaError_t code, const std::string& doing) {
+  if (code != cudaSuccess) fail("nccl: {} failed: {}", doing, cudaGetErrorString(code));
+}
+
+static double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device, cudaStream_t stream)
+    : bootstrap_(bootstrap), stream_(stream), timeout_s_(dist_timeout_seconds()) {
+  check_cuda(cudaSetDevice(device), fmt::format("cudaSetDevice({}) on rank {}", device, rank()));
+  // Allocated before the communicator exists, so that a failure here leaves nothing to clean up.
+  check_cuda(cudaMalloc(&flag_, 1), "cudaMalloc of the barrier byte");
+  check_cuda(cudaMemset(flag_, 0, 1), "cudaMemset of the barrier byte");
+  ncclUniqueId id{};
+  if (rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  broadcast(bootstrap_, &id, sizeof id);  // host memory: the bootstrap is a host communicator (MPI)
+  check_nccl(ncclCommInitRank(&comm_, size(), id, rank()),
+             fmt::format("ncclCommInitRank (rank {} of {}, device {})", rank(), size(), device));
+}
+
+// Errors are ignored: a destructor cannot report them, and the process is ending its use of the GPU.
+// ncclCommDestroy finalizes the communicator itself (flushing its operations) when it was not finalized.
+NcclCommunicator::~NcclCommunicator() {
+  cudaStreamSynchronize(stream_);
+  ncclCommDestroy(comm_);
+  cudaFree(flag_);
+}
+
+void NcclCommunicator::exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) {
+  std::set<int> peers;
+  for (const std::vector<Transfer>* list : {&sends, &recvs})
+    for (const Transfer& t : *list) {
+      check(t.peer >= 0 && t.peer < size() && t.peer != rank(), "nccl: rank {} cannot exchange with rank {} of {}",
+            rank(), t.peer, size());
+      peers.insert(t.peer);
+    }
+  // The work queued before (e.g. the kernels that wrote the send buffers) finishes first, so that
+  // comm_seconds and the timeout count the communication alone; a kernel error surfaces here as itself.
+  check_cuda(cudaStreamSynchronize(stream_), "the GPU work before an exchange");
+  const auto start = std::chrono::steady_clock::now();
+  // One group: NCCL posts every message at once (no deadlock whatever the order of the lists) and
+  // matches the messages between two ranks in the order they were issued, as the interface requires.
+  require(ncclGroupStart(), "ncclGroupStart");
+  for (const Transfer& t : recvs) require(ncclRecv(t.data, t.bytes, ncclChar, t.peer, comm_, stream_), "ncclRecv");
+  for (const Transfer& t : sends) require(ncclSend(t.data, t.bytes, ncclChar, t.peer, comm_, stream_), "ncclSend");
+  require(ncclGroupEnd(), "ncclGroupEnd");
+  std::string who = "messages from/to rank(s)";
+  for (int p : peers) who += fmt::format(" {}", p);
+  wait(who);
+  comm_seconds += seconds_since(start);
+}
+
+// A 1-byte all-reduce: no rank's result is ready before every rank has contributed, which a ring of
+// sends (each rank hearing only from its neighbour) would not guarantee beyond two ranks.
+void NcclCommunicator::barrier() {
+  if (size() == 1) return;
+  check_cuda(cudaStreamSynchronize(stream_), "the GPU work before a barrier");
+  const auto start = std::chrono::steady_clock::now();
+  require(ncclAllReduce(flag_, flag_, 1, ncclUint8, ncclMax, comm_, stream_), "ncclAllReduce (barrier)");
+  wait("a barrier");
+  comm_seconds += seconds_since(start);
+}
+
+// Polls like MpiCommunicator::wait: yielding the core for the first second (NCCL's proxy thread and other
+// ranks may share it), then sleeping 1 ms between polls, and aborting the job on an asynchronous NCCL
+// error (a peer or link failed) or once timeout_s_ has passed.
+void NcclCommunicator::wait(const std::string& what) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const cudaError_t state = cudaStreamQuery(stream_);
+    if (state == cudaSuccess) return;
+    if (state != cudaErrorNotReady)
+      abort(fmt::format("CUDA error while waiting for {}: {}; ending the job.", what, cudaGetErrorString(state)), 3);
+    ncclResult_t async = ncclSuccess;
+    require(ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
+    if (async != ncclSuccess)
+      abort(fmt::format("NCCL error while waiting for {}: {}: a rank died or its link failed; ending the job. "
+                        "Restart it to resume from the last complete checkpoint.",
+                        what, describe(async, comm_)),
+            3);
+    const double waited = seconds_since(start);
+    if (waited > timeout_s_)
+      abort(fmt::format("no progress for {:.0f} s waiting for {} (REPLICA_DIST_TIMEOUT={:g}): a rank died or "
+                        "hangs; ending the job. Restart it to resume from the last complete checkpoint.",
+                        waited, what, timeout_s_),
+            3);
+    if (waited < 1.0)
+      sched_yield();
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// A failed call between ncclGroupStart and the end of the wait leaves other ranks blocked on this one, so
+// it ends the job rather than throwing.
+void NcclCommunicator::require(ncclResult_t result, const char* call) {
+  if (result != ncclSuccess) abort(fmt::format("{} failed: {}; ending the job.", call, describe(result, comm_)), 3);
+}
+
+void NcclCommunicator::abort(const std::string& message, int status) {
+  // Printed first: ncclCommAbort may take a while to tear down the connections.
+  fmt::print(stderr, "replica: rank {} of {}: error: {}\n", rank(), size(), message);
+  std::fflush(stderr);
+  ncclCommAbort(comm_);  // stops this rank's unfinished NCCL kernels so that the process can exit
+  bootstrap_.abort("NCCL communicator aborted after the error above", status);
+  std::_Exit(status);  // not reached; GCC does not trust [[noreturn]] through a virtual call
+}
+
+}  // namespace replica

@@ -1,0 +1,45 @@
+// NCCL communicator: exchange() and barrier() between GPUs over device buffers, for the gradient
+// reduce-scatter and the weight all-gather of a GPU job. Built only with CUDA and NCCL (REPLICA_HAVE_NCCL).
+// The job's MPI communicator stays the bootstrap and carries host data; like it, a wait that makes no
+// progress for REPLICA_DIST_TIMEOUT seconds ends the whole job instead of hanging.
+#pragma once
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "replica/dist/communicator.h"
+
+namespace replica {
+
+class NcclCommunicator final : public Communicator {
+ public:
+  // Collective over `bootstrap` (every rank calls it): rank 0 creates the NCCL id and broadcasts it over
+  // the bootstrap; every rank selects `device` (usually local_rank()) and joins. NCCL work runs on
+  // `stream`. `bootstrap` must outlive this communicator. Errors raise replica::Error.
+  NcclCommunicator(Communicator& bootstrap, int device, cudaStream_t stream);
+  ~NcclCommunicator() override;  // waits for the stream, then ncclCommDestroy
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const override { return bootstrap_.rank(); }
+  int size() const override { return bootstrap_.size(); }
+  std::string name() const override { return "nccl"; }
+  // Transfer::data are device pointers. Work queued earlier on the stream finishes first; on return
+  // every message has arrived.
+  void exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override;
+  void barrier() override;
+  // Prints the message, aborts the NCCL communicator, then the bootstrap's abort ends the job.
+  [[noreturn]] void abort(const std::string& message, int status) override;
+
+ private:
+  // Waits for the stream to drain, aborting the job on an NCCL or CUDA error or after timeout_s_.
+  // `what` names the operation for the message ("a barrier", "messages from/to rank(s) 1 3").
+  void wait(const std::string& what);
+  void require(ncclResult_t result, const char* call);  // aborts the job when an NCCL call fails
+  Communicator& bootstrap_;
+  cudaStream_t stream_;
+  ncclComm_t comm_ = nullptr;
+  void* flag_ = nullptr;  // 1 device byte that barrier() all-reduces
+  double timeout_s_;
+};
+
+}  // namespace replica
