@@ -130,6 +130,7 @@ struct ForwardSmem {
   static constexpr size_t p = size_t(kBlockRows) * ld_b16<kKeyTile> * 2;   // probabilities, bf16
   static constexpr size_t o = size_t(kBlockRows) * ld_f32<D> * 4;          // output accumulator, fp32
   static constexpr size_t bytes = q + 2 * kv + s + p + o;
+  static_assert(q % 128 == 0 && kv % 128 == 0 && s % 128 == 0 && p % 128 == 0, "segments stay 128-byte aligned");
 };
 
 template <int D>
@@ -264,6 +265,7 @@ struct DkDvSmem {
   static constexpr size_t p = size_t(kBlockRows) * ld_b16<kQueryTile> * 2;  // Pᵀ, dSᵀ, bf16
   static constexpr size_t stats = size_t(kQueryTile) * 4;                   // lse, delta
   static constexpr size_t bytes = 2 * kv + 2 * q + 2 * s + 2 * p + 2 * stats;
+  static_assert(kv % 128 == 0 && q % 128 == 0 && s % 128 == 0 && p % 128 == 0, "segments stay 128-byte aligned");
 };
 
 // One block per (64 keys, KV head, batch); warp w owns keys 16w..16w+15 and their dK, dV rows (registers).
@@ -377,10 +379,8 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_bf16_kernel(float* dk
 
   // The warp's ST rows are its own: stage the results there.
   const int64_t n_rows = max(int64_t(0), min(int64_t(kRowsPerWarp), nk - row0));
-  float* kb = dk + b * T * K * D;
-  float* vb = dv + b * T * K * D;
-  store_rows<D>(kb, dK, scale, ST + row0 * lds, lds, j0 + row0, n_rows, K, g);
-  store_rows<D>(vb, dV, 1.0f, ST + row0 * lds, lds, j0 + row0, n_rows, K, g);
+  store_rows<D>(dk + b * T * K * D, dK, scale, ST + row0 * lds, lds, j0 + row0, n_rows, K, g);
+  store_rows<D>(dv + b * T * K * D, dV, 1.0f, ST + row0 * lds, lds, j0 + row0, n_rows, K, g);
 }
 
 template <int D>
@@ -390,6 +390,7 @@ struct DqSmem {
   static constexpr size_t p = size_t(kBlockRows) * ld_b16<kKeyTile> * 2;  // dS, bf16
   static constexpr size_t stats = size_t(kBlockRows) * 4;                 // lse, delta
   static constexpr size_t bytes = 4 * tile + 2 * s + p + 2 * stats;
+  static_assert(tile % 128 == 0 && s % 128 == 0 && p % 128 == 0, "segments stay 128-byte aligned");
 };
 static_assert(kKeyTile == kBlockRows, "DqSmem sizes K and V tiles with kBlockRows");
 
