@@ -5,7 +5,7 @@
 //   forward:   block (query tile, head, batch): online softmax over the visible key tiles.
 //   backward:  delta_i = Σ_d dO·O;  block (key tile, KV head, batch) accumulates dK, dV over the visible
 //              query tiles of every head in the group;  block (query tile, head, batch) accumulates dQ.
-// This is the correct, deterministic baseline; tensor-core (bf16 wgmma) tiles are the next step (docs/gpu.md).
+// This is the correct, deterministic baseline; attention_bf16.cu is the tensor-core variant (docs/gpu.md).
 #include <cmath>
 #include <stdexcept>
 
@@ -288,16 +288,22 @@ void attention_forward(Context& ctx, float* out, float* lse, const float* q, con
   check_launch("attention_forward");
 }
 
+void attention_delta(Context& ctx, float* delta, const float* dout, const float* out, const AttentionShape& s) {
+  const int64_t rows = s.B * s.T * s.H;
+  if (rows == 0) return;
+  attention_delta_kernel<<<unsigned(ceil_div(rows * 32, 256)), 256, 0, ctx.stream()>>>(delta, dout, out, s.T, s.H,
+                                                                                      s.D, rows);
+  check_launch("attention_delta");
+}
+
 void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                         const float* lse, const float* q, const float* k, const float* v, const AttentionShape& s) {
   check_shape(s);
   if (s.B * s.T == 0) return;
-  const int64_t D = s.D, rows = s.B * s.T * s.H;
+  const int64_t D = s.D;
   const float scale = 1.0f / std::sqrt(float(D));
-  Scratch<float> delta(ctx, size_t(rows));
-  attention_delta_kernel<<<unsigned(ceil_div(rows * 32, 256)), 256, 0, ctx.stream()>>>(delta.get(), dout, out, s.T,
-                                                                                      s.H, D, rows);
-  check_launch("attention_delta");
+  Scratch<float> delta(ctx, size_t(s.B * s.H * s.T));
+  attention_delta(ctx, delta.get(), dout, out, s);
 
   const int64_t pair = kTile * (kTile + 1);
   const size_t dkdv_bytes =

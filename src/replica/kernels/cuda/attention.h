@@ -1,7 +1,8 @@
 // Causal self-attention with optional sliding window and GQA on the GPU, same contract as
 // kernels/cpu/attention.h: query i sees keys max(0, i − W + 1) ≤ j ≤ i (W = window, 0 = full causal), query
-// head h reads KV head h / (H / K), lse saved. fp32, flash style: tiles of queries and keys in shared
-// memory, an online softmax, and only the key tiles a query tile can see are visited (O(T · min(T, W))).
+// head h reads KV head h / (H / K), lse saved. Flash style: tiles of queries and keys in shared memory, an
+// online softmax, and only the key tiles a query tile can see are visited (O(T · min(T, W))). Two variants
+// with the same arguments: fp32 on CUDA cores (the baseline) and bf16 operands on tensor cores.
 #pragma once
 #include <cstdint>
 
@@ -19,5 +20,19 @@ void attention_forward(Context& ctx, float* out, float* lse, const float* q, con
 // tiles in order), dQ by one block per query tile and head.
 void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                         const float* lse, const float* q, const float* k, const float* v, const AttentionShape& s);
+
+// Tensor-core variant (attention_bf16.cu), same arrays (fp32 in device memory) and the same lse (natural log of
+// the scaled scores, scale = 1/√D). Inside, q, k, v, dout and the probabilities P and dS are rounded to bf16
+// (RNE) as they enter shared memory; every product accumulates in fp32, softmax statistics are fp32.
+// D must be a multiple of 16 in [16, 128] (std::invalid_argument otherwise); q, k, v and dout 16-byte
+// aligned. Deterministic without atomics, split like attention_backward.
+void attention_forward_bf16(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
+                            const AttentionShape& s);
+void attention_backward_bf16(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
+                             const float* lse, const float* q, const float* k, const float* v,
+                             const AttentionShape& s);
+
+// delta[b, h, t] = Σ_d dout·out in fp32 with a fixed reduction order: the row term both backward variants need.
+void attention_delta(Context& ctx, float* delta, const float* dout, const float* out, const AttentionShape& s);
 
 }  // namespace replica::cuda
