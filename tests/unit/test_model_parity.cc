@@ -1,6 +1,8 @@
 // Olmo3 forward and backward against the independent PyTorch reference (tools/reference): logits, loss and
 // every parameter's gradient on random tiny models (MHA/GQA, windows below and above T, tied/untied,
 // several layer_types patterns, OLMo 2 and Llama variants, B > 1, T not a multiple of the tile size).
+// The *Cuda variants run the same model code on the CUDA backend against the same goldens; they skip where
+// no GPU is visible.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -69,11 +71,30 @@ struct Case {
 
 class Parity : public ::testing::TestWithParam<std::string> {};
 
-void check_logits(const Case& c, Precision precision, const std::string& golden, double tolerance) {
-  Olmo3 model(c.model.config, precision);
+#define SKIP_WITHOUT_CUDA()                                                                          \
+  if (!cuda_available())                                                                            \
+  GTEST_SKIP() << "no CUDA device visible to this process (or a build without CUDA): runs on a GPU " \
+                  "machine (bench/gpu/run.sh)"
+
+// The case's parameters in `backend`'s memory.
+DeviceArray<float> parameters_on(Backend& backend, const Case& c) {
+  DeviceArray<float> params(backend, c.model.params.size());
+  backend.to_device(params.data(), c.model.params.data(), c.model.params.size() * sizeof(float));
+  return params;
+}
+
+std::vector<float> to_host(Backend& backend, const DeviceArray<float>& a) {
+  std::vector<float> host(a.size());
+  backend.to_host(host.data(), a.data(), a.size() * sizeof(float));
+  return host;
+}
+
+void check_logits(const Case& c, Precision precision, const std::string& golden, double tolerance,
+                  Backend& backend = cpu_backend()) {
+  Olmo3 model(c.model.config, precision, Remat::none, backend);
   const size_t n = size_t(c.B * c.T * c.model.config.vocab_size);
   std::vector<float> logits(n);
-  model.forward_logits(c.model.params.data(), c.ids.data(), c.B, c.T, logits.data());
+  model.forward_logits(parameters_on(backend, c).data(), c.ids.data(), c.B, c.T, logits.data());
   NpyArray ref = read_npy(c.dir + "/" + golden);
   ASSERT_EQ(ref.header.count(), n);
   double err = max_relative_error(logits.data(), ref.as<float>(), n);
@@ -81,13 +102,15 @@ void check_logits(const Case& c, Precision precision, const std::string& golden,
 }
 
 void check_gradients(const Case& c, Precision precision, const std::string& loss_file, const std::string& grad_file,
-                     double loss_tolerance, double grad_tolerance) {
-  Olmo3 model(c.model.config, precision);
-  std::vector<float> grads(model.table().total(), 0.0f);
+                     double loss_tolerance, double grad_tolerance, Backend& backend = cpu_backend()) {
+  Olmo3 model(c.model.config, precision, Remat::none, backend);
+  DeviceArray<float> device_grads(backend, model.table().total());
   nlohmann::json ref = c.loss_json(loss_file);
   const int64_t n_labels = ref["n_labels"].get<int64_t>();
   const Batch batch{c.ids.data(), c.targets.data(), c.B, c.T};
-  LossSums sums = model.forward_backward(c.model.params.data(), grads.data(), batch, 1e-5f, 1.0f / float(n_labels));
+  LossSums sums = model.forward_backward(parameters_on(backend, c).data(), device_grads.data(), batch, 1e-5f,
+                                         1.0f / float(n_labels));
+  const std::vector<float> grads = to_host(backend, device_grads);
   ASSERT_EQ(sums.n_labels, n_labels);
   const double loss = (sums.ce + 1e-5 * sums.z) / double(sums.n_labels);
   EXPECT_NEAR(loss, ref["loss"].get<double>(), loss_tolerance * std::fabs(ref["loss"].get<double>())) << c.dir;
@@ -116,6 +139,49 @@ TEST_P(Parity, LossAndGradientsFp32) {
 // replica rounds both operands of every backward GEMM too, so bf16 gradients agree to bf16 precision.
 TEST_P(Parity, LossAndGradientsBf16) {
   check_gradients(Case(GetParam()), Precision::bf16, "loss_bf16.json", "grads_bf16.safetensors", 1e-3, 3e-2);
+}
+
+// The GPU: fp32 is true fp32 (no TF32) with the same bounds; bf16 also rounds attention's operands (q, k, v,
+// probabilities) to bf16 on tensor cores, which the CPU keeps in fp32.
+TEST_P(Parity, LogitsFp32Cuda) {
+  SKIP_WITHOUT_CUDA();
+  check_logits(Case(GetParam()), Precision::fp32, "logits_fp32.npy", 1e-5, backend_for(Device::cuda));
+}
+
+TEST_P(Parity, LogitsBf16Cuda) {
+  SKIP_WITHOUT_CUDA();
+  check_logits(Case(GetParam()), Precision::bf16, "logits_bf16.npy", 3e-2, backend_for(Device::cuda));
+}
+
+TEST_P(Parity, LossAndGradientsFp32Cuda) {
+  SKIP_WITHOUT_CUDA();
+  check_gradients(Case(GetParam()), Precision::fp32, "loss.json", "grads.safetensors", 1e-5, 1e-4,
+                  backend_for(Device::cuda));
+}
+
+TEST_P(Parity, LossAndGradientsBf16Cuda) {
+  SKIP_WITHOUT_CUDA();
+  check_gradients(Case(GetParam()), Precision::bf16, "loss_bf16.json", "grads_bf16.safetensors", 3e-3, 5e-2,
+                  backend_for(Device::cuda));
+}
+
+// Deterministic by default: the same call twice gives the same bits (fixed cuBLASLt algorithms, no atomics).
+TEST_P(Parity, CudaRerunIsBitwiseIdentical) {
+  SKIP_WITHOUT_CUDA();
+  Case c(GetParam());
+  Backend& cuda = backend_for(Device::cuda);
+  const Batch batch{c.ids.data(), c.targets.data(), c.B, c.T};
+  Olmo3 model(c.model.config, Precision::bf16, Remat::none, cuda);
+  const DeviceArray<float> params = parameters_on(cuda, c);
+  auto run = [&] {
+    DeviceArray<float> grads(cuda, model.table().total());
+    const LossSums s = model.forward_backward(params.data(), grads.data(), batch, 1e-5f, 0.01f);
+    std::vector<float> host = to_host(cuda, grads);
+    host.push_back(float(s.ce));
+    return host;
+  };
+  const std::vector<float> first = run(), second = run();
+  EXPECT_EQ(0, std::memcmp(first.data(), second.data(), first.size() * sizeof(float)));
 }
 
 TEST_P(Parity, RecomputationIsBitwiseIdentical) {

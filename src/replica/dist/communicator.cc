@@ -25,15 +25,6 @@ std::unique_ptr<Communicator> connect() {
   return std::make_unique<LocalCommunicator>();
 }
 
-int local_rank() {
-  const char* text = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  if (!text || !*text) return 0;
-  char* end = nullptr;
-  const long rank = std::strtol(text, &end, 10);
-  check(*end == '\0' && rank >= 0, "OMPI_COMM_WORLD_LOCAL_RANK='{}': expected a rank >= 0", text);
-  return int(rank);
-}
-
 double dist_timeout_seconds() {
   const char* text = std::getenv("REPLICA_DIST_TIMEOUT");
   if (!text || !*text) return 600.0;

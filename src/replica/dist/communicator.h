@@ -49,10 +49,6 @@ class LocalCommunicator final : public Communicator {
 // PMIX_RANK is set), else Local. Call once per process; the Mpi one finalizes MPI when destroyed.
 std::unique_ptr<Communicator> connect();
 
-// This process's index among the job's processes on its machine (OMPI_COMM_WORLD_LOCAL_RANK; 0 when not
-// started by mpirun): which GPU it uses.
-int local_rank();
-
 // Seconds a rank waits for a message before it declares a peer dead and aborts the job:
 // REPLICA_DIST_TIMEOUT (seconds) or 600.
 double dist_timeout_seconds();

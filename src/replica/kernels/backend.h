@@ -39,6 +39,9 @@ class Backend {
   virtual void copy(float* dst, const float* src, size_t n) = 0;
   virtual void zero(float* x, size_t n) = 0;
   virtual void synchronize() = 0;  // waits for every queued kernel (timing)
+  // The native queue the backend's work runs on (a cudaStream_t on CUDA, null on the CPU), for libraries
+  // that must queue on it too (NCCL).
+  virtual void* native_stream() = 0;
   // The MFU denominator in FLOP/s for `precision`: the measured GEMM peak on the CPU (no datasheet number
   // fits every machine), the datasheet's dense peak on known GPUs (as MaxText and OLMo-core report MFU).
   virtual double peak_flops(Precision precision) = 0;

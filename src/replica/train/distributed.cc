@@ -6,13 +6,20 @@
 
 #include "replica/core/error.h"
 #include "replica/dist/collectives.h"
+#ifdef REPLICA_HAVE_NCCL
+#include "replica/dist/nccl.h"
+#endif
 
 namespace replica {
 
 std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backend) {
   if (control.size() == 1 || backend.host_memory()) return nullptr;
+#ifdef REPLICA_HAVE_NCCL
+  return std::make_unique<NcclCommunicator>(control, local_rank(), static_cast<cudaStream_t>(backend.native_stream()));
+#else
   fail("train.device={} with {} ranks needs NCCL, which this build does not have", device_name(backend.device()),
        control.size());
+#endif
 }
 
 RunStart start_run_all_ranks(const Recipe& r, DataParallel& dp, const ParamTable& table,

@@ -38,6 +38,7 @@ class CpuBackend final : public Backend {
   void copy(float* dst, const float* src, size_t n) override { copy_bytes(dst, src, n * sizeof(float)); }
   void zero(float* x, size_t n) override { zero_bytes(x, n * sizeof(float)); }
   void synchronize() override {}
+  void* native_stream() override { return nullptr; }
   double peak_flops(Precision p) override { return measure_gemm_peak(p); }
 
   void add(float* out, const float* a, const float* b, int64_t n) override {

@@ -4,7 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
-#include <cstring>
+#include <cstdlib>
 #include <fmt/core.h>
 #include <map>
 
@@ -58,6 +58,8 @@ class Staging {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int gpu) : gpu_(gpu), ctx_(gpu), ids_(ctx_), targets_(ctx_) {
+    const char* attention = std::getenv("REPLICA_ATTENTION");
+    fp32_attention_ = attention && std::string(attention) == "fp32";
     check_cuda(cudaGetDeviceProperties(&props_, gpu), "cudaGetDeviceProperties");
   }
   ~CudaBackend() override {
@@ -99,6 +101,7 @@ class CudaBackend final : public Backend {
     check_cuda(cudaMemsetAsync(x, 0, n * sizeof(float), ctx_.stream()), "zero");
   }
   void synchronize() override { ctx_.synchronize(); }
+  void* native_stream() override { return ctx_.stream(); }
 
   double peak_flops(Precision p) override {
     // Dense datasheet peaks of the SXM Hopper parts (H100 and H200 share the compute die and clocks).
@@ -134,14 +137,21 @@ class CudaBackend final : public Backend {
     const float* cs = rope(t);
     cuda::rope_backward(ctx_, dx, cs, cs + t.cos.size(), B, T, heads, D);
   }
+  // bf16 precision runs attention's products on tensor cores (kernels/cuda/attention_bf16.cu) for the head
+  // sizes that kernel has; REPLICA_ATTENTION=fp32 keeps the fp32 kernel (to tell the two apart).
+  bool tensor_core_attention(const AttentionShape& s, Precision p) const {
+    return p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && !fp32_attention_;
+  }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                         const AttentionShape& s, Precision) override {
-    cuda::attention_forward(ctx_, out, lse, q, k, v, s);
+                         const AttentionShape& s, Precision p) override {
+    if (tensor_core_attention(s, p)) cuda::attention_forward_bf16(ctx_, out, lse, q, k, v, s);
+    else cuda::attention_forward(ctx_, out, lse, q, k, v, s);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           const float* q, const float* k, const float* v, const AttentionShape& s,
-                          Precision) override {
-    cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
+                          Precision p) override {
+    if (tensor_core_attention(s, p)) cuda::attention_backward_bf16(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
+    else cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
   }
   void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
     cuda::swiglu_forward(ctx_, s, g, u, n);
@@ -206,6 +216,7 @@ class CudaBackend final : public Backend {
     float* data;
   };
   int gpu_;
+  bool fp32_attention_ = false;
   cuda::Context ctx_;
   cudaDeviceProp props_{};
   Staging<int32_t> ids_, targets_;
