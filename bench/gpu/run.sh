@@ -2,12 +2,18 @@
 # One call on a GPU machine, from the repository root: checks the tools, builds the CUDA kernels and
 # check_kernels standalone (bench/gpu needs only the CUDA toolkit with cuBLASLt, CMake, Ninja and g++, not
 # replica's Debian dependencies), checks every CUDA kernel against the CPU kernel, times a 1B- and a 7B-class
-# training step, and prints a short table last. About 3-5 minutes on an H200; every stage has a time limit
-# so the whole run stays under 8 minutes.
+# training step from its pieces, then, when .device/bundle.tar.xz is there (scripts/device-bundle.sh, carried
+# by the device tool), runs replica itself on the GPU: the reference parity tests on the CUDA backend, the
+# trainer's GPU-vs-CPU and exact-resume test, and whole training steps of olmo3_1b and olmo3_7b at 1 × 8192
+# (bench_model: tokens/s and MFU against the datasheet peak). Prints a short table last. Every stage has a
+# time limit, cut to what is left of DEADLINE seconds (default 520) so the call ends in time.
 #   bench/gpu/run.sh            BUILD=build-gpu; logs go to $OUT (the device tool's folder) or $BUILD/logs
 # Exit status: 0 all passed, 1 a kernel check failed, 2 the build or the benchmark failed, 3 a tool is missing.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+deadline=${DEADLINE:-520}
+# limit SECONDS: the stage's limit, cut to what is left before the deadline (at least 1).
+limit() { local left=$((deadline - SECONDS)); echo $(( $1 < left ? $1 : (left > 1 ? left : 1) )); }
 build=${BUILD:-build-gpu}
 logs=${OUT:-$build/logs}
 mkdir -p "$logs"
@@ -19,6 +25,7 @@ finish() {
   echo "|---|---|"
   printf '%s\n' "${summary[@]}"
   [ -s "$logs/bench.md" ] && { echo; grep -E '^\| (model|---|olmo3)' "$logs/bench.md"; }
+  [ -s "$logs/train_bench.md" ] && { echo; cat "$logs/train_bench.md"; }
   printf '%s\n' "${summary[@]}" >"$logs/summary.md"
   exit "$1"
 }
@@ -60,8 +67,8 @@ row "full-tree deps" "present: ${have[*]:-none}; missing: ${lack[*]:-none}"
 # 2. Build (standalone: bench/gpu/CMakeLists.txt).
 start=$SECONDS
 echo "building check_kernels in $build (log: $logs/build.log) ..."
-if timeout 240 cmake -S bench/gpu -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
-  >"$logs/build.log" 2>&1 && timeout 240 cmake --build "$build" --target check_kernels >>"$logs/build.log" 2>&1; then
+if timeout "$(limit 240)" cmake -S bench/gpu -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
+  >"$logs/build.log" 2>&1 && timeout "$(limit 240)" cmake --build "$build" --target check_kernels >>"$logs/build.log" 2>&1; then
   row build "ok in $((SECONDS - start)) s"
 else
   tail -40 "$logs/build.log"
@@ -71,7 +78,7 @@ fi
 
 # 3. Kernel checks against the CPU kernels.
 status=0
-timeout 90 "$build/check_kernels" check | tee "$logs/check.md"
+timeout "$(limit 90)" "$build/check_kernels" check | tee "$logs/check.md"
 check_rc=${PIPESTATUS[0]}
 passed=$(sed -n 's/^CHECKS: //p' "$logs/check.md")
 case $check_rc in
@@ -82,12 +89,65 @@ case $check_rc in
 esac
 
 # 4. Step benchmark.
-timeout 150 "$build/check_kernels" bench | tee "$logs/bench.md"
+timeout "$(limit 120)" "$build/check_kernels" bench | tee "$logs/bench.md"
 bench_rc=${PIPESTATUS[0]}
 if [ "$bench_rc" -eq 0 ]; then
   row benchmark "ok: $(sed -n 's/^GPU: //p' "$logs/bench.md")"
 else
-  row benchmark "**FAILED** (exit $bench_rc$([ "$bench_rc" -eq 124 ] && echo ', timed out after 150 s'))"
+  row benchmark "**FAILED** (exit $bench_rc$([ "$bench_rc" -eq 124 ] && echo ', timed out'))"
   [ "$status" -eq 0 ] && status=2
 fi
+
+# 5. replica itself on the GPU, from the bundle built on a CPU machine (scripts/device-bundle.sh).
+if [ ! -f .device/bundle.tar.xz ]; then
+  row "replica on GPU" "not run: no .device/bundle.tar.xz (scripts/device-bundle.sh, then carry .device)"
+  finish "$status"
+fi
+bundle=/tmp/replica-bundle
+rm -rf "$bundle" && mkdir -p "$bundle" && tar -C "$bundle" -xJf .device/bundle.tar.xz
+# CUDA's libraries come from this machine: the toolkit's, and NCCL from wherever it is installed.
+nccl_dir=$(dirname "$(find /usr/local /usr/lib /opt -name 'libnccl.so.2' 2>/dev/null | head -1)" 2>/dev/null)
+export LD_LIBRARY_PATH="$bundle/lib:$cuda_home/lib64:$cuda_home/lib:${nccl_dir:-.}:${LD_LIBRARY_PATH:-}"
+export FIXTURES=$bundle/fixtures PYTHON=${PYTHON:-python3} OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
+if ! "$bundle/bin/replica" --help >/dev/null 2>"$logs/bundle.err"; then
+  row "replica on GPU" "**CANNOT START** the bundled binary: $(head -c 300 "$logs/bundle.err")"
+  finish 2
+fi
+
+timeout "$(limit 90)" "$bundle/bin/unit_tests" --gtest_filter='*Cuda*' >"$logs/unit_cuda.log" 2>&1
+rc=$?
+summary_line=$(grep -E '^\[  (PASSED|FAILED)  \]' "$logs/unit_cuda.log" | tr '\n' ' ')
+if [ $rc -eq 0 ]; then row "parity on CUDA (gtest *Cuda*)" "ok: $summary_line"; else
+  grep -E 'FAILED|Failure|error|Expected|Which is' "$logs/unit_cuda.log" | head -30
+  row "parity on CUDA (gtest *Cuda*)" "**FAILED** (exit $rc): $summary_line (unit_cuda.log)"; status=1; fi
+
+timeout "$(limit 150)" bash tests/integration/train_cuda.sh "$bundle/bin/replica" . >"$logs/train_cuda.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ]; then row "train on CUDA vs CPU, exact resume" "ok: $(grep -E 'worst relative' "$logs/train_cuda.log" |
+  sed 's/ over 40 steps.*//' | tr '\n' ';')"; else
+  tail -30 "$logs/train_cuda.log"
+  row "train on CUDA vs CPU, exact resume" "**FAILED** (exit $rc; train_cuda.log)"; status=1; fi
+
+# Whole training steps (forward, backward, clipping, AdamW): olmo3_1b and the real olmo3_7b at 1 × 8192.
+echo "| model | B×T | remat | tokens/s | MFU (989 TFLOP/s) | step s | optimizer share |" >"$logs/train_bench.md"
+echo "|---|---|---|---|---|---|---|" >>"$logs/train_bench.md"
+for spec in "olmo3_1b 1 8192 none 5 90" "olmo3_7b 1 8192 block 3 200"; do
+  read -r model B T remat steps seconds <<<"$spec"
+  out=$(timeout "$(limit "$seconds")" "$bundle/bin/bench_model" "configs/models/$model.yaml" "$B" "$T" bf16 "$steps" \
+    "$remat" train cuda 2>"$logs/bench_$model.err" | tail -1)
+  echo "$out" >"$logs/bench_$model.json"
+  line=$($PYTHON - "$out" <<'PY' 2>/dev/null
+import json, sys
+j = json.loads(sys.argv[1])
+print(f"| {j['model'].split('/')[-1]} | {j['B']}×{j['T']} | {'block' if 'block' in sys.argv[1] else '-'} | "
+      f"{j['tokens_per_s']:.0f} | {100 * j['mfu_vs_gemm_peak']:.1f} % | {j['step_s']:.3f} | "
+      f"{100 * j['optimizer_share']:.1f} % |")
+PY
+)
+  if [ -n "$line" ]; then echo "$line" >>"$logs/train_bench.md"; else
+    echo "| $model | ${B}×$T | $remat | **failed** ($(tail -c 200 "$logs/bench_$model.err" | tr '\n' ' ')) | | | |" \
+      >>"$logs/train_bench.md"; [ "$status" -eq 0 ] && status=2; fi
+done
+cat "$logs/train_bench.md"
+row "training steps (bench_model)" "$(grep -c '^| olmo3' "$logs/train_bench.md") of 2 measured (train_bench.md)"
 finish "$status"

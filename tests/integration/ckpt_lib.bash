@@ -4,7 +4,7 @@ replica=$1
 src=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-py=/usr/bin/python3
+py=${PYTHON:-/usr/bin/python3}  # the GPU machine has numpy in another python3
 
 cat >"$work/model.yaml" <<'YAML'
 model_type: olmo3

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -22,8 +23,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The build's fixtures, or $FIXTURES (as the integration tests take them) when the tests run elsewhere,
+// e.g. unpacked on a GPU machine (scripts/device-bundle.sh).
+fs::path fixture_dir() {
+  const char* dir = std::getenv("FIXTURES");
+  return dir && *dir ? fs::path(dir) : fs::path(REPLICA_FIXTURE_DIR);
+}
+
 std::vector<std::string> fixture_cases() {
-  std::ifstream in(fs::path(REPLICA_FIXTURE_DIR) / "cases.json");
+  std::ifstream in(fixture_dir() / "cases.json");
   if (!in) return {};
   return nlohmann::json::parse(in).get<std::vector<std::string>>();
 }
@@ -54,7 +62,7 @@ struct Case {
   std::vector<int32_t> ids, targets;
   int64_t B = 0, T = 0;
 
-  explicit Case(const std::string& name) : dir((fs::path(REPLICA_FIXTURE_DIR) / name).string()) {
+  explicit Case(const std::string& name) : dir((fixture_dir() / name).string()) {
     model = load_hf_model(dir);
     std::vector<int64_t> shape;
     std::vector<int64_t> ids64 = read_npy_ids(dir + "/tokens.npy", &shape);

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Packs what the GPU checks need to run replica itself on a GPU machine that has the CUDA toolkit but none of
+# replica's Debian libraries (the device machines here): `replica`, `unit_tests` and `bench_model` built for
+# any x86-64 CPU with AVX2 (x86-64-v3; the GPU machine's CPU model is not known here) with the CUDA backend, the shared libraries they load that such a machine lacks, and
+# the PyTorch reference fixtures. CUDA's own libraries (cudart, cuBLASLt, NCCL) are not packed: the GPU
+# machine has them. bench/gpu/run.sh unpacks the bundle when it is there.
+#   scripts/device-bundle.sh        → .device/bundle.tar.xz (git-ignored; name .device in the device tool's carry)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD:-build-device}
+cmake -S . -B "$build" -G Ninja -DREPLICA_NATIVE=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v3 >/dev/null
+ninja -C "$build" replica unit_tests bench_model reference_fixtures
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib"
+cp "$build/replica" "$build/tests/unit_tests" "$build/bench/bench_model" "$stage/bin/"
+cp -r "$build/fixtures" "$stage/fixtures"
+# Every shared library the binaries load except the C runtime (glibc, present everywhere and tied to the
+# loader) and CUDA's (the GPU machine's own, matching its driver).
+for bin in "$stage"/bin/*; do ldd "$bin"; done | awk '$3 ~ /^\// {print $3}' | sort -u |
+  grep -vE '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*)\.so|/lib(cuda|cudart|cublas|cublasLt|nccl)\.so' |
+  while read -r lib; do cp -L "$lib" "$stage/lib/"; done
+mkdir -p .device
+tar -C "$stage" -cJf .device/bundle.tar.xz .
+echo "bundle: .device/bundle.tar.xz ($(du -h .device/bundle.tar.xz | cut -f1)): $(ls "$stage/bin" | tr '\n' ' ')"
+echo "libraries: $(ls "$stage/lib" | tr '\n' ' ')"
