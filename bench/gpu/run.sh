@@ -148,6 +148,22 @@ PY
     echo "| $model | ${B}×$T | $remat | **failed** ($(tail -c 200 "$logs/bench_$model.err" | tr '\n' ' ')) | | | |" \
       >>"$logs/train_bench.md"; [ "$status" -eq 0 ] && status=2; fi
 done
+# The same 1B step in PyTorch on this GPU (tools/reference/bench_ref.py: autocast bf16, SDPA, fused AdamW).
+$PYTHON -c "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], 'w'))" \
+  configs/models/olmo3_1b.yaml "$logs/olmo3_1b.json"
+theirs=$(timeout "$(limit 120)" $PYTHON tools/reference/bench_ref.py --config "$logs/olmo3_1b.json" --batch 1 \
+  --seq 8192 --threads 8 --steps 5 --precision bf16 --train --device cuda --json 2>"$logs/bench_torch.err" | tail -1)
+line=$($PYTHON - "$(cat "$logs/bench_olmo3_1b.json")" "$theirs" <<'PY' 2>/dev/null
+import json, sys
+ours, theirs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+flops_per_token = ours["model_gflops"] * 1e9 / ours["tokens_per_s"]
+mfu = theirs["tokens_per_s"] * flops_per_token / 989.4e12
+print(f"| olmo3_1b, PyTorch {theirs['torch']} (replica {ours['tokens_per_s'] / theirs['tokens_per_s']:.2f}×) | "
+      f"1×8192 | - | {theirs['tokens_per_s']:.0f} | {100 * mfu:.1f} % | {theirs['step_s']:.3f} | |")
+PY
+)
+echo "${line:-| olmo3_1b, PyTorch | 1×8192 | - | **failed** ($(tail -c 200 "$logs/bench_torch.err" | tr '\n' ' ')) | | | |}" \
+  >>"$logs/train_bench.md"
 cat "$logs/train_bench.md"
 row "training steps (bench_model)" "$(grep -c '^| olmo3' "$logs/train_bench.md") of 2 measured (train_bench.md)"
 finish "$status"

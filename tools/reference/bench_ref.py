@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""PyTorch CPU speed baseline: forward + backward (CE + z-loss) of a randomly initialised model.
+"""PyTorch speed baseline: forward + backward (CE + z-loss) of a randomly initialised model, CPU or GPU.
 
 usage: /usr/bin/python3 tools/reference/bench_ref.py --config CONFIG.json --batch B --seq T \
-           --threads N --steps S [--precision fp32|bf16] [--gemm onednn|blas] [--json]
+           --threads N --steps S [--precision fp32|bf16] [--gemm onednn|blas] [--device cpu|cuda] [--json]
 Reports the median over S timed steps (after 1 warmup step) as tokens/s and seconds per step.
 """
 
@@ -61,6 +61,25 @@ def onednn_attend(q, k, v, window):
 
 
 ORIG_ATTEND = ref.attend
+ORIG_ROPE = ref.rope_cos_sin
+
+
+# On a GPU, what a PyTorch user runs: F.scaled_dot_product_attention (fused kernels; the sliding window as a
+# boolean mask, which rules out the FlashAttention backend but not the memory-efficient one) and GQA without
+# copies. The reference's explicit [B, H, T, T] attention would not fit at T = 8192.
+def sdpa_attend(q, k, v, window):
+    T = q.shape[2]
+    i = torch.arange(T, device=q.device)[:, None]
+    j = torch.arange(T, device=q.device)[None, :]
+    if window is None:
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    mask = (j <= i) & (j > i - window)
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+
+def on_device(device):
+    ref.attend = sdpa_attend
+    ref.rope_cos_sin = lambda cfg, T: tuple(t.to(device) for t in ORIG_ROPE(cfg, T))
 
 
 def main():
@@ -76,22 +95,28 @@ def main():
                     help="a full training step: also global-norm clipping (1.0) and torch.optim.AdamW(foreach)")
     ap.add_argument("--gemm", choices=("onednn", "blas"), default="onednn",
                     help="fp32 GEMM backend: oneDNN via 1x1 convolutions (default) or torch's BLAS")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = ap.parse_args()
-    if args.gemm == "onednn":  # swap the reference's fp32 GEMMs for oneDNN ones (see above)
+    cuda = args.device == "cuda"
+    if cuda:
+        on_device(args.device)
+    elif args.gemm == "onednn":  # swap the reference's fp32 GEMMs for oneDNN ones (see above)
         ref.linear, ref.attend = onednn_linear, onednn_attend
 
     torch.set_num_threads(args.threads)
     cfg = ref.load_config(args.config)
-    params = ref.leaf_params(ref.init_params(cfg, seed=0), torch.float32)
+    params = ref.leaf_params({k: v.to(args.device) for k, v in ref.init_params(cfg, seed=0).items()}, torch.float32)
     g = torch.Generator().manual_seed(0)
-    ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), generator=g)
+    ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), generator=g).to(args.device)
 
     # Attention: torch 1.13 (Debian) has no F.scaled_dot_product_attention, so the reference's
     # explicit attention (batched matmuls over [B,H,T,T] scores, fp32 softmax) is what is timed.
 
     # The optimizer a PyTorch user would pick: AdamW with the multi-tensor (foreach) kernels, fp32 states.
+    # (fused=True on a GPU: one kernel over all tensors).
+    kernels = {"fused": True} if cuda else {"foreach": True}
     optimizer = torch.optim.AdamW(list(params.values()), lr=1e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1,
-                                  foreach=True) if args.train else None
+                                  **kernels) if args.train else None
 
     def step():
         for p in params.values():
@@ -101,7 +126,7 @@ def main():
             # attention matmuls in bf16 (bf16 outputs); RMSNorm, RoPE, softmax and the loss are
             # computed in fp32 by the reference code. This is not the bf16 *emulation* used for
             # fixtures (precision="bf16" in olmo3_ref), which would be slower than plain fp32.
-            with torch.autocast("cpu", dtype=torch.bfloat16):
+            with torch.autocast(args.device, dtype=torch.bfloat16):
                 logits = ref.forward(params, cfg, ids, "fp32")
                 total = ref.loss(logits, ids)[0]
         else:
@@ -111,7 +136,7 @@ def main():
         if optimizer:
             torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
             optimizer.step()
-        return float(total)
+        return float(total)  # waits for the GPU
 
     step()  # warmup
     times = []
@@ -122,7 +147,7 @@ def main():
     step_s = statistics.median(times)
     tokens = args.batch * args.seq
     result = {"tokens_per_s": tokens / step_s, "step_s": step_s, "batch": args.batch, "seq": args.seq,
-              "threads": args.threads, "steps": args.steps, "precision": args.precision, "gemm": args.gemm, "train": args.train,
+              "threads": args.threads, "steps": args.steps, "precision": args.precision, "gemm": "cublas" if cuda else args.gemm, "train": args.train, "device": args.device,
               "params": sum(p.numel() for p in params.values()), "torch": torch.__version__}
     if args.json:
         print(json.dumps(result))

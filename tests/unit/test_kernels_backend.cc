@@ -1,0 +1,55 @@
+// kernels/backend: backend memory on the CPU, host mirrors, and a clear error where CUDA cannot be had.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "replica/core/error.h"
+#include "replica/kernels/backend.h"
+
+namespace replica {
+namespace {
+
+TEST(Backend, CpuMemoryIsHostMemoryZeroFilledAndMovable) {
+  Backend& cpu = cpu_backend();
+  EXPECT_EQ(&cpu, &backend_for(Device::cpu));
+  EXPECT_TRUE(cpu.host_memory());
+  DeviceArray<float> a(cpu, 1000);
+  for (size_t i = 0; i < a.size(); i++) ASSERT_EQ(a.data()[i], 0.0f);
+  a.data()[7] = 3.0f;
+  DeviceArray<float> b = std::move(a);
+  EXPECT_TRUE(a.empty());
+  EXPECT_EQ(b.data()[7], 3.0f);
+  cpu.add(b.data(), b.data(), b.data(), int64_t(b.size()));
+  cpu.scale(b.data(), b.size(), 0.5f);
+  EXPECT_EQ(b.data()[7], 3.0f);
+}
+
+TEST(Backend, HostMirrorOfCpuMemoryIsTheMemoryItself) {
+  DeviceArray<float> a(cpu_backend(), 16);
+  HostMirror mirror(cpu_backend(), a.data(), a.size(), true);
+  EXPECT_EQ(mirror.data(), a.data());
+  mirror.data()[3] = 1.5f;
+  mirror.upload();
+  EXPECT_EQ(a.data()[3], 1.5f);
+}
+
+TEST(Backend, DeviceNamesParseAndBadNamesAreRefused) {
+  EXPECT_EQ(parse_device("cpu"), Device::cpu);
+  EXPECT_EQ(parse_device("cuda"), Device::cuda);
+  EXPECT_STREQ(device_name(Device::cuda), "cuda");
+  EXPECT_THROW(parse_device("gpu"), Error);
+}
+
+TEST(Backend, CudaWithoutAGpuIsAClearError) {
+  if (cuda_available()) GTEST_SKIP() << "a GPU is visible: the CUDA backend is available here";
+  try {
+    backend_for(Device::cuda);
+    FAIL() << "backend_for(cuda) succeeded without a GPU";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_TRUE(message.find("device=cuda") != std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace replica
