@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "replica/dist/tree.h"
-#include "replica/optim/clip.h"  // kSquareSumBlock
+#include "replica/kernels/types.h"  // kSquareSumBlock
 
 namespace replica {
 

@@ -85,7 +85,7 @@ class Backend {
   virtual void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
                           size_t moments_begin, const AdamWChunk* chunks, int64_t n_chunks,
                           const AdamWScalars& s) = 0;
-  // Σ x² in double per kSquareSumBlock block (optim/clip.h), in block order, on the host.
+  // Σ x² in double per kSquareSumBlock block, in block order, on the host (the gradient norm's partial sums).
   virtual std::vector<double> block_sums_of_squares(const float* x, size_t n) = 0;
 
   // The three products of a Linear layer y = x · Wᵀ with x [M, K], W [N, K] (kernels/cpu/gemm.h).

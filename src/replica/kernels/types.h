@@ -30,6 +30,10 @@ struct AttentionShape {
   int64_t B, T, H, K, D, window;
 };
 
+// Floats per partial sum of the gradient norm: the blocks fix the summation order on every backend and for
+// every data-parallel sharding (shards start on block boundaries).
+inline constexpr size_t kSquareSumBlock = size_t(1) << 14;
+
 // A target of kIgnoreLabel has no loss (OLMo-core's ignore index).
 constexpr int32_t kIgnoreLabel = -100;
 

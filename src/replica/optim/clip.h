@@ -4,12 +4,9 @@
 #include <cstddef>
 #include <vector>
 
+#include "replica/kernels/cpu/sum_of_squares.h"  // block_sums_of_squares, kSquareSumBlock
+
 namespace replica {
-
-inline constexpr size_t kSquareSumBlock = 1 << 14;  // floats per partial sum; fixes the summation order
-
-// Σ g² in double of each kSquareSumBlock-float block of x, in index order (the last block may be short).
-std::vector<double> block_sums_of_squares(const float* x, size_t n);
 
 // Σ g² in double: block_sums_of_squares added in block order, the same bits for any thread count (and
 // for data-parallel shards that start on block boundaries and exchange their block sums).

@@ -13,7 +13,7 @@
 #include "replica/kernels/cpu/lm_head_loss.h"
 #include "replica/kernels/cpu/rmsnorm.h"
 #include "replica/kernels/cpu/swiglu.h"
-#include "replica/optim/clip.h"
+#include "replica/kernels/cpu/sum_of_squares.h"
 
 namespace replica {
 
