@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "replica/core/error.h"
 #include "replica/kernels/backend.h"
@@ -31,6 +32,11 @@ TEST(Backend, HostMirrorOfCpuMemoryIsTheMemoryItself) {
   mirror.data()[3] = 1.5f;
   mirror.upload();
   EXPECT_EQ(a.data()[3], 1.5f);
+}
+
+TEST(Backend, HostFloatsOnTheCpuBackendAreNotCopied) {
+  const std::vector<float> host(100, 2.0f);
+  EXPECT_EQ(OnBackend(cpu_backend(), host).data(), host.data());
 }
 
 TEST(Backend, DeviceNamesParseAndBadNamesAreRefused) {

@@ -84,13 +84,6 @@ class Parity : public ::testing::TestWithParam<std::string> {};
   GTEST_SKIP() << "no CUDA device visible to this process (or a build without CUDA): runs on a GPU " \
                   "machine (bench/gpu/run.sh)"
 
-// The case's parameters in `backend`'s memory.
-DeviceArray<float> parameters_on(Backend& backend, const Case& c) {
-  DeviceArray<float> params(backend, c.model.params.size());
-  backend.to_device(params.data(), c.model.params.data(), c.model.params.size() * sizeof(float));
-  return params;
-}
-
 std::vector<float> to_host(Backend& backend, const DeviceArray<float>& a) {
   std::vector<float> host(a.size());
   backend.to_host(host.data(), a.data(), a.size() * sizeof(float));
@@ -102,7 +95,7 @@ void check_logits(const Case& c, Precision precision, const std::string& golden,
   Olmo3 model(c.model.config, precision, Remat::none, backend);
   const size_t n = size_t(c.B * c.T * c.model.config.vocab_size);
   std::vector<float> logits(n);
-  model.forward_logits(parameters_on(backend, c).data(), c.ids.data(), c.B, c.T, logits.data());
+  model.forward_logits(OnBackend(backend, c.model.params).data(), c.ids.data(), c.B, c.T, logits.data());
   NpyArray ref = read_npy(c.dir + "/" + golden);
   ASSERT_EQ(ref.header.count(), n);
   double err = max_relative_error(logits.data(), ref.as<float>(), n);
@@ -116,8 +109,8 @@ void check_gradients(const Case& c, Precision precision, const std::string& loss
   nlohmann::json ref = c.loss_json(loss_file);
   const int64_t n_labels = ref["n_labels"].get<int64_t>();
   const Batch batch{c.ids.data(), c.targets.data(), c.B, c.T};
-  LossSums sums = model.forward_backward(parameters_on(backend, c).data(), device_grads.data(), batch, 1e-5f,
-                                         1.0f / float(n_labels));
+  LossSums sums = model.forward_backward(OnBackend(backend, c.model.params).data(), device_grads.data(), batch,
+                                         1e-5f, 1.0f / float(n_labels));
   const std::vector<float> grads = to_host(backend, device_grads);
   ASSERT_EQ(sums.n_labels, n_labels);
   const double loss = (sums.ce + 1e-5 * sums.z) / double(sums.n_labels);
@@ -180,7 +173,7 @@ TEST_P(Parity, CudaRerunIsBitwiseIdentical) {
   Backend& cuda = backend_for(Device::cuda);
   const Batch batch{c.ids.data(), c.targets.data(), c.B, c.T};
   Olmo3 model(c.model.config, Precision::bf16, Remat::none, cuda);
-  const DeviceArray<float> params = parameters_on(cuda, c);
+  const OnBackend params(cuda, c.model.params);
   auto run = [&] {
     DeviceArray<float> grads(cuda, model.table().total());
     const LossSums s = model.forward_backward(params.data(), grads.data(), batch, 1e-5f, 0.01f);

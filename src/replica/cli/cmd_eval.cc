@@ -15,7 +15,7 @@ static Command eval_command(
     "eval", "Evaluate a model: held-out loss, domain perplexity + bits/byte, lm-eval tasks, KL vs a reference",
     [](CLI::App& app) {
       struct Options {
-        std::string model, suite = "default", reference, tasks_dir, tokenizer, precision = "fp32";
+        std::string model, suite = "default", reference, tasks_dir, tokenizer, precision = "fp32", device = "cpu";
         bool json = false;
         int threads = 0;
         int64_t batch_tokens = 0;
@@ -30,6 +30,7 @@ static Command eval_command(
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)");
       app.add_option("--batch-tokens", o->batch_tokens, "padded tokens per forward (default: the suite's, 8192)");
       app.add_option("--threads", o->threads, "CPU threads (default: all)");
+      app.add_option("--device", o->device, "cpu or cuda");
       app.add_flag("--json", o->json, "print the results as one JSON object instead of tables");
       return std::function<int()>([o] {
         set_num_threads(o->threads);
@@ -44,10 +45,11 @@ static Command eval_command(
         }
         if (o->batch_tokens > 0) spec.batch_tokens = o->batch_tokens;
         HfModel hf = load_model_source(o->model);
-        Olmo3 model(hf.config, parse_precision(o->precision.c_str()));
+        Backend& backend = backend_for(parse_device(o->device));
+        Olmo3 model(hf.config, parse_precision(o->precision.c_str()), Remat::none, backend);
         data::Tokenizer tokenizer = data::Tokenizer::load(o->tokenizer.empty() ? data::default_ranks_path() : o->tokenizer);
         auto log = [](const std::string& line) { fmt::print(stderr, "eval: {}\n", line); };
-        nlohmann::json results = eval::run_suite(model, hf.params.data(), spec, tokenizer, log);
+        nlohmann::json results = eval::run_suite(model, OnBackend(backend, hf.params).data(), spec, tokenizer, log);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (o->json) {
           results["model"] = o->model;

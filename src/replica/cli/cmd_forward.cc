@@ -13,7 +13,7 @@ namespace replica::cli {
 static Command forward_command(
     "forward", "Write the logits [B, T, V] of a model on token ids (.npy [B, T])", [](CLI::App& app) {
       struct Options {
-        std::string model, tokens, out, precision = "fp32";
+        std::string model, tokens, out, precision = "fp32", device = "cpu";
         int threads = 0;
       };
       auto o = std::make_shared<Options>();
@@ -23,9 +23,11 @@ static Command forward_command(
       app.add_option("--out", o->out, "output .npy, float32 [B, T, V]")->required();
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)");
       app.add_option("--threads", o->threads, "CPU threads (default: all)");
+      app.add_option("--device", o->device, "cpu or cuda");
       return std::function<int()>([o] {
         set_num_threads(o->threads);
         Precision precision = parse_precision(o->precision.c_str());
+        Backend& backend = backend_for(parse_device(o->device));
         HfModel hf = load_model_source(o->model);
         std::vector<int64_t> shape;
         std::vector<int64_t> ids64 = read_npy_ids(o->tokens, &shape);
@@ -38,9 +40,9 @@ static Command forward_command(
                 o->tokens, ids64[i], i, hf.config.vocab_size);
           ids[i] = int32_t(ids64[i]);
         }
-        Olmo3 model(hf.config, precision);
+        Olmo3 model(hf.config, precision, Remat::none, backend);
         std::vector<float> logits(size_t(B * T * hf.config.vocab_size));
-        model.forward_logits(hf.params.data(), ids.data(), B, T, logits.data());
+        model.forward_logits(OnBackend(backend, hf.params).data(), ids.data(), B, T, logits.data());
         write_npy(o->out, NpyType::f32, {B, T, hf.config.vocab_size}, logits.data());
         fmt::print("wrote {} logits [{}, {}, {}] ({})\n", o->out, B, T, hf.config.vocab_size, o->precision);
         return 0;

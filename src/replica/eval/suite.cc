@@ -226,8 +226,7 @@ json run_suite(Olmo3& model, const float* params, const SuiteSpec& spec, const d
   if (!spec.kl.reference.empty()) {
     HfModel ref = load_model_source(spec.kl.reference);
     Olmo3 reference(ref.config, model.precision(), Remat::none, model.backend());
-    DeviceArray<float> ref_params(model.backend(), ref.params.size());
-    model.backend().to_device(ref_params.data(), ref.params.data(), ref.params.size() * sizeof(float));
+    const OnBackend ref_params(model.backend(), ref.params);
     json domains = json::object();
     ParityStats all;
     for (const DomainKl& d : kl_surface(reference, ref_params.data(), model, params, spec.kl.files, spec.kl.window,

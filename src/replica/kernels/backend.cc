@@ -42,6 +42,12 @@ bool cuda_available() {
 #endif
 }
 
+OnBackend::OnBackend(Backend& backend, const std::vector<float>& host) : host_(host.data()) {
+  if (backend.host_memory() || host.empty()) return;
+  copy_ = DeviceArray<float>(backend, host.size());
+  backend.to_device(copy_.data(), host.data(), host.size() * sizeof(float));
+}
+
 HostMirror::HostMirror(Backend& backend, float* data, size_t n, bool download)
     : backend_(backend), device_(data), host_(backend.host_memory() ? data : nullptr) {
   if (host_) return;

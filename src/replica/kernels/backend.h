@@ -151,4 +151,16 @@ class HostMirror {
   std::vector<float> staged_;
 };
 
+// Read-only host floats given to a backend: the host memory itself where that is backend memory (no copy),
+// else a copy uploaded once (weights of a model loaded from disk for evaluation).
+class OnBackend {
+ public:
+  OnBackend(Backend& backend, const std::vector<float>& host);
+  const float* data() const { return copy_.empty() ? host_ : copy_.data(); }
+
+ private:
+  const float* host_;
+  DeviceArray<float> copy_;
+};
+
 }  // namespace replica
