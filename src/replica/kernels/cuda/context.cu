@@ -19,6 +19,13 @@ void check_cublas(cublasStatus_t status, const char* what) {
 Context::Context(int device) : device_(device) {
   check_cuda(cudaSetDevice(device_), "cudaSetDevice");
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  // cudaMallocAsync's pool keeps no freed memory by default (release threshold 0): every synchronization
+  // (each step's loss and norm downloads) would hand the freed scratch back to the driver, and the next step
+  // would map it again. Keep it in the pool instead, as PyTorch's and RAPIDS's async allocators do.
+  cudaMemPool_t pool = nullptr;
+  check_cuda(cudaDeviceGetMemPool(&pool, device_), "cudaDeviceGetMemPool");
+  uint64_t keep = UINT64_MAX;
+  check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "memory pool release threshold");
   check_cublas(cublasLtCreate(&blas_), "cublasLtCreate");
   check_cuda(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc(cuBLASLt workspace)");
 }

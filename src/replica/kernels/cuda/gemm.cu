@@ -15,9 +15,19 @@ namespace replica::cuda {
 
 namespace {
 
-__global__ void convert_to_bf16_kernel(const float* src, __nv_bfloat16* dst, int64_t n) {
+// replica::to_bf16 (core/bf16.h) bit for bit: round to nearest even, and a NaN keeps its sign and top payload
+// bits with the quiet bit set. (__float2bfloat16_rn gives the same bits for every number but turns every
+// NaN into the canonical 0x7fff, so the GPU's bf16 weights would differ from the CPU's where a NaN appears.)
+__device__ inline uint16_t to_bf16_bits(float x) {
+  uint32_t u = __float_as_uint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+__global__ void convert_to_bf16_kernel(const float* src, uint16_t* dst, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    dst[i] = __float2bfloat16_rn(src[i]);
+    dst[i] = to_bf16_bits(src[i]);
 }
 
 // Elements spanned by a row-major operand with logical shape [rows, cols] (before its transpose) and stride ld.
@@ -95,7 +105,7 @@ void convert_to_bf16(Context& ctx, const float* src, bf16* dst, int64_t n) {
   if (n == 0) return;
   const int threads = 256;
   const int blocks = int(std::min<int64_t>(ceil_div(n, threads), 8192));
-  convert_to_bf16_kernel<<<blocks, threads, 0, ctx.stream()>>>(src, reinterpret_cast<__nv_bfloat16*>(dst), n);
+  convert_to_bf16_kernel<<<blocks, threads, 0, ctx.stream()>>>(src, reinterpret_cast<uint16_t*>(dst), n);
   check_launch("convert_to_bf16");
 }
 
