@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine, from the repository root: checks the tools, builds the CUDA kernels and
-# check_kernels standalone (bench/gpu needs only the CUDA toolkit with cuBLASLt, CMake, Ninja and g++, not
-# replica's Debian dependencies), checks every CUDA kernel against the CPU kernel, times a 1B- and a 7B-class
+# check_kernels standalone unless the bundle brings it (bench/gpu needs only the CUDA toolkit with cuBLASLt,
+# CMake, Ninja and g++, not replica's Debian dependencies), checks every CUDA kernel against the CPU kernel, times a 1B- and a 7B-class
 # training step from its pieces, then, when .device/bundle.tar.xz is there (scripts/device-bundle.sh, carried
 # by the device tool), runs replica itself on the GPU: the reference parity tests on the CUDA backend, the
 # trainer's GPU-vs-CPU and exact-resume test, and whole training steps of olmo3_1b and olmo3_7b at 1 × 8192
@@ -64,21 +64,40 @@ done
 command -v mpicxx >/dev/null && have+=(mpi) || lack+=(mpi)
 row "full-tree deps" "present: ${have[*]:-none}; missing: ${lack[*]:-none}"
 
-# 2. Build (standalone: bench/gpu/CMakeLists.txt).
-start=$SECONDS
-echo "building check_kernels in $build (log: $logs/build.log) ..."
-if timeout "$(limit 240)" cmake -S bench/gpu -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
-  >"$logs/build.log" 2>&1 && timeout "$(limit 240)" cmake --build "$build" --target check_kernels >>"$logs/build.log" 2>&1; then
-  row build "ok in $((SECONDS - start)) s"
-else
-  tail -40 "$logs/build.log"
-  row build "**FAILED** after $((SECONDS - start)) s (build.log)"
-  finish 2
+# 2. The bundle built on a CPU machine (scripts/device-bundle.sh, carried as .device): replica's binaries and
+# the libraries this machine lacks; CUDA's own libraries come from this machine (the toolkit's; NCCL from
+# wherever it is installed).
+bundle=""
+if [ -f .device/bundle.tar.xz ]; then
+  bundle=/tmp/replica-bundle
+  rm -rf "$bundle" && mkdir -p "$bundle" && tar -C "$bundle" -xJf .device/bundle.tar.xz
+  nccl_dir=$(dirname "$(find /usr/local /usr/lib /opt -name 'libnccl.so.2' 2>/dev/null | head -1)" 2>/dev/null)
+  export LD_LIBRARY_PATH="$bundle/lib:$cuda_home/lib64:$cuda_home/lib:${nccl_dir:-.}:${LD_LIBRARY_PATH:-}"
 fi
 
-# 3. Kernel checks against the CPU kernels.
+# 3. check_kernels: the bundle's when it loads here (no device time spent compiling), else built standalone
+# (bench/gpu/CMakeLists.txt).
+start=$SECONDS
+if [ -n "$bundle" ] && ! ldd "$bundle/bin/check_kernels" 2>&1 | grep -q "not found"; then
+  check_kernels=$bundle/bin/check_kernels
+  row build "bundled check_kernels (built on the CPU machine)"
+else
+  check_kernels=$build/check_kernels
+  echo "building check_kernels in $build (log: $logs/build.log) ..."
+  if timeout "$(limit 240)" cmake -S bench/gpu -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_COMPILER="$nvcc" >"$logs/build.log" 2>&1 &&
+    timeout "$(limit 240)" cmake --build "$build" --target check_kernels >>"$logs/build.log" 2>&1; then
+    row build "ok in $((SECONDS - start)) s"
+  else
+    tail -40 "$logs/build.log"
+    row build "**FAILED** after $((SECONDS - start)) s (build.log)"
+    finish 2
+  fi
+fi
+
+# 4. Kernel checks against the CPU kernels.
 status=0
-timeout "$(limit 90)" "$build/check_kernels" check | tee "$logs/check.md"
+timeout "$(limit 90)" "$check_kernels" check | tee "$logs/check.md"
 check_rc=${PIPESTATUS[0]}
 passed=$(sed -n 's/^CHECKS: //p' "$logs/check.md")
 case $check_rc in
@@ -88,8 +107,8 @@ case $check_rc in
   *) row "kernel checks" "**ERROR** (exit $check_rc; see above)"; status=1 ;;
 esac
 
-# 4. Step benchmark.
-timeout "$(limit 120)" "$build/check_kernels" bench | tee "$logs/bench.md"
+# 5. Step benchmark from timed pieces.
+timeout "$(limit 120)" "$check_kernels" bench | tee "$logs/bench.md"
 bench_rc=${PIPESTATUS[0]}
 if [ "$bench_rc" -eq 0 ]; then
   row benchmark "ok: $(sed -n 's/^GPU: //p' "$logs/bench.md")"
@@ -98,16 +117,11 @@ else
   [ "$status" -eq 0 ] && status=2
 fi
 
-# 5. replica itself on the GPU, from the bundle built on a CPU machine (scripts/device-bundle.sh).
-if [ ! -f .device/bundle.tar.xz ]; then
+# 6. replica itself on the GPU, from the bundle.
+if [ -z "$bundle" ]; then
   row "replica on GPU" "not run: no .device/bundle.tar.xz (scripts/device-bundle.sh, then carry .device)"
   finish "$status"
 fi
-bundle=/tmp/replica-bundle
-rm -rf "$bundle" && mkdir -p "$bundle" && tar -C "$bundle" -xJf .device/bundle.tar.xz
-# CUDA's libraries come from this machine: the toolkit's, and NCCL from wherever it is installed.
-nccl_dir=$(dirname "$(find /usr/local /usr/lib /opt -name 'libnccl.so.2' 2>/dev/null | head -1)" 2>/dev/null)
-export LD_LIBRARY_PATH="$bundle/lib:$cuda_home/lib64:$cuda_home/lib:${nccl_dir:-.}:${LD_LIBRARY_PATH:-}"
 export FIXTURES=$bundle/fixtures PYTHON=${PYTHON:-python3} OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 if ! "$bundle/bin/replica" --help >/dev/null 2>"$logs/bundle.err"; then
   row "replica on GPU" "**CANNOT START** the bundled binary: $(head -c 300 "$logs/bundle.err")"
