@@ -19,15 +19,18 @@ ModelConfig model() {  // untied: embedding 1000×16 is the largest "block"
 TEST(DistMemoryPlan, Zero1ShardsOnlyTheMoments) {
   const ModelConfig c = model();
   const double n = double(ParamTable(c).total());
-  const std::vector<MemoryItem> one = zero1_memory(c, 1, 1, 100.0), eight = zero1_memory(c, 8, 6, 100.0);
-  ASSERT_EQ(one.size(), 6u);
+  const std::vector<MemoryItem> one = zero1_memory(c, 1, 1, 100.0, Precision::fp32),
+                                 eight = zero1_memory(c, 8, 6, 100.0, Precision::bf16);
+  ASSERT_EQ(one.size(), 7u);
   EXPECT_EQ(one[0].bytes, 4 * n);        // weights
-  EXPECT_EQ(one[2].bytes, 8 * n);        // moments, unsharded at 1 rank
-  EXPECT_EQ(one[3].bytes, 0.0);          // no reduce buffer
-  EXPECT_EQ(one[4].bytes, 0.0);          // one micro-batch: no tree partial sums
-  EXPECT_EQ(eight[2].bytes, n);          // 8 n / 8
-  EXPECT_EQ(eight[3].bytes, 4 * n);      // reduce buffer
-  EXPECT_EQ(eight[4].bytes, 2 * 4 * n);  // floor(log2 6) = 2 partial sums
+  EXPECT_EQ(one[1].bytes, 0.0);          // no bf16 copy in fp32
+  EXPECT_EQ(one[3].bytes, 8 * n);        // moments, unsharded at 1 rank
+  EXPECT_EQ(one[4].bytes, 0.0);          // no reduce buffer
+  EXPECT_EQ(one[5].bytes, 0.0);          // one micro-batch: no tree partial sums
+  EXPECT_EQ(eight[1].bytes, 2 * n);      // the bf16 copy of the weights
+  EXPECT_EQ(eight[3].bytes, n);          // 8 n / 8
+  EXPECT_EQ(eight[4].bytes, 4 * n);      // reduce buffer
+  EXPECT_EQ(eight[5].bytes, 2 * 4 * n);  // floor(log2 6) = 2 partial sums
   EXPECT_EQ(total_bytes(one), 16 * n + 100.0);
 }
 

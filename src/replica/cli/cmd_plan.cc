@@ -24,7 +24,7 @@ static std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 
 static Command plan_command("plan", "Memory and FLOP plan of a model at a sequence length and micro-batch",
                             [](CLI::App& app) {
   struct Options {
-    std::string model;
+    std::string model, precision = "bf16";
     int64_t seq_len = 8192, micro_batch = 1, ranks = 0, global_batch = 0;
   };
   auto o = std::make_shared<Options>();
@@ -33,6 +33,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
   app.add_option("--micro-batch", o->micro_batch, "instances per micro-batch B");
   app.add_option("--ranks", o->ranks, "data-parallel ranks: also show the memory per rank");
   app.add_option("--global-batch", o->global_batch, "instances per step over all ranks (default: ranks × B)");
+  app.add_option("--precision", o->precision, "bf16 (default; keeps a bf16 copy of the weights) or fp32");
   return std::function<int()>([o] {
     ModelConfig c = load_model_config(o->model);
     ParamTable table(c);
@@ -45,11 +46,14 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     fmt::print("weights fp32     {}\n", gib(4 * n));
     fmt::print("gradients fp32   {}\n", gib(4 * n));
     fmt::print("adam moments     {}  (exp_avg + exp_avg_sq, fp32)\n", gib(8 * n));
+    const Precision precision = parse_precision(o->precision.c_str());
+    const double states = 16 * n + (precision == Precision::bf16 ? 2 * n : 0.0);
+    if (precision == Precision::bf16) fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
     fmt::print("activations      B={} T={}\n", o->micro_batch, o->seq_len);
     for (Remat r : {Remat::none, Remat::block}) {
       double act = double(Olmo3::activation_bytes(c, r, o->micro_batch, o->seq_len));
       fmt::print("  remat={:<6}     {}  (total with states: {})\n", r == Remat::none ? "none" : "block", gib(act),
-                 gib(act + 16 * n));
+                 gib(act + states));
     }
     fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
                6.0 * double(matmul_params(c)), fpt - 6.0 * double(matmul_params(c)));
@@ -65,7 +69,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
       };
       show(fmt::format("per rank, {} ranks, ZeRO-1 (replica today), {} micro-batches per rank, remat=block:", o->ranks,
                        G / (o->ranks * o->micro_batch)),
-           zero1_memory(c, o->ranks, G / (o->ranks * o->micro_batch), act));
+           zero1_memory(c, o->ranks, G / (o->ranks * o->micro_batch), act, precision));
       show(fmt::format("per rank, {} ranks, fully sharded (FSDP, the GPU plan), remat=block:", o->ranks),
            fsdp_memory(c, o->ranks, act));
     }

@@ -9,10 +9,11 @@
 namespace replica {
 
 std::vector<MemoryItem> zero1_memory(const ModelConfig& config, int64_t ranks, int64_t micro_batches_per_rank,
-                                     double activation_bytes) {
+                                     double activation_bytes, Precision precision) {
   const double n = double(ParamTable(config).total()), R = double(ranks);
   const int64_t tree_buffers = tree_depth(micro_batches_per_rank) - 1;
   return {{"weights fp32", 4 * n, "replicated"},
+          {"weights bf16", precision == Precision::bf16 ? 2 * n : 0.0, "rounded once per step for the GEMMs"},
           {"gradients fp32", 4 * n, "replicated (reduce-scattered: each rank keeps its shard's sum)"},
           {"adam moments fp32", 8 * n / R, "sharded (ZeRO-1)"},
           {"reduce buffer", ranks > 1 ? 4 * n : 0.0, "receives every rank's copy of this rank's shard"},
