@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <random>
 #include <vector>
 
@@ -22,7 +23,18 @@ static double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+static int run(int argc, char** argv);
+
 int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_model: error: {}\n", e.what());
+    return 2;
+  }
+}
+
+static int run(int argc, char** argv) {
   if (argc < 6) {
     fmt::print(stderr, "usage: bench_model MODEL.yaml BATCH SEQ fp32|bf16 STEPS [none|block] [train] [cpu|cuda]\n");
     return 2;

@@ -7,7 +7,8 @@
 # trainer's GPU-vs-CPU and exact-resume test, and whole training steps of olmo3_1b and olmo3_7b at 1 × 8192
 # (bench_model: tokens/s and MFU against the datasheet peak). Prints a short table last. Every stage has a
 # time limit, cut to what is left of DEADLINE seconds (default 520) so the call ends in time.
-#   bench/gpu/run.sh            BUILD=build-gpu; logs go to $OUT (the device tool's folder) or $BUILD/logs
+#   bench/gpu/run.sh            BUILD=build-gpu; logs in $BUILD/logs, and with $OUT set (the device tool's
+#                               folder, which returns at most 8 files) the tables plus logs.tar.gz there
 # Exit status: 0 all passed, 1 a kernel check failed, 2 the build or the benchmark failed, 3 a tool is missing.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,8 +16,8 @@ deadline=${DEADLINE:-520}
 # limit SECONDS: the stage's limit, cut to what is left before the deadline (at least 1).
 limit() { local left=$((deadline - SECONDS)); echo $(( $1 < left ? $1 : (left > 1 ? left : 1) )); }
 build=${BUILD:-build-gpu}
-logs=${OUT:-$build/logs}
-mkdir -p "$logs"
+logs=$build/logs
+rm -rf "$logs" && mkdir -p "$logs"
 summary=()
 row() { summary+=("| $1 | $2 |"); }
 finish() {
@@ -27,6 +28,10 @@ finish() {
   [ -s "$logs/bench.md" ] && { echo; grep -E '^\| (model|---|olmo3)' "$logs/bench.md"; }
   [ -s "$logs/train_bench.md" ] && { echo; cat "$logs/train_bench.md"; }
   printf '%s\n' "${summary[@]}" >"$logs/summary.md"
+  if [ -n "${OUT:-}" ]; then
+    for f in summary.md check.md bench.md train_bench.md; do [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"; done
+    tar -C "$logs" -czf "$OUT/logs.tar.gz" .
+  fi
   exit "$1"
 }
 
@@ -130,7 +135,8 @@ fi
 
 timeout "$(limit 90)" "$bundle/bin/unit_tests" --gtest_filter='*Cuda*' >"$logs/unit_cuda.log" 2>&1
 rc=$?
-summary_line=$(grep -E '^\[  (PASSED|FAILED)  \]' "$logs/unit_cuda.log" | tr '\n' ' ')
+summary_line="$(grep -cE '^\[       OK \]' "$logs/unit_cuda.log") passed, $(grep -cE '^\[  SKIPPED \]' \
+  "$logs/unit_cuda.log") skipped, $(grep -cE '^\[  FAILED  \] .*\(' "$logs/unit_cuda.log") failed"
 if [ $rc -eq 0 ]; then row "parity on CUDA (gtest *Cuda*)" "ok: $summary_line"; else
   grep -E 'FAILED|Failure|error|Expected|Which is' "$logs/unit_cuda.log" | head -30
   row "parity on CUDA (gtest *Cuda*)" "**FAILED** (exit $rc): $summary_line (unit_cuda.log)"; status=1; fi
@@ -179,5 +185,5 @@ PY
 echo "${line:-| olmo3_1b, PyTorch | 1×8192 | - | **failed** ($(tail -c 200 "$logs/bench_torch.err" | tr '\n' ' ')) | | | |}" \
   >>"$logs/train_bench.md"
 cat "$logs/train_bench.md"
-row "training steps (bench_model)" "$(grep -c '^| olmo3' "$logs/train_bench.md") of 2 measured (train_bench.md)"
+row "training steps (bench_model)" "$(grep '^| olmo3' "$logs/train_bench.md" | grep -vc failed) of 3 measured (train_bench.md)"
 finish "$status"
