@@ -48,6 +48,10 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 TrainSummary train(const Recipe& r, Communicator& comm) {
+  return train(r, comm, backend_for(r.train.device, local_rank()));
+}
+
+TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
   check_trainable(r);
   set_num_threads(int(r.train.threads));
   namespace fs = std::filesystem;
@@ -56,7 +60,6 @@ TrainSummary train(const Recipe& r, Communicator& comm) {
 
   // Model and parameters (filled by start_run below) on the recipe's device.
   const ModelConfig config = recipe_model_config(r);
-  Backend& backend = backend_for(r.train.device, local_rank());
   const std::unique_ptr<Communicator> nccl = connect_data(comm, backend);
   Communicator& data_comm = nccl ? *nccl : comm;
   Olmo3 model(config, r.train.precision, r.train.remat, backend);

@@ -20,8 +20,11 @@ struct TrainSummary {
   bool interrupted = false;
 };
 
-// Runs the recipe as rank comm.rank() of comm.size() (LocalCommunicator: one process). Every rank returns
-// the same steps and losses; only rank 0 writes the run directory and evaluates.
+// Runs the recipe as rank comm.rank() of comm.size() (LocalCommunicator: one process) on the backend of
+// train.device. Every rank returns the same steps and losses; only rank 0 writes the run directory and
+// evaluates.
 TrainSummary train(const Recipe& recipe, Communicator& comm);
+// The same on a given backend (tests run the trainer on an emulated device).
+TrainSummary train(const Recipe& recipe, Communicator& comm, Backend& backend);
 
 }  // namespace replica
