@@ -127,6 +127,12 @@ if [ -z "$bundle" ]; then
   row "replica on GPU" "not run: no .device/bundle.tar.xz (scripts/device-bundle.sh, then carry .device)"
   finish "$status"
 fi
+# A failing tensor-core attention check would fail everything below for the same reason: run the rest on the
+# fp32 attention kernel then, so the other results still come back.
+if grep -E '^\| attention_[a-z]*_?bf16' "$logs/check.md" 2>/dev/null | grep -q 'NO'; then
+  export REPLICA_ATTENTION=fp32
+  row "attention for replica" "**fp32 kernel** (the bf16 tensor-core attention failed its check)"
+fi
 export FIXTURES=$bundle/fixtures PYTHON=${PYTHON:-python3} OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 if ! "$bundle/bin/replica" --help >/dev/null 2>"$logs/bundle.err"; then
   row "replica on GPU" "**CANNOT START** the bundled binary: $(head -c 300 "$logs/bundle.err")"
@@ -149,23 +155,24 @@ if [ $rc -eq 0 ]; then row "train on CUDA vs CPU, exact resume" "ok: $(grep -E '
   row "train on CUDA vs CPU, exact resume" "**FAILED** (exit $rc; train_cuda.log)"; status=1; fi
 
 # Whole training steps (forward, backward, clipping, AdamW): olmo3_1b and the real olmo3_7b at 1 × 8192.
-echo "| model | B×T | remat | tokens/s | MFU (989 TFLOP/s) | step s | optimizer share |" >"$logs/train_bench.md"
-echo "|---|---|---|---|---|---|---|" >>"$logs/train_bench.md"
+echo "| model | B×T | remat | tokens/s | MFU (989 TFLOP/s) | step s | optimizer share | GPU memory |" \
+  >"$logs/train_bench.md"
+echo "|---|---|---|---|---|---|---|---|" >>"$logs/train_bench.md"
 for spec in "olmo3_1b 1 8192 none 5 90" "olmo3_7b 1 8192 block 3 200"; do
   read -r model B T remat steps seconds <<<"$spec"
   out=$(timeout "$(limit "$seconds")" "$bundle/bin/bench_model" "configs/models/$model.yaml" "$B" "$T" bf16 "$steps" \
     "$remat" train cuda 2>"$logs/bench_$model.err" | tail -1)
   echo "$out" >"$logs/bench_$model.json"
-  line=$($PYTHON - "$out" <<'PY' 2>/dev/null
+  line=$($PYTHON - "$out" "$remat" <<'PY' 2>/dev/null
 import json, sys
 j = json.loads(sys.argv[1])
-print(f"| {j['model'].split('/')[-1]} | {j['B']}×{j['T']} | {'block' if 'block' in sys.argv[1] else '-'} | "
+print(f"| {j['model'].split('/')[-1].removesuffix('.yaml')} | {j['B']}×{j['T']} | {sys.argv[2]} | "
       f"{j['tokens_per_s']:.0f} | {100 * j['mfu_vs_gemm_peak']:.1f} % | {j['step_s']:.3f} | "
-      f"{100 * j['optimizer_share']:.1f} % |")
+      f"{100 * j['optimizer_share']:.1f} % | {j['device_memory_gib']:.1f} GiB |")
 PY
 )
   if [ -n "$line" ]; then echo "$line" >>"$logs/train_bench.md"; else
-    echo "| $model | ${B}×$T | $remat | **failed** ($(tail -c 200 "$logs/bench_$model.err" | tr '\n' ' ')) | | | |" \
+    echo "| $model | ${B}×$T | $remat | **failed** ($(tail -c 200 "$logs/bench_$model.err" | tr '\n' ' ')) | | | | |" \
       >>"$logs/train_bench.md"; [ "$status" -eq 0 ] && status=2; fi
 done
 # The same 1B step in PyTorch on this GPU (tools/reference/bench_ref.py: autocast bf16, SDPA, fused AdamW).
@@ -179,10 +186,10 @@ ours, theirs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 flops_per_token = ours["model_gflops"] * 1e9 / ours["tokens_per_s"]
 mfu = theirs["tokens_per_s"] * flops_per_token / 989.4e12
 print(f"| olmo3_1b, PyTorch {theirs['torch']} (replica {ours['tokens_per_s'] / theirs['tokens_per_s']:.2f}×) | "
-      f"1×8192 | - | {theirs['tokens_per_s']:.0f} | {100 * mfu:.1f} % | {theirs['step_s']:.3f} | |")
+      f"1×8192 | - | {theirs['tokens_per_s']:.0f} | {100 * mfu:.1f} % | {theirs['step_s']:.3f} | | |")
 PY
 )
-echo "${line:-| olmo3_1b, PyTorch | 1×8192 | - | **failed** ($(tail -c 200 "$logs/bench_torch.err" | tr '\n' ' ')) | | | |}" \
+echo "${line:-| olmo3_1b, PyTorch | 1×8192 | - | **failed** ($(tail -c 200 "$logs/bench_torch.err" | tr '\n' ' ')) | | | | |}" \
   >>"$logs/train_bench.md"
 cat "$logs/train_bench.md"
 row "training steps (bench_model)" "$(grep '^| olmo3' "$logs/train_bench.md" | grep -vc failed) of 3 measured (train_bench.md)"

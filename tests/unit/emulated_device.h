@@ -48,6 +48,7 @@ class EmulatedDevice final : public Backend {
   void synchronize() override {}
   void* native_stream() override { return nullptr; }
   double peak_flops(Precision) override { return 1e12; }  // no measurement: tests do not report MFU
+  double device_memory_used() override { return 0.0; }
 
   void add(float* out, const float* a, const float* b, int64_t n) override {
     run([&](Backend& k) { k.add(out, a, b, n); });

@@ -45,6 +45,9 @@ class Backend {
   // The MFU denominator in FLOP/s for `precision`: the measured GEMM peak on the CPU (no datasheet number
   // fits every machine), the datasheet's dense peak on known GPUs (as MaxText and OLMo-core report MFU).
   virtual double peak_flops(Precision precision) = 0;
+  // Bytes of device memory taken on a GPU (what the memory plan predicts, plus the allocator's reserve); 0
+  // on the CPU.
+  virtual double device_memory_used() = 0;
 
   // ---- elementwise --------------------------------------------------------------------------------------
   virtual void add(float* out, const float* a, const float* b, int64_t n) = 0;  // out may alias a or b

@@ -40,6 +40,7 @@ class CpuBackend final : public Backend {
   void synchronize() override {}
   void* native_stream() override { return nullptr; }
   double peak_flops(Precision p) override { return measure_gemm_peak(p); }
+  double device_memory_used() override { return 0.0; }
 
   void add(float* out, const float* a, const float* b, int64_t n) override {
 #pragma omp parallel for simd schedule(static)

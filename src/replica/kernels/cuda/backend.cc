@@ -111,6 +111,12 @@ class CudaBackend final : public Backend {
     return measured_gemm_peak(p);
   }
 
+  double device_memory_used() override {
+    size_t free = 0, total = 0;
+    check_cuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    return double(total - free);
+  }
+
   void add(float* out, const float* a, const float* b, int64_t n) override { cuda::add(ctx_, out, a, b, n); }
   void scale(float* x, size_t n, float s) override { cuda::scale(ctx_, x, n, s); }
   void convert_to_bf16(const float* src, bf16* dst, size_t n) override {
