@@ -60,8 +60,8 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
 
   // Model and parameters (filled by start_run below) on the recipe's device.
   const ModelConfig config = recipe_model_config(r);
-  const std::unique_ptr<Communicator> nccl = connect_data(comm, backend);
-  Communicator& data_comm = nccl ? *nccl : comm;
+  const std::unique_ptr<Communicator> device_comm = connect_data(comm, backend);  // NCCL on GPUs
+  Communicator& data_comm = device_comm ? *device_comm : comm;
   Olmo3 model(config, r.train.precision, r.train.remat, backend);
   const ParamTable& table = model.table();
   DeviceArray<float> params(backend, table.total()), grads(backend, table.total());

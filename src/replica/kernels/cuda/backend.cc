@@ -2,10 +2,10 @@
 // stream; calls that return host values (loss sums, norm block sums, copies to the host) wait for it.
 // Built into libreplica only when CMake finds CUDA (REPLICA_HAVE_CUDA_BACKEND).
 #include <cuda_runtime_api.h>
+#include <fmt/core.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <fmt/core.h>
 #include <map>
 
 #include "replica/core/error.h"
