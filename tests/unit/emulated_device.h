@@ -2,13 +2,19 @@
 // touch. Each allocation is its own mapping, kept PROT_NONE except while a backend call runs (the CPU kernels
 // do the work), so host code that reads or writes backend memory directly (instead of to_host / to_device)
 // faults at once, as it would on a GPU. host_memory() is false, so every staging path of the GPU runs.
+// EmulatedPeerCommunicator plays NCCL for data-parallel tests: it moves device memory between ranks (threads).
 #pragma once
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <stdexcept>
+#include <vector>
 
+#include "replica/dist/communicator.h"
 #include "replica/kernels/backend.h"
 
 namespace replica {
@@ -24,12 +30,15 @@ class EmulatedDevice final : public Backend {
 
   void* allocate(size_t bytes) override {
     const size_t size = std::max<size_t>(bytes, 1);
-    void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);  // zero-filled
+    std::lock_guard lock(mutex_);
+    void* p = mmap(nullptr, size, open_count_ > 0 ? PROT_READ | PROT_WRITE : PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);  // zero-filled
     if (p == MAP_FAILED) throw std::runtime_error("EmulatedDevice: mmap failed");
     mappings_[p] = size;
     return p;
   }
   void release(void* p) override {
+    std::lock_guard lock(mutex_);
     auto it = mappings_.find(p);
     if (it == mappings_.end()) throw std::runtime_error("EmulatedDevice: release of memory it did not allocate");
     munmap(p, it->second);
@@ -114,11 +123,21 @@ class EmulatedDevice final : public Backend {
 
   size_t live_allocations() const { return mappings_.size(); }
 
+  // The memory is open to the host while any backend call or peer exchange is using it (counted, since
+  // other ranks' threads open it too).
+  void open() {
+    std::lock_guard lock(mutex_);
+    if (open_count_++ == 0) protect(PROT_READ | PROT_WRITE);
+  }
+  void close() {
+    std::lock_guard lock(mutex_);
+    if (--open_count_ == 0) protect(PROT_NONE);
+  }
+
  private:
-  // Backend memory is open to the host for the duration of one backend call.
   struct Open {
-    explicit Open(EmulatedDevice& d) : device(d) { device.protect(PROT_READ | PROT_WRITE); }
-    ~Open() { device.protect(PROT_NONE); }
+    explicit Open(EmulatedDevice& d) : device(d) { device.open(); }
+    ~Open() { device.close(); }
     EmulatedDevice& device;
   };
   void protect(int mode) {
@@ -129,7 +148,34 @@ class EmulatedDevice final : public Backend {
     Open open(*this);
     kernel(cpu_backend());
   }
+  std::mutex mutex_;
+  int open_count_ = 0;
   std::map<void*, size_t> mappings_;
+};
+
+// Moves device memory between ranks, as NCCL does on GPUs: the exchange of `inner` (a host communicator)
+// with every rank's device open.
+class EmulatedPeerCommunicator final : public Communicator {
+ public:
+  EmulatedPeerCommunicator(Communicator& inner, std::vector<EmulatedDevice*> devices)
+      : inner_(inner), devices_(std::move(devices)) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string name() const override { return "emulated-nccl"; }
+  void exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override {
+    for (EmulatedDevice* d : devices_) d->open();
+    inner_.exchange(sends, recvs);
+    for (EmulatedDevice* d : devices_) d->close();
+  }
+  void barrier() override { inner_.barrier(); }
+  [[noreturn]] void abort(const std::string& message, int status) override {
+    inner_.abort(message, status);
+    std::abort();  // not reached (GCC does not see [[noreturn]] through the virtual call)
+  }
+
+ private:
+  Communicator& inner_;
+  std::vector<EmulatedDevice*> devices_;
 };
 
 }  // namespace replica

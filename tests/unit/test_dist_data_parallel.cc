@@ -1,12 +1,15 @@
 // dist/collectives and dist/data_parallel with W ranks as threads: shard bounds, all-gather, the tree
 // reduce-scatter, and a whole ZeRO-1 step (gradients, loss sums, norm, clipping, AdamW, weight all-gather,
-// moment gather) bitwise equal at W = 1, 2 and 4, and equal to the unsharded norm and AdamW.
+// moment gather) bitwise equal at W = 1, 2 and 4, and equal to the unsharded norm and AdamW; the same on
+// emulated devices (emulated_device.h), where gradients and weights move between ranks as device memory.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "emulated_device.h"
 #include "replica/core/error.h"
 #include "replica/dist/collectives.h"
 #include "replica/dist/data_parallel.h"
@@ -67,19 +70,28 @@ struct StepResult {
   double norm = 0;
 };
 
-// Two ZeRO-1 steps at W ranks with G = 16 rows, micro-batches of 2 rows (8 micro-batches). Returns each
+// Two ZeRO-1 steps at W ranks with G = 16 rows, micro-batches of 2 rows (8 micro-batches), on the CPU or,
+// with `emulated`, each rank on its own emulated device with an emulated NCCL between them. Returns each
 // rank's result (moments: rank 0 only).
-std::vector<StepResult> run(int world) {
+std::vector<StepResult> run(int world, bool emulated = false) {
   const ParamTable table(model());
+  const size_t n = table.total();
   const int64_t G = 16, M = 2;
   const size_t n_ranks = size_t(world);
   std::vector<StepResult> results(n_ranks);
+  std::vector<std::unique_ptr<EmulatedDevice>> devices;
+  std::vector<EmulatedDevice*> all;
+  for (size_t r = 0; r < n_ranks; r++) all.push_back(devices.emplace_back(new EmulatedDevice).get());
   ThreadGroup group(world);
   group.run([&](Communicator& comm) {
-    DataParallel dp(comm, table, AdamWConfig{}, G, M);
+    Backend& backend = emulated ? static_cast<Backend&>(*all[size_t(comm.rank())]) : cpu_backend();
+    EmulatedPeerCommunicator peers(comm, all);
+    DataParallel dp(comm, emulated ? static_cast<Communicator&>(peers) : comm, backend, table, AdamWConfig{}, G, M);
     EXPECT_EQ(dp.micro_batches(), G / (M * world));
     StepResult& result = results[size_t(comm.rank())];
-    std::vector<float> params(table.total(), 0.5f), grads(table.total());
+    DeviceArray<float> params(backend, n), grads(backend, n), micro_batch_grads(backend, n);
+    const std::vector<float> half(n, 0.5f);
+    backend.to_device(params.data(), half.data(), n * sizeof(float));
     for (int step = 0; step < 2; step++) {
       std::vector<int32_t> rows;  // the rank's row[r::W] slice of the global rows (row_len 1: the row id)
       for (int32_t g = comm.rank(); g < G; g += world) rows.push_back(g + 100 * step);
@@ -89,21 +101,26 @@ std::vector<StepResult> run(int world) {
         EXPECT_EQ(mb[1] - mb[0], G / M) << "micro-batch rows are G/M apart";
         EXPECT_EQ((mb[0] % 100) % (G / M), comm.rank() + world * k) << "micro-batch c = rank + W k";
         LossSums s;
+        std::vector<float> host(n);
+        backend.to_host(host.data(), g, n * sizeof(float));  // g is zero: the buffer is backend memory
         for (int64_t j = 0; j < M; j++) {
-          for (size_t i = 0; i < table.total(); i++) g[i] += row_gradient(mb[j], i);
+          for (size_t i = 0; i < n; i++) host[i] += row_gradient(mb[j], i);
           s.ce += 1.0 / (1.0 + mb[j]);  // order-sensitive doubles
           s.z += std::sqrt(double(mb[j]));
           s.n_labels += mb[j];
         }
+        backend.to_device(micro_batch_grads.data(), host.data(), n * sizeof(float));
+        backend.add(g, g, micro_batch_grads.data(), int64_t(n));
         return s;
       });
       result.norm = dp.clip(grads.data(), 100.0);
       dp.step(params.data(), grads.data(), 1e-3);
     }
-    result.params = params;
+    result.params.resize(n);
+    backend.to_host(result.params.data(), params.data(), n * sizeof(float));
     if (comm.rank() == 0) {
-      result.exp_avg.resize(params.size());
-      result.exp_avg_sq.resize(params.size());
+      result.exp_avg.resize(n);
+      result.exp_avg_sq.resize(n);
     }
     dp.gather_moments(result.exp_avg.data(), result.exp_avg_sq.data());
   });
@@ -126,6 +143,19 @@ TEST(DistDataParallel, StepIsBitwiseIndependentOfWorldSize) {
     EXPECT_TRUE(one.exp_avg == ranks[0].exp_avg) << world;
     EXPECT_TRUE(one.exp_avg_sq == ranks[0].exp_avg_sq) << world;
     EXPECT_TRUE(ranks[1].exp_avg.empty());
+  }
+}
+
+TEST(DistDataParallel, EmulatedDevicesGiveTheCpuBits) {
+  const StepResult cpu = run(1)[0];
+  for (int world : {1, 2, 4}) {
+    const std::vector<StepResult> ranks = run(world, true);
+    for (const StepResult& r : ranks) {
+      EXPECT_EQ(cpu.sums.ce, r.sums.ce) << world;
+      EXPECT_EQ(cpu.norm, r.norm) << world;
+      EXPECT_TRUE(cpu.params == r.params) << world;
+    }
+    EXPECT_TRUE(cpu.exp_avg == ranks[0].exp_avg && cpu.exp_avg_sq == ranks[0].exp_avg_sq) << world;
   }
 }
 
