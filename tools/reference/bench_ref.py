@@ -105,7 +105,13 @@ def main():
 
     torch.set_num_threads(args.threads)
     cfg = ref.load_config(args.config)
-    params = ref.leaf_params({k: v.to(args.device) for k, v in ref.init_params(cfg, seed=0).items()}, torch.float32)
+    if cuda:  # timing needs random weights, not the reference's exact ones: draw them on the GPU (seconds, not minutes)
+        torch.manual_seed(0)
+        params = {name: (torch.nn.init.trunc_normal_(torch.empty(shape, device="cuda"), std=0.02, a=-0.06, b=0.06)
+                         if len(shape) == 2 else torch.ones(shape, device="cuda")).requires_grad_()
+                  for name, shape in ref.param_shapes(cfg).items()}
+    else:
+        params = ref.leaf_params(ref.init_params(cfg, seed=0), torch.float32)
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), generator=g).to(args.device)
 
