@@ -51,7 +51,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     if (precision == Precision::bf16) fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
     fmt::print("activations      B={} T={}\n", o->micro_batch, o->seq_len);
     for (Remat r : {Remat::none, Remat::block}) {
-      double act = double(Olmo3::activation_bytes(c, r, o->micro_batch, o->seq_len));
+      double act = double(Olmo3::activation_bytes(c, r, o->micro_batch, o->seq_len, precision));
       fmt::print("  remat={:<6}     {}  (total with states: {})\n", r == Remat::none ? "none" : "block", gib(act),
                  gib(act + states));
     }
@@ -61,7 +61,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     if (o->ranks > 0) {
       const int64_t G = o->global_batch > 0 ? o->global_batch : o->ranks * o->micro_batch;
       check(G % (o->ranks * o->micro_batch) == 0, "--global-batch {} is not a multiple of --ranks × --micro-batch", G);
-      const double act = double(Olmo3::activation_bytes(c, Remat::block, o->micro_batch, o->seq_len));
+      const double act = double(Olmo3::activation_bytes(c, Remat::block, o->micro_batch, o->seq_len, precision));
       auto show = [](const std::string& title, const std::vector<MemoryItem>& items) {
         fmt::print("{}\n", title);
         for (const MemoryItem& item : items) fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);

@@ -55,9 +55,10 @@ class Backend {
   virtual void convert_to_bf16(const float* src, bf16* dst, size_t n) = 0;  // round to nearest even
 
   // ---- the layers: kernels/cpu/*.h documents each contract ----------------------------------------------
+  // In bf16, B16 and A16 (optional) are B and A already rounded, same layout (kernels/cpu/gemm.h).
   virtual void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                     const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision,
-                    const bf16* B16) = 0;
+                    const bf16* B16, const bf16* A16) = 0;
   virtual void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                                float eps) = 0;
   virtual void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
@@ -91,17 +92,17 @@ class Backend {
   // Σ x² in double per kSquareSumBlock block, in block order, on the host (the gradient norm's partial sums).
   virtual std::vector<double> block_sums_of_squares(const float* x, size_t n) = 0;
 
-  // The three products of a Linear layer y = x · Wᵀ with x [M, K], W [N, K] (kernels/cpu/gemm.h).
-  void linear_forward(float* y, const float* x, WeightRef w, int64_t M, int64_t N, int64_t K, Precision p) {
-    gemm(false, true, M, N, K, x, K, w.f32, K, y, N, false, p, w.b16);
+  // The three products of a Linear layer y = x · Wᵀ with x [M, K], W [N, K] (kernels/cpu/gemm.h). Activations
+  // are WeightRefs too: fp32 values and, in bf16, optionally their rounded copy (rounded once, used twice).
+  void linear_forward(float* y, WeightRef x, WeightRef w, int64_t M, int64_t N, int64_t K, Precision p) {
+    gemm(false, true, M, N, K, x.f32, K, w.f32, K, y, N, false, p, w.b16, x.b16);
   }
-  void linear_backward_input(float* dx, const float* dy, WeightRef w, int64_t M, int64_t N, int64_t K,
+  void linear_backward_input(float* dx, WeightRef dy, WeightRef w, int64_t M, int64_t N, int64_t K,
                              bool accumulate, Precision p) {
-    gemm(false, false, M, K, N, dy, N, w.f32, K, dx, K, accumulate, p, w.b16);
+    gemm(false, false, M, K, N, dy.f32, N, w.f32, K, dx, K, accumulate, p, w.b16, dy.b16);
   }
-  void linear_backward_weight(float* dw, const float* dy, const float* x, int64_t M, int64_t N, int64_t K,
-                              Precision p) {
-    gemm(true, false, N, K, M, dy, N, x, K, dw, K, true, p, nullptr);
+  void linear_backward_weight(float* dw, WeightRef dy, WeightRef x, int64_t M, int64_t N, int64_t K, Precision p) {
+    gemm(true, false, N, K, M, dy.f32, N, x.f32, K, dw, K, true, p, x.b16, dy.b16);
   }
 };
 

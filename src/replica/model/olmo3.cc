@@ -27,6 +27,7 @@ std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T) {
 }
 
 using Buffer = DeviceArray<float>;
+using Buffer16 = DeviceArray<bf16>;
 
 // Saved activations of one block (N = B·T rows).
 struct Olmo3::BlockActs {
@@ -40,8 +41,10 @@ struct Olmo3::BlockActs {
   Buffer g, u, s;          // gate, up, silu(gate)·up [N, F]
   Buffer m;                // down_proj output [N, C]
   Buffer n2, rstd2;        // norm2 output and its rstd
+  // bf16: the four GEMM inputs rounded once, for their forward products and the weight gradients.
+  Buffer16 attn_in16, att16, mlp_in16, s16;
 
-  void allocate(Backend& be, const ModelConfig& c, int64_t B, int64_t T) {
+  void allocate(Backend& be, const ModelConfig& c, int64_t B, int64_t T, Precision p) {
     const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
     const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
     for (Buffer* b : {&q, &qr, &att}) *b = Buffer(be, N * HD);
@@ -50,11 +53,16 @@ struct Olmo3::BlockActs {
     lse = Buffer(be, size_t(B * c.n_heads * T));
     for (Buffer* b : {&ao, &n1, &h, &m, &n2}) *b = Buffer(be, N * C);
     for (Buffer* b : {&g, &u, &s}) *b = Buffer(be, N * F);
+    if (p != Precision::bf16) return;
+    for (Buffer16* b : {&attn_in16, &mlp_in16}) *b = Buffer16(be, N * C);
+    att16 = Buffer16(be, N * HD);
+    s16 = Buffer16(be, N * F);
   }
-  static size_t floats(const ModelConfig& c, int64_t B, int64_t T) {
-    const size_t N = size_t(B * T);
-    return N * (3 * size_t(c.q_width()) + 3 * size_t(c.kv_width()) + 4 + 5 * size_t(c.d_model) +
-                3 * size_t(c.ffn_hidden)) + size_t(B * c.n_heads * T);
+  static size_t bytes(const ModelConfig& c, int64_t B, int64_t T, Precision p) {
+    const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
+    const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
+    const size_t floats = N * (3 * HD + 3 * KD + 4 + 5 * C + 3 * F) + size_t(B * c.n_heads * T);
+    return 4 * floats + (p == Precision::bf16 ? 2 * N * (2 * C + HD + F) : 0);
   }
 };
 
@@ -68,6 +76,7 @@ struct Olmo3::Workspace {
   Buffer final_out, final_rstd;
   // Backward scratch.
   Buffer dres, dfinal, dq, dk, dv, dqr, dkr, datt, dao, dx_branch, dg, du, ds, dm;
+  Buffer16 dy16;  // bf16: each output gradient rounded once for both of its products
   // Evaluation: rows of final_out gathered for the LM head, and their logits off the host.
   Buffer head_rows, head_logits;
 };
@@ -78,12 +87,14 @@ Olmo3::Olmo3(ModelConfig config, Precision precision, Remat remat, Backend& back
 
 Olmo3::~Olmo3() = default;
 
-size_t Olmo3::activation_bytes(const ModelConfig& c, Remat remat, int64_t B, int64_t T) {
+size_t Olmo3::activation_bytes(const ModelConfig& c, Remat remat, int64_t B, int64_t T, Precision p) {
   const size_t N = size_t(B * T), C = size_t(c.d_model);
+  const size_t widest = std::max({C, size_t(c.ffn_hidden), size_t(c.q_width())});
   size_t blocks = remat == Remat::none ? size_t(c.n_layers) : 1;
   size_t resid = size_t(c.n_layers + 1) * N * C;
   size_t scratch = N * (3 * size_t(c.q_width()) + 4 * size_t(c.kv_width()) + 3 * C + 3 * size_t(c.ffn_hidden));
-  return 4 * (blocks * BlockActs::floats(c, B, T) + resid + scratch + 2 * N * C);
+  return blocks * BlockActs::bytes(c, B, T, p) + 4 * (resid + scratch + 2 * N * C) +
+         (p == Precision::bf16 ? 2 * N * widest : 0);
 }
 
 void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
@@ -103,7 +114,7 @@ void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   w.resid.clear();
   for (int64_t l = 0; l <= c.n_layers; l++) w.resid.emplace_back(be, N * C);
   w.acts.resize(want_acts);
-  for (BlockActs& a : w.acts) a.allocate(be, c, B, T);
+  for (BlockActs& a : w.acts) a.allocate(be, c, B, T, precision_);
   w.final_out = Buffer(be, N * C);
   w.final_rstd = Buffer(be, N);
   if (!for_training) return;
@@ -111,6 +122,7 @@ void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   for (Buffer* b : {&w.dk, &w.dv, &w.dkr}) *b = Buffer(be, N * KD);
   for (Buffer* b : {&w.dres, &w.dfinal, &w.dao, &w.dx_branch, &w.dm}) *b = Buffer(be, N * C);
   for (Buffer* b : {&w.dg, &w.du, &w.ds}) *b = Buffer(be, N * F);
+  if (precision_ == Precision::bf16) w.dy16 = Buffer16(be, N * std::max({C, F, HD, KD}));
 }
 
 void Olmo3::round_weights(const float* P) {
@@ -122,6 +134,12 @@ void Olmo3::round_weights(const float* P) {
 
 WeightRef Olmo3::W(size_t offset) const {
   return {params_ + offset, precision_ == Precision::bf16 ? params16_.data() + offset : nullptr};
+}
+
+WeightRef Olmo3::rounded(const float* x, bf16* x16, size_t n) {
+  if (precision_ != Precision::bf16) return {x};
+  be_.convert_to_bf16(x, x16, n);
+  return {x, x16};
 }
 
 void Olmo3::check_ids(const int32_t* ids, int64_t n) const {
@@ -140,11 +158,8 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
   const Precision p = precision_;
 
   // Attention branch.
-  const float* attn_in = x;
-  if (!reordered) {
-    be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), x, P + o.norm1, N, C, eps);
-    attn_in = a.n1.data();
-  }
+  if (!reordered) be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), x, P + o.norm1, N, C, eps);
+  const WeightRef attn_in = rounded(reordered ? x : a.n1.data(), a.attn_in16.data(), size_t(N * C));
   be_.linear_forward(a.q.data(), attn_in, W(o.wq), N, HD, C, p);
   be_.linear_forward(a.k.data(), attn_in, W(o.wk), N, KD, C, p);
   be_.linear_forward(a.v.data(), attn_in, W(o.wv), N, KD, C, p);
@@ -159,7 +174,7 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
   be_.rope_forward(a.kr.data(), *ws_->rope, B, T, c.n_kv_heads, c.head_dim);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   be_.attention_forward(a.att.data(), a.lse.data(), a.qr.data(), a.kr.data(), a.v.data(), shape, p);
-  be_.linear_forward(a.ao.data(), a.att.data(), W(o.wo), N, C, HD, p);
+  be_.linear_forward(a.ao.data(), rounded(a.att.data(), a.att16.data(), size_t(N * HD)), W(o.wo), N, C, HD, p);
   const float* attn_out = a.ao.data();
   if (reordered) {
     be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), a.ao.data(), P + o.norm1, N, C, eps);
@@ -168,15 +183,12 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
   be_.add(a.h.data(), x, attn_out, N * C);
 
   // MLP branch.
-  const float* mlp_in = a.h.data();
-  if (!reordered) {
-    be_.rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.h.data(), P + o.norm2, N, C, eps);
-    mlp_in = a.n2.data();
-  }
+  if (!reordered) be_.rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.h.data(), P + o.norm2, N, C, eps);
+  const WeightRef mlp_in = rounded(reordered ? a.h.data() : a.n2.data(), a.mlp_in16.data(), size_t(N * C));
   be_.linear_forward(a.g.data(), mlp_in, W(o.w_gate), N, F, C, p);
   be_.linear_forward(a.u.data(), mlp_in, W(o.w_up), N, F, C, p);
   be_.swiglu_forward(a.s.data(), a.g.data(), a.u.data(), N * F);
-  be_.linear_forward(a.m.data(), a.s.data(), W(o.w_down), N, C, F, p);
+  be_.linear_forward(a.m.data(), rounded(a.s.data(), a.s16.data(), size_t(N * F)), W(o.w_down), N, C, F, p);
   const float* mlp_out = a.m.data();
   if (reordered) {
     be_.rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.m.data(), P + o.norm2, N, C, eps);
@@ -185,7 +197,9 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
   be_.add(out, a.h.data(), mlp_out, N * C);
 }
 
-// On entry dres = d(loss)/d(block output); on exit d(loss)/d(block input x).
+// On entry dres = d(loss)/d(block output); on exit d(loss)/d(block input x). Each output gradient dy is rounded
+// once (bf16) into w.dy16 for its two products, input and weight gradient, which therefore run one after the
+// other; the inputs' rounded copies come from the forward pass.
 void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float* x, BlockActs& a, float* dres) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
@@ -201,14 +215,17 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
     be_.rmsnorm_backward(w.dm.data(), G + o.norm2, dres, a.m.data(), P + o.norm2, a.rstd2.data(), N, C, false);
     dm = w.dm.data();
   }
-  const float* mlp_in = reordered ? a.h.data() : a.n2.data();
-  be_.linear_backward_input(w.ds.data(), dm, W(o.w_down), N, C, F, false, p);
-  be_.linear_backward_weight(G + o.w_down, dm, a.s.data(), N, C, F, p);
+  const WeightRef dm16 = rounded(dm, w.dy16.data(), size_t(N * C));
+  be_.linear_backward_input(w.ds.data(), dm16, W(o.w_down), N, C, F, false, p);
+  be_.linear_backward_weight(G + o.w_down, dm16, {a.s.data(), a.s16.data()}, N, C, F, p);
   be_.swiglu_backward(w.dg.data(), w.du.data(), w.ds.data(), a.g.data(), a.u.data(), N * F);
-  be_.linear_backward_input(w.dx_branch.data(), w.dg.data(), W(o.w_gate), N, F, C, false, p);
-  be_.linear_backward_input(w.dx_branch.data(), w.du.data(), W(o.w_up), N, F, C, true, p);
-  be_.linear_backward_weight(G + o.w_gate, w.dg.data(), mlp_in, N, F, C, p);
-  be_.linear_backward_weight(G + o.w_up, w.du.data(), mlp_in, N, F, C, p);
+  const WeightRef mlp_in{reordered ? a.h.data() : a.n2.data(), a.mlp_in16.data()};
+  const WeightRef dg = rounded(w.dg.data(), w.dy16.data(), size_t(N * F));
+  be_.linear_backward_input(w.dx_branch.data(), dg, W(o.w_gate), N, F, C, false, p);
+  be_.linear_backward_weight(G + o.w_gate, dg, mlp_in, N, F, C, p);
+  const WeightRef du = rounded(w.du.data(), w.dy16.data(), size_t(N * F));
+  be_.linear_backward_input(w.dx_branch.data(), du, W(o.w_up), N, F, C, true, p);
+  be_.linear_backward_weight(G + o.w_up, du, mlp_in, N, F, C, p);
   if (reordered) {
     be_.add(dres, dres, w.dx_branch.data(), N * C);
   } else {
@@ -220,8 +237,9 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
     be_.rmsnorm_backward(w.dao.data(), G + o.norm1, dres, a.ao.data(), P + o.norm1, a.rstd1.data(), N, C, false);
     dao = w.dao.data();
   }
-  be_.linear_backward_input(w.datt.data(), dao, W(o.wo), N, C, HD, false, p);
-  be_.linear_backward_weight(G + o.wo, dao, a.att.data(), N, C, HD, p);
+  const WeightRef dao16 = rounded(dao, w.dy16.data(), size_t(N * C));
+  be_.linear_backward_input(w.datt.data(), dao16, W(o.wo), N, C, HD, false, p);
+  be_.linear_backward_weight(G + o.wo, dao16, {a.att.data(), a.att16.data()}, N, C, HD, p);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att.data(), a.lse.data(),
                      a.qr.data(), a.kr.data(), a.v.data(), shape, p);
@@ -237,13 +255,16 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
     dq = w.dq.data();
     dk = w.dk.data();
   }
-  const float* attn_in = reordered ? x : a.n1.data();
-  be_.linear_backward_input(w.dx_branch.data(), dq, W(o.wq), N, HD, C, false, p);
-  be_.linear_backward_input(w.dx_branch.data(), dk, W(o.wk), N, KD, C, true, p);
-  be_.linear_backward_input(w.dx_branch.data(), w.dv.data(), W(o.wv), N, KD, C, true, p);
-  be_.linear_backward_weight(G + o.wq, dq, attn_in, N, HD, C, p);
-  be_.linear_backward_weight(G + o.wk, dk, attn_in, N, KD, C, p);
-  be_.linear_backward_weight(G + o.wv, w.dv.data(), attn_in, N, KD, C, p);
+  const WeightRef attn_in{reordered ? x : a.n1.data(), a.attn_in16.data()};
+  const WeightRef dq16 = rounded(dq, w.dy16.data(), size_t(N * HD));
+  be_.linear_backward_input(w.dx_branch.data(), dq16, W(o.wq), N, HD, C, false, p);
+  be_.linear_backward_weight(G + o.wq, dq16, attn_in, N, HD, C, p);
+  const WeightRef dk16 = rounded(dk, w.dy16.data(), size_t(N * KD));
+  be_.linear_backward_input(w.dx_branch.data(), dk16, W(o.wk), N, KD, C, true, p);
+  be_.linear_backward_weight(G + o.wk, dk16, attn_in, N, KD, C, p);
+  const WeightRef dv16 = rounded(w.dv.data(), w.dy16.data(), size_t(N * KD));
+  be_.linear_backward_input(w.dx_branch.data(), dv16, W(o.wv), N, KD, C, true, p);
+  be_.linear_backward_weight(G + o.wv, dv16, attn_in, N, KD, C, p);
   if (reordered) {
     be_.add(dres, dres, w.dx_branch.data(), N * C);
   } else {

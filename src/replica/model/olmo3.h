@@ -53,7 +53,8 @@ class Olmo3 {
   void head_logits(const int64_t* rows, int64_t n, float* logits);
 
   // Bytes of activation memory one micro-batch of [B, T] needs under `remat` (for the memory plan).
-  static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T);
+  static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T,
+                                 Precision precision = Precision::fp32);
 
  private:
   struct Workspace;
@@ -63,6 +64,8 @@ class Olmo3 {
   // Remembers this call's parameters and, in bf16, rounds them once so every GEMM reuses the copy.
   void round_weights(const float* params);
   WeightRef W(size_t offset) const;  // the weight matrix at `offset` as a GEMM operand
+  // An activation as a GEMM operand: in bf16, rounded once into x16 (n values) for every product that reads it.
+  WeightRef rounded(const float* x, bf16* x16, size_t n);
   void forward_to_final_norm(const float* params, const int32_t* ids, bool keep_all);
   void block_forward(const float* params, int64_t layer, const float* x, float* out, BlockActs& a);
   void block_backward(const float* params, float* grads, int64_t layer, const float* x, BlockActs& a, float* dres);

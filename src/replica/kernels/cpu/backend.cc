@@ -53,8 +53,8 @@ class CpuBackend final : public Backend {
   void convert_to_bf16(const float* src, bf16* dst, size_t n) override { replica::convert_to_bf16(src, dst, n); }
 
   void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-            int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16) override {
-    replica::gemm(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16);
+            int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16, const bf16* A16) override {
+    replica::gemm(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16, A16);
   }
   void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                        float eps) override {

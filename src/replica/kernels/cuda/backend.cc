@@ -124,8 +124,8 @@ class CudaBackend final : public Backend {
   }
 
   void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-            int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16) override {
-    cuda::gemm(ctx_, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16);
+            int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16, const bf16* A16) override {
+    cuda::gemm(ctx_, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16, A16);
   }
   void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                        float eps) override {
@@ -208,7 +208,7 @@ class CudaBackend final : public Backend {
     double best = 0.0;
     for (int i = 0; i < 6; i++) {
       const auto start = std::chrono::steady_clock::now();
-      gemm(false, true, n, n, n, a, n, a, n, c, n, false, p, nullptr);
+      gemm(false, true, n, n, n, a, n, a, n, c, n, false, p, nullptr, nullptr);
       synchronize();
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (i > 0) best = std::max(best, 2.0 * double(n * n) * double(n) / s);  // the first call warms up

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "replica/kernels/cuda/common.cuh"
@@ -116,23 +117,28 @@ void gemm_bf16(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, i
 }
 
 void gemm(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-          const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16) {
+          const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16,
+          const bf16* A16) {
   if (M == 0 || N == 0) return;
   if (precision == Precision::fp32) {
     matmul(ctx, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, CUDA_R_32F);
     return;
   }
-  const int64_t a_size = trans_a ? span(K, M, lda) : span(M, K, lda);
-  Scratch<bf16> a16(ctx, size_t(a_size));
-  convert_to_bf16(ctx, A, a16.get(), a_size);
-  if (B16) {
-    gemm_bf16(ctx, trans_a, trans_b, M, N, K, a16.get(), lda, B16, ldb, C, ldc, accumulate);
-    return;
+  // Each operand: the caller's pre-rounded copy, else a copy rounded here into stream-ordered scratch.
+  std::optional<Scratch<bf16>> a_rounded, b_rounded;
+  if (!A16) {
+    const int64_t a_size = trans_a ? span(K, M, lda) : span(M, K, lda);
+    a_rounded.emplace(ctx, size_t(a_size));
+    convert_to_bf16(ctx, A, a_rounded->get(), a_size);
+    A16 = a_rounded->get();
   }
-  const int64_t b_size = trans_b ? span(N, K, ldb) : span(K, N, ldb);
-  Scratch<bf16> b16(ctx, size_t(b_size));
-  convert_to_bf16(ctx, B, b16.get(), b_size);
-  gemm_bf16(ctx, trans_a, trans_b, M, N, K, a16.get(), lda, b16.get(), ldb, C, ldc, accumulate);
+  if (!B16) {
+    const int64_t b_size = trans_b ? span(N, K, ldb) : span(K, N, ldb);
+    b_rounded.emplace(ctx, size_t(b_size));
+    convert_to_bf16(ctx, B, b_rounded->get(), b_size);
+    B16 = b_rounded->get();
+  }
+  gemm_bf16(ctx, trans_a, trans_b, M, N, K, A16, lda, B16, ldb, C, ldc, accumulate);
 }
 
 }  // namespace replica::cuda

@@ -14,11 +14,12 @@ namespace replica::cuda {
 // dst[i] = bf16(src[i]), round to nearest even.
 void convert_to_bf16(Context& ctx, const float* src, bf16* dst, int64_t n);
 
-// Same arguments as replica::gemm. In bf16, A is rounded into scratch on every call; B too unless B16
-// (B already rounded, same layout) is given, so weights are rounded once per step by the caller.
+// Same arguments as replica::gemm. In bf16, each operand is rounded into scratch on every call unless its
+// rounded copy (same layout) is given: B16 for weights rounded once per step, A16 (and B16) for activations
+// the model rounds once and uses in several products.
 void gemm(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
           const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision,
-          const bf16* B16 = nullptr);
+          const bf16* B16 = nullptr, const bf16* A16 = nullptr);
 
 // The bf16 core: operands already bf16, fp32 accumulation and output.
 void gemm_bf16(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const bf16* A, int64_t lda,
