@@ -148,6 +148,21 @@ void check_gemm(Context& ctx, CheckTable& t) {
   cuda::linear_forward(ctx, dy.p, dx.p, WeightRef(dw.p, dw16.p), M, N, K, Precision::bf16);
   t.row("linear_forward bf16 (B16)", shape_text({{"M", M}, {"N", N}, {"K", K}}), "y", rel_error(dy.download(), want),
         kBf16Bound);
+  // Activations rounded once too (A16, and B16 for the weight gradient's input), as the model's bf16 path does,
+  // against rounding inside the call (the same bf16 operands: equal unless cuBLASLt picks another algorithm).
+  DeviceArray<bf16> dx16(ctx, x.size());
+  cuda::convert_to_bf16(ctx, dx.p, dx16.p, int64_t(x.size()));
+  DeviceArray<float> dy_pre(ctx, size_t(M * N));
+  cuda::gemm(ctx, false, true, M, N, K, dx.p, K, dw.p, K, dy_pre.p, N, false, Precision::bf16, dw16.p, dx16.p);
+  t.row("linear_forward bf16 (A16, B16)", shape_text({{"M", M}, {"N", N}, {"K", K}}), "y = in-call rounding",
+        rel_error(dy_pre.download(), dy.download()), kBf16Bound);
+  DeviceArray<float> dW(ctx, w.size()), dW_pre(ctx, w.size());
+  cuda::gemm(ctx, true, false, N, K, M, dy.p, N, dx.p, K, dW.p, K, false, Precision::bf16);
+  DeviceArray<bf16> dy16(ctx, size_t(M * N));
+  cuda::convert_to_bf16(ctx, dy.p, dy16.p, M * N);
+  cuda::gemm(ctx, true, false, N, K, M, dy.p, N, dx.p, K, dW_pre.p, K, false, Precision::bf16, dx16.p, dy16.p);
+  t.row("linear_backward_weight bf16 (A16, B16)", shape_text({{"M", M}, {"N", N}, {"K", K}}), "dW = in-call rounding",
+        rel_error(dW_pre.download(), dW.download()), kBf16Bound);
 }
 
 void check_rmsnorm(Context& ctx, CheckTable& t) {
