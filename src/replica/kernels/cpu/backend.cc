@@ -1,9 +1,10 @@
 // CpuBackend: the Backend interface over kernels/cpu. Backend memory is host memory.
-#include <cstdlib>
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <cstring>
 #include <new>
 
-#include "replica/core/error.h"
 #include "replica/core/threads.h"
 #include "replica/kernels/backend.h"
 #include "replica/kernels/cpu/adamw.h"
@@ -12,8 +13,8 @@
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/lm_head_loss.h"
 #include "replica/kernels/cpu/rmsnorm.h"
-#include "replica/kernels/cpu/swiglu.h"
 #include "replica/kernels/cpu/sum_of_squares.h"
+#include "replica/kernels/cpu/swiglu.h"
 
 namespace replica {
 
