@@ -27,7 +27,7 @@ TEST(Backend, CpuMemoryIsHostMemoryZeroFilledAndMovable) {
 
 TEST(Backend, HostMirrorOfCpuMemoryIsTheMemoryItself) {
   DeviceArray<float> a(cpu_backend(), 16);
-  HostMirror mirror(cpu_backend(), a.data(), a.size(), true);
+  HostMirror mirror(cpu_backend(), a.data(), a.size());
   EXPECT_EQ(mirror.data(), a.data());
   mirror.data()[3] = 1.5f;
   mirror.upload();

@@ -48,11 +48,9 @@ OnBackend::OnBackend(Backend& backend, const std::vector<float>& host) : host_(h
   backend.to_device(copy_.data(), host.data(), host.size() * sizeof(float));
 }
 
-HostMirror::HostMirror(Backend& backend, float* data, size_t n, bool download)
+HostMirror::HostMirror(Backend& backend, float* data, size_t n)
     : backend_(backend), device_(data), host_(backend.host_memory() ? data : nullptr) {
-  if (host_) return;
-  staged_.resize(n);
-  if (download) backend_.to_host(staged_.data(), device_, n * sizeof(float));
+  if (!host_) staged_.resize(n);
 }
 
 void HostMirror::upload() {

@@ -27,7 +27,7 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual Device device() const = 0;
-  virtual std::string describe() const = 0;  // "cpu" or "cuda:0 (NVIDIA H200, ...)"
+  virtual std::string describe() const = 0;  // "cpu (16 threads)" or "cuda:0 (NVIDIA H200, ...)"
   // True when backend memory is ordinary host memory (the CPU): host code may then use buffers directly.
   virtual bool host_memory() const = 0;
 
@@ -140,11 +140,11 @@ class DeviceArray {
   size_t size_ = 0;
 };
 
-// Host access to floats in backend memory: the memory itself where it is host memory (no copy), else a host
-// copy, downloaded at construction when `download` is set and written back by upload().
+// Host floats to be written into backend memory: the memory itself where it is host memory (no copy), else a
+// zeroed host buffer that upload() writes there.
 class HostMirror {
  public:
-  HostMirror(Backend& backend, float* data, size_t n, bool download);
+  HostMirror(Backend& backend, float* data, size_t n);
   float* data() { return host_ ? host_ : staged_.data(); }
   void upload();
 

@@ -110,19 +110,18 @@ void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   w.T = T;
   w.training = for_training;
   w.rope = std::make_unique<RopeTable>(T, c.head_dim, c.rope_theta);
-  Backend& be = be_;
   w.resid.clear();
-  for (int64_t l = 0; l <= c.n_layers; l++) w.resid.emplace_back(be, N * C);
+  for (int64_t l = 0; l <= c.n_layers; l++) w.resid.emplace_back(be_, N * C);
   w.acts.resize(want_acts);
-  for (BlockActs& a : w.acts) a.allocate(be, c, B, T, precision_);
-  w.final_out = Buffer(be, N * C);
-  w.final_rstd = Buffer(be, N);
+  for (BlockActs& a : w.acts) a.allocate(be_, c, B, T, precision_);
+  w.final_out = Buffer(be_, N * C);
+  w.final_rstd = Buffer(be_, N);
   if (!for_training) return;
-  for (Buffer* b : {&w.dq, &w.dqr, &w.datt}) *b = Buffer(be, N * HD);
-  for (Buffer* b : {&w.dk, &w.dv, &w.dkr}) *b = Buffer(be, N * KD);
-  for (Buffer* b : {&w.dres, &w.dfinal, &w.dao, &w.dx_branch, &w.dm}) *b = Buffer(be, N * C);
-  for (Buffer* b : {&w.dg, &w.du, &w.ds}) *b = Buffer(be, N * F);
-  if (precision_ == Precision::bf16) w.dy16 = Buffer16(be, N * std::max({C, F, HD, KD}));
+  for (Buffer* b : {&w.dq, &w.dqr, &w.datt}) *b = Buffer(be_, N * HD);
+  for (Buffer* b : {&w.dk, &w.dv, &w.dkr}) *b = Buffer(be_, N * KD);
+  for (Buffer* b : {&w.dres, &w.dfinal, &w.dao, &w.dx_branch, &w.dm}) *b = Buffer(be_, N * C);
+  for (Buffer* b : {&w.dg, &w.du, &w.ds}) *b = Buffer(be_, N * F);
+  if (precision_ == Precision::bf16) w.dy16 = Buffer16(be_, N * std::max({C, F, HD, KD}));
 }
 
 void Olmo3::round_weights(const float* P) {
@@ -242,16 +241,16 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
   be_.linear_backward_weight(G + o.wo, dao16, {a.att.data(), a.att16.data()}, N, C, HD, p);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att.data(), a.lse.data(),
-                     a.qr.data(), a.kr.data(), a.v.data(), shape, p);
+                         a.qr.data(), a.kr.data(), a.v.data(), shape, p);
   be_.rope_backward(w.dqr.data(), *w.rope, B, T, c.n_heads, c.head_dim);
   be_.rope_backward(w.dkr.data(), *w.rope, B, T, c.n_kv_heads, c.head_dim);
   const float* dq = w.dqr.data();
   const float* dk = w.dkr.data();
   if (c.qk_norm) {
     be_.rmsnorm_backward(w.dq.data(), G + o.q_norm, w.dqr.data(), a.q.data(), P + o.q_norm, a.rstd_q.data(), N, HD,
-                     false);
+                         false);
     be_.rmsnorm_backward(w.dk.data(), G + o.k_norm, w.dkr.data(), a.k.data(), P + o.k_norm, a.rstd_k.data(), N, KD,
-                     false);
+                         false);
     dq = w.dq.data();
     dk = w.dk.data();
   }
@@ -281,7 +280,7 @@ void Olmo3::forward_to_final_norm(const float* P, const int32_t* ids, bool keep_
   for (int64_t l = 0; l < config_.n_layers; l++)
     block_forward(P, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), w.acts[keep_all ? size_t(l) : 0]);
   be_.rmsnorm_forward(w.final_out.data(), w.final_rstd.data(), w.resid.back().data(), P + table_.final_norm, N, C,
-                  float(config_.norm_eps));
+                      float(config_.norm_eps));
 }
 
 LossSums Olmo3::forward_backward(const float* P, float* G, const Batch& batch, float z_coef, float grad_scale) {
@@ -294,9 +293,9 @@ LossSums Olmo3::forward_backward(const float* P, float* G, const Batch& batch, f
   forward_to_final_norm(P, batch.ids, keep_all);
   LmHeadGrads head{w.dfinal.data(), G + table_.lm_head, grad_scale};
   LossSums sums = be_.lm_head_loss(w.final_out.data(), W(table_.lm_head), batch.targets, N, C, c.vocab_size, z_coef,
-                               precision_, &head);
+                                   precision_, &head);
   be_.rmsnorm_backward(w.dres.data(), G + table_.final_norm, w.dfinal.data(), w.resid.back().data(),
-                   P + table_.final_norm, w.final_rstd.data(), N, C, false);
+                       P + table_.final_norm, w.final_rstd.data(), N, C, false);
   for (int64_t l = c.n_layers - 1; l >= 0; l--) {
     BlockActs& a = w.acts[keep_all ? size_t(l) : 0];
     // Recompute this block's activations; its output (already in resid[l + 1]) is rewritten identically.

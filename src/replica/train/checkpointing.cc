@@ -21,7 +21,7 @@ ModelConfig recipe_model_config(const Recipe& r) {
 }
 
 // The weights and the Adam state of checkpoint `dir` into params and start.
-static void read_moments(const std::string& dir, const ParamTable& table, float* params, RunStart& start,
+static void read_weights_and_moments(const std::string& dir, const ParamTable& table, float* params, RunStart& start,
                          int64_t adam_step_count) {
   start.exp_avg.resize(table.total());
   start.exp_avg_sq.resize(table.total());
@@ -47,7 +47,7 @@ static RunStart resume(const Recipe& r, const std::string& dir, const ParamTable
         "{}: data position (epoch {}, batch {}) does not match step {} (epoch {}, batch {})", dir, s.epoch, s.batch,
         s.step, epoch, batch);
   RunStart start{s.step, fmt::format("resuming from {} (step {}, {} tokens)", dir, s.step, s.tokens), {}, {}, 0};
-  read_moments(dir, table, params, start, s.adam_step_count);
+  read_weights_and_moments(dir, table, params, start, s.adam_step_count);
   try {
     skip_step.load_json(s.skip_step);
   } catch (const Error& e) {
@@ -84,7 +84,7 @@ RunStart start_run(const Recipe& r, const ParamTable& table, const data::DataLoa
   const TrainState s = read_checkpoint_state(from);
   RunStart start{0, fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule "
                                 "and data start afresh", s.adam_step_count, from, s.step), {}, {}, 0};
-  read_moments(from, table, params, start, s.adam_step_count);
+  read_weights_and_moments(from, table, params, start, s.adam_step_count);
   return start;
 }
 

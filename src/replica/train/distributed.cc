@@ -26,7 +26,7 @@ RunStart start_run_all_ranks(const Recipe& r, DataParallel& dp, const ParamTable
                              const data::DataLoader& loader, float* params, SkipStep& skip_step) {
   Communicator& comm = dp.comm();
   const size_t bytes = table.total() * sizeof(float);
-  HostMirror host_params(dp.backend(), params, table.total(), /*download=*/false);
+  HostMirror host_params(dp.backend(), params, table.total());
   RunStart start;
   std::string history;
   if (comm.rank() == 0) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <vector>
 
 #include "replica/core/error.h"
 #include "replica/kernels/backend.h"
@@ -63,7 +64,7 @@ class CudaBackend final : public Backend {
     check_cuda(cudaGetDeviceProperties(&props_, gpu), "cudaGetDeviceProperties");
   }
   ~CudaBackend() override {
-    for (auto& [serial, table] : rope_) release(table.data);
+    for (auto& [serial, table] : rope_) release(table);
   }
 
   Device device() const override { return Device::cuda; }
@@ -189,21 +190,25 @@ class CudaBackend final : public Backend {
   // cos then sin of `t` on the device, uploaded once per table (the model makes one per sequence length).
   const float* rope(const RopeTable& t) {
     auto it = rope_.find(t.serial);
-    if (it != rope_.end()) return it->second.data;
-    for (auto& [serial, table] : rope_) release(table.data);  // an old length: the model replaced its table
+    if (it != rope_.end()) return it->second;
+    for (auto& [serial, table] : rope_) release(table);  // an old length: the model replaced its table
     rope_.clear();
     const size_t n = t.cos.size();
     auto* data = static_cast<float*>(allocate(2 * n * sizeof(float)));
     to_device(data, t.cos.data(), n * sizeof(float));
     to_device(data + n, t.sin.data(), n * sizeof(float));
-    rope_[t.serial] = {data};
+    rope_[t.serial] = data;
     return data;
   }
 
-  // Best of five square GEMMs of 8192 (GPUs without a datasheet entry here).
+  // Best of five square GEMMs of 8192 (GPUs without a datasheet entry here), on varied values: tensor cores
+  // run faster on zeros, which would overstate the peak.
   double measured_gemm_peak(Precision p) {
     const int64_t n = 8192;
     auto* a = static_cast<float*>(allocate(size_t(n * n) * sizeof(float)));
+    std::vector<float> values(size_t(n * n));
+    for (size_t i = 0; i < values.size(); i++) values[i] = float(int((i * 2654435761u >> 20) % 2001) - 1000) / 1000.0f;
+    to_device(a, values.data(), values.size() * sizeof(float));
     auto* c = static_cast<float*>(allocate(size_t(n * n) * sizeof(float)));
     double best = 0.0;
     for (int i = 0; i < 6; i++) {
@@ -218,15 +223,12 @@ class CudaBackend final : public Backend {
     return best;
   }
 
-  struct DeviceRope {
-    float* data;
-  };
   int gpu_;
   bool fp32_attention_ = false;
   cuda::Context ctx_;
   cudaDeviceProp props_{};
   Staging<int32_t> ids_, targets_;
-  std::map<uint64_t, DeviceRope> rope_;
+  std::map<uint64_t, float*> rope_;  // RopeTable::serial → cos then sin on the device
 };
 
 }  // namespace
