@@ -101,12 +101,12 @@ static int run(int argc, char** argv) {
   const double tokens_per_s = double(B * T) / step_s;
   const double peak = backend.peak_flops(precision);
   const double achieved = training_flops_per_token(config, T) * tokens_per_s;
-  fmt::print("{{\"impl\": \"replica\", \"device\": \"{}\", \"model\": \"{}\", \"params\": {}, \"B\": {}, \"T\": {}, \"precision\": \"{}\", "
-             "\"threads\": {}, \"step_s\": {:.4f}, \"tokens_per_s\": {:.1f}, \"model_gflops\": {:.1f}, "
-             "\"gemm_peak_gflops\": {:.1f}, \"mfu_vs_gemm_peak\": {:.3f}, \"train\": {}, \"optimizer_share\": {:.4f}, "
-             "\"loss\": {:.4f}, \"device_memory_gib\": {:.2f}}}\n",
-             backend.describe(), argv[1], model.table().count(), B, T, precision_name(precision), num_threads(), step_s, tokens_per_s,
-             achieved / 1e9, peak / 1e9, achieved / peak, train, optimizer_times[optimizer_times.size() / 2] / step_s,
-             loss, backend.device_memory_used() / double(1 << 30));
+  fmt::print("{{\"impl\": \"replica\", \"device\": \"{}\", \"model\": \"{}\", \"params\": {}, \"B\": {}, "
+             "\"T\": {}, \"precision\": \"{}\", \"threads\": {}, \"step_s\": {:.4f}, \"tokens_per_s\": {:.1f}, "
+             "\"model_gflops\": {:.1f}, \"gemm_peak_gflops\": {:.1f}, \"mfu_vs_gemm_peak\": {:.3f}, \"train\": {}, "
+             "\"optimizer_share\": {:.4f}, \"loss\": {:.4f}, \"device_memory_gib\": {:.2f}}}\n",
+             backend.describe(), argv[1], model.table().count(), B, T, precision_name(precision), num_threads(), step_s,
+             tokens_per_s, achieved / 1e9, peak / 1e9, achieved / peak, train,
+             optimizer_times[optimizer_times.size() / 2] / step_s, loss, backend.device_memory_used() / double(1 << 30));
   return 0;
 }

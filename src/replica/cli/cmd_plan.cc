@@ -48,7 +48,8 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     fmt::print("adam moments     {}  (exp_avg + exp_avg_sq, fp32)\n", gib(8 * n));
     const Precision precision = parse_precision(o->precision.c_str());
     const double states = 16 * n + (precision == Precision::bf16 ? 2 * n : 0.0);
-    if (precision == Precision::bf16) fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
+    if (precision == Precision::bf16)
+      fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
     fmt::print("activations      B={} T={}\n", o->micro_batch, o->seq_len);
     for (Remat r : {Remat::none, Remat::block}) {
       double act = double(Olmo3::activation_bytes(c, r, o->micro_batch, o->seq_len, precision));

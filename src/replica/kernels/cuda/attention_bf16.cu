@@ -49,7 +49,8 @@ constexpr int kMaxD = 128;
 
 using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16_t, wmma::row_major>;
 using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16_t, wmma::row_major>;
-using FragBT = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16_t, wmma::col_major>;  // reads a row-major tile as its transpose
+// FragBT reads a row-major tile as its transpose.
+using FragBT = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16_t, wmma::col_major>;
 using FragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
 // Row strides (elements) of the shared tiles: bf16 rows padded by 16 bytes, fp32 rows by 16 bytes. Every
