@@ -20,21 +20,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-ModelConfig tiny_model() {
-  return model_config_from_json({{"model_type", "olmo3"},
-                                 {"vocab_size", 256},
-                                 {"hidden_size", 64},
-                                 {"intermediate_size", 128},
-                                 {"num_hidden_layers", 2},
-                                 {"num_attention_heads", 4},
-                                 {"num_key_value_heads", 2},
-                                 {"head_dim", 16},
-                                 {"sliding_window", 8},
-                                 {"max_position_embeddings", 64},
-                                 {"eos_token_id", 0},
-                                 {"pad_token_id", 1}},
-                                "tiny");
-}
+// A two-layer OLMo 3 with sliding windows and GQA, as HF config.json keys (the trainer reads it from a file).
+const nlohmann::json kTinyModel = {{"model_type", "olmo3"},
+                                   {"vocab_size", 256},
+                                   {"hidden_size", 64},
+                                   {"intermediate_size", 128},
+                                   {"num_hidden_layers", 2},
+                                   {"num_attention_heads", 4},
+                                   {"num_key_value_heads", 2},
+                                   {"head_dim", 16},
+                                   {"sliding_window", 8},
+                                   {"max_position_embeddings", 64},
+                                   {"eos_token_id", 0},
+                                   {"pad_token_id", 1}};
 
 std::vector<float> download(Backend& backend, const float* data, size_t n) {
   std::vector<float> host(n);
@@ -53,7 +51,7 @@ TEST(EmulatedDevice, HostAccessToDeviceMemoryFaults) {
 }
 
 TEST(EmulatedDevice, ModelForwardBackwardEqualsTheCpu) {
-  const ModelConfig config = tiny_model();
+  const ModelConfig config = model_config_from_json(kTinyModel, "tiny");
   const ParamTable table(config);
   std::vector<float> params(table.total());
   init_params(config, table, 5, params.data());
@@ -118,14 +116,9 @@ TEST(EmulatedDevice, TrainingCheckpointsResumeAndEvaluationEqualTheCpu) {
     for (uint32_t& t : tokens) t = rng() % 256;
     write_npy((dir / name).string(), NpyType::u32, {int64_t(tokens.size())}, tokens.data());
   }
-  {
-    std::ofstream model(dir / "model.yaml");
-    model << "model_type: olmo3\nvocab_size: 256\nhidden_size: 64\nintermediate_size: 128\nnum_hidden_layers: 2\n"
-             "num_attention_heads: 4\nnum_key_value_heads: 2\nhead_dim: 16\nsliding_window: 8\n"
-             "max_position_embeddings: 64\neos_token_id: 0\npad_token_id: 1\n";
-  }
+  std::ofstream(dir / "config.json") << kTinyModel.dump();
   const std::string recipe =
-      "model: {config: " + (dir / "model.yaml").string() + "}\n"
+      "model: {config: " + (dir / "config.json").string() + "}\n"
       "data: {paths: [" + (dir / "train.npy").string() + "], validation_paths: [" + (dir / "valid.npy").string() +
       "], seq_len: 16, seed: 3, global_batch_size: 8, micro_batch_size: 2}\n"
       "optim: {lr: 1.0e-2}\n"
