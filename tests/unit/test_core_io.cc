@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "scratch_dir.h"
 #include "replica/ckpt/safetensors.h"
 #include "replica/core/bf16.h"
 #include "replica/core/error.h"
@@ -14,9 +15,7 @@ namespace replica {
 namespace {
 
 std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / "replica_test_core_io";
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
+  return (replica::testing::scratch_dir("core_io") / name).string();
 }
 
 TEST(Npy, RoundTripFloatAndIds) {

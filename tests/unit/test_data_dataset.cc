@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 
+#include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/npy.h"
@@ -19,9 +20,7 @@ using namespace replica::data;
 namespace {
 
 std::string temp_dir() {
-  std::string dir = ::testing::TempDir() + "data_dataset/";
-  std::filesystem::create_directories(dir);
-  return dir;
+  return replica::testing::scratch_dir("data_dataset").string() + "/";
 }
 
 template <typename T>

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/data/audit.h"
@@ -16,9 +17,7 @@ using namespace replica::data;
 namespace {
 
 std::string temp_dir() {
-  std::string dir = ::testing::TempDir() + "data_loader/";
-  std::filesystem::create_directories(dir);
-  return dir;
+  return replica::testing::scratch_dir("data_loader").string() + "/";
 }
 
 // A token file whose token t is (base + t) % 100000, so any instance's content is predictable.

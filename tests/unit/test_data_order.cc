@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/npy.h"
@@ -18,7 +19,7 @@ using namespace replica::data;
 namespace {
 
 std::string run_oracle(const std::string& args) {
-  std::string out = ::testing::TempDir() + "numpy_oracle.out";
+  std::string out = (replica::testing::scratch_dir("data_order") / "numpy_oracle.out").string();
   std::string command = "/usr/bin/python3 " + std::string(REPLICA_SOURCE_DIR) + "/tools/data/numpy_oracle.py " +
                         args + " > " + out;
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
@@ -75,8 +76,7 @@ TEST(Order, ShuffleMatchesNumpyGenerator) {
       {257, 34521, 1, 16},   {65535, 1337, 1, 512},  {65537, 34521, 2, 512},   {1000003, 34521, 1, 512},
       {131071, 123456789012345ull, 3, 100}, {4097, 9223372036854775807ull, 7, 64},
   };
-  std::string dir = ::testing::TempDir() + "orders";
-  std::filesystem::create_directories(dir);
+  std::string dir = replica::testing::scratch_dir("orders").string();
   std::string args = "order " + dir;
   for (const auto& c : cases) args += fmt::format(" {}:{}:{}:{}", c.n, c.seed, c.epoch, c.global_batch);
   run_oracle(args);

@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/sha256.h"
@@ -69,7 +70,7 @@ TEST(Tokenizer, LoadsPinnedRanks) {
 }
 
 TEST(Tokenizer, RejectsWrongRanksFile) {
-  std::string path = ::testing::TempDir() + "bad.tiktoken";
+  std::string path = (replica::testing::scratch_dir("tokenizer") / "bad.tiktoken").string();
   write_text_file_atomic(path, "IQ== 0\n");
   try {
     Tokenizer::load(path);
@@ -77,7 +78,7 @@ TEST(Tokenizer, RejectsWrongRanksFile) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("sha256"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(Tokenizer::load(::testing::TempDir() + "missing.tiktoken"), Error);
+  EXPECT_THROW(Tokenizer::load((replica::testing::scratch_dir("tokenizer") / "missing.tiktoken").string()), Error);
 }
 
 TEST(Tokenizer, GoldenTestPlans) {

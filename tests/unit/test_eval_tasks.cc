@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/data/tokenizer.h"
 #include "replica/eval/downstream.h"
@@ -39,7 +40,7 @@ std::vector<std::string> continuations(const TaskDoc& d) {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  const std::string path = (replica::testing::scratch_dir("eval_tasks") / name).string();
   std::ofstream(path) << text;
   return path;
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/train/recipe.h"
 
@@ -16,9 +17,7 @@ std::string recipe_path(const std::string& name) {
 }
 
 std::string temp_dir() {
-  auto dir = std::filesystem::temp_directory_path() / "replica_test_recipe";
-  std::filesystem::create_directories(dir);
-  return dir.string();
+  return replica::testing::scratch_dir("recipe").string();
 }
 
 // The message of the replica::Error that f raises ("" if none).

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/metrics/tensorboard.h"
 
@@ -18,7 +19,7 @@ TEST(TensorBoard, Crc32cCheckValue) {
 }
 
 TEST(TensorBoard, ScalarsRoundTrip) {
-  const std::string dir = (std::filesystem::temp_directory_path() / "replica_test_tb").string();
+  const std::string dir = replica::testing::scratch_dir("tb").string();
   std::filesystem::remove_all(dir);
   std::string path;
   {

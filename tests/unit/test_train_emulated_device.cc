@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "emulated_device.h"
+#include "scratch_dir.h"
 #include "replica/core/npy.h"
 #include "replica/model/olmo3.h"
 #include "replica/model/params.h"
@@ -107,7 +108,7 @@ std::string bytes_of(const fs::path& file) {
 }
 
 TEST(EmulatedDevice, TrainingCheckpointsResumeAndEvaluationEqualTheCpu) {
-  const fs::path dir = fs::temp_directory_path() / "replica_test_emulated_device";
+  const fs::path dir = replica::testing::scratch_dir("emulated_device");
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::mt19937 rng(2);

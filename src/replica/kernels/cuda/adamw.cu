@@ -29,9 +29,8 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
 void adamw_step(Context& ctx, float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
                 size_t moments_begin, const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) {
   if (n_chunks == 0) return;
-  adamw_kernel<<<unsigned(n_chunks), 256, 0, ctx.stream()>>>(params, grads, exp_avg, exp_avg_sq, moments_begin,
-                                                             chunks, s);
-  check_launch("adamw_step");
+  launch("adamw_step", adamw_kernel, unsigned(n_chunks), 256, 0, ctx.stream(), params, grads, exp_avg, exp_avg_sq,
+         moments_begin, chunks, s);
 }
 
 }  // namespace replica::cuda

@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(float* out,
                                                                      const float* k, const float* v, int64_t T,
                                                                      int64_t H, int64_t K, int64_t D, int64_t window,
                                                                      float scale) {
-  extern __shared__ float smem[];
+  float* smem = reinterpret_cast<float*>(dynamic_shared_memory());
   const int64_t i0 = int64_t(blockIdx.x) * kTile, h = blockIdx.y, b = blockIdx.z, g = h / (H / K);
   const int64_t nq = min(int64_t(kTile), T - i0);
   const int ldk = int(D) + 1, lds = kTile + 1;
@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_kernel(float* dk, flo
                                                                   const float* q, const float* k, const float* v,
                                                                   int64_t T, int64_t H, int64_t K, int64_t D,
                                                                   int64_t window, float scale) {
-  extern __shared__ float smem[];
+  float* smem = reinterpret_cast<float*>(dynamic_shared_memory());
   const int64_t j0 = int64_t(blockIdx.x) * kTile, g = blockIdx.y, b = blockIdx.z, group = H / K;
   const int64_t nk = min(int64_t(kTile), T - j0);
   const int ldk = int(D) + 1, lds = kTile + 1;
@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(kThreads) attention_dq_kernel(float* dq, const
                                                                 const float* delta, const float* q, const float* k,
                                                                 const float* v, int64_t T, int64_t H, int64_t K,
                                                                 int64_t D, int64_t window, float scale) {
-  extern __shared__ float smem[];
+  float* smem = reinterpret_cast<float*>(dynamic_shared_memory());
   const int64_t i0 = int64_t(blockIdx.x) * kTile, h = blockIdx.y, b = blockIdx.z, g = h / (H / K);
   const int64_t nq = min(int64_t(kTile), T - i0);
   const int ldk = int(D) + 1, lds = kTile + 1;
@@ -283,17 +283,15 @@ void attention_forward(Context& ctx, float* out, float* lse, const float* q, con
   const size_t bytes = shared_bytes(attention_forward_kernel, 2 * kTile * D + 2 * kTile * (D + 1) +
                                                                   kTile * (kTile + 1) + 3 * kTile);
   const dim3 grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.H), unsigned(s.B));
-  attention_forward_kernel<<<grid, kThreads, bytes, ctx.stream()>>>(out, lse, q, k, v, s.T, s.H, s.K, D, s.window,
-                                                                    1.0f / std::sqrt(float(D)));
-  check_launch("attention_forward");
+  launch("attention_forward", attention_forward_kernel, grid, kThreads, bytes, ctx.stream(), out, lse, q, k, v, s.T,
+         s.H, s.K, D, s.window, 1.0f / std::sqrt(float(D)));
 }
 
 void attention_delta(Context& ctx, float* delta, const float* dout, const float* out, const AttentionShape& s) {
   const int64_t rows = s.B * s.T * s.H;
   if (rows == 0) return;
-  attention_delta_kernel<<<unsigned(ceil_div(rows * 32, 256)), 256, 0, ctx.stream()>>>(delta, dout, out, s.T, s.H,
-                                                                                      s.D, rows);
-  check_launch("attention_delta");
+  launch("attention_delta", attention_delta_kernel, unsigned(ceil_div(rows * 32, 256)), 256, 0, ctx.stream(), delta,
+         dout, out, s.T, s.H, s.D, rows);
 }
 
 void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
@@ -309,15 +307,13 @@ void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const flo
   const size_t dkdv_bytes =
       shared_bytes(attention_dkdv_kernel, 2 * kTile * (D + 1) + 4 * kTile * D + 2 * pair + 2 * kTile);
   const dim3 kv_grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.K), unsigned(s.B));
-  attention_dkdv_kernel<<<kv_grid, kThreads, dkdv_bytes, ctx.stream()>>>(dk, dv, dout, lse, delta.get(), q, k, v, s.T,
-                                                                         s.H, s.K, D, s.window, scale);
-  check_launch("attention_dkdv");
+  launch("attention_dkdv", attention_dkdv_kernel, kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv, dout, lse,
+         delta.get(), q, k, v, s.T, s.H, s.K, D, s.window, scale);
 
   const size_t dq_bytes = shared_bytes(attention_dq_kernel, 2 * kTile * (D + 1) + 3 * kTile * D + pair + 2 * kTile);
   const dim3 q_grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.H), unsigned(s.B));
-  attention_dq_kernel<<<q_grid, kThreads, dq_bytes, ctx.stream()>>>(dq, dout, lse, delta.get(), q, k, v, s.T, s.H,
-                                                                    s.K, D, s.window, scale);
-  check_launch("attention_dq");
+  launch("attention_dq", attention_dq_kernel, q_grid, kThreads, dq_bytes, ctx.stream(), dq, dout, lse, delta.get(), q,
+         k, v, s.T, s.H, s.K, D, s.window, scale);
 }
 
 }  // namespace replica::cuda

@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_bf16_kernel(float*
                                                                           const float* k, const float* v, int64_t T,
                                                                           int64_t H, int64_t K, int64_t window,
                                                                           float scale) {
-  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char* smem = dynamic_shared_memory();
   using L = ForwardSmem<D>;
   constexpr int ldh = ld_head<D>, lds = ld_f32<kKeyTile>, ldp = ld_b16<kKeyTile>, ldo = ld_f32<D>;
   bf16_t* Qs = reinterpret_cast<bf16_t*>(smem);
@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_bf16_kernel(float* dk
                                                                        const float* q, const float* k,
                                                                        const float* v, int64_t T, int64_t H,
                                                                        int64_t K, int64_t window, float scale) {
-  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char* smem = dynamic_shared_memory();
   using L = DkDvSmem<D>;
   constexpr int ldh = ld_head<D>, lds = ld_f32<kQueryTile>, ldp = ld_b16<kQueryTile>;
   bf16_t* Ks = reinterpret_cast<bf16_t*>(smem);
@@ -402,7 +402,7 @@ __global__ void __launch_bounds__(kThreads) attention_dq_bf16_kernel(float* dq, 
                                                                      const float* k, const float* v, int64_t T,
                                                                      int64_t H, int64_t K, int64_t window,
                                                                      float scale) {
-  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char* smem = dynamic_shared_memory();
   using L = DqSmem<D>;
   constexpr int ldh = ld_head<D>, lds = ld_f32<kKeyTile>, ldp = ld_b16<kKeyTile>;
   bf16_t* Qs = reinterpret_cast<bf16_t*>(smem);
@@ -561,10 +561,9 @@ void attention_forward_bf16(Context& ctx, float* out, float* lse, const float* q
     constexpr int D = decltype(head_dim)::value;
     static const size_t bytes =
         prepare_kernel(attention_forward_bf16_kernel<D>, ForwardSmem<D>::bytes, "attention_forward_bf16 setup");
-    attention_forward_bf16_kernel<D><<<grid, kThreads, bytes, ctx.stream()>>>(out, lse, q, k, v, s.T, s.H, s.K,
-                                                                              s.window, scale);
+    launch("attention_forward_bf16", attention_forward_bf16_kernel<D>, grid, kThreads, bytes, ctx.stream(), out, lse,
+           q, k, v, s.T, s.H, s.K, s.window, scale);
   });
-  check_launch("attention_forward_bf16");
 }
 
 void attention_backward_bf16(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
@@ -588,12 +587,10 @@ void attention_backward_bf16(Context& ctx, float* dq, float* dk, float* dv, cons
         prepare_kernel(attention_dkdv_bf16_kernel<D>, DkDvSmem<D>::bytes, "attention_dkdv_bf16 setup");
     static const size_t dq_bytes =
         prepare_kernel(attention_dq_bf16_kernel<D>, DqSmem<D>::bytes, "attention_dq_bf16 setup");
-    attention_dkdv_bf16_kernel<D><<<kv_grid, kThreads, dkdv_bytes, ctx.stream()>>>(
-        dk, dv, dout, lse, delta.get(), q, k, v, s.T, s.H, s.K, s.window, scale);
-    check_launch("attention_dkdv_bf16");
-    attention_dq_bf16_kernel<D><<<q_grid, kThreads, dq_bytes, ctx.stream()>>>(dq, dout, lse, delta.get(), q, k, v,
-                                                                            s.T, s.H, s.K, s.window, scale);
-    check_launch("attention_dq_bf16");
+    launch("attention_dkdv_bf16", attention_dkdv_bf16_kernel<D>, kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv,
+           dout, lse, delta.get(), q, k, v, s.T, s.H, s.K, s.window, scale);
+    launch("attention_dq_bf16", attention_dq_bf16_kernel<D>, q_grid, kThreads, dq_bytes, ctx.stream(), dq, dout, lse,
+           delta.get(), q, k, v, s.T, s.H, s.K, s.window, scale);
   });
 }
 

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "replica/kernels/cuda/context.h"
 
@@ -10,8 +11,30 @@ namespace replica::cuda {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// After a launch: reports bad launch configurations at once (execution errors surface at the next sync).
-inline void check_launch(const char* kernel) { check_cuda(cudaGetLastError(), kernel); }
+// kernel<<<grid, block, smem_bytes, stream>>>(args...), then reports a bad launch configuration at once
+// (execution errors surface at the next synchronization). Every launch goes through here so that the same
+// kernels also run on tests/cuda_emu, the CPU emulation of CUDA that CI checks them on.
+template <typename... Params, typename... Args>
+void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
+            cudaStream_t stream, Args&&... args) {
+#ifdef REPLICA_CUDA_EMULATION
+  (void)stream;
+  cuda_emu::launch(reinterpret_cast<const void*>(kernel), grid, block, smem_bytes, [&] { kernel(args...); });
+#else
+  kernel<<<grid, block, smem_bytes, stream>>>(std::forward<Args>(args)...);
+#endif
+  check_cuda(cudaGetLastError(), name);
+}
+
+// The block's dynamic shared memory (the launch's smem_bytes), 128-byte aligned.
+__device__ inline unsigned char* dynamic_shared_memory() {
+#ifdef REPLICA_CUDA_EMULATION
+  return cuda_emu::dynamic_shared_memory();
+#else
+  extern __shared__ __align__(128) unsigned char dynamic_smem[];
+  return dynamic_smem;
+#endif
+}
 
 // Sum over a warp by butterfly shuffles: a fixed pairing, so the result is the same on every run.
 template <typename T>

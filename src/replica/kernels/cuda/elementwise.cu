@@ -17,8 +17,7 @@ __global__ void add_kernel(float* out, const float* a, const float* b, int64_t n
 
 void add(Context& ctx, float* out, const float* a, const float* b, int64_t n) {
   if (n == 0) return;
-  add_kernel<<<unsigned(ceil_div(n, kThreads)), kThreads, 0, ctx.stream()>>>(out, a, b, n);
-  check_launch("add");
+  launch("add", add_kernel, unsigned(ceil_div(n, kThreads)), kThreads, 0, ctx.stream(), out, a, b, n);
 }
 
 }  // namespace replica::cuda

@@ -32,8 +32,7 @@ __global__ void embedding_backward_kernel(float* dtable, const int32_t* group_id
 
 void embedding_forward(Context& ctx, float* out, const int32_t* ids, const float* table, int64_t N, int64_t C) {
   if (N == 0) return;
-  embedding_forward_kernel<<<unsigned(N), 256, 0, ctx.stream()>>>(out, ids, table, C);
-  check_launch("embedding_forward");
+  launch("embedding_forward", embedding_forward_kernel, unsigned(N), 256, 0, ctx.stream(), out, ids, table, C);
 }
 
 void embedding_backward(Context& ctx, float* dtable, const int32_t* host_ids, const float* dout, int64_t N,
@@ -63,8 +62,8 @@ void embedding_backward(Context& ctx, float* dtable, const int32_t* host_ids, co
   const int32_t* d_group_ids = positions + N;
   const int32_t* d_starts = d_group_ids + groups;
   const dim3 grid(unsigned(groups), unsigned(ceil_div(C, 256)));
-  embedding_backward_kernel<<<grid, 256, 0, ctx.stream()>>>(dtable, d_group_ids, d_starts, positions, dout, C);
-  check_launch("embedding_backward");
+  launch("embedding_backward", embedding_backward_kernel, grid, 256, 0, ctx.stream(), dtable, d_group_ids, d_starts,
+         positions, dout, C);
 }
 
 }  // namespace replica::cuda

@@ -32,7 +32,7 @@ __global__ void convert_to_bf16_kernel(const float* src, uint16_t* dst, int64_t 
 }
 
 // Elements spanned by a row-major operand with logical shape [rows, cols] (before its transpose) and stride ld.
-int64_t span(int64_t rows, int64_t cols, int64_t ld) { return (rows - 1) * ld + cols; }
+int64_t span(int64_t rows, int64_t cols, int64_t ld) { return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols; }
 
 // The largest power of two (at most 256) that divides p's address: cuBLASLt's heuristic assumes 256-byte
 // aligned operands unless told otherwise, and weights in the flat buffer are only 64-byte aligned.
@@ -52,6 +52,18 @@ struct Layout {
   ~Layout() { cublasLtMatrixLayoutDestroy(desc); }
 };
 
+// The operation and heuristic-preference descriptors, destroyed however the call ends.
+struct MatmulDesc {
+  cublasLtMatmulDesc_t desc = nullptr;
+  MatmulDesc() { check_cublas(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc"); }
+  ~MatmulDesc() { cublasLtMatmulDescDestroy(desc); }
+};
+struct Preference {
+  cublasLtMatmulPreference_t desc = nullptr;
+  Preference() { check_cublas(cublasLtMatmulPreferenceCreate(&desc), "preference"); }
+  ~Preference() { cublasLtMatmulPreferenceDestroy(desc); }
+};
+
 void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda,
             const void* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, cudaDataType in_type) {
   // Stored shapes (row-major): A is [M,K] or [K,M] (trans_a), B is [K,N] or [N,K] (trans_b), C is [M,N].
@@ -59,8 +71,8 @@ void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int6
   Layout b_layout(in_type, trans_b ? N : K, trans_b ? K : N, ldb);
   Layout a_layout(in_type, trans_a ? K : M, trans_a ? M : K, lda);
   Layout c_layout(CUDA_R_32F, M, N, ldc);
-  cublasLtMatmulDesc_t op = nullptr;
-  check_cublas(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
+  MatmulDesc operation;
+  cublasLtMatmulDesc_t op = operation.desc;
   const cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)), "transa");
@@ -72,8 +84,8 @@ void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int6
                              align_a, align_b, align_c};
   auto it = ctx.gemm_algorithms.find(key);
   if (it == ctx.gemm_algorithms.end()) {
-    cublasLtMatmulPreference_t pref = nullptr;
-    check_cublas(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    Preference preference;
+    cublasLtMatmulPreference_t pref = preference.desc;
     const uint64_t bytes = ctx.workspace_bytes();
     check_cublas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes,
                                                       sizeof(bytes)), "workspace preference");
@@ -89,15 +101,14 @@ void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int6
     int found = 0;
     check_cublas(cublasLtMatmulAlgoGetHeuristic(ctx.blas(), op, b_layout.desc, a_layout.desc, c_layout.desc,
                                                 c_layout.desc, pref, 1, &result, &found), "heuristic");
-    cublasLtMatmulPreferenceDestroy(pref);
     if (found == 0) check_cublas(CUBLAS_STATUS_NOT_SUPPORTED, "heuristic: no algorithm for this GEMM");
+    check_cublas(result.state, "heuristic: the algorithm it returned");
     it = ctx.gemm_algorithms.emplace(key, result.algo).first;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   check_cublas(cublasLtMatmul(ctx.blas(), op, &alpha, B, b_layout.desc, A, a_layout.desc, &beta, C, c_layout.desc, C,
                               c_layout.desc, &it->second, ctx.workspace(), ctx.workspace_bytes(), ctx.stream()),
                "cublasLtMatmul");
-  cublasLtMatmulDescDestroy(op);
 }
 
 }  // namespace
@@ -106,8 +117,8 @@ void convert_to_bf16(Context& ctx, const float* src, bf16* dst, int64_t n) {
   if (n == 0) return;
   const int threads = 256;
   const int blocks = int(std::min<int64_t>(ceil_div(n, threads), 8192));
-  convert_to_bf16_kernel<<<blocks, threads, 0, ctx.stream()>>>(src, reinterpret_cast<uint16_t*>(dst), n);
-  check_launch("convert_to_bf16");
+  launch("convert_to_bf16", convert_to_bf16_kernel, blocks, threads, 0, ctx.stream(), src,
+         reinterpret_cast<uint16_t*>(dst), n);
 }
 
 void gemm_bf16(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const bf16* A, int64_t lda,

@@ -30,8 +30,7 @@ std::vector<double> block_sums_of_squares(Context& ctx, const float* x, size_t n
   std::vector<double> sums(blocks);
   if (blocks == 0) return sums;
   Scratch<double> partial(ctx, blocks);
-  block_sums_kernel<<<unsigned(blocks), kThreads, 0, ctx.stream()>>>(partial.get(), x, n);
-  check_launch("block_sums_of_squares");
+  launch("block_sums_of_squares", block_sums_kernel, unsigned(blocks), kThreads, 0, ctx.stream(), partial.get(), x, n);
   check_cuda(cudaMemcpyAsync(sums.data(), partial.get(), blocks * sizeof(double), cudaMemcpyDeviceToHost,
                              ctx.stream()), "block sums download");
   ctx.synchronize();
@@ -46,8 +45,7 @@ double sum_of_squares(Context& ctx, const float* x, size_t n) {
 
 void scale(Context& ctx, float* x, size_t n, float s) {
   if (n == 0) return;
-  scale_kernel<<<unsigned((n + kThreads - 1) / kThreads), kThreads, 0, ctx.stream()>>>(x, n, s);
-  check_launch("scale");
+  launch("scale", scale_kernel, unsigned((n + kThreads - 1) / kThreads), kThreads, 0, ctx.stream(), x, n, s);
 }
 
 }  // namespace replica::cuda

@@ -65,23 +65,21 @@ __global__ void rmsnorm_dw_sum_kernel(float* dw, const float* partial, int64_t p
 void rmsnorm_forward(Context& ctx, float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                      float eps) {
   if (rows == 0) return;
-  rmsnorm_forward_kernel<<<unsigned(rows), kThreads, 0, ctx.stream()>>>(y, rstd, x, w, C, eps);
-  check_launch("rmsnorm_forward");
+  launch("rmsnorm_forward", rmsnorm_forward_kernel, unsigned(rows), kThreads, 0, ctx.stream(), y, rstd, x, w, C, eps);
 }
 
 void rmsnorm_backward(Context& ctx, float* dx, float* dw, const float* dy, const float* x, const float* w,
                       const float* rstd, int64_t rows, int64_t C, bool accumulate) {
   if (rows == 0) return;
-  rmsnorm_backward_dx_kernel<<<unsigned(rows), kThreads, 0, ctx.stream()>>>(dx, dy, x, w, rstd, C, accumulate);
-  check_launch("rmsnorm_backward_dx");
+  launch("rmsnorm_backward_dx", rmsnorm_backward_dx_kernel, unsigned(rows), kThreads, 0, ctx.stream(), dx, dy, x, w,
+         rstd, C, accumulate);
   const int64_t partials = ceil_div(rows, kRowsPerPartial);
   Scratch<float> partial(ctx, size_t(partials * C));
   const dim3 grid(unsigned(ceil_div(C, kThreads)), unsigned(partials));
-  rmsnorm_dw_partial_kernel<<<grid, kThreads, 0, ctx.stream()>>>(partial.get(), dy, x, rstd, rows, C);
-  check_launch("rmsnorm_dw_partial");
-  rmsnorm_dw_sum_kernel<<<unsigned(ceil_div(C, kThreads)), kThreads, 0, ctx.stream()>>>(dw, partial.get(), partials,
-                                                                                        C);
-  check_launch("rmsnorm_dw_sum");
+  launch("rmsnorm_dw_partial", rmsnorm_dw_partial_kernel, grid, kThreads, 0, ctx.stream(), partial.get(), dy, x, rstd,
+         rows, C);
+  launch("rmsnorm_dw_sum", rmsnorm_dw_sum_kernel, unsigned(ceil_div(C, kThreads)), kThreads, 0, ctx.stream(), dw,
+         partial.get(), partials, C);
 }
 
 }  // namespace replica::cuda

@@ -23,8 +23,8 @@ void rotate(Context& ctx, float* x, const float* cos, const float* sin, int64_t 
             int64_t D, float sign) {
   const int64_t pairs = B * T * heads * (D / 2);
   if (pairs == 0) return;
-  rope_kernel<<<unsigned(ceil_div(pairs, 256)), 256, 0, ctx.stream()>>>(x, cos, sin, T, heads, D / 2, pairs, sign);
-  check_launch("rope");
+  launch("rope", rope_kernel, unsigned(ceil_div(pairs, 256)), 256, 0, ctx.stream(), x, cos, sin, T, heads, D / 2, pairs,
+         sign);
 }
 
 }  // namespace

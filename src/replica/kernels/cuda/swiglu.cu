@@ -27,14 +27,13 @@ __global__ void swiglu_backward_kernel(float* dg, float* du, const float* ds, co
 
 void swiglu_forward(Context& ctx, float* s, const float* g, const float* u, int64_t n) {
   if (n == 0) return;
-  swiglu_forward_kernel<<<unsigned(ceil_div(n, 256)), 256, 0, ctx.stream()>>>(s, g, u, n);
-  check_launch("swiglu_forward");
+  launch("swiglu_forward", swiglu_forward_kernel, unsigned(ceil_div(n, 256)), 256, 0, ctx.stream(), s, g, u, n);
 }
 
 void swiglu_backward(Context& ctx, float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n) {
   if (n == 0) return;
-  swiglu_backward_kernel<<<unsigned(ceil_div(n, 256)), 256, 0, ctx.stream()>>>(dg, du, ds, g, u, n);
-  check_launch("swiglu_backward");
+  launch("swiglu_backward", swiglu_backward_kernel, unsigned(ceil_div(n, 256)), 256, 0, ctx.stream(), dg, du, ds, g, u,
+         n);
 }
 
 }  // namespace replica::cuda

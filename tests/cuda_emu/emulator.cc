@@ -1,0 +1,445 @@
+// The CUDA execution model on the CPU (cuda_emu.h): blocks one after another, a block's threads as fibers.
+//
+// Scheduling: the fibers of a block run in rounds, each until it blocks at a barrier or exits. A warp barrier
+// (__syncwarp, a shuffle, a wmma load or store) opens when every lane of the warp waits at it; the block
+// barrier opens when every thread that has not exited waits at it. When nothing can run and threads remain,
+// the kernel has barriers that cannot all open: the launch fails with a description of who waits where.
+#include <sys/mman.h>
+#ifndef __x86_64__
+#include <ucontext.h>
+#endif
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda_emu.h"
+
+namespace cuda_emu {
+
+namespace {
+
+constexpr int kWarpSize = 32;
+constexpr const char* kShuffle = "a shuffle";
+constexpr size_t kStackBytes = size_t(256) << 10;  // wmma fragments hold whole tiles here: generous stacks
+constexpr size_t kGuardBytes = 4096;                // an overflow faults instead of corrupting a neighbour
+constexpr int kMaxThreadsPerBlock = 1024;
+constexpr size_t kDefaultSharedBytes = 48 << 10;   // dynamic shared memory allowed without the attribute
+constexpr size_t kMaxSharedBytes = 227 << 10;      // sharedMemPerBlockOptin on Hopper
+constexpr size_t kSharedAlignment = 128;
+
+// ---- Fiber contexts --------------------------------------------------------------------------------------------
+// A switch happens at every barrier of every thread, so it must be cheap: on x86-64 it pushes the callee-saved
+// registers on the old stack and pops them from the new one (swapcontext would also make two signal-mask system
+// calls per switch, which made the emulation twice as slow). The FP control words are not switched: kernels
+// never change them. Elsewhere, ucontext.
+
+#ifdef __x86_64__
+struct Context {
+  void* sp = nullptr;
+};
+
+extern "C" void cuda_emu_switch(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .globl cuda_emu_switch
+  .type cuda_emu_switch, @function
+cuda_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size cuda_emu_switch, .-cuda_emu_switch
+)");
+
+// A frame that cuda_emu_switch "returns" from into entry(), with zeroed registers and the stack aligned as at a
+// function's entry (rsp + 8 a multiple of 16).
+void start_context(Context& c, unsigned char* stack, size_t bytes, void (*entry)()) {
+  auto* top = reinterpret_cast<uint64_t*>(reinterpret_cast<uintptr_t>(stack + bytes) & ~uintptr_t(15));
+  uint64_t* sp = top - 8;
+  for (int r = 0; r < 6; r++) sp[r] = 0;  // r15, r14, r13, r12, rbx, rbp
+  sp[6] = reinterpret_cast<uint64_t>(entry);
+  sp[7] = 0;  // entry's return address: it never returns
+  c.sp = sp;
+}
+
+void switch_context(Context& from, Context& to) { cuda_emu_switch(&from.sp, to.sp); }
+#else
+struct Context {
+  ucontext_t uc;
+};
+
+void start_context(Context& c, unsigned char* stack, size_t bytes, void (*entry)()) {
+  getcontext(&c.uc);
+  c.uc.uc_stack.ss_sp = stack;
+  c.uc.uc_stack.ss_size = bytes;
+  c.uc.uc_link = nullptr;  // entry never returns
+  makecontext(&c.uc, entry, 0);
+}
+
+void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+#endif
+
+// ---- Blocks of fibers ---------------------------------------------------------------------------------------
+
+enum class State { runnable, at_block_barrier, at_warp_barrier, exited };
+
+struct Fiber {
+  Context context;
+  unsigned char* stack = nullptr;  // kStackBytes after a guard page
+  uint3 index{};
+  int linear = 0;
+  State state = State::runnable;
+  unsigned warp_mask = 0;          // of the warp barrier it waits at
+  const char* warp_op = nullptr;   // what that barrier is: "__syncwarp", "a shuffle", a wmma operation
+  uint64_t offered = 0, received = 0;  // a shuffle's values
+  int source = 0;                  // the lane a shuffle reads
+};
+
+struct Emulator {
+  std::mutex mutex;  // one launch at a time: the fibers share the block's statics
+  std::vector<Fiber> fibers;
+  // The block's dynamic shared memory, 128-byte aligned as the kernels declare it (a vector's 16 would not do).
+  struct Free {
+    void operator()(unsigned char* p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, Free> shared;
+  size_t shared_capacity = 0;
+  Context scheduler;
+  Fiber* current = nullptr;
+  uint3 block{};
+  dim3 block_dim, grid_dim;
+  const std::function<void()>* body = nullptr;
+  std::exception_ptr error;
+  std::string failure;
+  std::map<const void*, int> max_dynamic_shared;  // cudaFuncAttributeMaxDynamicSharedMemorySize per kernel
+  cudaError_t last_error = cudaSuccess;           // for cudaGetLastError
+
+  // The running block's schedule: this round's ready threads (from ready_pos on), the next round's, and how
+  // many threads wait at each barrier.
+  size_t threads = 0;
+  std::vector<Fiber*> ready, next;
+  size_t ready_pos = 0;
+  std::vector<size_t> at_warp_barrier;
+  size_t at_block_barrier = 0, exited = 0;
+
+  ~Emulator() {
+    for (Fiber& f : fibers) munmap(f.stack - kGuardBytes, kStackBytes + kGuardBytes);
+  }
+};
+
+Emulator& emulator() {
+  static Emulator e;
+  return e;
+}
+
+Fiber& self() {
+  Fiber* f = emulator().current;
+  if (!f) fail("a device function was called outside a kernel launch");
+  return *f;
+}
+
+void account(Emulator& e, Fiber& f);
+
+// The current thread blocks (or exits): the barrier it completes opens, and the next ready thread of the
+// round runs; the scheduler runs when the round is over or a thread has failed. Threads switch to each other
+// directly, so a barrier costs one switch per thread, not two.
+void yield(State state) {
+  Emulator& e = emulator();
+  Fiber& f = *e.current;
+  f.state = state;
+  if (!e.error) account(e, f);
+  if (!e.error && e.ready_pos < e.ready.size()) {
+    e.current = e.ready[e.ready_pos++];
+    switch_context(f.context, e.current->context);
+  } else {
+    switch_context(f.context, e.scheduler);
+  }
+}
+
+void run_fiber() {
+  Emulator& e = emulator();
+  try {
+    (*e.body)();
+  } catch (...) {
+    if (!e.error) e.error = std::current_exception();
+  }
+  yield(State::exited);  // never resumed: the next block starts the fiber afresh
+}
+
+const char* state_name(const Fiber& f) {
+  switch (f.state) {
+    case State::runnable: return "runnable";
+    case State::at_block_barrier: return "__syncthreads";
+    case State::at_warp_barrier: return f.warp_op;
+    case State::exited: return "exited";
+  }
+  return "?";
+}
+
+std::string describe(const Fiber& f) {
+  return "thread (" + std::to_string(f.index.x) + "," + std::to_string(f.index.y) + "," + std::to_string(f.index.z) +
+         ") at " + state_name(f);
+}
+
+[[noreturn]] void fail_block(const std::string& what) {
+  const Emulator& e = emulator();
+  throw std::runtime_error("block (" + std::to_string(e.block.x) + "," + std::to_string(e.block.y) + "," +
+                           std::to_string(e.block.z) + "): " + what);
+}
+
+// Opens the barrier that every lane of warp w waits at, appending the lanes to `ready`; the lanes must agree on
+// the kind of barrier and the mask.
+void release_warp(std::vector<Fiber>& fibers, size_t threads, size_t w, std::vector<Fiber*>& ready) {
+  const size_t begin = w * kWarpSize, end = std::min(threads, begin + kWarpSize);
+  for (size_t i = begin; i < end; i++)
+    if (std::strcmp(fibers[i].warp_op, fibers[begin].warp_op) != 0 || fibers[i].warp_mask != fibers[begin].warp_mask)
+      fail_block("lanes of warp " + std::to_string(w) + " wait at different warp barriers: " +
+                 describe(fibers[begin]) + ", " + describe(fibers[i]));
+  for (size_t i = begin; i < end; i++) {
+    Fiber& f = fibers[i];
+    if (f.warp_op == kShuffle) {
+      if (f.source < 0 || begin + size_t(f.source) >= end) fail_block("a shuffle reads from a lane outside the warp");
+      f.received = fibers[begin + size_t(f.source)].offered;
+    }
+    f.state = State::runnable;
+    ready.push_back(&f);
+  }
+}
+
+// Counts the thread that just blocked or exited at its barrier; a warp barrier that every lane has reached
+// opens, its lanes joining the next round.
+void account(Emulator& e, Fiber& f) {
+  if (f.state == State::exited) e.exited++;
+  if (f.state == State::at_block_barrier) e.at_block_barrier++;
+  if (f.state == State::at_warp_barrier) {
+    const size_t w = size_t(f.linear) / kWarpSize;
+    if (++e.at_warp_barrier[w] == std::min(e.threads, (w + 1) * kWarpSize) - w * kWarpSize) {
+      e.at_warp_barrier[w] = 0;
+      release_warp(e.fibers, e.threads, w, e.next);
+    }
+  }
+}
+
+// Runs the block's threads in rounds: each ready thread runs until it blocks or exits; the threads a barrier
+// releases run in the next round, in the order they were released.
+void run_block(Emulator& e, size_t threads) {
+  std::vector<Fiber>& fibers = e.fibers;
+  e.threads = threads;
+  e.ready.clear();
+  e.next.clear();
+  e.at_warp_barrier.assign((threads + kWarpSize - 1) / kWarpSize, 0);
+  e.at_block_barrier = e.exited = 0;
+  for (size_t i = 0; i < threads; i++) {
+    Fiber& f = fibers[i];
+    f.linear = int(i);
+    f.index = {unsigned(i % e.block_dim.x), unsigned(i / e.block_dim.x % e.block_dim.y),
+               unsigned(i / (size_t(e.block_dim.x) * e.block_dim.y))};
+    f.state = State::runnable;
+    start_context(f.context, f.stack, kStackBytes, run_fiber);
+    e.ready.push_back(&f);
+  }
+  for (;;) {
+    e.ready_pos = 0;
+    if (!e.ready.empty()) {
+      e.current = e.ready[e.ready_pos++];
+      switch_context(e.scheduler, e.current->context);  // back when the round is over
+      e.current = nullptr;
+    }
+    if (e.error) std::rethrow_exception(e.error);
+    e.ready.swap(e.next);
+    e.next.clear();
+    if (!e.ready.empty()) continue;
+    if (e.exited == threads) break;
+    if (e.exited + e.at_block_barrier == threads) {  // exited threads count as arrived
+      for (size_t i = 0; i < threads; i++)
+        if (fibers[i].state == State::at_block_barrier) {
+          fibers[i].state = State::runnable;
+          e.ready.push_back(&fibers[i]);
+        }
+      e.at_block_barrier = 0;
+      continue;
+    }
+    // Nothing can run: barriers that cannot all open.
+    std::string who;
+    for (size_t i = 0; i < threads && who.size() < 400; i++) {
+      if (i > 0 && fibers[i].state == fibers[i - 1].state) continue;
+      who += (who.empty() ? "" : "; ") + describe(fibers[i]);
+    }
+    fail_block("deadlock: a barrier not every thread reaches (" + who + ")");
+  }
+}
+
+cudaError_t check_configuration(const Emulator& e, const void* kernel, dim3 grid, dim3 block, size_t smem_bytes,
+                                std::string& why) {
+  const size_t threads = size_t(block.x) * block.y * block.z;
+  if (threads == 0 || threads > kMaxThreadsPerBlock || block.z > 64) {
+    why = "block of " + std::to_string(threads) + " threads (1 to 1024, z at most 64)";
+    return cudaErrorInvalidConfiguration;
+  }
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535) {
+    why = "grid (" + std::to_string(grid.x) + "," + std::to_string(grid.y) + "," + std::to_string(grid.z) + ")";
+    return cudaErrorInvalidConfiguration;
+  }
+  const auto attribute = e.max_dynamic_shared.find(kernel);
+  const size_t allowed = attribute == e.max_dynamic_shared.end() ? kDefaultSharedBytes : size_t(attribute->second);
+  if (smem_bytes > allowed) {
+    why = std::to_string(smem_bytes) + " bytes of dynamic shared memory, " + std::to_string(allowed) +
+          " allowed (cudaFuncAttributeMaxDynamicSharedMemorySize)";
+    return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+
+void ensure_fibers(Emulator& e, size_t threads) {
+  while (e.fibers.size() < threads) {
+    void* memory = mmap(nullptr, kStackBytes + kGuardBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) throw std::bad_alloc();
+    mprotect(memory, kGuardBytes, PROT_NONE);  // stacks grow down into the guard page
+    e.fibers.emplace_back();
+    e.fibers.back().stack = static_cast<unsigned char*>(memory) + kGuardBytes;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+cudaError_t run_launch(Emulator& e, const void* kernel, dim3 grid, dim3 block, size_t smem_bytes,
+                       const std::function<void()>& body) {
+  if (const cudaError_t status = check_configuration(e, kernel, grid, block, smem_bytes, e.failure))
+    return status;
+  const size_t threads = size_t(block.x) * block.y * block.z;
+  ensure_fibers(e, threads);
+  if (e.shared_capacity < smem_bytes) {
+    e.shared_capacity = (smem_bytes + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
+    e.shared.reset(static_cast<unsigned char*>(std::aligned_alloc(kSharedAlignment, e.shared_capacity)));
+  }
+  e.block_dim = block;
+  e.grid_dim = grid;
+  e.body = &body;
+  e.error = nullptr;
+  try {
+    for (unsigned z = 0; z < grid.z; z++)
+      for (unsigned y = 0; y < grid.y; y++)
+        for (unsigned x = 0; x < grid.x; x++) {
+          e.block = {x, y, z};
+          std::memset(e.shared.get(), 0xff, smem_bytes);  // NaN bytes: reading shared memory nobody wrote shows
+          run_block(e, threads);
+        }
+  } catch (const std::exception& error) {
+    e.failure = error.what();
+    return cudaErrorLaunchFailure;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t smem_bytes, const std::function<void()>& body) {
+  Emulator& e = emulator();
+  std::lock_guard lock(e.mutex);
+  e.failure.clear();
+  const cudaError_t status = run_launch(e, kernel, grid, block, smem_bytes, body);
+  if (status != cudaSuccess) {
+    e.last_error = status;
+    std::fprintf(stderr, "cuda_emu: launch failed: %s\n", e.failure.c_str());
+  }
+  return status;
+}
+
+const uint3& thread_index() { return self().index; }
+const uint3& block_index() { return emulator().block; }
+const dim3& block_dim() { return emulator().block_dim; }
+const dim3& grid_dim() { return emulator().grid_dim; }
+unsigned char* dynamic_shared_memory() { return emulator().shared.get(); }
+int lane() { return self().linear % kWarpSize; }
+
+void sync_block() {
+  self();
+  yield(State::at_block_barrier);
+}
+
+namespace {
+
+Fiber& wait_for_warp(unsigned mask, const char* op) {
+  if (mask != 0xffffffffu) fail("the emulator supports full-warp masks only");
+  Fiber& f = self();
+  f.warp_mask = mask;
+  f.warp_op = op;
+  return f;
+}
+
+}  // namespace
+
+void sync_warp(unsigned mask) {
+  wait_for_warp(mask, "__syncwarp");
+  yield(State::at_warp_barrier);
+}
+
+void warp_collective(const char* op) {
+  wait_for_warp(0xffffffffu, op);
+  yield(State::at_warp_barrier);
+}
+
+uint64_t exchange(unsigned mask, uint64_t value, int source_lane) {
+  Fiber& f = wait_for_warp(mask, kShuffle);
+  f.offered = value;
+  f.source = source_lane;
+  yield(State::at_warp_barrier);
+  return f.received;
+}
+
+void fail(const char* what) { throw std::runtime_error(what); }
+
+}  // namespace cuda_emu
+
+// The runtime calls about launches.
+
+cudaError_t cudaGetLastError() {
+  cuda_emu::Emulator& e = cuda_emu::emulator();
+  const cudaError_t status = e.last_error;
+  e.last_error = cudaSuccess;
+  return status;
+}
+
+const char* cudaGetErrorString(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+  }
+  return "unrecognized error code";
+}
+
+cudaError_t cudaFuncSetAttribute(const void* kernel, cudaFuncAttribute attribute, int value) {
+  switch (attribute) {
+    case cudaFuncAttributeMaxDynamicSharedMemorySize:
+      if (value < 0 || size_t(value) > cuda_emu::kMaxSharedBytes) return cudaErrorInvalidValue;
+      cuda_emu::emulator().max_dynamic_shared[kernel] = value;
+      return cudaSuccess;
+    case cudaFuncAttributePreferredSharedMemoryCarveout:
+      return value >= -1 && value <= 100 ? cudaSuccess : cudaErrorInvalidValue;
+  }
+  return cudaErrorInvalidValue;
+}

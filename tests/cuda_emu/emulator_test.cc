@@ -1,0 +1,180 @@
+// The emulator's own contract (README.md): CUDA's execution model where kernels rely on it, and a clear
+// failure where a kernel breaks a rule that the hardware leaves undefined.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <mma.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace {
+
+template <typename T>
+struct DeviceBuffer {
+  T* p = nullptr;
+  explicit DeviceBuffer(size_t n) { EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T)), cudaSuccess); }
+  ~DeviceBuffer() { cudaFree(p); }
+};
+
+template <typename... Params, typename... Args>
+cudaError_t run(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Args... args) {
+  const cudaError_t status = cuda_emu::launch(reinterpret_cast<const void*>(kernel), grid, block, smem,
+                                              [&] { kernel(args...); });
+  cudaGetLastError();  // launch() leaves its error for cudaGetLastError, as the runtime does: clear it
+  return status;
+}
+
+__global__ void block_reduce(const float* x, float* out) {
+  __shared__ float partial[32];
+  float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float sum = 0;
+    for (unsigned w = 0; w < blockDim.x / 32; w++) sum += partial[w];
+    out[blockIdx.x] = sum;
+  }
+}
+
+TEST(CudaEmulator, ShufflesAndBarriersReduceEveryBlock) {
+  const int blocks = 3, threads = 256;
+  std::vector<float> host(blocks * threads);
+  std::iota(host.begin(), host.end(), 0.0f);
+  DeviceBuffer<float> x(host.size()), out(blocks);
+  cudaMemcpy(x.p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice);
+  ASSERT_EQ(run(block_reduce, blocks, threads, 0, x.p, out.p), cudaSuccess);
+  std::vector<float> sums(blocks);
+  cudaMemcpy(sums.data(), out.p, blocks * sizeof(float), cudaMemcpyDeviceToHost);
+  for (int b = 0; b < blocks; b++) {
+    const double n0 = b * threads, n1 = n0 + threads - 1;
+    EXPECT_EQ(sums[b], float((n0 + n1) * threads / 2)) << "block " << b;
+  }
+}
+
+__global__ void shuffle_patterns(int* out) {
+  const int lane = int(threadIdx.x);
+  out[lane] = __shfl_sync(0xffffffffu, lane * 10, 3);            // broadcast from lane 3
+  out[32 + lane] = __shfl_down_sync(0xffffffffu, lane, 5);       // lanes ≥ 27 keep their own value
+  out[64 + lane] = __shfl_xor_sync(0xffffffffu, lane, 1);
+}
+
+TEST(CudaEmulator, ShuffleSourcesFollowCuda) {
+  DeviceBuffer<int> out(96);
+  ASSERT_EQ(run(shuffle_patterns, 1, 32, 0, out.p), cudaSuccess);
+  std::vector<int> got(96);
+  cudaMemcpy(got.data(), out.p, got.size() * sizeof(int), cudaMemcpyDeviceToHost);
+  for (int lane = 0; lane < 32; lane++) {
+    EXPECT_EQ(got[lane], 30);
+    EXPECT_EQ(got[32 + lane], lane + 5 < 32 ? lane + 5 : lane);
+    EXPECT_EQ(got[64 + lane], lane ^ 1);
+  }
+}
+
+// Half of each warp waits at the block barrier, the other half at a warp barrier that needs the first half.
+__global__ void barriers_crossed(float*) {
+  if (threadIdx.x % 32 < 16)
+    __syncthreads();
+  else
+    __syncwarp();
+}
+
+__global__ void shuffle_in_half_warp(float* out) {
+  if (threadIdx.x % 32 < 16) out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+}
+
+TEST(CudaEmulator, BarriersThatCannotAllOpenFailTheLaunch) {
+  EXPECT_EQ(run(barriers_crossed, 1, 128, 0, static_cast<float*>(nullptr)), cudaErrorLaunchFailure);
+  DeviceBuffer<float> out(64);
+  EXPECT_EQ(run(shuffle_in_half_warp, 1, 64, 0, out.p), cudaErrorLaunchFailure);
+}
+
+// Every thread writes its slot, then reads its neighbour's: correct only with the barrier in between.
+__global__ void neighbour_read(float* out, bool barrier) {
+  float* slots = reinterpret_cast<float*>(cuda_emu::dynamic_shared_memory());
+  slots[threadIdx.x] = float(threadIdx.x);
+  if (barrier) __syncthreads();
+  out[threadIdx.x] = slots[(threadIdx.x + 1) % blockDim.x];
+}
+
+TEST(CudaEmulator, MissingBarrierReadsPoisonedSharedMemory) {
+  const int threads = 64;
+  DeviceBuffer<float> out(threads);
+  std::vector<float> got(threads);
+  ASSERT_EQ(run(neighbour_read, 1, threads, threads * sizeof(float), out.p, true), cudaSuccess);
+  cudaMemcpy(got.data(), out.p, threads * sizeof(float), cudaMemcpyDeviceToHost);
+  for (int i = 0; i < threads; i++) EXPECT_EQ(got[i], float((i + 1) % threads));
+  ASSERT_EQ(run(neighbour_read, 1, threads, threads * sizeof(float), out.p, false), cudaSuccess);
+  cudaMemcpy(got.data(), out.p, threads * sizeof(float), cudaMemcpyDeviceToHost);
+  EXPECT_TRUE(std::isnan(got[0])) << "thread 0 ran before thread 1 wrote: it must see the poison";
+}
+
+using namespace nvcuda;
+using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major>;
+using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major>;
+using FragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
+// C = A·Bᵀ for 16 × 16 bf16 tiles (B read column-major is Bᵀ), with pointer offsets and strides to break.
+__global__ void tile_product(const __nv_bfloat16* a, const __nv_bfloat16* b, float* c, int offset, unsigned ld) {
+  FragA fa;
+  FragB fb;
+  FragC fc;
+  wmma::fill_fragment(fc, 0.0f);
+  wmma::load_matrix_sync(fa, a + offset, ld);
+  wmma::load_matrix_sync(fb, b, 16);
+  wmma::mma_sync(fc, fa, fb, fc);
+  wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);
+}
+
+__global__ void tile_product_one_lane(const __nv_bfloat16* a, const __nv_bfloat16* b, float* c, int, unsigned) {
+  if (threadIdx.x == 0) tile_product(a, b, c, 0, 16);
+}
+
+TEST(CudaEmulator, WmmaComputesTheProductAndEnforcesItsRules) {
+  std::vector<__nv_bfloat16> a(16 * 24), b(16 * 16);
+  for (size_t i = 0; i < a.size(); i++) a[i] = __float2bfloat16_rn(float(int(i % 7) - 3));
+  for (size_t i = 0; i < b.size(); i++) b[i] = __float2bfloat16_rn(float(int(i % 5) - 2) * 0.5f);
+  DeviceBuffer<__nv_bfloat16> da(a.size()), db(b.size());
+  DeviceBuffer<float> dc(256);
+  cudaMemcpy(da.p, a.data(), a.size() * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(db.p, b.data(), b.size() * 2, cudaMemcpyHostToDevice);
+  ASSERT_EQ(run(tile_product, 1, 32, 0, da.p, db.p, dc.p, 0, 16u), cudaSuccess);
+  std::vector<float> c(256);
+  cudaMemcpy(c.data(), dc.p, c.size() * sizeof(float), cudaMemcpyDeviceToHost);
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 16; j++) {
+      float want = 0;
+      for (int k = 0; k < 16; k++) want += __bfloat162float(a[i * 16 + k]) * __bfloat162float(b[j * 16 + k]);
+      EXPECT_EQ(c[i * 16 + j], want) << i << "," << j;
+    }
+  EXPECT_EQ(run(tile_product, 1, 32, 0, da.p, db.p, dc.p, 8, 16u), cudaErrorLaunchFailure) << "16-byte aligned";
+  EXPECT_EQ(run(tile_product, 1, 32, 0, da.p, db.p, dc.p, 0, 20u), cudaErrorLaunchFailure) << "ldm of 40 bytes";
+  EXPECT_EQ(run(tile_product_one_lane, 1, 32, 0, da.p, db.p, dc.p, 0, 16u), cudaErrorLaunchFailure)
+      << "a wmma operation on one lane";
+}
+
+__global__ void touch_shared(float* out) { out[0] = float(cuda_emu::dynamic_shared_memory()[0]); }
+
+TEST(CudaEmulator, LaunchLimitsFollowHopper) {
+  DeviceBuffer<float> out(1);
+  EXPECT_EQ(run(touch_shared, 1, 2048, 0, out.p), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(run(touch_shared, dim3(1, 70000), 32, 0, out.p), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(run(touch_shared, 1, 32, 64 << 10, out.p), cudaErrorInvalidValue) << "over 48 KB needs the attribute";
+  EXPECT_EQ(cudaFuncSetAttribute(touch_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 << 10), cudaSuccess);
+  EXPECT_EQ(run(touch_shared, 1, 32, 64 << 10, out.p), cudaSuccess);
+  EXPECT_EQ(cudaFuncSetAttribute(touch_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, 228 << 10),
+            cudaErrorInvalidValue);
+}
+
+TEST(CudaEmulator, CopiesMustMatchWhereTheirPointersLive) {
+  DeviceBuffer<float> device(4);
+  std::vector<float> host(4, 1.0f);
+  EXPECT_EQ(cudaMemcpy(device.p, host.data(), 16, cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(host.data(), device.p, 16, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpy(device.p, host.data(), 20, cudaMemcpyHostToDevice), cudaErrorInvalidValue) << "overruns";
+  EXPECT_EQ(cudaMemsetAsync(host.data(), 0, 16, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFree(host.data()), cudaErrorInvalidValue);
+}
+
+}  // namespace

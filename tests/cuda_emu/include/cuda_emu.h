@@ -1,0 +1,44 @@
+// The CUDA execution model on the CPU (tests/cuda_emu/README.md). A launch runs its blocks one after another;
+// the threads of a block are fibers (ucontext) on the calling thread, each running until it reaches a barrier
+// (__syncthreads, __syncwarp, a shuffle), so a block's threads interleave at every barrier as they may on a
+// GPU, and never between barriers. That is enough to run a kernel's real code and to catch what the hardware
+// leaves undefined: threads waiting at barriers that can never all open (reported, where a GPU would hang),
+// a shuffle or wmma operation that only part of a warp performs, reads of shared or freshly allocated memory
+// nobody wrote (poisoned with NaN bytes), wmma pointers and strides that break the alignment rules, and
+// launches over the shared-memory or thread limits. Threads that have exited count as arrived at
+// __syncthreads, as on Volta and later GPUs.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+
+#include "cuda_runtime_api.h"
+
+namespace cuda_emu {
+
+// Runs body() as kernel `kernel` (its address: attributes set by cudaFuncSetAttribute apply) on every thread of
+// grid × block with `smem_bytes` of dynamic shared memory. Returns the error a GPU launch would report;
+// a failure of the kernel (a divergent barrier, a wmma misuse, an exception) is cudaErrorLaunchFailure, as
+// for a kernel that faults, and its description goes to stderr.
+cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t smem_bytes, const std::function<void()>& body);
+
+// The running thread's coordinates.
+const uint3& thread_index();
+const uint3& block_index();
+const dim3& block_dim();
+const dim3& grid_dim();
+unsigned char* dynamic_shared_memory();
+
+// Barriers. A kernel's violation of the execution model (see fail) ends the launch with an error.
+void sync_block();
+void sync_warp(unsigned mask);
+// A full-warp exchange: every lane offers `value` and receives the value offered by lane `source(lane)`.
+uint64_t exchange(unsigned mask, uint64_t value, int source_lane);
+int lane();
+// Waits until every lane of the warp performs the same warp-wide operation `op` (a wmma load, store or
+// product: collective on a GPU, so no lane stores a tile before every lane has loaded what it overwrites).
+void warp_collective(const char* op);
+[[noreturn]] void fail(const char* what);
+
+}  // namespace cuda_emu

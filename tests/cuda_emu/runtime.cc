@@ -1,0 +1,175 @@
+// The CUDA runtime's devices, memory, streams and events on the CPU (cuda_runtime_api.h). One emulated
+// device with an H200's properties. Device memory is host memory that the emulator tracks, so a copy whose
+// direction does not match where its pointers live (a host pointer passed as device memory, or the
+// reverse) is refused with cudaErrorInvalidValue, and fresh allocations are filled with NaN bytes, as
+// garbage that a kernel must not read.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "cuda_runtime_api.h"
+
+namespace {
+
+constexpr size_t kTotalBytes = size_t(141) << 30;  // an H200
+constexpr size_t kAlignment = 256;                  // cudaMalloc's guarantee
+
+struct Memory {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> allocations;  // start → bytes asked for (an overrun of them is refused)
+  size_t in_use = 0;                        // bytes reserved, rounded to the alignment
+};
+
+Memory& memory() {
+  static Memory m;
+  return m;
+}
+
+// Whether [p, p + bytes) lies inside one allocation.
+bool on_device(const void* p, size_t bytes) {
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  auto it = m.allocations.upper_bound(address);
+  if (it == m.allocations.begin()) return false;
+  --it;
+  return address + bytes <= it->first + it->second;
+}
+
+cudaError_t allocate(void** p, size_t bytes) {
+  if (!p) return cudaErrorInvalidValue;
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  if (m.in_use + rounded > kTotalBytes) return cudaErrorMemoryAllocation;
+  *p = std::aligned_alloc(kAlignment, rounded);
+  if (!*p) return cudaErrorMemoryAllocation;
+  std::memset(*p, 0xff, rounded);
+  m.allocations[reinterpret_cast<uintptr_t>(*p)] = std::max<size_t>(bytes, 1);
+  m.in_use += rounded;
+  return cudaSuccess;
+}
+
+cudaError_t release(void* p) {
+  if (!p) return cudaSuccess;
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  const auto it = m.allocations.find(reinterpret_cast<uintptr_t>(p));
+  if (it == m.allocations.end()) return cudaErrorInvalidValue;
+  m.in_use -= (it->second + kAlignment - 1) / kAlignment * kAlignment;
+  m.allocations.erase(it);
+  std::free(p);
+  return cudaSuccess;
+}
+
+struct Event {
+  std::chrono::steady_clock::time_point time;
+};
+
+}  // namespace
+
+struct CUstream_st {};
+struct CUevent_st : Event {};
+struct CUmemPoolHandle_st {};
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (device != 0) return cudaErrorInvalidDevice;
+  *prop = {};
+  std::strcpy(prop->name, "NVIDIA H200 (cuda_emu, CPU emulation)");
+  prop->totalGlobalMem = kTotalBytes;
+  prop->sharedMemPerBlock = 48 << 10;
+  prop->sharedMemPerBlockOptin = 227 << 10;
+  prop->multiProcessorCount = 132;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->warpSize = 32;
+  prop->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  *total = kTotalBytes;
+  *free = kTotalBytes - m.in_use;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+
+cudaError_t cudaMalloc(void** p, size_t bytes) { return allocate(p, bytes); }
+cudaError_t cudaFree(void* p) { return release(p); }
+cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t) { return allocate(p, bytes); }
+cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return release(p); }
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (bytes == 0) return cudaSuccess;
+  const bool dst_ok = kind == cudaMemcpyDefault || on_device(dst, bytes) == (kind == cudaMemcpyHostToDevice ||
+                                                                               kind == cudaMemcpyDeviceToDevice);
+  const bool src_ok = kind == cudaMemcpyDefault || on_device(src, bytes) == (kind == cudaMemcpyDeviceToHost ||
+                                                                               kind == cudaMemcpyDeviceToDevice);
+  if (!dst_ok || !src_ok) return cudaErrorInvalidValue;
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
+  return cudaMemcpy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
+  if (bytes == 0) return cudaSuccess;
+  if (!on_device(p, bytes)) return cudaErrorInvalidValue;
+  std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* pool, int device) {
+  static CUmemPoolHandle_st the_pool;
+  if (device != 0) return cudaErrorInvalidDevice;
+  *pool = &the_pool;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attribute, void* value) {
+  return pool && value && attribute == cudaMemPoolAttrReleaseThreshold ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
+  *stream = new CUstream_st;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  delete stream;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  *event = new CUevent_st;
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+  event->time = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  *ms = std::chrono::duration<float, std::milli>(end->time - start->time).count();
+  return cudaSuccess;
+}
