@@ -221,18 +221,38 @@ AttentionResult attention_cpu(const AttentionInputs& in, const AttentionShape& s
   return r;
 }
 
-// The CUDA fp32 kernel or the bf16 tensor-core kernel; the backward runs on the GPU's own out and lse.
-AttentionResult attention_gpu(Context& ctx, const AttentionInputs& in, const AttentionShape& s, bool bf16) {
+// The attention kernels: fp32 on CUDA cores; bf16 tensor cores through wmma (forward and backward); the mma.sync
+// forward with the wmma backward (what the backend runs by default, REPLICA_ATTENTION in kernels/cuda/backend.cc).
+enum class AttentionKernel { fp32, wmma, mma };
+constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::fp32, AttentionKernel::wmma, AttentionKernel::mma};
+const char* name(AttentionKernel kernel) {
+  return kernel == AttentionKernel::fp32 ? "fp32" : kernel == AttentionKernel::wmma ? "bf16 wmma" : "bf16 mma";
+}
+const char* suffix(AttentionKernel kernel) {
+  return kernel == AttentionKernel::fp32 ? "" : kernel == AttentionKernel::wmma ? "_bf16" : "_mma";
+}
+
+void attention_forward_gpu(Context& ctx, AttentionKernel kernel, float* out, float* lse, const float* q, const float* k,
+                           const float* v, const AttentionShape& s) {
+  if (kernel == AttentionKernel::fp32) cuda::attention_forward(ctx, out, lse, q, k, v, s);
+  if (kernel == AttentionKernel::wmma) cuda::attention_forward_bf16(ctx, out, lse, q, k, v, s);
+  if (kernel == AttentionKernel::mma) cuda::attention_forward_mma(ctx, out, lse, q, k, v, s);
+}
+
+void attention_backward_gpu(Context& ctx, AttentionKernel kernel, float* dq, float* dk, float* dv, const float* dout,
+                            const float* out, const float* lse, const float* q, const float* k, const float* v,
+                            const AttentionShape& s) {
+  if (kernel == AttentionKernel::fp32) cuda::attention_backward(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
+  else cuda::attention_backward_bf16(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
+}
+
+// One kernel's forward, then its backward on the GPU's own out and lse.
+AttentionResult attention_gpu(Context& ctx, const AttentionInputs& in, const AttentionShape& s, AttentionKernel kernel) {
   const size_t nq = in.q.size(), nk = in.k.size(), nl = size_t(s.B * s.H * s.T);
   DeviceArray<float> q(ctx, in.q), k(ctx, in.k), v(ctx, in.v), dout(ctx, in.dout), out(ctx, nq), lse(ctx, nl),
       dq(ctx, nq), dk(ctx, nk), dv(ctx, nk);
-  if (bf16) {
-    cuda::attention_forward_bf16(ctx, out.p, lse.p, q.p, k.p, v.p, s);
-    cuda::attention_backward_bf16(ctx, dq.p, dk.p, dv.p, dout.p, out.p, lse.p, q.p, k.p, v.p, s);
-  } else {
-    cuda::attention_forward(ctx, out.p, lse.p, q.p, k.p, v.p, s);
-    cuda::attention_backward(ctx, dq.p, dk.p, dv.p, dout.p, out.p, lse.p, q.p, k.p, v.p, s);
-  }
+  attention_forward_gpu(ctx, kernel, out.p, lse.p, q.p, k.p, v.p, s);
+  attention_backward_gpu(ctx, kernel, dq.p, dk.p, dv.p, dout.p, out.p, lse.p, q.p, k.p, v.p, s);
   return {out.download(), lse.download(), dq.download(), dk.download(), dv.download()};
 }
 
@@ -261,8 +281,8 @@ void check_attention(Context& ctx, CheckTable& t) {
   const AttentionShape shapes[] = {{2, 200, 4, 2, 64, 0}, {1, 300, 4, 4, 128, 77}, {1, 130, 6, 2, 32, 33}};
   for (const AttentionShape& s : shapes) {
     const AttentionInputs in(s);
-    attention_rows(t, "", attention_shape_text(s), attention_gpu(ctx, in, s, false), attention_cpu(in, s),
-                   kFp32Bound, relative);
+    attention_rows(t, "", attention_shape_text(s), attention_gpu(ctx, in, s, AttentionKernel::fp32),
+                   attention_cpu(in, s), kFp32Bound, relative);
   }
 }
 
@@ -270,14 +290,16 @@ void check_attention(Context& ctx, CheckTable& t) {
 constexpr double kAttentionBf16Bound = 2e-2;
 constexpr AttentionShape kAttentionBf16Bench{1, 300, 8, 2, 128, 64};  // also verified by `bench`
 
-void check_attention_bf16(Context& ctx, CheckTable& t) {
+// Both tensor-core variants (wmma; the mma.sync forward with the wmma backward).
+void check_attention_bf16(Context& ctx, CheckTable& t, AttentionKernel kernel) {
+  const std::string tag = suffix(kernel);
   // Odd lengths (tails of the 64-row tiles), windows shorter and longer than a tile, GQA, and a head dim that
   // is not a power of two.
   const AttentionShape shapes[] = {{2, 77, 8, 2, 64, 0},   {2, 300, 8, 2, 128, 16}, kAttentionBf16Bench,
                                    {1, 300, 4, 4, 128, 0}, {2, 300, 8, 2, 64, 64},  {1, 130, 6, 2, 48, 33}};
   for (const AttentionShape& s : shapes) {
     const AttentionInputs in(s);
-    attention_rows(t, "_bf16", attention_shape_text(s), attention_gpu(ctx, in, s, true), attention_cpu(in, s),
+    attention_rows(t, tag, attention_shape_text(s), attention_gpu(ctx, in, s, kernel), attention_cpu(in, s),
                    kAttentionBf16Bound, relative);
   }
   // A single token: out = v, and dq = dk = 0 exactly in real arithmetic, so what the bf16 kernel returns there is
@@ -286,27 +308,27 @@ void check_attention_bf16(Context& ctx, CheckTable& t) {
   {
     const AttentionShape s{1, 1, 2, 1, 128, 0};
     const AttentionInputs in(s);
-    const AttentionResult got = attention_gpu(ctx, in, s, true), want = attention_cpu(in, s);
+    const AttentionResult got = attention_gpu(ctx, in, s, kernel), want = attention_cpu(in, s);
     double error = rel_error(got.out, want.out);
     for (const std::vector<float>* x : {&got.lse, &got.dq, &got.dk, &got.dv})
       for (float value : *x)
         if (!std::isfinite(value)) error = INFINITY;
-    t.row("attention_bf16", attention_shape_text(s), "out; all finite", error, kAttentionBf16Bound);
+    t.row("attention" + tag, attention_shape_text(s), "out; all finite", error, kAttentionBf16Bound);
   }
   // Determinism: a second run gives the same bits.
   const AttentionShape s{2, 300, 8, 2, 128, 64};
   const AttentionInputs in(s);
-  attention_rows(t, "_bf16", attention_shape_text(s) + " rerun", attention_gpu(ctx, in, s, true),
-                 attention_gpu(ctx, in, s, true), kExact, bitwise);
+  attention_rows(t, tag, attention_shape_text(s) + " rerun", attention_gpu(ctx, in, s, kernel),
+                 attention_gpu(ctx, in, s, kernel), kExact, bitwise);
   // A head dim the tensor-core tiles cannot take is refused, not miscomputed.
   const AttentionShape bad{1, 16, 2, 2, 72, 0};
   double refused = INFINITY;
   try {
-    attention_gpu(ctx, AttentionInputs(bad), bad, true);
+    attention_gpu(ctx, AttentionInputs(bad), bad, kernel);
   } catch (const std::invalid_argument&) {
     refused = 0.0;
   }
-  t.row("attention_forward_bf16", attention_shape_text(bad), "throws", refused, kExact);
+  t.row("attention_forward" + tag, attention_shape_text(bad), "throws", refused, kExact);
 }
 
 void check_swiglu(Context& ctx, CheckTable& t) {
@@ -464,12 +486,13 @@ double measure_bf16_peak(Context& ctx) {
 struct StepEstimate {
   double gemm_ms = 0, gemm_bf16_ms = 0, attention_ms = 0, other_ms = 0, head_ms = 0, optim_ms = 0;
   double flops = 0, gemm_flops = 0;  // per step: everything counted, and the layers' GEMMs alone
-  const char* attention_kernel = "fp32";    // the attention variant in attention_ms
-  std::vector<std::string> attention_rows;  // both variants' timings, printed after the step table
+  const char* attention_kernel = "fp32";    // the attention kernel in attention_ms
+  std::vector<std::string> attention_rows;  // every kernel's timings, printed after the step table
   double total_ms() const { return gemm_ms + attention_ms + other_ms + head_ms + optim_ms; }
 };
 
-StepEstimate bench_model(Context& ctx, const ModelShape& m, bool bf16_attention_verified) {
+// verified[kernel]: whether that attention kernel matched the CPU kernel in this run (fp32 always counts).
+StepEstimate bench_model(Context& ctx, const ModelShape& m, const bool (&verified)[3]) {
   const int64_t N = m.B * m.T, C = m.C, F = m.F, HD = m.H * m.D, KD = m.K * m.D;
   StepEstimate e;
   // One layer's weights (fp32 masters and their bf16 copy) and activations.
@@ -502,45 +525,39 @@ StepEstimate bench_model(Context& ctx, const ModelShape& m, bool bf16_attention_
     e.gemm_flops += double(m.L) * 3 * 2.0 * double(N) * double(l.out) * double(l.in);
   }
 
-  // Attention: three sliding-window layers to one full layer, as OLMo 3 interleaves them. Both kernels are
-  // timed (forward alone, then forward + backward); the step uses the faster one among those verified.
+  // Attention: three sliding-window layers to one full layer, as OLMo 3 interleaves them. Every kernel is
+  // timed (forward alone, then forward + backward); the step uses the fastest one among those verified.
   {
     DeviceArray<float> q(ctx, size_t(N * HD)), k(ctx, size_t(N * KD)), v(ctx, size_t(N * KD)), out(ctx, size_t(N * HD)),
         lse(ctx, size_t(m.B * m.H * m.T)), dout(ctx, size_t(N * HD)), dq(ctx, size_t(N * HD)), dk(ctx, size_t(N * KD)),
         dv(ctx, size_t(N * KD));
     for (DeviceArray<float>* a : {&q, &k, &v, &dout}) cudaMemsetAsync(a->p, 0, a->n * sizeof(float), ctx.stream());
-    double step_ms[2];  // per variant: L layers, 3 sliding : 1 full, forward + backward
-    for (int bf16 = 0; bf16 < 2; bf16++) {
-      const int reps = bf16 ? 3 : 1;  // the fp32 kernel takes seconds at these sizes
+    e.attention_ms = INFINITY;
+    for (AttentionKernel kernel : kAttentionKernels) {
+      const int reps = kernel == AttentionKernel::fp32 ? 1 : 3;  // the fp32 kernel takes seconds at these sizes
       double ms[2];
       for (int full = 0; full < 2; full++) {
         const AttentionShape s{m.B, m.T, m.H, m.K, m.D, full ? 0 : m.W};
-        const auto forward = [&] {
-          if (bf16)
-            cuda::attention_forward_bf16(ctx, out.p, lse.p, q.p, k.p, v.p, s);
-          else
-            cuda::attention_forward(ctx, out.p, lse.p, q.p, k.p, v.p, s);
-        };
+        const auto forward = [&] { attention_forward_gpu(ctx, kernel, out.p, lse.p, q.p, k.p, v.p, s); };
         const double fwd_ms = time_ms(ctx, forward, reps);
         ms[full] = time_ms(ctx, [&] {
           forward();
-          if (bf16)
-            cuda::attention_backward_bf16(ctx, dq.p, dk.p, dv.p, dout.p, out.p, lse.p, q.p, k.p, v.p, s);
-          else
-            cuda::attention_backward(ctx, dq.p, dk.p, dv.p, dout.p, out.p, lse.p, q.p, k.p, v.p, s);
+          attention_backward_gpu(ctx, kernel, dq.p, dk.p, dv.p, dout.p, out.p, lse.p, q.p, k.p, v.p, s);
         }, reps);
         const double fwd_flops = 4.0 * attention_pairs(m.T, s.window) * double(m.D) * double(m.H) * double(m.B);
         char row[256];
-        std::snprintf(row, sizeof row, "| %s | %lldx%lld | %lld | %s | %.2f | %.1f | %.2f | %.1f |", m.name,
-                      (long long)m.B, (long long)m.T, (long long)s.window, bf16 ? "bf16 tensor cores" : "fp32",
-                      fwd_ms, fwd_flops / (fwd_ms * 1e-3) / 1e12, ms[full], 3.0 * fwd_flops / (ms[full] * 1e-3) / 1e12);
+        std::snprintf(row, sizeof row, "| %s | %lldx%lld | %lld | %s%s | %.2f | %.1f | %.2f | %.1f |", m.name,
+                      (long long)m.B, (long long)m.T, (long long)s.window, name(kernel),
+                      verified[int(kernel)] ? "" : " (**failed its check**)", fwd_ms,
+                      fwd_flops / (fwd_ms * 1e-3) / 1e12, ms[full], 3.0 * fwd_flops / (ms[full] * 1e-3) / 1e12);
         e.attention_rows.push_back(row);
       }
-      step_ms[bf16] = m.L * (0.75 * ms[0] + 0.25 * ms[1]);
+      const double step_ms = m.L * (0.75 * ms[0] + 0.25 * ms[1]);
+      if (verified[int(kernel)] && step_ms < e.attention_ms) {
+        e.attention_ms = step_ms;
+        e.attention_kernel = name(kernel);
+      }
     }
-    const bool use_bf16 = bf16_attention_verified && step_ms[1] < step_ms[0];
-    e.attention_ms = step_ms[use_bf16 ? 1 : 0];
-    e.attention_kernel = use_bf16 ? "bf16" : "fp32";
     const double pairs = 0.75 * attention_pairs(m.T, m.W) + 0.25 * attention_pairs(m.T, 0);
     e.flops += double(m.L) * 3.0 * 4.0 * pairs * double(m.D) * double(m.H) * double(m.B);  // fwd + 2× bwd
   }
@@ -612,17 +629,19 @@ int run_bench(Context& ctx) {
   const double spec = 989.4e12;  // H100/H200 SXM dense bf16, NVIDIA datasheet
   std::printf("GPU: %s, %d SMs; cuBLASLt bf16 8192^3: %.0f TFLOP/s (datasheet dense bf16: %.0f)\n", prop.name,
               prop.multiProcessorCount, peak / 1e12, spec / 1e12);
-  // The bf16 attention kernel enters the step only when it matches the CPU kernel in this run too.
+  // A tensor-core attention kernel enters the step only when it matches the CPU kernel in this run too.
+  bool verified[3] = {true, false, false};
   const AttentionInputs in(kAttentionBf16Bench);
-  const AttentionResult got = attention_gpu(ctx, in, kAttentionBf16Bench, true),
-                        want = attention_cpu(in, kAttentionBf16Bench);
-  const double attention_error = std::max({rel_error(got.out, want.out), rel_error(got.lse, want.lse),
-                                           rel_error(got.dq, want.dq), rel_error(got.dk, want.dk),
-                                           rel_error(got.dv, want.dv)});
-  const bool bf16_attention_verified = attention_error <= kAttentionBf16Bound;
-  std::printf("attention bf16 vs CPU fp32 (%s): max rel. error %.2e, bound %.0e: %s\n",
-              attention_shape_text(kAttentionBf16Bench).c_str(), attention_error, kAttentionBf16Bound,
-              bf16_attention_verified ? "verified" : "**FAILED**, the step uses the fp32 kernel");
+  const AttentionResult want = attention_cpu(in, kAttentionBf16Bench);
+  for (AttentionKernel kernel : {AttentionKernel::wmma, AttentionKernel::mma}) {
+    const AttentionResult got = attention_gpu(ctx, in, kAttentionBf16Bench, kernel);
+    const double error = std::max({rel_error(got.out, want.out), rel_error(got.lse, want.lse),
+                                   rel_error(got.dq, want.dq), rel_error(got.dk, want.dk), rel_error(got.dv, want.dv)});
+    verified[int(kernel)] = error <= kAttentionBf16Bound;
+    std::printf("attention %s vs CPU fp32 (%s): max rel. error %.2e, bound %.0e: %s\n", name(kernel),
+                attention_shape_text(kAttentionBf16Bench).c_str(), error, kAttentionBf16Bound,
+                verified[int(kernel)] ? "verified" : "**FAILED**, left out of the step");
+  }
   const ModelShape models[] = {{"olmo3_1b", 2048, 8192, 16, 16, 16, 128, 100352, 4096, 1, 8192},
                                {"olmo3_7b", 4096, 11008, 32, 32, 32, 128, 100352, 4096, 1, 8192}};
   std::printf("\n| model | B×T | GEMMs ms (bf16 act. ms) | attention ms (kernel) | norms/rope/swiglu ms | LM head ms | "
@@ -630,7 +649,7 @@ int run_bench(Context& ctx) {
               "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<std::string> attention_rows;
   for (const ModelShape& m : models) {
-    const StepEstimate e = bench_model(ctx, m, bf16_attention_verified);
+    const StepEstimate e = bench_model(ctx, m, verified);
     const double s = e.total_ms() * 1e-3, tokens = double(m.B * m.T);
     const double gemm_rate = e.gemm_flops / (e.gemm_bf16_ms * 1e-3);
     std::printf("| %s | %lldx%lld | %.1f (%.1f) | %.1f (%s) | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f%% | %.1f%% | %.1f%% |\n",
@@ -658,7 +677,8 @@ int run_checks(Context& ctx) {
   check_rmsnorm(ctx, t);
   check_rope(ctx, t);
   check_attention(ctx, t);
-  check_attention_bf16(ctx, t);
+  check_attention_bf16(ctx, t, AttentionKernel::wmma);
+  check_attention_bf16(ctx, t, AttentionKernel::mma);
   check_swiglu(ctx, t);
   check_embedding(ctx, t);
   check_lm_head_loss(ctx, t);

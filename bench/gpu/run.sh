@@ -136,10 +136,13 @@ if [ -z "$bundle" ]; then
   finish "$status"
 fi
 # A failing tensor-core attention check would fail everything below for the same reason: run the rest on the
-# fp32 attention kernel then, so the other results still come back.
-if grep -E '^\| attention_[a-z]*_?bf16' "$logs/check.md" 2>/dev/null | grep -q 'NO'; then
+# next kernel down (mma.sync forward, then the wmma forward, then fp32) so the other results still come back.
+if grep -E '^\| attention(_[a-z]*)?_bf16 ' "$logs/check.md" 2>/dev/null | grep -q 'NO'; then
   export REPLICA_ATTENTION=fp32
-  row "attention for replica" "**fp32 kernel** (the bf16 tensor-core attention failed its check)"
+  row "attention for replica" "**fp32 kernels** (the wmma attention failed its check)"
+elif grep -E '^\| attention(_[a-z]*)?_mma ' "$logs/check.md" 2>/dev/null | grep -q 'NO'; then
+  export REPLICA_ATTENTION=wmma
+  row "attention for replica" "**wmma forward** (the mma.sync forward failed its check)"
 fi
 export FIXTURES=$bundle/fixtures PYTHON=${PYTHON:-python3} OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 if ! "$bundle/bin/replica" --help >/dev/null 2>"$logs/bundle.err"; then

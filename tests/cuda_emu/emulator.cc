@@ -27,6 +27,7 @@ namespace {
 
 constexpr int kWarpSize = 32;
 constexpr const char* kShuffle = "a shuffle";
+constexpr const char* kGather = "a warp-wide register exchange";  // mma.sync's operands
 constexpr size_t kStackBytes = size_t(256) << 10;  // wmma fragments hold whole tiles here: generous stacks
 constexpr size_t kGuardBytes = 4096;                // an overflow faults instead of corrupting a neighbour
 constexpr int kMaxThreadsPerBlock = 1024;
@@ -111,6 +112,8 @@ struct Fiber {
   const char* warp_op = nullptr;   // what that barrier is: "__syncwarp", "a shuffle", a wmma operation
   uint64_t offered = 0, received = 0;  // a shuffle's values
   int source = 0;                  // the lane a shuffle reads
+  const void* payload = nullptr;   // a gather's bytes
+  size_t payload_bytes = 0;
 };
 
 struct Emulator {
@@ -139,6 +142,7 @@ struct Emulator {
   size_t ready_pos = 0;
   std::vector<size_t> at_warp_barrier;
   size_t at_block_barrier = 0, exited = 0;
+  std::vector<std::vector<unsigned char>> gathered;  // per warp: every lane's payload at its last gather
 
   ~Emulator() {
     for (Fiber& f : fibers) munmap(f.stack - kGuardBytes, kStackBytes + kGuardBytes);
@@ -205,14 +209,23 @@ std::string describe(const Fiber& f) {
                            std::to_string(e.block.z) + "): " + what);
 }
 
-// Opens the barrier that every lane of warp w waits at, appending the lanes to `ready`; the lanes must agree on
-// the kind of barrier and the mask.
-void release_warp(std::vector<Fiber>& fibers, size_t threads, size_t w, std::vector<Fiber*>& ready) {
-  const size_t begin = w * kWarpSize, end = std::min(threads, begin + kWarpSize);
+// Opens the barrier that every lane of warp w waits at, the lanes joining the next round; the lanes must agree
+// on the kind of barrier and the mask. Shuffles and gathers take their values now, before any lane moves on.
+void release_warp(Emulator& e, size_t w) {
+  std::vector<Fiber>& fibers = e.fibers;
+  const size_t begin = w * kWarpSize, end = std::min(e.threads, begin + kWarpSize);
   for (size_t i = begin; i < end; i++)
     if (std::strcmp(fibers[i].warp_op, fibers[begin].warp_op) != 0 || fibers[i].warp_mask != fibers[begin].warp_mask)
       fail_block("lanes of warp " + std::to_string(w) + " wait at different warp barriers: " +
                  describe(fibers[begin]) + ", " + describe(fibers[i]));
+  if (fibers[begin].warp_op == kGather) {
+    const size_t bytes = fibers[begin].payload_bytes;
+    e.gathered[w].assign(kWarpSize * bytes, 0xff);  // lanes past the block's end offer NaN bytes
+    for (size_t i = begin; i < end; i++) {
+      if (fibers[i].payload_bytes != bytes) fail_block("lanes of warp " + std::to_string(w) + " gather different sizes");
+      std::memcpy(e.gathered[w].data() + (i - begin) * bytes, fibers[i].payload, bytes);
+    }
+  }
   for (size_t i = begin; i < end; i++) {
     Fiber& f = fibers[i];
     if (f.warp_op == kShuffle) {
@@ -220,7 +233,7 @@ void release_warp(std::vector<Fiber>& fibers, size_t threads, size_t w, std::vec
       f.received = fibers[begin + size_t(f.source)].offered;
     }
     f.state = State::runnable;
-    ready.push_back(&f);
+    e.next.push_back(&f);
   }
 }
 
@@ -233,7 +246,7 @@ void account(Emulator& e, Fiber& f) {
     const size_t w = size_t(f.linear) / kWarpSize;
     if (++e.at_warp_barrier[w] == std::min(e.threads, (w + 1) * kWarpSize) - w * kWarpSize) {
       e.at_warp_barrier[w] = 0;
-      release_warp(e.fibers, e.threads, w, e.next);
+      release_warp(e, w);
     }
   }
 }
@@ -246,6 +259,7 @@ void run_block(Emulator& e, size_t threads) {
   e.ready.clear();
   e.next.clear();
   e.at_warp_barrier.assign((threads + kWarpSize - 1) / kWarpSize, 0);
+  e.gathered.resize(e.at_warp_barrier.size());
   e.at_block_barrier = e.exited = 0;
   for (size_t i = 0; i < threads; i++) {
     Fiber& f = fibers[i];
@@ -405,6 +419,15 @@ uint64_t exchange(unsigned mask, uint64_t value, int source_lane) {
   f.source = source_lane;
   yield(State::at_warp_barrier);
   return f.received;
+}
+
+void gather(const void* mine, size_t bytes, void* all) {
+  Fiber& f = wait_for_warp(0xffffffffu, kGather);
+  f.payload = mine;
+  f.payload_bytes = bytes;
+  yield(State::at_warp_barrier);
+  const std::vector<unsigned char>& lanes = emulator().gathered[size_t(f.linear) / kWarpSize];
+  std::memcpy(all, lanes.data(), lanes.size());
 }
 
 void fail(const char* what) { throw std::runtime_error(what); }

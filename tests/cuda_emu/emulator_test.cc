@@ -154,6 +154,42 @@ TEST(CudaEmulator, WmmaComputesTheProductAndEnforcesItsRules) {
       << "a wmma operation on one lane";
 }
 
+// One m16n8k16 product with the fragments PTX documents (ptx.cc): lane l = 4g + t holds A[g][2t, 2t+1],
+// A[g+8][2t, 2t+1], A[g][2t+8, 2t+9], A[g+8][2t+8, 2t+9]; B[2t, 2t+1][g], B[2t+8, 2t+9][g]; D[g][2t, 2t+1],
+// D[g+8][2t, 2t+1]. A is row-major [16][16], B is given as Bᵀ [8][16] (column-major B), D row-major [16][8].
+__global__ void mma_tile(const __nv_bfloat16* a, const __nv_bfloat16* bt, float* d) {
+  const int g = int(threadIdx.x) / 4, t = int(threadIdx.x) % 4;
+  const auto pair = [](const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); };
+  const uint32_t fa[4] = {pair(a + g * 16 + 2 * t), pair(a + (g + 8) * 16 + 2 * t), pair(a + g * 16 + 2 * t + 8),
+                          pair(a + (g + 8) * 16 + 2 * t + 8)};
+  const uint32_t fb[2] = {pair(bt + g * 16 + 2 * t), pair(bt + g * 16 + 2 * t + 8)};
+  float acc[4] = {1.0f, 1.0f, 1.0f, 1.0f};  // C = 1
+  cuda_emu::mma_m16n8k16_bf16(acc, fa, fb);
+  d[g * 8 + 2 * t] = acc[0];
+  d[g * 8 + 2 * t + 1] = acc[1];
+  d[(g + 8) * 8 + 2 * t] = acc[2];
+  d[(g + 8) * 8 + 2 * t + 1] = acc[3];
+}
+
+TEST(CudaEmulator, MmaSyncComputesThePtxFragmentsProduct) {
+  std::vector<__nv_bfloat16> a(256), bt(128);
+  for (size_t i = 0; i < a.size(); i++) a[i] = __float2bfloat16_rn(float(int(i % 11) - 5) * 0.25f);
+  for (size_t i = 0; i < bt.size(); i++) bt[i] = __float2bfloat16_rn(float(int(i % 7) - 3));
+  DeviceBuffer<__nv_bfloat16> da(a.size()), db(bt.size());
+  DeviceBuffer<float> dd(128);
+  cudaMemcpy(da.p, a.data(), a.size() * 2, cudaMemcpyHostToDevice);
+  cudaMemcpy(db.p, bt.data(), bt.size() * 2, cudaMemcpyHostToDevice);
+  ASSERT_EQ(run(mma_tile, 1, 32, 0, da.p, db.p, dd.p), cudaSuccess);
+  std::vector<float> d(128);
+  cudaMemcpy(d.data(), dd.p, d.size() * sizeof(float), cudaMemcpyDeviceToHost);
+  for (int i = 0; i < 16; i++)
+    for (int j = 0; j < 8; j++) {
+      float want = 1.0f;
+      for (int k = 0; k < 16; k++) want += __bfloat162float(a[i * 16 + k]) * __bfloat162float(bt[j * 16 + k]);
+      EXPECT_EQ(d[i * 8 + j], want) << i << "," << j;
+    }
+}
+
 __global__ void touch_shared(float* out) { out[0] = float(cuda_emu::dynamic_shared_memory()[0]); }
 
 TEST(CudaEmulator, LaunchLimitsFollowHopper) {

@@ -1,8 +1,9 @@
 // Causal self-attention with optional sliding window and GQA on the GPU, same contract as
 // kernels/cpu/attention.h: query i sees keys max(0, i − W + 1) ≤ j ≤ i (W = window, 0 = full causal), query
 // head h reads KV head h / (H / K), lse saved. Flash style: tiles of queries and keys in shared memory, an
-// online softmax, and only the key tiles a query tile can see are visited (O(T · min(T, W))). Two variants
-// with the same arguments: fp32 on CUDA cores (the baseline) and bf16 operands on tensor cores.
+// online softmax, and only the key tiles a query tile can see are visited (O(T · min(T, W))). Variants with the
+// same arguments: fp32 on CUDA cores (the baseline) and bf16 operands on tensor cores (wmma, and a forward on
+// mma.sync).
 #pragma once
 #include <cstdint>
 
@@ -31,6 +32,12 @@ void attention_forward_bf16(Context& ctx, float* out, float* lse, const float* q
 void attention_backward_bf16(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                              const float* lse, const float* q, const float* k, const float* v,
                              const AttentionShape& s);
+
+// The same forward on tensor cores through mma.sync with register-resident probabilities (attention_mma.cu,
+// FlashAttention-2 style): the same arguments, requirements, rounding points and outputs as
+// attention_forward_bf16, so attention_backward_bf16 consumes them.
+void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
+                           const AttentionShape& s);
 
 // delta[b, h, t] = Σ_d dout·out in fp32 with a fixed reduction order: the row term both backward variants need.
 void attention_delta(Context& ctx, float* delta, const float* dout, const float* out, const AttentionShape& s);

@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "replica/kernels/cuda/attention.h"
+#include "replica/kernels/cuda/attention_tiles.cuh"
 #include "replica/kernels/cuda/common.cuh"
 
 namespace replica::cuda {
@@ -37,7 +38,7 @@ namespace replica::cuda {
 namespace {
 
 using namespace nvcuda;
-using bf16_t = __nv_bfloat16;
+using namespace attention_tiles;
 
 constexpr int kThreads = 128;  // 4 warps
 constexpr int kWarps = kThreads / 32;
@@ -45,7 +46,6 @@ constexpr int kRowsPerWarp = 16;
 constexpr int kBlockRows = kWarps * kRowsPerWarp;  // 64: queries per forward/dQ block, keys per dK/dV block
 constexpr int kKeyTile = 64;                       // keys per tile in the forward and dQ passes
 constexpr int kQueryTile = 32;                     // queries per tile in the dK/dV pass (smaller: 2 blocks/SM)
-constexpr int kMaxD = 128;
 
 using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16_t, wmma::row_major>;
 using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16_t, wmma::row_major>;
@@ -53,45 +53,13 @@ using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16_t, wmma::row_major
 using FragBT = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16_t, wmma::col_major>;
 using FragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
-// Row strides (elements) of the shared tiles: bf16 rows padded by 16 bytes, fp32 rows by 16 bytes. Every
-// stride keeps fragment pointers 32-byte aligned (wmma's requirement) at multiples of 16 rows and columns.
-template <int D>
-constexpr int ld_head = D + 8;  // bf16 [rows][D] tiles: Q, K, V, dO
+// Row strides (elements) of the shared tiles: bf16 rows padded by 16 bytes (ld_head, attention_tiles.cuh), fp32
+// rows by 16 bytes. Every stride keeps fragment pointers 32-byte aligned (wmma's requirement) at multiples of 16
+// rows and columns.
 template <int cols>
 constexpr int ld_f32 = cols + 4;  // fp32 [rows][cols] scratch: scores, output accumulator
 template <int cols>
 constexpr int ld_b16 = cols + 8;  // bf16 [rows][cols]: P, dS
-
-__device__ inline int64_t first_key(int64_t i, int64_t window) {
-  return window > 0 ? max(int64_t(0), i - window + 1) : 0;
-}
-__device__ inline bool visible(int64_t i, int64_t j, int64_t window) { return j <= i && j >= first_key(i, window); }
-
-// True unless every (query, key) pair of the tiles [i0, i0 + nq) × [j0, j0 + nk) is visible and both tiles are
-// full (rows × cols): only such boundary tiles pay for the elementwise mask.
-__device__ inline bool needs_mask(int64_t i0, int64_t nq, int rows, int64_t j0, int64_t nk, int cols,
-                                  int64_t window) {
-  const bool full = nq == rows && nk == cols;
-  const bool causal_ok = j0 + cols - 1 <= i0;                        // last key ≤ first query
-  const bool window_ok = window == 0 || j0 >= i0 + rows - window;    // first key ≥ first_key(last query)
-  return !(full && causal_ok && window_ok);
-}
-
-// Rows [t0, t0 + n) of head `head` of x [T, heads, D] (offset to the batch), rounded to bf16 (RNE), into
-// tile[rows][ld_head<D>]; rows ≥ n are zeroed so that they contribute nothing to any product.
-template <int D>
-__device__ void load_rows_bf16(bf16_t* tile, int rows, const float* x, int64_t t0, int64_t n, int64_t heads,
-                               int64_t head) {
-  constexpr int kVectors = D / 4;  // float4 per row
-  for (int e = threadIdx.x; e < rows * kVectors; e += blockDim.x) {
-    const int r = e / kVectors, c = (e % kVectors) * 4;
-    float4 value = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (r < n) value = *reinterpret_cast<const float4*>(x + ((t0 + r) * heads + head) * D + c);
-    __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(tile + r * ld_head<D> + c);
-    dst[0] = __floats2bfloat162_rn(value.x, value.y);
-    dst[1] = __floats2bfloat162_rn(value.z, value.w);
-  }
-}
 
 // Copies lse and delta of rows [t0, t0 + n) of one (batch, head) (offset `base`); rows ≥ n get 0.
 __device__ void load_row_stats(float* lse_s, float* delta_s, int rows, const float* lse, const float* delta,
@@ -505,57 +473,12 @@ __global__ void __launch_bounds__(kThreads) attention_dq_bf16_kernel(float* dq, 
 
 // ---- Host side ----------------------------------------------------------------------------------------------
 
-// Raises a kernel's dynamic shared-memory limit (above the 48 KB default) and asks for the largest shared-memory
-// carveout so that two blocks fit on an SM. Called once per kernel instantiation (function-local statics
-// below): replica drives one GPU per process.
-template <typename Kernel>
-size_t prepare_kernel(Kernel kernel, size_t bytes, const char* name) {
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)), name);
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                  int(cudaSharedmemCarveoutMaxShared)),
-             name);
-  return bytes;
-}
-
-// Calls f(std::integral_constant<int, D>) for the supported head dims.
-template <typename F>
-void with_head_dim(int64_t D, F&& f) {
-  switch (D) {
-    case 16: return f(std::integral_constant<int, 16>{});
-    case 32: return f(std::integral_constant<int, 32>{});
-    case 48: return f(std::integral_constant<int, 48>{});
-    case 64: return f(std::integral_constant<int, 64>{});
-    case 80: return f(std::integral_constant<int, 80>{});
-    case 96: return f(std::integral_constant<int, 96>{});
-    case 112: return f(std::integral_constant<int, 112>{});
-    case 128: return f(std::integral_constant<int, 128>{});
-    default: throw std::logic_error("attention bf16: unreachable head dim");  // check_shape rejects the rest
-  }
-}
-
-void check_aligned(const float* p, const char* name) {
-  if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
-    throw std::invalid_argument(std::string("attention bf16: ") + name + " must be 16-byte aligned (float4 loads)");
-}
-
-void check_shape(const AttentionShape& s) {
-  if (s.D < 16 || s.D > kMaxD || s.D % 16 != 0)
-    throw std::invalid_argument("attention bf16: head dim D must be a multiple of 16 in [16, 128] (tensor-core "
-                                "tiles), got D = " + std::to_string(s.D) + "; use attention_forward (fp32)");
-  if (s.K <= 0 || s.H % s.K != 0)
-    throw std::invalid_argument("attention bf16: query heads must be a multiple of KV heads");
-}
-
 }  // namespace
 
 void attention_forward_bf16(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
                             const AttentionShape& s) {
-  check_shape(s);
-  if (s.B * s.T * s.H == 0) return;
-  check_aligned(q, "q");
-  check_aligned(k, "k");
-  check_aligned(v, "v");
-  const float scale = 1.0f / std::sqrt(float(s.D));
+  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
+  const float scale = softmax_scale(s);
   const dim3 grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
   with_head_dim(s.D, [&](auto head_dim) {
     constexpr int D = decltype(head_dim)::value;
@@ -569,13 +492,8 @@ void attention_forward_bf16(Context& ctx, float* out, float* lse, const float* q
 void attention_backward_bf16(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                              const float* lse, const float* q, const float* k, const float* v,
                              const AttentionShape& s) {
-  check_shape(s);
-  if (s.B * s.T * s.H == 0) return;
-  check_aligned(q, "q");
-  check_aligned(k, "k");
-  check_aligned(v, "v");
-  check_aligned(dout, "dout");
-  const float scale = 1.0f / std::sqrt(float(s.D));
+  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
+  const float scale = softmax_scale(s);
   Scratch<float> delta(ctx, size_t(s.B * s.H * s.T));
   attention_delta(ctx, delta.get(), dout, out, s);
 

@@ -1,0 +1,135 @@
+// What the tensor-core attention kernels share (attention_bf16.cu: wmma; attention_mma.cu: mma.sync): the
+// visibility rules, bf16 tiles in shared memory, and the host-side checks and per-head-dim dispatch.
+#pragma once
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "replica/kernels/cuda/common.cuh"
+#include "replica/kernels/types.h"
+
+namespace replica::cuda::attention_tiles {
+
+using bf16_t = __nv_bfloat16;
+
+constexpr int kMaxD = 128;
+
+// Row stride (elements) of a bf16 [rows][D] tile (Q, K, V, dO): padded by 16 bytes so that the 8 rows a
+// fragment load touches start in different banks.
+template <int D>
+constexpr int ld_head = D + 8;
+
+__device__ inline int64_t first_key(int64_t i, int64_t window) {
+  return window > 0 ? max(int64_t(0), i - window + 1) : 0;
+}
+__device__ inline bool visible(int64_t i, int64_t j, int64_t window) { return j <= i && j >= first_key(i, window); }
+
+// True unless every (query, key) pair of the tiles [i0, i0 + nq) × [j0, j0 + nk) is visible and both tiles are
+// full (rows × cols): only such boundary tiles pay for the elementwise mask.
+__device__ inline bool needs_mask(int64_t i0, int64_t nq, int rows, int64_t j0, int64_t nk, int cols,
+                                  int64_t window) {
+  const bool full = nq == rows && nk == cols;
+  const bool causal_ok = j0 + cols - 1 <= i0;                        // last key ≤ first query
+  const bool window_ok = window == 0 || j0 >= i0 + rows - window;    // first key ≥ first_key(last query)
+  return !(full && causal_ok && window_ok);
+}
+
+// Elements [c, c + 4) of row t0 + r of head `head` of x [T, heads, D] (offset to the batch); zero for r ≥ n.
+template <int D>
+__device__ inline float4 row_vector(const float* x, int64_t t0, int r, int c, int64_t n, int64_t heads,
+                                    int64_t head) {
+  if (r >= n) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  return *reinterpret_cast<const float4*>(x + ((t0 + r) * heads + head) * D + c);
+}
+
+// Rows [t0, t0 + n) of head `head` of x [T, heads, D] (offset to the batch), rounded to bf16 (RNE), into
+// tile[rows][ld_head<D>]; rows ≥ n are zeroed so that they contribute nothing to any product.
+template <int D>
+__device__ void load_rows_bf16(bf16_t* tile, int rows, const float* x, int64_t t0, int64_t n, int64_t heads,
+                               int64_t head) {
+  constexpr int kVectors = D / 4;  // float4 per row
+  for (int e = threadIdx.x; e < rows * kVectors; e += blockDim.x) {
+    const int r = e / kVectors, c = (e % kVectors) * 4;
+    const float4 value = row_vector<D>(x, t0, r, c, n, heads, head);
+    __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(tile + r * ld_head<D> + c);
+    dst[0] = __floats2bfloat162_rn(value.x, value.y);
+    dst[1] = __floats2bfloat162_rn(value.z, value.w);
+  }
+}
+
+// The same rows transposed: tile[d][r] with row stride ld; columns r ≥ n are zeroed.
+template <int D>
+__device__ void load_columns_bf16(bf16_t* tile, int ld, int rows, const float* x, int64_t t0, int64_t n,
+                                  int64_t heads, int64_t head) {
+  constexpr int kVectors = D / 4;
+  for (int e = threadIdx.x; e < rows * kVectors; e += blockDim.x) {
+    const int r = e / kVectors, c = (e % kVectors) * 4;
+    const float4 value = row_vector<D>(x, t0, r, c, n, heads, head);
+    tile[(c + 0) * ld + r] = __float2bfloat16_rn(value.x);
+    tile[(c + 1) * ld + r] = __float2bfloat16_rn(value.y);
+    tile[(c + 2) * ld + r] = __float2bfloat16_rn(value.z);
+    tile[(c + 3) * ld + r] = __float2bfloat16_rn(value.w);
+  }
+}
+
+// ---- Host side ----------------------------------------------------------------------------------------------
+
+// Raises a kernel's dynamic shared-memory limit (above the 48 KB default) and asks for the largest shared-memory
+// carveout so that two blocks fit on an SM. Called once per kernel instantiation (function-local statics
+// below): replica drives one GPU per process.
+template <typename Kernel>
+size_t prepare_kernel(Kernel kernel, size_t bytes, const char* name) {
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)), name);
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                  int(cudaSharedmemCarveoutMaxShared)),
+             name);
+  return bytes;
+}
+
+// Calls f(std::integral_constant<int, D>) for the supported head dims.
+template <typename F>
+void with_head_dim(int64_t D, F&& f) {
+  switch (D) {
+    case 16: return f(std::integral_constant<int, 16>{});
+    case 32: return f(std::integral_constant<int, 32>{});
+    case 48: return f(std::integral_constant<int, 48>{});
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 80: return f(std::integral_constant<int, 80>{});
+    case 96: return f(std::integral_constant<int, 96>{});
+    case 112: return f(std::integral_constant<int, 112>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    default: throw std::logic_error("attention bf16: unreachable head dim");  // check_shape rejects the rest
+  }
+}
+
+inline void check_aligned(const float* p, const char* name) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+    throw std::invalid_argument(std::string("attention bf16: ") + name + " must be 16-byte aligned (float4 loads)");
+}
+
+inline void check_shape(const AttentionShape& s) {
+  if (s.D < 16 || s.D > kMaxD || s.D % 16 != 0)
+    throw std::invalid_argument("attention bf16: head dim D must be a multiple of 16 in [16, 128] (tensor-core "
+                                "tiles), got D = " + std::to_string(s.D) + "; use attention_forward (fp32)");
+  if (s.K <= 0 || s.H % s.K != 0)
+    throw std::invalid_argument("attention bf16: query heads must be a multiple of KV heads");
+}
+
+// The checks every tensor-core launch makes (shape, then the float4 alignment of `arrays`); false when there
+// is nothing to compute.
+inline bool check_inputs(const AttentionShape& s, std::initializer_list<std::pair<const float*, const char*>> arrays) {
+  check_shape(s);
+  if (s.B * s.T * s.H == 0) return false;
+  for (const auto& [p, name] : arrays) check_aligned(p, name);
+  return true;
+}
+
+inline float softmax_scale(const AttentionShape& s) { return 1.0f / std::sqrt(float(s.D)); }
+
+}  // namespace replica::cuda::attention_tiles
