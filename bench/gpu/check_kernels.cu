@@ -221,8 +221,8 @@ AttentionResult attention_cpu(const AttentionInputs& in, const AttentionShape& s
   return r;
 }
 
-// The attention kernels: fp32 on CUDA cores; bf16 tensor cores through wmma (forward and backward); the mma.sync
-// forward with the wmma backward (what the backend runs by default, REPLICA_ATTENTION in kernels/cuda/backend.cc).
+// The attention kernels: fp32 on CUDA cores; bf16 on tensor cores through wmma, and through mma.sync (what the
+// backend runs by default; REPLICA_ATTENTION in kernels/cuda/backend.cc).
 enum class AttentionKernel { fp32, wmma, mma };
 constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::fp32, AttentionKernel::wmma, AttentionKernel::mma};
 const char* name(AttentionKernel kernel) {
@@ -243,7 +243,8 @@ void attention_backward_gpu(Context& ctx, AttentionKernel kernel, float* dq, flo
                             const float* out, const float* lse, const float* q, const float* k, const float* v,
                             const AttentionShape& s) {
   if (kernel == AttentionKernel::fp32) cuda::attention_backward(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
-  else cuda::attention_backward_bf16(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
+  if (kernel == AttentionKernel::wmma) cuda::attention_backward_bf16(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
+  if (kernel == AttentionKernel::mma) cuda::attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
 }
 
 // One kernel's forward, then its backward on the GPU's own out and lse.
@@ -290,7 +291,7 @@ void check_attention(Context& ctx, CheckTable& t) {
 constexpr double kAttentionBf16Bound = 2e-2;
 constexpr AttentionShape kAttentionBf16Bench{1, 300, 8, 2, 128, 64};  // also verified by `bench`
 
-// Both tensor-core variants (wmma; the mma.sync forward with the wmma backward).
+// Both tensor-core variants (wmma, mma.sync).
 void check_attention_bf16(Context& ctx, CheckTable& t, AttentionKernel kernel) {
   const std::string tag = suffix(kernel);
   // Odd lengths (tails of the 64-row tiles), windows shorter and longer than a tile, GQA, and a head dim that

@@ -2,8 +2,7 @@
 // kernels/cpu/attention.h: query i sees keys max(0, i − W + 1) ≤ j ≤ i (W = window, 0 = full causal), query
 // head h reads KV head h / (H / K), lse saved. Flash style: tiles of queries and keys in shared memory, an
 // online softmax, and only the key tiles a query tile can see are visited (O(T · min(T, W))). Variants with the
-// same arguments: fp32 on CUDA cores (the baseline) and bf16 operands on tensor cores (wmma, and a forward on
-// mma.sync).
+// same arguments: fp32 on CUDA cores (the baseline) and bf16 operands on tensor cores (wmma, and mma.sync).
 #pragma once
 #include <cstdint>
 
@@ -33,11 +32,14 @@ void attention_backward_bf16(Context& ctx, float* dq, float* dk, float* dv, cons
                              const float* lse, const float* q, const float* k, const float* v,
                              const AttentionShape& s);
 
-// The same forward on tensor cores through mma.sync with register-resident probabilities (attention_mma.cu,
-// FlashAttention-2 style): the same arguments, requirements, rounding points and outputs as
-// attention_forward_bf16, so attention_backward_bf16 consumes them.
+// The same on tensor cores through mma.sync with register-resident scores and probabilities
+// (attention_mma.cu, FlashAttention-2 style): the same arguments, requirements, rounding points and outputs as
+// the wmma pair above, and interchangeable with it (either backward consumes either forward's out and lse).
 void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
                            const AttentionShape& s);
+void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
+                            const float* lse, const float* q, const float* k, const float* v,
+                            const AttentionShape& s);
 
 // delta[b, h, t] = Σ_d dout·out in fp32 with a fixed reduction order: the row term both backward variants need.
 void attention_delta(Context& ctx, float* delta, const float* dout, const float* out, const AttentionShape& s);

@@ -40,10 +40,9 @@ namespace {
 using namespace nvcuda;
 using namespace attention_tiles;
 
-constexpr int kThreads = 128;  // 4 warps
-constexpr int kWarps = kThreads / 32;
+constexpr int kWarps = kThreads / 32;  // kThreads, kBlockRows: attention_tiles.cuh
 constexpr int kRowsPerWarp = 16;
-constexpr int kBlockRows = kWarps * kRowsPerWarp;  // 64: queries per forward/dQ block, keys per dK/dV block
+static_assert(kBlockRows == kWarps * kRowsPerWarp, "a block's rows are its warps' rows");
 constexpr int kKeyTile = 64;                       // keys per tile in the forward and dQ passes
 constexpr int kQueryTile = 32;                     // queries per tile in the dK/dV pass (smaller: 2 blocks/SM)
 
@@ -60,15 +59,6 @@ template <int cols>
 constexpr int ld_f32 = cols + 4;  // fp32 [rows][cols] scratch: scores, output accumulator
 template <int cols>
 constexpr int ld_b16 = cols + 8;  // bf16 [rows][cols]: P, dS
-
-// Copies lse and delta of rows [t0, t0 + n) of one (batch, head) (offset `base`); rows ≥ n get 0.
-__device__ void load_row_stats(float* lse_s, float* delta_s, int rows, const float* lse, const float* delta,
-                               int64_t base, int64_t n) {
-  for (int r = threadIdx.x; r < rows; r += blockDim.x) {
-    lse_s[r] = r < n ? lse[base + r] : 0.0f;
-    delta_s[r] = r < n ? delta[base + r] : 0.0f;
-  }
-}
 
 // Writes a warp's 16 × D fp32 accumulator fragments, times `scale`, to rows [t0, t0 + n) (n ≤ 16) of head `head`
 // of y [T, heads, D] (offset to the batch). Each fragment passes through `stage` (16 rows, stride ld, the
@@ -471,45 +461,28 @@ __global__ void __launch_bounds__(kThreads) attention_dq_bf16_kernel(float* dq, 
   store_rows<D>(dq + b * T * H * D, dQ, scale, S + row0 * lds, lds, i0 + row0, n_rows, H, h);
 }
 
-// ---- Host side ----------------------------------------------------------------------------------------------
+template <int D>
+struct WmmaKernels {
+  static constexpr auto forward = attention_forward_bf16_kernel<D>;
+  static constexpr auto dkdv = attention_dkdv_bf16_kernel<D>;
+  static constexpr auto dq = attention_dq_bf16_kernel<D>;
+  static constexpr size_t forward_bytes = ForwardSmem<D>::bytes, dkdv_bytes = DkDvSmem<D>::bytes,
+                          dq_bytes = DqSmem<D>::bytes;
+  static constexpr const char *forward_name = "attention_forward_bf16", *dkdv_name = "attention_dkdv_bf16",
+                              *dq_name = "attention_dq_bf16";
+};
 
 }  // namespace
 
 void attention_forward_bf16(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
                             const AttentionShape& s) {
-  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
-  const float scale = softmax_scale(s);
-  const dim3 grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
-  with_head_dim(s.D, [&](auto head_dim) {
-    constexpr int D = decltype(head_dim)::value;
-    static const size_t bytes =
-        prepare_kernel(attention_forward_bf16_kernel<D>, ForwardSmem<D>::bytes, "attention_forward_bf16 setup");
-    launch("attention_forward_bf16", attention_forward_bf16_kernel<D>, grid, kThreads, bytes, ctx.stream(), out, lse,
-           q, k, v, s.T, s.H, s.K, s.window, scale);
-  });
+  launch_forward<WmmaKernels>(ctx, out, lse, q, k, v, s);
 }
 
 void attention_backward_bf16(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                              const float* lse, const float* q, const float* k, const float* v,
                              const AttentionShape& s) {
-  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
-  const float scale = softmax_scale(s);
-  Scratch<float> delta(ctx, size_t(s.B * s.H * s.T));
-  attention_delta(ctx, delta.get(), dout, out, s);
-
-  const dim3 kv_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.K), unsigned(s.B));
-  const dim3 q_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
-  with_head_dim(s.D, [&](auto head_dim) {
-    constexpr int D = decltype(head_dim)::value;
-    static const size_t dkdv_bytes =
-        prepare_kernel(attention_dkdv_bf16_kernel<D>, DkDvSmem<D>::bytes, "attention_dkdv_bf16 setup");
-    static const size_t dq_bytes =
-        prepare_kernel(attention_dq_bf16_kernel<D>, DqSmem<D>::bytes, "attention_dq_bf16 setup");
-    launch("attention_dkdv_bf16", attention_dkdv_bf16_kernel<D>, kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv,
-           dout, lse, delta.get(), q, k, v, s.T, s.H, s.K, s.window, scale);
-    launch("attention_dq_bf16", attention_dq_bf16_kernel<D>, q_grid, kThreads, dq_bytes, ctx.stream(), dq, dout, lse,
-           delta.get(), q, k, v, s.T, s.H, s.K, s.window, scale);
-  });
+  launch_backward<WmmaKernels>(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
 }
 
 }  // namespace replica::cuda

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "replica/kernels/cuda/attention.h"
 #include "replica/kernels/cuda/common.cuh"
 #include "replica/kernels/types.h"
 
@@ -78,6 +79,15 @@ __device__ void load_columns_bf16(bf16_t* tile, int ld, int rows, const float* x
   }
 }
 
+// Copies lse and delta of rows [t0, t0 + n) of one (batch, head) (offset `base`); rows ≥ n get 0.
+__device__ inline void load_row_stats(float* lse_s, float* delta_s, int rows, const float* lse, const float* delta,
+                                      int64_t base, int64_t n) {
+  for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+    lse_s[r] = r < n ? lse[base + r] : 0.0f;
+    delta_s[r] = r < n ? delta[base + r] : 0.0f;
+  }
+}
+
 // ---- Host side ----------------------------------------------------------------------------------------------
 
 // Raises a kernel's dynamic shared-memory limit (above the 48 KB default) and asks for the largest shared-memory
@@ -131,5 +141,46 @@ inline bool check_inputs(const AttentionShape& s, std::initializer_list<std::pai
 }
 
 inline float softmax_scale(const AttentionShape& s) { return 1.0f / std::sqrt(float(s.D)); }
+
+// The launches of a tensor-core attention implementation, given as Kernels<D> with the kernels `forward`, `dkdv`
+// and `dq` (the attention.h contract, blocks of kBlockRows queries or keys, kThreads threads), their shared
+// memory `forward_bytes`, `dkdv_bytes`, `dq_bytes`, and the names used in errors: `forward_name`, `dkdv_name`,
+// `dq_name`.
+constexpr int kThreads = 128;   // 4 warps of 16 rows
+constexpr int kBlockRows = 64;  // queries per forward and dQ block, keys per dK/dV block
+
+template <template <int> class Kernels>
+void launch_forward(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
+                    const AttentionShape& s) {
+  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
+  const float scale = softmax_scale(s);
+  const dim3 grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
+  with_head_dim(s.D, [&](auto head_dim) {
+    using Kernel = Kernels<decltype(head_dim)::value>;
+    static const size_t bytes = prepare_kernel(Kernel::forward, Kernel::forward_bytes, Kernel::forward_name);
+    launch(Kernel::forward_name, Kernel::forward, grid, kThreads, bytes, ctx.stream(), out, lse, q, k, v, s.T, s.H,
+           s.K, s.window, scale);
+  });
+}
+
+template <template <int> class Kernels>
+void launch_backward(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
+                     const float* lse, const float* q, const float* k, const float* v, const AttentionShape& s) {
+  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
+  const float scale = softmax_scale(s);
+  Scratch<float> delta(ctx, size_t(s.B * s.H * s.T));
+  attention_delta(ctx, delta.get(), dout, out, s);
+  const dim3 kv_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.K), unsigned(s.B));
+  const dim3 q_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
+  with_head_dim(s.D, [&](auto head_dim) {
+    using Kernel = Kernels<decltype(head_dim)::value>;
+    static const size_t dkdv_bytes = prepare_kernel(Kernel::dkdv, Kernel::dkdv_bytes, Kernel::dkdv_name);
+    static const size_t dq_bytes = prepare_kernel(Kernel::dq, Kernel::dq_bytes, Kernel::dq_name);
+    launch(Kernel::dkdv_name, Kernel::dkdv, kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv, dout, lse,
+           delta.get(), q, k, v, s.T, s.H, s.K, s.window, scale);
+    launch(Kernel::dq_name, Kernel::dq, q_grid, kThreads, dq_bytes, ctx.stream(), dq, dout, lse, delta.get(), q, k, v,
+           s.T, s.H, s.K, s.window, scale);
+  });
+}
 
 }  // namespace replica::cuda::attention_tiles

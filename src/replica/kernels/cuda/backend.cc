@@ -63,7 +63,7 @@ class CudaBackend final : public Backend {
     check(attention == "mma" || attention == "wmma" || attention == "fp32",
           "REPLICA_ATTENTION must be mma, wmma or fp32, got '{}'", attention);
     fp32_attention_ = attention == "fp32";
-    wmma_forward_ = attention == "wmma";
+    wmma_attention_ = attention == "wmma";
     check_cuda(cudaGetDeviceProperties(&props_, gpu), "cudaGetDeviceProperties");
   }
   ~CudaBackend() override {
@@ -147,24 +147,25 @@ class CudaBackend final : public Backend {
     const float* cs = rope(t);
     cuda::rope_backward(ctx_, dx, cs, cs + t.cos.size(), B, T, heads, D);
   }
-  // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have: the
-  // forward on mma.sync (attention_mma.cu), the backward on wmma (attention_bf16.cu). REPLICA_ATTENTION=wmma
-  // takes the wmma forward instead, =fp32 the fp32 kernels (to tell them apart; bench/gpu/run.sh falls back
-  // along that line when a kernel fails its check on a GPU).
+  // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have, on
+  // mma.sync (attention_mma.cu). REPLICA_ATTENTION=wmma takes the wmma kernels (attention_bf16.cu) instead,
+  // =fp32 the fp32 kernels (to tell them apart; bench/gpu/run.sh falls back along that line when a kernel
+  // fails its check on a GPU).
   bool tensor_core_attention(const AttentionShape& s, Precision p) const {
     return p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && !fp32_attention_;
   }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                          const AttentionShape& s, Precision p) override {
     if (!tensor_core_attention(s, p)) cuda::attention_forward(ctx_, out, lse, q, k, v, s);
-    else if (wmma_forward_) cuda::attention_forward_bf16(ctx_, out, lse, q, k, v, s);
+    else if (wmma_attention_) cuda::attention_forward_bf16(ctx_, out, lse, q, k, v, s);
     else cuda::attention_forward_mma(ctx_, out, lse, q, k, v, s);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           const float* q, const float* k, const float* v, const AttentionShape& s,
                           Precision p) override {
-    if (tensor_core_attention(s, p)) cuda::attention_backward_bf16(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
-    else cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
+    if (!tensor_core_attention(s, p)) cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
+    else if (wmma_attention_) cuda::attention_backward_bf16(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
+    else cuda::attention_backward_mma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
   }
   void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
     cuda::swiglu_forward(ctx_, s, g, u, n);
@@ -230,7 +231,7 @@ class CudaBackend final : public Backend {
   }
 
   int gpu_;
-  bool fp32_attention_ = false, wmma_forward_ = false;
+  bool fp32_attention_ = false, wmma_attention_ = false;
   cuda::Context ctx_;
   cudaDeviceProp props_{};
   Staging<int32_t> ids_, targets_;
