@@ -9,6 +9,7 @@
 #include <ucontext.h>
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -143,6 +144,13 @@ struct Emulator {
   std::vector<size_t> at_warp_barrier;
   size_t at_block_barrier = 0, exited = 0;
   std::vector<std::vector<unsigned char>> gathered;  // per warp: every lane's payload at its last gather
+  // CUDA_EMU_ORDER=reverse: threads start, and leave each barrier, in reverse order. A missing barrier
+  // between a write and a read by another thread shows in one of the two orders (the reader runs first, and
+  // reads NaN poison or a stale value), so CI runs the kernel checks in both.
+  const bool reversed = [] {
+    const char* order = std::getenv("CUDA_EMU_ORDER");
+    return order && std::string(order) == "reverse";
+  }();
 
   ~Emulator() {
     for (Fiber& f : fibers) munmap(f.stack - kGuardBytes, kStackBytes + kGuardBytes);
@@ -235,6 +243,7 @@ void release_warp(Emulator& e, size_t w) {
     f.state = State::runnable;
     e.next.push_back(&f);
   }
+  if (e.reversed) std::reverse(e.next.end() - std::ptrdiff_t(end - begin), e.next.end());
 }
 
 // Counts the thread that just blocked or exited at its barrier; a warp barrier that every lane has reached
@@ -252,7 +261,7 @@ void account(Emulator& e, Fiber& f) {
 }
 
 // Runs the block's threads in rounds: each ready thread runs until it blocks or exits; the threads a barrier
-// releases run in the next round, in the order they were released.
+// releases run in the next round, in the order they were released (thread order, or its reverse).
 void run_block(Emulator& e, size_t threads) {
   std::vector<Fiber>& fibers = e.fibers;
   e.threads = threads;
@@ -270,6 +279,7 @@ void run_block(Emulator& e, size_t threads) {
     start_context(f.context, f.stack, kStackBytes, run_fiber);
     e.ready.push_back(&f);
   }
+  if (e.reversed) std::reverse(e.ready.begin(), e.ready.end());
   for (;;) {
     e.ready_pos = 0;
     if (!e.ready.empty()) {
@@ -288,6 +298,7 @@ void run_block(Emulator& e, size_t threads) {
           fibers[i].state = State::runnable;
           e.ready.push_back(&fibers[i]);
         }
+      if (e.reversed) std::reverse(e.ready.begin(), e.ready.end());
       e.at_block_barrier = 0;
       continue;
     }
