@@ -343,10 +343,6 @@ void ensure_fibers(Emulator& e, size_t threads) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 cudaError_t run_launch(Emulator& e, const void* kernel, dim3 grid, dim3 block, size_t smem_bytes,
                        const std::function<void()>& body) {
   if (const cudaError_t status = check_configuration(e, kernel, grid, block, smem_bytes, e.failure))

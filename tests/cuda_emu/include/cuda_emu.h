@@ -1,7 +1,7 @@
 // The CUDA execution model on the CPU (tests/cuda_emu/README.md). A launch runs its blocks one after another;
-// the threads of a block are fibers (ucontext) on the calling thread, each running until it reaches a barrier
-// (__syncthreads, __syncwarp, a shuffle), so a block's threads interleave at every barrier as they may on a
-// GPU, and never between barriers. That is enough to run a kernel's real code and to catch what the hardware
+// the threads of a block are fibers on the calling thread, each running until it reaches a barrier
+// (__syncthreads, __syncwarp, a shuffle, a warp-wide wmma or mma operation), so a block's threads interleave
+// at every barrier as they may on a GPU, and never between barriers. That is enough to run a kernel's real code and to catch what the hardware
 // leaves undefined: threads waiting at barriers that can never all open (reported, where a GPU would hang),
 // a shuffle or wmma operation that only part of a warp performs, reads of shared or freshly allocated memory
 // nobody wrote (poisoned with NaN bytes), wmma pointers and strides that break the alignment rules, and
