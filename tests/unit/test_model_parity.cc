@@ -195,9 +195,12 @@ TEST_P(Parity, RecomputationIsBitwiseIdentical) {
     grads.push_back(float(s.ce));
     return grads;
   };
-  std::vector<float> plain = run(Remat::none), remat = run(Remat::block);
-  ASSERT_EQ(plain.size(), remat.size());
-  EXPECT_EQ(0, std::memcmp(plain.data(), remat.data(), plain.size() * sizeof(float)));
+  const std::vector<float> plain = run(Remat::none);
+  for (Remat policy : {Remat::block, Remat::keep_attention}) {
+    const std::vector<float> remat = run(policy);
+    ASSERT_EQ(plain.size(), remat.size());
+    EXPECT_EQ(0, std::memcmp(plain.data(), remat.data(), plain.size() * sizeof(float))) << remat_name(policy);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, Parity, ::testing::ValuesIn(fixture_cases()),

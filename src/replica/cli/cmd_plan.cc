@@ -51,10 +51,9 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     if (precision == Precision::bf16)
       fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
     fmt::print("activations      B={} T={}\n", o->micro_batch, o->seq_len);
-    for (Remat r : {Remat::none, Remat::block}) {
+    for (Remat r : {Remat::none, Remat::block, Remat::keep_attention}) {
       double act = double(Olmo3::activation_bytes(c, r, o->micro_batch, o->seq_len, precision));
-      fmt::print("  remat={:<6}     {}  (total with states: {})\n", r == Remat::none ? "none" : "block", gib(act),
-                 gib(act + states));
+      fmt::print("  remat={:<15} {}  (total with states: {})\n", remat_name(r), gib(act), gib(act + states));
     }
     fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
                6.0 * double(matmul_params(c)), fpt - 6.0 * double(matmul_params(c)));

@@ -14,9 +14,13 @@
 namespace replica {
 
 Remat parse_remat(const std::string& text) {
-  if (text == "none") return Remat::none;
-  if (text == "block") return Remat::block;
-  fail("remat policy must be 'none' or 'block', got '{}'", text);
+  for (Remat r : {Remat::none, Remat::block, Remat::keep_attention})
+    if (text == remat_name(r)) return r;
+  fail("remat policy must be 'none', 'block' or 'keep_attention', got '{}'", text);
+}
+
+const char* remat_name(Remat remat) {
+  return remat == Remat::none ? "none" : remat == Remat::block ? "block" : "keep_attention";
 }
 
 std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T) {
@@ -73,6 +77,7 @@ struct Olmo3::Workspace {
   std::unique_ptr<RopeTable> rope;
   std::vector<Buffer> resid;  // [L + 1][N, C]: block inputs, then the last block's output
   std::vector<BlockActs> acts;
+  std::vector<Buffer> kept_att, kept_lse;  // Remat::keep_attention: every layer's attention output and lse
   Buffer final_out, final_rstd;
   // Backward scratch.
   Buffer dres, dfinal, dq, dk, dv, dqr, dkr, datt, dao, dx_branch, dg, du, ds, dm;
@@ -92,6 +97,8 @@ size_t Olmo3::activation_bytes(const ModelConfig& c, Remat remat, int64_t B, int
   const size_t widest = std::max({C, size_t(c.ffn_hidden), size_t(c.q_width())});
   size_t blocks = remat == Remat::none ? size_t(c.n_layers) : 1;
   size_t resid = size_t(c.n_layers + 1) * N * C;
+  if (remat == Remat::keep_attention)  // the kept attention outputs and lse
+    resid += size_t(c.n_layers) * (N * size_t(c.q_width()) + size_t(B * c.n_heads * T));
   size_t scratch = N * (3 * size_t(c.q_width()) + 4 * size_t(c.kv_width()) + 3 * C + 3 * size_t(c.ffn_hidden));
   return blocks * BlockActs::bytes(c, B, T, p) + 4 * (resid + scratch + 2 * N * C) +
          (p == Precision::bf16 ? 2 * N * widest : 0);
@@ -102,7 +109,10 @@ void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   Workspace& w = *ws_;
   const bool keep_all = for_training && remat_ == Remat::none;
   const size_t want_acts = keep_all ? size_t(config_.n_layers) : 1;
-  if (w.B == B && w.T == T && w.acts.size() == want_acts && (w.training || !for_training)) return;
+  const size_t want_kept = for_training && remat_ == Remat::keep_attention ? size_t(config_.n_layers) : 0;
+  if (w.B == B && w.T == T && w.acts.size() == want_acts && w.kept_att.size() == want_kept &&
+      (w.training || !for_training))
+    return;
   const ModelConfig& c = config_;
   const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
   const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
@@ -114,6 +124,12 @@ void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   for (int64_t l = 0; l <= c.n_layers; l++) w.resid.emplace_back(be_, N * C);
   w.acts.resize(want_acts);
   for (BlockActs& a : w.acts) a.allocate(be_, c, B, T, precision_);
+  w.kept_att.clear();
+  w.kept_lse.clear();
+  for (size_t l = 0; l < want_kept; l++) {
+    w.kept_att.emplace_back(be_, N * HD);
+    w.kept_lse.emplace_back(be_, size_t(B * c.n_heads * T));
+  }
   w.final_out = Buffer(be_, N * C);
   w.final_rstd = Buffer(be_, N);
   if (!for_training) return;
@@ -147,7 +163,13 @@ void Olmo3::check_ids(const int32_t* ids, int64_t n) const {
           ids[i], i, config_.vocab_size);
 }
 
-void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* out, BlockActs& a) {
+Olmo3::AttentionOut Olmo3::attention_out(int64_t layer, BlockActs& a) {
+  Workspace& w = *ws_;
+  if (w.kept_att.empty()) return {a.att.data(), a.lse.data()};
+  return {w.kept_att[size_t(layer)].data(), w.kept_lse[size_t(layer)].data()};
+}
+
+void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* out, BlockActs& a, bool recompute) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   const int64_t B = ws_->B, T = ws_->T, N = B * T, C = c.d_model, F = c.ffn_hidden;
@@ -172,8 +194,11 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
   be_.rope_forward(a.qr.data(), *ws_->rope, B, T, c.n_heads, c.head_dim);
   be_.rope_forward(a.kr.data(), *ws_->rope, B, T, c.n_kv_heads, c.head_dim);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
-  be_.attention_forward(a.att.data(), a.lse.data(), a.qr.data(), a.kr.data(), a.v.data(), shape, p);
-  be_.linear_forward(a.ao.data(), rounded(a.att.data(), a.att16.data(), size_t(N * HD)), W(o.wo), N, C, HD, p);
+  const AttentionOut att = attention_out(layer, a);
+  // A kept attention output is what this call would compute again, bit for bit.
+  if (!(recompute && remat_ == Remat::keep_attention))
+    be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, p);
+  be_.linear_forward(a.ao.data(), rounded(att.att, a.att16.data(), size_t(N * HD)), W(o.wo), N, C, HD, p);
   const float* attn_out = a.ao.data();
   if (reordered) {
     be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), a.ao.data(), P + o.norm1, N, C, eps);
@@ -237,11 +262,12 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
     dao = w.dao.data();
   }
   const WeightRef dao16 = rounded(dao, w.dy16.data(), size_t(N * C));
+  const AttentionOut att = attention_out(layer, a);
   be_.linear_backward_input(w.datt.data(), dao16, W(o.wo), N, C, HD, false, p);
-  be_.linear_backward_weight(G + o.wo, dao16, {a.att.data(), a.att16.data()}, N, C, HD, p);
+  be_.linear_backward_weight(G + o.wo, dao16, {att.att, a.att16.data()}, N, C, HD, p);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
-  be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att.data(), a.lse.data(),
-                         a.qr.data(), a.kr.data(), a.v.data(), shape, p);
+  be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
+                         a.kr.data(), a.v.data(), shape, p);
   be_.rope_backward(w.dqr.data(), *w.rope, B, T, c.n_heads, c.head_dim);
   be_.rope_backward(w.dkr.data(), *w.rope, B, T, c.n_kv_heads, c.head_dim);
   const float* dq = w.dqr.data();
@@ -299,7 +325,7 @@ LossSums Olmo3::forward_backward(const float* P, float* G, const Batch& batch, f
   for (int64_t l = c.n_layers - 1; l >= 0; l--) {
     BlockActs& a = w.acts[keep_all ? size_t(l) : 0];
     // Recompute this block's activations; its output (already in resid[l + 1]) is rewritten identically.
-    if (!keep_all) block_forward(P, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), a);
+    if (!keep_all) block_forward(P, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), a, true);
     block_backward(P, G, l, w.resid[size_t(l)].data(), a, w.dres.data());
   }
   be_.embedding_backward(G + table_.embed, batch.ids, w.dres.data(), N, C);

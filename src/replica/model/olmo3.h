@@ -14,9 +14,12 @@
 namespace replica {
 
 // Activation recomputation: `none` keeps every block's activations for the backward pass; `block` keeps
-// only each block's input and recomputes the block's forward just before its backward.
-enum class Remat { none, block };
+// only each block's input and recomputes the block's forward just before its backward; `keep_attention` does
+// the same but also keeps each block's attention output and log-sum-exp, so the recomputation skips the
+// attention kernel (the costliest non-GEMM work) for N·(H·D + H) floats per layer. All three give the same bits.
+enum class Remat { none, block, keep_attention };
 Remat parse_remat(const std::string& text);
+const char* remat_name(Remat remat);
 
 // One micro-batch: ids and targets are [B, T]; a target of kIgnoreLabel has no loss.
 struct Batch {
@@ -67,7 +70,14 @@ class Olmo3 {
   // An activation as a GEMM operand: in bf16, rounded once into x16 (n values) for every product that reads it.
   WeightRef rounded(const float* x, bf16* x16, size_t n);
   void forward_to_final_norm(const float* params, const int32_t* ids, bool keep_all);
-  void block_forward(const float* params, int64_t layer, const float* x, float* out, BlockActs& a);
+  // `recompute`: the backward's rerun of a block, which under Remat::keep_attention reuses the kept attention.
+  void block_forward(const float* params, int64_t layer, const float* x, float* out, BlockActs& a,
+                     bool recompute = false);
+  struct AttentionOut {
+    float* att;  // [N, H·D]
+    float* lse;  // [B, H, T]
+  };
+  AttentionOut attention_out(int64_t layer, BlockActs& a);  // the block's own, or the layer's kept copy
   void block_backward(const float* params, float* grads, int64_t layer, const float* x, BlockActs& a, float* dres);
 
   ModelConfig config_;

@@ -150,7 +150,7 @@ std::vector<Field> fields(Recipe& r) {
       choice("train.precision", r.train.precision, precision, precision_name),
       integer("train.threads", r.train.threads),
       integer("train.seed", r.train.seed),
-      choice("train.remat", r.train.remat, parse_remat, [](Remat m) { return m == Remat::none ? "none" : "block"; }),
+      choice("train.remat", r.train.remat, parse_remat, remat_name),
       integer("train.log_every", r.train.log_every),
       integer("checkpoint.every", r.checkpoint.every),
       integer("checkpoint.keep", r.checkpoint.keep),
