@@ -213,6 +213,6 @@ else
   echo "| olmo3_7b | 1×8192 | keep_attention | not run (no time left) | | | | |" >>"$logs/train_bench.md"
 fi
 cat "$logs/train_bench.md"
-row "training steps (bench_model)" "$(grep '^| olmo3' "$logs/train_bench.md" | grep -vc failed) of 4 measured (train_bench.md)"
+row "training steps (bench_model)" "$(grep '^| olmo3' "$logs/train_bench.md" | grep -vEc 'failed|not run') of 4 measured (train_bench.md)"
 kernel_bench
 finish "$status"
