@@ -206,6 +206,14 @@ TEST(CudaEmulator, LaunchLimitsFollowHopper) {
             cudaErrorInvalidValue);
 }
 
+__global__ void write_at(float* p, int i) { p[i] = 1.0f; }
+
+TEST(CudaEmulatorDeathTest, KernelAccessPastABufferFaults) {
+  DeviceBuffer<float> buffer(64);  // 256 bytes: no rounding slack
+  ASSERT_EQ(run(write_at, 1, 1, 0, buffer.p, 63), cudaSuccess);
+  EXPECT_DEATH(run(write_at, 1, 1, 0, buffer.p, 64), "");
+}
+
 TEST(CudaEmulator, CopiesMustMatchWhereTheirPointersLive) {
   DeviceBuffer<float> device(4);
   std::vector<float> host(4, 1.0f);

@@ -1,8 +1,13 @@
 // The CUDA runtime's devices, memory, streams and events on the CPU (cuda_runtime_api.h). One emulated
 // device with an H200's properties. Device memory is host memory that the emulator tracks, so a copy whose
 // direction does not match where its pointers live (a host pointer passed as device memory, or the
-// reverse) is refused with cudaErrorInvalidValue, and fresh allocations are filled with NaN bytes, as
-// garbage that a kernel must not read.
+// reverse) is refused with cudaErrorInvalidValue. Fresh allocations are filled with NaN bytes, as garbage that
+// a kernel must not read, and each one ends at an inaccessible page: a kernel that reads or writes past the end
+// of a buffer (beyond cudaMalloc's 256-byte rounding) faults at once, as compute-sanitizer would report it,
+// and so does a kernel that touches a freed buffer (its pages are unmapped).
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -17,10 +22,16 @@ namespace {
 constexpr size_t kTotalBytes = size_t(141) << 30;  // an H200
 constexpr size_t kAlignment = 256;                  // cudaMalloc's guarantee
 
+struct Allocation {
+  size_t bytes;    // asked for: a copy past them is refused
+  void* mapping;   // the pages, the guard page last
+  size_t mapped;
+};
+
 struct Memory {
   std::mutex mutex;
-  std::map<uintptr_t, size_t> allocations;  // start → bytes asked for (an overrun of them is refused)
-  size_t in_use = 0;                        // bytes reserved, rounded to the alignment
+  std::map<uintptr_t, Allocation> allocations;  // by start address
+  size_t in_use = 0;                            // bytes reserved, rounded to the alignment
 };
 
 Memory& memory() {
@@ -36,7 +47,7 @@ bool on_device(const void* p, size_t bytes) {
   auto it = m.allocations.upper_bound(address);
   if (it == m.allocations.begin()) return false;
   --it;
-  return address + bytes <= it->first + it->second;
+  return address + bytes <= it->first + it->second.bytes;
 }
 
 cudaError_t allocate(void** p, size_t bytes) {
@@ -45,10 +56,16 @@ cudaError_t allocate(void** p, size_t bytes) {
   Memory& m = memory();
   std::lock_guard lock(m.mutex);
   if (m.in_use + rounded > kTotalBytes) return cudaErrorMemoryAllocation;
-  *p = std::aligned_alloc(kAlignment, rounded);
-  if (!*p) return cudaErrorMemoryAllocation;
+  // The buffer ends where the guard page starts; a page-aligned guard keeps the start 256-byte aligned.
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t mapped = (rounded + page - 1) / page * page + page;
+  void* mapping = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED) return cudaErrorMemoryAllocation;
+  unsigned char* guard = static_cast<unsigned char*>(mapping) + mapped - page;
+  mprotect(guard, page, PROT_NONE);
+  *p = guard - rounded;
   std::memset(*p, 0xff, rounded);
-  m.allocations[reinterpret_cast<uintptr_t>(*p)] = std::max<size_t>(bytes, 1);
+  m.allocations[reinterpret_cast<uintptr_t>(*p)] = {std::max<size_t>(bytes, 1), mapping, mapped};
   m.in_use += rounded;
   return cudaSuccess;
 }
@@ -59,9 +76,9 @@ cudaError_t release(void* p) {
   std::lock_guard lock(m.mutex);
   const auto it = m.allocations.find(reinterpret_cast<uintptr_t>(p));
   if (it == m.allocations.end()) return cudaErrorInvalidValue;
-  m.in_use -= (it->second + kAlignment - 1) / kAlignment * kAlignment;
+  m.in_use -= (it->second.bytes + kAlignment - 1) / kAlignment * kAlignment;
+  munmap(it->second.mapping, it->second.mapped);
   m.allocations.erase(it);
-  std::free(p);
   return cudaSuccess;
 }
 
