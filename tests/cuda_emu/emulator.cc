@@ -15,7 +15,6 @@
 #include <cstring>
 #include <exception>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -120,12 +119,12 @@ struct Fiber {
 struct Emulator {
   std::mutex mutex;  // one launch at a time: the fibers share the block's statics
   std::vector<Fiber> fibers;
-  // The block's dynamic shared memory, 128-byte aligned as the kernels declare it (a vector's 16 would not do).
-  struct Free {
-    void operator()(unsigned char* p) const { std::free(p); }
-  };
-  std::unique_ptr<unsigned char, Free> shared;
-  size_t shared_capacity = 0;
+  // The block's dynamic shared memory: the launch's bytes, rounded to the 128-byte alignment the kernels declare,
+  // ending at an inaccessible page, so a kernel that overruns the shared memory it asked for faults.
+  unsigned char* shared = nullptr;
+  size_t shared_bytes = 0;  // as rounded
+  void* shared_mapping = nullptr;
+  size_t shared_mapped = 0;
   Context scheduler;
   Fiber* current = nullptr;
   uint3 block{};
@@ -154,6 +153,7 @@ struct Emulator {
 
   ~Emulator() {
     for (Fiber& f : fibers) munmap(f.stack - kGuardBytes, kStackBytes + kGuardBytes);
+    if (shared_mapping) munmap(shared_mapping, shared_mapped);
   }
 };
 
@@ -333,6 +333,19 @@ cudaError_t check_configuration(const Emulator& e, const void* kernel, dim3 grid
   return cudaSuccess;
 }
 
+void place_shared_memory(Emulator& e, size_t bytes) {
+  const size_t rounded = (bytes + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
+  if (e.shared_mapping && rounded == e.shared_bytes) return;
+  if (e.shared_mapping) munmap(e.shared_mapping, e.shared_mapped);
+  e.shared_mapped = (rounded + kGuardBytes - 1) / kGuardBytes * kGuardBytes + kGuardBytes;
+  e.shared_mapping = mmap(nullptr, e.shared_mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (e.shared_mapping == MAP_FAILED) throw std::bad_alloc();
+  unsigned char* guard = static_cast<unsigned char*>(e.shared_mapping) + e.shared_mapped - kGuardBytes;
+  mprotect(guard, kGuardBytes, PROT_NONE);
+  e.shared = guard - rounded;
+  e.shared_bytes = rounded;
+}
+
 void ensure_fibers(Emulator& e, size_t threads) {
   while (e.fibers.size() < threads) {
     void* memory = mmap(nullptr, kStackBytes + kGuardBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -349,10 +362,7 @@ cudaError_t run_launch(Emulator& e, const void* kernel, dim3 grid, dim3 block, s
     return status;
   const size_t threads = size_t(block.x) * block.y * block.z;
   ensure_fibers(e, threads);
-  if (e.shared_capacity < smem_bytes) {
-    e.shared_capacity = (smem_bytes + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment;
-    e.shared.reset(static_cast<unsigned char*>(std::aligned_alloc(kSharedAlignment, e.shared_capacity)));
-  }
+  place_shared_memory(e, smem_bytes);
   e.block_dim = block;
   e.grid_dim = grid;
   e.body = &body;
@@ -362,7 +372,7 @@ cudaError_t run_launch(Emulator& e, const void* kernel, dim3 grid, dim3 block, s
       for (unsigned y = 0; y < grid.y; y++)
         for (unsigned x = 0; x < grid.x; x++) {
           e.block = {x, y, z};
-          std::memset(e.shared.get(), 0xff, smem_bytes);  // NaN bytes: reading shared memory nobody wrote shows
+          std::memset(e.shared, 0xff, e.shared_bytes);  // NaN bytes: reading shared memory nobody wrote shows
           run_block(e, threads);
         }
   } catch (const std::exception& error) {
@@ -390,7 +400,7 @@ const uint3& thread_index() { return self().index; }
 const uint3& block_index() { return emulator().block; }
 const dim3& block_dim() { return emulator().block_dim; }
 const dim3& grid_dim() { return emulator().grid_dim; }
-unsigned char* dynamic_shared_memory() { return emulator().shared.get(); }
+unsigned char* dynamic_shared_memory() { return emulator().shared; }
 int lane() { return self().linear % kWarpSize; }
 
 void sync_block() {

@@ -214,6 +214,13 @@ TEST(CudaEmulatorDeathTest, KernelAccessPastABufferFaults) {
   EXPECT_DEATH(run(write_at, 1, 1, 0, buffer.p, 64), "");
 }
 
+__global__ void touch_shared_at(float*, int i) { cuda_emu::dynamic_shared_memory()[i] = 1; }
+
+TEST(CudaEmulatorDeathTest, KernelAccessPastItsSharedMemoryFaults) {
+  ASSERT_EQ(run(touch_shared_at, 1, 1, 1024, static_cast<float*>(nullptr), 1023), cudaSuccess);
+  EXPECT_DEATH(run(touch_shared_at, 1, 1, 1024, static_cast<float*>(nullptr), 1024), "");
+}
+
 TEST(CudaEmulator, CopiesMustMatchWhereTheirPointersLive) {
   DeviceBuffer<float> device(4);
   std::vector<float> host(4, 1.0f);
