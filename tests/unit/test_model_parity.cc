@@ -185,15 +185,17 @@ TEST_P(Parity, CudaRerunIsBitwiseIdentical) {
   EXPECT_EQ(0, std::memcmp(first.data(), second.data(), first.size() * sizeof(float)));
 }
 
-TEST_P(Parity, RecomputationIsBitwiseIdentical) {
-  Case c(GetParam());
+// Every recomputation policy gives the gradients (and loss) of keeping everything, bit for bit.
+void check_recomputation(const Case& c, Precision precision, Backend& backend) {
   const Batch batch{c.ids.data(), c.targets.data(), c.B, c.T};
+  const OnBackend params(backend, c.model.params);
   auto run = [&](Remat remat) {
-    Olmo3 model(c.model.config, Precision::fp32, remat);
-    std::vector<float> grads(model.table().total(), 0.0f);
-    LossSums s = model.forward_backward(c.model.params.data(), grads.data(), batch, 1e-5f, 0.01f);
-    grads.push_back(float(s.ce));
-    return grads;
+    Olmo3 model(c.model.config, precision, remat, backend);
+    DeviceArray<float> grads(backend, model.table().total());
+    LossSums s = model.forward_backward(params.data(), grads.data(), batch, 1e-5f, 0.01f);
+    std::vector<float> host = to_host(backend, grads);
+    host.push_back(float(s.ce));
+    return host;
   };
   const std::vector<float> plain = run(Remat::none);
   for (Remat policy : {Remat::block, Remat::keep_attention}) {
@@ -201,6 +203,15 @@ TEST_P(Parity, RecomputationIsBitwiseIdentical) {
     ASSERT_EQ(plain.size(), remat.size());
     EXPECT_EQ(0, std::memcmp(plain.data(), remat.data(), plain.size() * sizeof(float))) << remat_name(policy);
   }
+}
+
+TEST_P(Parity, RecomputationIsBitwiseIdentical) {
+  check_recomputation(Case(GetParam()), Precision::fp32, cpu_backend());
+}
+
+TEST_P(Parity, RecomputationIsBitwiseIdenticalCuda) {
+  SKIP_WITHOUT_CUDA();
+  check_recomputation(Case(GetParam()), Precision::bf16, backend_for(Device::cuda));
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, Parity, ::testing::ValuesIn(fixture_cases()),
