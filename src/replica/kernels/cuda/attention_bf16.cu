@@ -25,9 +25,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
-#include <type_traits>
 
 #include "replica/kernels/cuda/attention.h"
 #include "replica/kernels/cuda/attention_tiles.cuh"
