@@ -114,9 +114,11 @@ TEST(Recipe, OverridesAreParsedAsYaml) {
       kMinimal, "minimal",
       {"data.paths=[a.npy, b.npy]", "optim.lr=1e-3", "optim.betas=[0.8, 0.99]", "train.precision=bf16",
        "schedule.type=wsd", "schedule.decay_steps=20", "optim.skip_step=false", "run.name=my run", "model.init_from=",
-       "train.device=cuda"},
+       "train.device=cuda", "train.remat=keep_attention"},
       false);
   EXPECT_EQ(r.train.device, Device::cuda);
+  EXPECT_EQ(r.train.remat, Remat::keep_attention);
+  EXPECT_NE(r.to_yaml().find("remat: keep_attention"), std::string::npos);
   EXPECT_EQ(r.data.paths, (std::vector<std::string>{"a.npy", "b.npy"}));
   EXPECT_EQ(r.optim.lr, 1e-3);
   EXPECT_EQ(r.optim.betas, (std::vector<double>{0.8, 0.99}));
@@ -144,6 +146,7 @@ TEST(Recipe, ErrorsNameTheKey) {
   EXPECT_TRUE(names(load(kMinimal, {"optim.betas=[0.9]"}), "optim.betas"));
   EXPECT_TRUE(names(load(kMinimal, {"train.precision=fp8"}), "train.precision"));
   EXPECT_TRUE(names(load(kMinimal, {"train.device=tpu"}), "train.device"));
+  EXPECT_TRUE(names(load(kMinimal, {"train.remat=selective"}), "train.remat"));
   EXPECT_TRUE(names(load(kMinimal, {"schedule.type=cyclic"}), "schedule.type"));
   EXPECT_TRUE(names(load(kMinimal, {"optim.nope=1"}), "optim.nope"));
   EXPECT_TRUE(names(load(kMinimal, {"optim.lr"}), "optim.lr"));
