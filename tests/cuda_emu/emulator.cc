@@ -26,8 +26,6 @@ namespace cuda_emu {
 namespace {
 
 constexpr int kWarpSize = 32;
-constexpr const char* kShuffle = "a shuffle";
-constexpr const char* kGather = "a warp-wide register exchange";  // mma.sync's operands
 constexpr size_t kStackBytes = size_t(256) << 10;  // wmma fragments hold whole tiles here: generous stacks
 constexpr size_t kGuardBytes = 4096;                // an overflow faults instead of corrupting a neighbour
 constexpr int kMaxThreadsPerBlock = 1024;
@@ -108,11 +106,8 @@ struct Fiber {
   uint3 index{};
   int linear = 0;
   State state = State::runnable;
-  unsigned warp_mask = 0;          // of the warp barrier it waits at
-  const char* warp_op = nullptr;   // what that barrier is: "__syncwarp", "a shuffle", a wmma operation
-  uint64_t offered = 0, received = 0;  // a shuffle's values
-  int source = 0;                  // the lane a shuffle reads
-  const void* payload = nullptr;   // a gather's bytes
+  const char* warp_op = nullptr;   // the warp barrier it waits at: "__syncwarp", "a shuffle", a wmma operation
+  const void* payload = nullptr;   // what it offers the warp's gather (shuffles, mma.sync), payload_bytes of it
   size_t payload_bytes = 0;
 };
 
@@ -218,16 +213,15 @@ std::string describe(const Fiber& f) {
 }
 
 // Opens the barrier that every lane of warp w waits at, the lanes joining the next round; the lanes must agree
-// on the kind of barrier and the mask. Shuffles and gathers take their values now, before any lane moves on.
+// on the kind of barrier. A gather takes every lane's payload now, before any lane moves on.
 void release_warp(Emulator& e, size_t w) {
   std::vector<Fiber>& fibers = e.fibers;
   const size_t begin = w * kWarpSize, end = std::min(e.threads, begin + kWarpSize);
   for (size_t i = begin; i < end; i++)
-    if (std::strcmp(fibers[i].warp_op, fibers[begin].warp_op) != 0 || fibers[i].warp_mask != fibers[begin].warp_mask)
+    if (std::strcmp(fibers[i].warp_op, fibers[begin].warp_op) != 0)
       fail_block("lanes of warp " + std::to_string(w) + " wait at different warp barriers: " +
                  describe(fibers[begin]) + ", " + describe(fibers[i]));
-  if (fibers[begin].warp_op == kGather) {
-    const size_t bytes = fibers[begin].payload_bytes;
+  if (const size_t bytes = fibers[begin].payload_bytes; bytes > 0) {
     e.gathered[w].assign(kWarpSize * bytes, 0xff);  // lanes past the block's end offer NaN bytes
     for (size_t i = begin; i < end; i++) {
       if (fibers[i].payload_bytes != bytes) fail_block("lanes of warp " + std::to_string(w) + " gather different sizes");
@@ -236,10 +230,6 @@ void release_warp(Emulator& e, size_t w) {
   }
   for (size_t i = begin; i < end; i++) {
     Fiber& f = fibers[i];
-    if (f.warp_op == kShuffle) {
-      if (f.source < 0 || begin + size_t(f.source) >= end) fail_block("a shuffle reads from a lane outside the warp");
-      f.received = fibers[begin + size_t(f.source)].offered;
-    }
     f.state = State::runnable;
     e.next.push_back(&f);
   }
@@ -410,41 +400,39 @@ void sync_block() {
 
 namespace {
 
-Fiber& wait_for_warp(unsigned mask, const char* op) {
+// Waits at the warp barrier `op` (every lane of the warp must reach the same one), offering `bytes` of `mine`
+// to a gather when bytes > 0; on return `all` holds the 32 lanes' offers in lane order.
+void wait_for_warp(unsigned mask, const char* op, const void* mine = nullptr, size_t bytes = 0,
+                   void* all = nullptr) {
   if (mask != 0xffffffffu) fail("the emulator supports full-warp masks only");
   Fiber& f = self();
-  f.warp_mask = mask;
   f.warp_op = op;
-  return f;
+  f.payload = mine;
+  f.payload_bytes = bytes;
+  yield(State::at_warp_barrier);
+  if (bytes == 0) return;
+  const std::vector<unsigned char>& lanes = emulator().gathered[size_t(f.linear) / kWarpSize];
+  std::memcpy(all, lanes.data(), lanes.size());
 }
 
 }  // namespace
 
-void sync_warp(unsigned mask) {
-  wait_for_warp(mask, "__syncwarp");
-  yield(State::at_warp_barrier);
-}
+void sync_warp(unsigned mask) { wait_for_warp(mask, "__syncwarp"); }
 
-void warp_collective(const char* op) {
-  wait_for_warp(0xffffffffu, op);
-  yield(State::at_warp_barrier);
-}
+void warp_collective(const char* op) { wait_for_warp(0xffffffffu, op); }
 
 uint64_t exchange(unsigned mask, uint64_t value, int source_lane) {
-  Fiber& f = wait_for_warp(mask, kShuffle);
-  f.offered = value;
-  f.source = source_lane;
-  yield(State::at_warp_barrier);
-  return f.received;
+  const Emulator& e = emulator();
+  const size_t first_lane = size_t(self().linear) / kWarpSize * kWarpSize;
+  if (source_lane < 0 || source_lane >= kWarpSize || first_lane + size_t(source_lane) >= e.threads)
+    fail("a shuffle reads from a lane outside the warp");
+  uint64_t all[kWarpSize];
+  wait_for_warp(mask, "a shuffle", &value, sizeof value, all);
+  return all[source_lane];
 }
 
 void gather(const void* mine, size_t bytes, void* all) {
-  Fiber& f = wait_for_warp(0xffffffffu, kGather);
-  f.payload = mine;
-  f.payload_bytes = bytes;
-  yield(State::at_warp_barrier);
-  const std::vector<unsigned char>& lanes = emulator().gathered[size_t(f.linear) / kWarpSize];
-  std::memcpy(all, lanes.data(), lanes.size());
+  wait_for_warp(0xffffffffu, "a warp-wide register exchange", mine, bytes, all);
 }
 
 void fail(const char* what) { throw std::runtime_error(what); }
