@@ -38,7 +38,7 @@ struct Olmo3::BlockActs {
   Buffer q, k, v;          // projections [N, H·D], [N, K·D], [N, K·D]
   Buffer qr, kr;           // after QK-norm and RoPE: attention inputs
   Buffer rstd_q, rstd_k;   // [N]
-  Buffer att, lse;         // attention output [N, H·D], log-sum-exp [B, H, T]
+  Buffer att, lse;         // attention output [N, H·D], log-sum-exp [B, H, T] (per layer under keep_attention)
   Buffer ao;               // o_proj output [N, C]
   Buffer n1, rstd1;        // norm1 output [N, C] and its rstd
   Buffer h;                // residual after the attention branch [N, C]
@@ -48,13 +48,17 @@ struct Olmo3::BlockActs {
   // bf16: the four GEMM inputs rounded once, for their forward products and the weight gradients.
   Buffer16 attn_in16, att16, mlp_in16, s16;
 
-  void allocate(Backend& be, const ModelConfig& c, int64_t B, int64_t T, Precision p) {
+  // `attention_out`: whether att and lse live here (not under Remat::keep_attention, which keeps them per layer).
+  void allocate(Backend& be, const ModelConfig& c, int64_t B, int64_t T, Precision p, bool attention_out) {
     const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
     const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
-    for (Buffer* b : {&q, &qr, &att}) *b = Buffer(be, N * HD);
+    for (Buffer* b : {&q, &qr}) *b = Buffer(be, N * HD);
     for (Buffer* b : {&k, &v, &kr}) *b = Buffer(be, N * KD);
     for (Buffer* b : {&rstd_q, &rstd_k, &rstd1, &rstd2}) *b = Buffer(be, N);
-    lse = Buffer(be, size_t(B * c.n_heads * T));
+    if (attention_out) {
+      att = Buffer(be, N * HD);
+      lse = Buffer(be, size_t(B * c.n_heads * T));
+    }
     for (Buffer* b : {&ao, &n1, &h, &m, &n2}) *b = Buffer(be, N * C);
     for (Buffer* b : {&g, &u, &s}) *b = Buffer(be, N * F);
     if (p != Precision::bf16) return;
@@ -62,10 +66,11 @@ struct Olmo3::BlockActs {
     att16 = Buffer16(be, N * HD);
     s16 = Buffer16(be, N * F);
   }
-  static size_t bytes(const ModelConfig& c, int64_t B, int64_t T, Precision p) {
+  static size_t bytes(const ModelConfig& c, int64_t B, int64_t T, Precision p, bool attention_out) {
     const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
     const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
-    const size_t floats = N * (3 * HD + 3 * KD + 4 + 5 * C + 3 * F) + size_t(B * c.n_heads * T);
+    const size_t attention = N * HD + size_t(B * c.n_heads * T);
+    const size_t floats = N * (2 * HD + 3 * KD + 4 + 5 * C + 3 * F) + (attention_out ? attention : 0);
     return 4 * floats + (p == Precision::bf16 ? 2 * N * (2 * C + HD + F) : 0);
   }
 };
@@ -100,7 +105,7 @@ size_t Olmo3::activation_bytes(const ModelConfig& c, Remat remat, int64_t B, int
   if (remat == Remat::keep_attention)  // the kept attention outputs and lse
     resid += size_t(c.n_layers) * (N * size_t(c.q_width()) + size_t(B * c.n_heads * T));
   size_t scratch = N * (3 * size_t(c.q_width()) + 4 * size_t(c.kv_width()) + 3 * C + 3 * size_t(c.ffn_hidden));
-  return blocks * BlockActs::bytes(c, B, T, p) + 4 * (resid + scratch + 2 * N * C) +
+  return blocks * BlockActs::bytes(c, B, T, p, remat != Remat::keep_attention) + 4 * (resid + scratch + 2 * N * C) +
          (p == Precision::bf16 ? 2 * N * widest : 0);
 }
 
@@ -123,7 +128,7 @@ void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   w.resid.clear();
   for (int64_t l = 0; l <= c.n_layers; l++) w.resid.emplace_back(be_, N * C);
   w.acts.resize(want_acts);
-  for (BlockActs& a : w.acts) a.allocate(be_, c, B, T, precision_);
+  for (BlockActs& a : w.acts) a.allocate(be_, c, B, T, precision_, want_kept == 0);
   w.kept_att.clear();
   w.kept_lse.clear();
   for (size_t l = 0; l < want_kept; l++) {
