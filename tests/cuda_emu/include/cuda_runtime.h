@@ -68,21 +68,13 @@ inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : 
 inline float min(float a, float b) { return fminf(a, b); }
 inline float max(float a, float b) { return fmaxf(a, b); }
 
-// Intrinsics. The _rn forms are IEEE operations, never contracted into FMAs: the emulation target is built with
-// -ffp-contract=off, as nvcc treats these intrinsics. __expf is the GPU's fast approximation; the emulator
+// The intrinsics the kernels use. The _rn forms are IEEE operations, never contracted into FMAs: the emulation
+// target is built with -ffp-contract=off, as nvcc treats these intrinsics. __expf is the GPU's fast approximation; the emulator
 // uses the exact function (the kernels' error bounds cover the difference).
 inline float __expf(float x) { return expf(x); }
-inline float __logf(float x) { return logf(x); }
-inline float __fdividef(float a, float b) { return a / b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __fsqrt_rn(float x) { return sqrtf(x); }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
-inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
-inline int __float_as_int(float x) { return std::bit_cast<int>(x); }
-inline float __int_as_float(int x) { return std::bit_cast<float>(x); }
-template <typename T>
-T __ldg(const T* p) { return *p; }
