@@ -56,7 +56,7 @@ static int run(int argc, char** argv) {
   Backend& backend = backend_for(device);
   Olmo3 model(config, precision, remat, backend);
   const size_t n = model.table().total();
-  DeviceArray<float> params(backend, n), grads(backend, n);
+  DeviceArray<float> params(backend, n);
   {
     std::vector<float> host(n);
     init_params(config, model.table(), 0, host.data());
@@ -72,14 +72,14 @@ static int run(int argc, char** argv) {
   DataParallel dp(local, local, backend, model.table(), AdamWConfig{}, B, B);
   double optimizer_s = 0;
   auto step = [&] {
-    const LossSums sums = dp.gradients(grads.data(), [&](int64_t, float* g) {
-      return model.forward_backward(params.data(), g, batch, 1e-5f, 1.0f / float(B * (T - 1)));
+    const LossSums sums = dp.gradients([&](int64_t, GradientSink& sink) {
+      return model.forward_backward(params.data(), sink, batch, 1e-5f, 1.0f / float(B * (T - 1)));
     });
     if (train) {
       backend.synchronize();
       auto start = std::chrono::steady_clock::now();
-      dp.clip(grads.data(), 1.0);
-      dp.step(params.data(), grads.data(), 1e-4);
+      dp.clip(1.0);
+      dp.step(params.data(), 1e-4);
       backend.synchronize();
       optimizer_s = seconds_since(start);
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data parallelism is exact: `replica train` in one process and under `mpirun -np 2` and `-np 4` (each rank
-# its row[r::W] slice, ZeRO-1 sharded AdamW, the fixed micro-batch reduction tree) gives bitwise-identical
-# losses, grad norms, weights and Adam moments; and a W = 2 run repeated is bitwise reproducible.
+# its row[r::W] slice, gradients and AdamW sharded, micro-batches summed in one fixed order) gives
+# bitwise-identical losses, grad norms, weights and Adam moments; and a W = 2 run repeated is bitwise
+# reproducible.
 set -euo pipefail
 replica=$1
 src=$2

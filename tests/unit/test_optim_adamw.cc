@@ -117,8 +117,9 @@ TEST(AdamW, SameBitsForAnyThreadCount) {
 }
 
 TEST(AdamW, ShardsUpdateExactlyTheirRangeAsTheWholeBufferWould) {
-  // ZeRO-1: AdamW over [begin, end) gives the same bits there as AdamW over the whole buffer, touches
-  // nothing outside, and keeps moments for the range only (the embedding's no-decay rule still applies).
+  // A shard: AdamW over [begin, end), from that range's gradient, gives the same bits there as AdamW over the
+  // whole buffer, touches nothing outside, and keeps moments for the range only (the embedding's no-decay rule
+  // still applies).
   ModelConfig c = tiny_config();
   c.vocab_size = 5000;
   Buffers b(c);
@@ -134,8 +135,9 @@ TEST(AdamW, ShardsUpdateExactlyTheirRangeAsTheWholeBufferWould) {
   for (auto [begin, end] : {std::pair<size_t, size_t>{0, split}, {split, b.table.total()}}) {
     AdamW shard(b.table, AdamWConfig{}, begin, end), same_shard(b.table, AdamWConfig{}, begin, end);
     std::vector<float> alone = b.params;
-    shard.step(alone.data(), b.grads.data(), 1e-2);
-    same_shard.step(sharded.data(), b.grads.data(), 1e-2);
+    const std::vector<float> shard_grads(b.grads.begin() + ptrdiff_t(begin), b.grads.begin() + ptrdiff_t(end));
+    shard.step(alone.data(), shard_grads.data(), 1e-2);
+    same_shard.step(sharded.data(), shard_grads.data(), 1e-2);
     ASSERT_EQ(shard.end() - shard.begin(), end - begin);
     for (size_t i = 0; i < b.params.size(); i++)
       ASSERT_EQ(alone[i], i >= begin && i < end ? whole[i] : b.params[i]) << i;

@@ -1,4 +1,4 @@
-// replica dist-selftest (hidden; run under mpirun by tests/integration/dist_*.sh): a few ZeRO-1
+// replica dist-selftest (hidden; run under mpirun by tests/integration/dist_*.sh): a few sharded
 // data-parallel steps of a small random model on random tokens through the job's Communicator, printing
 // each step's loss and grad norm and a hash of the weights, which must not depend on the rank count; and
 // fault injection (a rank that dies or hangs at a given step).
@@ -43,7 +43,7 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
         "dist-selftest model");
     Olmo3 model(config);
     const ParamTable& table = model.table();
-    std::vector<float> params(table.total(), 0.0f), grads(table.total(), 0.0f);
+    std::vector<float> params(table.total(), 0.0f);
     init_params(config, table, 0, params.data());
     const int64_t G = o->global_batch, M = o->micro_batch, T = 16;
     DataParallel dp(*comm, table, AdamWConfig{}, G, M);
@@ -61,12 +61,12 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
       dp.arrange(ids, T);
       dp.arrange(targets, T);
       const float scale = 1.0f / float(G * (T - 1));
-      const LossSums sums = dp.gradients(grads.data(), [&](int64_t k, float* g) {
-        return model.forward_backward(params.data(), g, Batch{ids.data() + k * M * T, targets.data() + k * M * T, M, T},
+      const LossSums sums = dp.gradients([&](int64_t k, GradientSink& sink) {
+        return model.forward_backward(params.data(), sink, Batch{ids.data() + k * M * T, targets.data() + k * M * T, M, T},
                                       1e-4f, scale);
       });
-      const double norm = dp.clip(grads.data(), 1.0);
-      dp.step(params.data(), grads.data(), 1e-2);
+      const double norm = dp.clip(1.0);
+      dp.step(params.data(), 1e-2);
       if (rank == 0)
         fmt::print("step {} loss {:.17g} z {:.17g} labels {} grad_norm {:.17g}\n", step, sums.ce / double(G * (T - 1)),
                    sums.z, sums.n_labels, norm);

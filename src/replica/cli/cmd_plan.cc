@@ -46,8 +46,10 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     fmt::print("weights fp32     {}\n", gib(4 * n));
     fmt::print("gradients fp32   {}\n", gib(4 * n));
     fmt::print("adam moments     {}  (exp_avg + exp_avg_sq, fp32)\n", gib(8 * n));
+    const double group = 4.0 * double(table.largest_group()) * (c.tie_embeddings ? 2 : 1);
+    fmt::print("gradient group   {}  (a block, the head or the embedding, before it joins the sum)\n", gib(group));
     const Precision precision = parse_precision(o->precision.c_str());
-    const double states = 16 * n + (precision == Precision::bf16 ? 2 * n : 0.0);
+    const double states = 16 * n + group + (precision == Precision::bf16 ? 2 * n : 0.0);
     if (precision == Precision::bf16)
       fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
     fmt::print("activations      B={} T={}\n", o->micro_batch, o->seq_len);
@@ -67,9 +69,10 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
         for (const MemoryItem& item : items) fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);
         fmt::print("  {:<22} {:>12}\n", "total per rank", gib(total_bytes(items)));
       };
-      show(fmt::format("per rank, {} ranks, ZeRO-1 (replica today), {} micro-batches per rank, remat=block:", o->ranks,
-                       G / (o->ranks * o->micro_batch)),
-           zero1_memory(c, o->ranks, G / (o->ranks * o->micro_batch), act, precision));
+      show(fmt::format("per rank, {} ranks, sharded gradients and moments (ZeRO-2, replica today), {} micro-batches "
+                       "per rank, remat=block:",
+                       o->ranks, G / (o->ranks * o->micro_batch)),
+           sharded_gradients_memory(c, o->ranks, act, precision));
       show(fmt::format("per rank, {} ranks, fully sharded (FSDP, the GPU plan), remat=block:", o->ranks),
            fsdp_memory(c, o->ranks, act));
     }

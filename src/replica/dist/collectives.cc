@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "replica/dist/tree.h"
 #include "replica/kernels/types.h"  // kSquareSumBlock
 
 namespace replica {
@@ -38,35 +37,14 @@ void all_gather(Communicator& comm, double* buf, const std::vector<size_t>& boun
   all_gather_impl(comm, buf, bounds);
 }
 
-void reduce_scatter(Communicator& comm, Backend& backend, float* buf, const std::vector<size_t>& bounds,
-                    DeviceArray<float>& scratch) {
-  const int me = comm.rank(), world = comm.size();
-  const size_t begin = bounds[size_t(me)], n = bounds[size_t(me) + 1] - begin;
-  if (scratch.size() < size_t(world) * n) scratch = DeviceArray<float>(backend, size_t(world) * n);
-  std::vector<Transfer> sends, recvs;
-  const size_t n_slots = size_t(world);
-  std::vector<float*> slot(n_slots);
-  for (int p = 0; p < world; p++) {
-    slot[size_t(p)] = p == me ? buf + begin : scratch.data() + size_t(p) * n;
-    if (p == me) continue;
-    sends.push_back({p, buf + bounds[size_t(p)], (bounds[size_t(p) + 1] - bounds[size_t(p)]) * sizeof(float)});
-    recvs.push_back({p, slot[size_t(p)], n * sizeof(float)});
-  }
-  comm.exchange(sends, recvs);
-  tree_reduce(world, [&](int64_t dst, int64_t src) {
-    backend.add(slot[size_t(dst)], slot[size_t(dst)], slot[size_t(src)], int64_t(n));
-  });
-  if (slot[0] != buf + begin) backend.copy(buf + begin, slot[0], n);
-}
-
-double sum_of_squares(Communicator& comm, Backend& backend, const float* buf, const std::vector<size_t>& bounds) {
+double sum_of_squares(Communicator& comm, Backend& backend, const float* shard, const std::vector<size_t>& bounds) {
   // Shard r covers blocks [bounds[r] / B, ceil(bounds[r + 1] / B)): whole blocks, the last one maybe short.
   const size_t B = kSquareSumBlock;
   std::vector<size_t> block_bounds(bounds.size());
   for (size_t r = 0; r < bounds.size(); r++) block_bounds[r] = (bounds[r] + B - 1) / B;
   std::vector<double> blocks(block_bounds.back(), 0.0);
   const size_t me = size_t(comm.rank());
-  const std::vector<double> mine = backend.block_sums_of_squares(buf + bounds[me], bounds[me + 1] - bounds[me]);
+  const std::vector<double> mine = backend.block_sums_of_squares(shard, bounds[me + 1] - bounds[me]);
   std::copy(mine.begin(), mine.end(), blocks.begin() + ptrdiff_t(block_bounds[me]));
   all_gather(comm, blocks.data(), block_bounds);
   double total = 0.0;

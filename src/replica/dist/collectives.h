@@ -1,6 +1,5 @@
-// Collectives over a Communicator, built from exchange(): all-gather, the deterministic tree reduce-scatter
-// of the gradient buffer, the global sum of squares, broadcast and gather-to-rank-0. The buffer is split
-// into per-rank shards by `bounds` (W + 1 offsets, see shard_bounds).
+// Collectives over a Communicator, built from exchange(): all-gather, the global sum of squares, broadcast and
+// gather-to-rank-0. The buffer is split into per-rank shards by `bounds` (W + 1 offsets, see shard_bounds).
 #pragma once
 #include <cstddef>
 #include <string>
@@ -23,15 +22,10 @@ std::vector<size_t> shard_bounds(size_t total, int world);
 void all_gather(Communicator& comm, float* buf, const std::vector<size_t>& bounds);
 void all_gather(Communicator& comm, double* buf, const std::vector<size_t>& bounds);
 
-// In place: afterwards buf's shard of this rank holds the sum over ranks of that shard, added in the
-// tree order of dist/tree.h over ranks by backend additions; the rest of buf is left as it was. `scratch`
-// (backend memory) is reallocated to W × shard floats when it is smaller.
-void reduce_scatter(Communicator& comm, Backend& backend, float* buf, const std::vector<size_t>& bounds,
-                    DeviceArray<float>& scratch);
-
-// Σ x² over the whole buffer (backend memory), each rank contributing its shard's block sums over `comm`
-// (host memory): the same double, bit for bit, as sum_of_squares(full buffer) in optim/clip.h.
-double sum_of_squares(Communicator& comm, Backend& backend, const float* buf, const std::vector<size_t>& bounds);
+// Σ x² over a whole buffer, each rank contributing the block sums of its shard (backend memory, this rank's
+// bounds[rank + 1] - bounds[rank] floats) over `comm` (host memory): the same double, bit for bit, as
+// sum_of_squares(whole buffer) in optim/clip.h.
+double sum_of_squares(Communicator& comm, Backend& backend, const float* shard, const std::vector<size_t>& bounds);
 
 // Rank 0's `bytes` bytes at data are copied to every other rank.
 void broadcast(Communicator& comm, void* data, size_t bytes);

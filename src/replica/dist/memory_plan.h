@@ -1,5 +1,5 @@
-// Memory per rank of data-parallel training, by component, for `replica plan --ranks N`: ZeRO-1 as dist/
-// runs it today, and the fully sharded (FSDP / ZeRO-3) layout planned for GPUs (docs/scaling.md).
+// Memory per rank of data-parallel training, by component, for `replica plan --ranks N`: sharded gradients as
+// dist/ runs them today, and the fully sharded (FSDP / ZeRO-3) layout planned for GPUs (docs/scaling.md).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,12 +16,13 @@ struct MemoryItem {
   std::string note;
 };
 
-// ZeRO-1: fp32 weights and gradient buffer replicated, Adam moments sharded over `ranks`; in bf16 precision
-// the weights rounded once per step (Olmo3's bf16 copy); plus the reduce-scatter receive buffer (one
-// gradient buffer when ranks > 1), the local micro-batch tree's partial sums (floor(log2 L) gradient buffers
-// for L micro-batches per rank) and `activation_bytes`.
-std::vector<MemoryItem> zero1_memory(const ModelConfig& config, int64_t ranks, int64_t micro_batches_per_rank,
-                                     double activation_bytes, Precision precision);
+// Sharded gradients and optimizer state (ZeRO-2, as dist/data_parallel.h runs it): fp32 weights replicated and,
+// in bf16 precision, rounded once per step (Olmo3's bf16 copy); the summed gradient and the Adam moments
+// sharded over `ranks`; the gradient of the group the backward is filling (two groups when the LM head is tied
+// to the embedding); the other ranks' copies of this rank's largest part of a group; `activation_bytes`.
+// Independent of the number of micro-batches per rank.
+std::vector<MemoryItem> sharded_gradients_memory(const ModelConfig& config, int64_t ranks, double activation_bytes,
+                                                 Precision precision);
 
 // FSDP over `ranks`: fp32 master weights, gradients and moments sharded; bf16 weights of two blocks
 // gathered at a time (the current one and the prefetched next) and one block's fp32 gradient before its

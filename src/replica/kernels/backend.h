@@ -84,10 +84,10 @@ class Backend {
                                 const LmHeadGrads* grads) = 0;
 
   // ---- optimizer ----------------------------------------------------------------------------------------
-  // One AdamW update of every element of `chunks` (backend memory, n_chunks entries); the moments cover a
-  // shard of the flat buffer that starts at moments_begin.
+  // One AdamW update of every element of `chunks` (backend memory, n_chunks entries); the gradient and the
+  // moments cover a shard of the flat buffer that starts at shard_begin.
   virtual void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
-                          size_t moments_begin, const AdamWChunk* chunks, int64_t n_chunks,
+                          size_t shard_begin, const AdamWChunk* chunks, int64_t n_chunks,
                           const AdamWScalars& s) = 0;
   // Σ x² in double per kSquareSumBlock block, in block order, on the host (the gradient norm's partial sums).
   virtual std::vector<double> block_sums_of_squares(const float* x, size_t n) = 0;

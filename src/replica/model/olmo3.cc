@@ -229,7 +229,7 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
 // On entry dres = d(loss)/d(block output); on exit d(loss)/d(block input x). Each output gradient dy is rounded
 // once (bf16) into w.dy16 for its two products, input and weight gradient, which therefore run one after the
 // other; the inputs' rounded copies come from the forward pass.
-void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float* x, BlockActs& a, float* dres) {
+void Olmo3::block_backward(const float* P, const GroupGrads& G, int64_t layer, const float* x, BlockActs& a, float* dres) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   Workspace& w = *ws_;
@@ -241,35 +241,35 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
   // MLP branch: out = h + norm2(m) (reordered) or h + m(norm2(h)) (pre).
   const float* dm = dres;
   if (reordered) {
-    be_.rmsnorm_backward(w.dm.data(), G + o.norm2, dres, a.m.data(), P + o.norm2, a.rstd2.data(), N, C, false);
+    be_.rmsnorm_backward(w.dm.data(), G(o.norm2), dres, a.m.data(), P + o.norm2, a.rstd2.data(), N, C, false);
     dm = w.dm.data();
   }
   const WeightRef dm16 = rounded(dm, w.dy16.data(), size_t(N * C));
   be_.linear_backward_input(w.ds.data(), dm16, W(o.w_down), N, C, F, false, p);
-  be_.linear_backward_weight(G + o.w_down, dm16, {a.s.data(), a.s16.data()}, N, C, F, p);
+  be_.linear_backward_weight(G(o.w_down), dm16, {a.s.data(), a.s16.data()}, N, C, F, p);
   be_.swiglu_backward(w.dg.data(), w.du.data(), w.ds.data(), a.g.data(), a.u.data(), N * F);
   const WeightRef mlp_in{reordered ? a.h.data() : a.n2.data(), a.mlp_in16.data()};
   const WeightRef dg = rounded(w.dg.data(), w.dy16.data(), size_t(N * F));
   be_.linear_backward_input(w.dx_branch.data(), dg, W(o.w_gate), N, F, C, false, p);
-  be_.linear_backward_weight(G + o.w_gate, dg, mlp_in, N, F, C, p);
+  be_.linear_backward_weight(G(o.w_gate), dg, mlp_in, N, F, C, p);
   const WeightRef du = rounded(w.du.data(), w.dy16.data(), size_t(N * F));
   be_.linear_backward_input(w.dx_branch.data(), du, W(o.w_up), N, F, C, true, p);
-  be_.linear_backward_weight(G + o.w_up, du, mlp_in, N, F, C, p);
+  be_.linear_backward_weight(G(o.w_up), du, mlp_in, N, F, C, p);
   if (reordered) {
     be_.add(dres, dres, w.dx_branch.data(), N * C);
   } else {
-    be_.rmsnorm_backward(dres, G + o.norm2, w.dx_branch.data(), a.h.data(), P + o.norm2, a.rstd2.data(), N, C, true);
+    be_.rmsnorm_backward(dres, G(o.norm2), w.dx_branch.data(), a.h.data(), P + o.norm2, a.rstd2.data(), N, C, true);
   }
   // dres is now d(loss)/dh. Attention branch: h = x + norm1(ao) (reordered) or x + ao(norm1(x)) (pre).
   const float* dao = dres;
   if (reordered) {
-    be_.rmsnorm_backward(w.dao.data(), G + o.norm1, dres, a.ao.data(), P + o.norm1, a.rstd1.data(), N, C, false);
+    be_.rmsnorm_backward(w.dao.data(), G(o.norm1), dres, a.ao.data(), P + o.norm1, a.rstd1.data(), N, C, false);
     dao = w.dao.data();
   }
   const WeightRef dao16 = rounded(dao, w.dy16.data(), size_t(N * C));
   const AttentionOut att = attention_out(layer, a);
   be_.linear_backward_input(w.datt.data(), dao16, W(o.wo), N, C, HD, false, p);
-  be_.linear_backward_weight(G + o.wo, dao16, {att.att, a.att16.data()}, N, C, HD, p);
+  be_.linear_backward_weight(G(o.wo), dao16, {att.att, a.att16.data()}, N, C, HD, p);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
                          a.kr.data(), a.v.data(), shape, p);
@@ -278,9 +278,9 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
   const float* dq = w.dqr.data();
   const float* dk = w.dkr.data();
   if (c.qk_norm) {
-    be_.rmsnorm_backward(w.dq.data(), G + o.q_norm, w.dqr.data(), a.q.data(), P + o.q_norm, a.rstd_q.data(), N, HD,
+    be_.rmsnorm_backward(w.dq.data(), G(o.q_norm), w.dqr.data(), a.q.data(), P + o.q_norm, a.rstd_q.data(), N, HD,
                          false);
-    be_.rmsnorm_backward(w.dk.data(), G + o.k_norm, w.dkr.data(), a.k.data(), P + o.k_norm, a.rstd_k.data(), N, KD,
+    be_.rmsnorm_backward(w.dk.data(), G(o.k_norm), w.dkr.data(), a.k.data(), P + o.k_norm, a.rstd_k.data(), N, KD,
                          false);
     dq = w.dq.data();
     dk = w.dk.data();
@@ -288,17 +288,17 @@ void Olmo3::block_backward(const float* P, float* G, int64_t layer, const float*
   const WeightRef attn_in{reordered ? x : a.n1.data(), a.attn_in16.data()};
   const WeightRef dq16 = rounded(dq, w.dy16.data(), size_t(N * HD));
   be_.linear_backward_input(w.dx_branch.data(), dq16, W(o.wq), N, HD, C, false, p);
-  be_.linear_backward_weight(G + o.wq, dq16, attn_in, N, HD, C, p);
+  be_.linear_backward_weight(G(o.wq), dq16, attn_in, N, HD, C, p);
   const WeightRef dk16 = rounded(dk, w.dy16.data(), size_t(N * KD));
   be_.linear_backward_input(w.dx_branch.data(), dk16, W(o.wk), N, KD, C, true, p);
-  be_.linear_backward_weight(G + o.wk, dk16, attn_in, N, KD, C, p);
+  be_.linear_backward_weight(G(o.wk), dk16, attn_in, N, KD, C, p);
   const WeightRef dv16 = rounded(w.dv.data(), w.dy16.data(), size_t(N * KD));
   be_.linear_backward_input(w.dx_branch.data(), dv16, W(o.wv), N, KD, C, true, p);
-  be_.linear_backward_weight(G + o.wv, dv16, attn_in, N, KD, C, p);
+  be_.linear_backward_weight(G(o.wv), dv16, attn_in, N, KD, C, p);
   if (reordered) {
     be_.add(dres, dres, w.dx_branch.data(), N * C);
   } else {
-    be_.rmsnorm_backward(dres, G + o.norm1, w.dx_branch.data(), x, P + o.norm1, a.rstd1.data(), N, C, true);
+    be_.rmsnorm_backward(dres, G(o.norm1), w.dx_branch.data(), x, P + o.norm1, a.rstd1.data(), N, C, true);
   }
 }
 
@@ -314,7 +314,13 @@ void Olmo3::forward_to_final_norm(const float* P, const int32_t* ids, bool keep_
                       float(config_.norm_eps));
 }
 
-LossSums Olmo3::forward_backward(const float* P, float* G, const Batch& batch, float z_coef, float grad_scale) {
+LossSums Olmo3::forward_backward(const float* P, float* grads, const Batch& batch, float z_coef, float grad_scale) {
+  WholeGradient sink(grads);
+  return forward_backward(P, sink, batch, z_coef, grad_scale);
+}
+
+LossSums Olmo3::forward_backward(const float* P, GradientSink& sink, const Batch& batch, float z_coef,
+                                 float grad_scale) {
   round_weights(P);
   prepare(batch.B, batch.T, true);
   Workspace& w = *ws_;
@@ -322,18 +328,28 @@ LossSums Olmo3::forward_backward(const float* P, float* G, const Batch& batch, f
   const int64_t N = batch.B * batch.T, C = c.d_model;
   const bool keep_all = remat_ == Remat::none;
   forward_to_final_norm(P, batch.ids, keep_all);
-  LmHeadGrads head{w.dfinal.data(), G + table_.lm_head, grad_scale};
+  auto open = [&](ParamTable::Range r) { return GroupGrads{sink.open(r), r.begin}; };
+  const bool tied = table_.lm_head == table_.embed;
+  const ParamTable::Range embed_range = table_.embed_range(), head_range = table_.head_range();
+  GroupGrads embed = tied ? open(embed_range) : GroupGrads{};
+  const GroupGrads head = open(head_range);
+  LmHeadGrads head_grads{w.dfinal.data(), tied ? embed(table_.lm_head) : head(table_.lm_head), grad_scale};
   LossSums sums = be_.lm_head_loss(w.final_out.data(), W(table_.lm_head), batch.targets, N, C, c.vocab_size, z_coef,
-                                   precision_, &head);
-  be_.rmsnorm_backward(w.dres.data(), G + table_.final_norm, w.dfinal.data(), w.resid.back().data(),
+                                   precision_, &head_grads);
+  be_.rmsnorm_backward(w.dres.data(), head(table_.final_norm), w.dfinal.data(), w.resid.back().data(),
                        P + table_.final_norm, w.final_rstd.data(), N, C, false);
+  sink.close(head_range);
   for (int64_t l = c.n_layers - 1; l >= 0; l--) {
     BlockActs& a = w.acts[keep_all ? size_t(l) : 0];
     // Recompute this block's activations; its output (already in resid[l + 1]) is rewritten identically.
     if (!keep_all) block_forward(P, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), a, true);
-    block_backward(P, G, l, w.resid[size_t(l)].data(), a, w.dres.data());
+    const ParamTable::Range range = table_.block_range(size_t(l));
+    block_backward(P, open(range), l, w.resid[size_t(l)].data(), a, w.dres.data());
+    sink.close(range);
   }
-  be_.embedding_backward(G + table_.embed, batch.ids, w.dres.data(), N, C);
+  if (!tied) embed = open(embed_range);
+  be_.embedding_backward(embed(table_.embed), batch.ids, w.dres.data(), N, C);
+  sink.close(embed_range);
   return sums;
 }
 

@@ -9,6 +9,7 @@
 
 #include "replica/kernels/backend.h"
 #include "replica/model/config.h"
+#include "replica/model/gradient_sink.h"
 #include "replica/model/params.h"
 
 namespace replica {
@@ -45,6 +46,10 @@ class Olmo3 {
   // Forward and backward of one micro-batch. Gradients of (Σ ce + z_coef · Σ z) · grad_scale are
   // added to `grads` (same layout as params); pass grad_scale = 1 / labels in the optimizer batch.
   LossSums forward_backward(const float* params, float* grads, const Batch& batch, float z_coef, float grad_scale);
+  // The same, group by group into `sink`: the head group, blocks L-1 … 0, the embedding (opened first and
+  // closed last when the LM head is tied to it), each opened just before and closed right after its backward.
+  LossSums forward_backward(const float* params, GradientSink& sink, const Batch& batch, float z_coef,
+                            float grad_scale);
   // Loss sums only (evaluation).
   LossSums forward_loss(const float* params, const Batch& batch, float z_coef);
   // Full logits [B, T, V] into host memory (the parity hook; not for training).
@@ -78,7 +83,14 @@ class Olmo3 {
     float* lse;  // [B, H, T]
   };
   AttentionOut attention_out(int64_t layer, BlockActs& a);  // the block's own, or the layer's kept copy
-  void block_backward(const float* params, float* grads, int64_t layer, const float* x, BlockActs& a, float* dres);
+  // One group's gradient memory, addressed by flat-buffer offsets.
+  struct GroupGrads {
+    float* base;
+    size_t begin;
+    float* operator()(size_t offset) const { return base + (offset - begin); }
+  };
+  void block_backward(const float* params, const GroupGrads& grads, int64_t layer, const float* x, BlockActs& a,
+                      float* dres);
 
   ModelConfig config_;
   ParamTable table_;

@@ -1,6 +1,8 @@
 // ParamTable layout (HF Olmo3 / Llama names) and OLMo-core style initialisation.
 #include "replica/model/params.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "replica/core/error.h"
@@ -47,6 +49,19 @@ ParamTable::ParamTable(const ModelConfig& c) {
   final_norm = add("model.norm.weight", {C}, ParamKind::norm);
   lm_head = c.tie_embeddings ? embed : add("lm_head.weight", {V, C}, ParamKind::matrix);
   total_ = (total_ + 15) / 16 * 16;
+}
+
+std::vector<ParamTable::Range> ParamTable::groups() const {
+  std::vector<Range> groups{head_range()};
+  for (size_t l = blocks.size(); l-- > 0;) groups.push_back(block_range(l));
+  groups.push_back(embed_range());
+  return groups;
+}
+
+size_t ParamTable::largest_group() const {
+  size_t largest = 0;
+  for (Range g : groups()) largest = std::max(largest, g.end - g.begin);
+  return largest;
 }
 
 size_t ParamTable::count() const {

@@ -40,6 +40,21 @@ class ParamTable {
   size_t embed = 0, final_norm = 0, lm_head = 0;  // lm_head == embed when tied
   std::vector<BlockOffsets> blocks;
 
+  // The backward pass completes the gradient group by group: the head group (final norm and untied LM head),
+  // the blocks from last to first, the embedding. Each group is one contiguous range of the flat buffer; the
+  // three ranges tile [0, total()).
+  struct Range {
+    size_t begin, end;
+  };
+  Range embed_range() const { return {0, block_range(0).begin}; }
+  Range block_range(size_t layer) const {
+    return {layer < blocks.size() ? blocks[layer].wq : final_norm,
+            layer + 1 < blocks.size() ? blocks[layer + 1].wq : final_norm};
+  }
+  Range head_range() const { return {final_norm, total_}; }
+  std::vector<Range> groups() const;  // all of them, in the backward's order
+  size_t largest_group() const;       // floats
+
  private:
   size_t add(std::string name, std::vector<int64_t> shape, ParamKind kind);
   std::vector<ParamEntry> entries_;

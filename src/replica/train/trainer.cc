@@ -64,7 +64,7 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
   Communicator& data_comm = device_comm ? *device_comm : comm;
   Olmo3 model(config, r.train.precision, r.train.remat, backend);
   const ParamTable& table = model.table();
-  DeviceArray<float> params(backend, table.total()), grads(backend, table.total());
+  DeviceArray<float> params(backend, table.total());
 
   // Data: OLMo-core's global order; each rank reads row[r::W] of every global batch.
   data::LoaderConfig lc;
@@ -172,17 +172,17 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
     // OLMo-core divides by the labels the batch would have without the instance filter.
     const int64_t denominator = G * (T - 1);
 
-    const LossSums sums = dp.gradients(grads.data(), [&](int64_t k, float* g) {
-      return model.forward_backward(params.data(), g,
+    const LossSums sums = dp.gradients([&](int64_t k, GradientSink& sink) {
+      return model.forward_backward(params.data(), sink,
                                     Batch{batch.tokens.data() + k * M * T, targets.data() + k * M * T, M, T},
                                     float(r.optim.z_loss), 1.0f / float(denominator));
     });
     const double ce = sums.ce / double(denominator), z_loss = r.optim.z_loss * sums.z / double(denominator);
-    const double grad_norm = dp.clip(grads.data(), r.optim.clip);
+    const double grad_norm = dp.clip(r.optim.clip);
     const bool take_step = !r.optim.skip_step ||
                            skip_step.record(ce, r.optim.clip > 0 ? std::optional<double>(grad_norm) : std::nullopt);
     const double lr = learning_rate(schedule, step);
-    if (take_step) dp.step(params.data(), grads.data(), lr);
+    if (take_step) dp.step(params.data(), lr);
     const bool stop = any_rank(comm, stop_requested);
     backend.synchronize();  // the step's kernels are done before it is timed
     const double step_s = seconds_since(step_start);

@@ -26,17 +26,17 @@ AdamWScalars adamw_scalars(double beta1, double beta2, double eps, double weight
   return s;
 }
 
-void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, size_t moments_begin,
+void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, size_t shard_begin,
                 const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) {
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < n_chunks; k++) {
     const AdamWChunk& chunk = chunks[k];
     const float p_scale = chunk.decay ? s.decay : 1.0f;
     for (size_t i = chunk.begin; i < chunk.end; i++) {
-      float g = grads[i];
+      float g = grads[i - shard_begin];
       float p = params[i] * p_scale;
-      float& m = exp_avg[i - moments_begin];
-      float& v = exp_avg_sq[i - moments_begin];
+      float& m = exp_avg[i - shard_begin];
+      float& v = exp_avg_sq[i - shard_begin];
       m = m * s.keep1 + g * s.w1;
       v = v * s.keep2 + (g * g) * s.w2;
       float denom = std::sqrt(v) / s.bc2_sqrt + s.eps;

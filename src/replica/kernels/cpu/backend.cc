@@ -97,9 +97,9 @@ class CpuBackend final : public Backend {
     return replica::lm_head_loss(hidden, weight, targets, N, C, V, z_coef, p, grads);
   }
 
-  void adamw_step(float* params, const float* grads, float* m, float* v, size_t moments_begin,
+  void adamw_step(float* params, const float* grads, float* m, float* v, size_t shard_begin,
                   const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) override {
-    replica::adamw_step(params, grads, m, v, moments_begin, chunks, n_chunks, s);
+    replica::adamw_step(params, grads, m, v, shard_begin, chunks, n_chunks, s);
   }
   std::vector<double> block_sums_of_squares(const float* x, size_t n) override {
     return replica::block_sums_of_squares(x, n);

@@ -9,9 +9,9 @@
 
 namespace replica::cuda {
 
-// One update of params[i], exp_avg[i − moments_begin], exp_avg_sq[i − moments_begin] for every i in the
-// chunks (a device array of n_chunks, built by optim/adamw.cc); s from replica::adamw_scalars.
+// One update of params[i], exp_avg[i − shard_begin], exp_avg_sq[i − shard_begin] from grads[i − shard_begin]
+// for every i in the chunks (a device array of n_chunks, built by optim/adamw.cc); s from replica::adamw_scalars.
 void adamw_step(Context& ctx, float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
-                size_t moments_begin, const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s);
+                size_t shard_begin, const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s);
 
 }  // namespace replica::cuda

@@ -185,9 +185,9 @@ class CudaBackend final : public Backend {
     return cuda::lm_head_loss(ctx_, hidden, weight, targets, N, C, V, z_coef, p, grads);
   }
 
-  void adamw_step(float* params, const float* grads, float* m, float* v, size_t moments_begin,
+  void adamw_step(float* params, const float* grads, float* m, float* v, size_t shard_begin,
                   const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) override {
-    cuda::adamw_step(ctx_, params, grads, m, v, moments_begin, chunks, n_chunks, s);
+    cuda::adamw_step(ctx_, params, grads, m, v, shard_begin, chunks, n_chunks, s);
   }
   std::vector<double> block_sums_of_squares(const float* x, size_t n) override {
     return cuda::block_sums_of_squares(ctx_, x, n);
