@@ -1,9 +1,7 @@
-// dist/collectives and dist/data_parallel with W ranks as threads: shard
-// bounds, all-gather, and a whole step with sharded gradients (group-by-group
-// gradients, loss sums, norm, clipping, AdamW, weight all-gather, moment
-// gather) bitwise equal at W = 1, 2, 3 and 4, and equal to the unsharded norm
-// and AdamW; the same on emulated devices (emulated_device.h), where gradients
-// and weights move between ranks as device memory.
+// dist/collectives and dist/data_parallel with W ranks as threads: shard bounds, all-gather, and a whole step with
+// sharded gradients (group-by-group gradients, loss sums, norm, clipping, AdamW, weight all-gather, moment gather)
+// bitwise equal at W = 1, 2, 3 and 4, and equal to the unsharded norm and AdamW; the same on emulated devices
+// (emulated_device.h), where gradients and weights move between ranks as device memory.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,30 +21,25 @@ namespace replica {
 namespace {
 
 TEST(DistCollectives, ShardBoundsStartOnNormBlocks) {
-  EXPECT_EQ(shard_bounds(100000, 4),
-            (std::vector<size_t>{0, 16384, 49152, 81920, 100000}));
+  EXPECT_EQ(shard_bounds(100000, 4), (std::vector<size_t>{0, 16384, 49152, 81920, 100000}));
   EXPECT_EQ(shard_bounds(100000, 1), (std::vector<size_t>{0, 100000}));
-  EXPECT_EQ(
-      shard_bounds(1000, 2),
-      (std::vector<size_t>{0, 0, 1000})); // one block: the last rank holds it
+  EXPECT_EQ(shard_bounds(1000, 2), (std::vector<size_t>{0, 0, 1000}));  // one block: the last rank holds it
 }
 
 TEST(DistCollectives, AllGather) {
   const size_t n = 70000;
   ThreadGroup group(4);
-  group.run([&](Communicator &comm) {
+  group.run([&](Communicator& comm) {
     const std::vector<size_t> bounds = shard_bounds(n, 4);
     const int r = comm.rank();
     std::vector<float> buf(n, -1.0f);
-    for (size_t i = bounds[size_t(r)]; i < bounds[size_t(r) + 1]; i++)
-      buf[i] = float(i);
+    for (size_t i = bounds[size_t(r)]; i < bounds[size_t(r) + 1]; i++) buf[i] = float(i);
     all_gather(comm, buf.data(), bounds);
-    for (size_t i = 0; i < n; i += 997)
-      ASSERT_EQ(buf[i], float(i));
+    for (size_t i = 0; i < n; i += 997) ASSERT_EQ(buf[i], float(i));
   });
 }
 
-ModelConfig model() { // about 110k parameters: every rank of 4 gets a shard
+ModelConfig model() {  // about 110k parameters: every rank of 4 gets a shard
   return model_config_from_json({{"model_type", "olmo3"},
                                  {"vocab_size", 512},
                                  {"hidden_size", 64},
@@ -59,9 +52,8 @@ ModelConfig model() { // about 110k parameters: every rank of 4 gets a shard
                                 "test model");
 }
 
-// A stand-in for forward/backward: the gradient of a micro-batch adds, row by
-// row, values of mixed magnitude that depend on the row's global id, so any
-// change of summation order changes the bits.
+// A stand-in for forward/backward: the gradient of a micro-batch adds, row by row, values of mixed magnitude that
+// depend on the row's global id, so any change of summation order changes the bits.
 float row_gradient(int32_t row, size_t i) {
   const uint32_t h = uint32_t(row) * 2654435761u ^ uint32_t(i) * 40503u;
   return std::ldexp(float(h % 2001) / 1000.0f - 1.0f, int(h % 23) - 11);
@@ -73,67 +65,53 @@ struct StepResult {
   double norm = 0;
 };
 
-// Two steps at W ranks with G = 24 rows, micro-batches of 2 rows (12
-// micro-batches), on the CPU or, with `emulated`, each rank on its own emulated
-// device with an emulated NCCL between them. Returns each rank's result
-// (moments: rank 0 only). `receive_floats`: the reduction's receive buffer
-// (small values split each group's reduction into many pieces).
-std::vector<StepResult>
-run(int world, bool emulated = false,
-    size_t receive_floats = DataParallel::kReceiveFloats) {
+// Two steps at W ranks with G = 24 rows, micro-batches of 2 rows (12 micro-batches), on the CPU or, with `emulated`,
+// each rank on its own emulated device with an emulated NCCL between them. Returns each rank's result (moments: rank 0
+// only). `receive_floats`: the reduction's receive buffer (small values split each group's reduction into many pieces).
+std::vector<StepResult> run(int world, bool emulated = false, size_t receive_floats = DataParallel::kReceiveFloats) {
   const ParamTable table(model());
   const size_t n = table.total();
   const int64_t G = 24, M = 2;
   const size_t n_ranks = size_t(world);
   std::vector<StepResult> results(n_ranks);
   std::vector<std::unique_ptr<EmulatedDevice>> devices;
-  std::vector<EmulatedDevice *> all;
-  for (size_t r = 0; r < n_ranks; r++)
-    all.push_back(devices.emplace_back(new EmulatedDevice).get());
+  std::vector<EmulatedDevice*> all;
+  for (size_t r = 0; r < n_ranks; r++) all.push_back(devices.emplace_back(new EmulatedDevice).get());
   ThreadGroup group(world);
-  group.run([&](Communicator &comm) {
-    Backend &backend = emulated
-                           ? static_cast<Backend &>(*all[size_t(comm.rank())])
-                           : cpu_backend();
+  group.run([&](Communicator& comm) {
+    Backend& backend = emulated ? static_cast<Backend&>(*all[size_t(comm.rank())]) : cpu_backend();
     EmulatedPeerCommunicator peers(comm, all);
-    DataParallel dp(comm, emulated ? static_cast<Communicator &>(peers) : comm,
-                    backend, table, AdamWConfig{}, G, M, receive_floats);
+    DataParallel dp(comm, emulated ? static_cast<Communicator&>(peers) : comm, backend, table, AdamWConfig{}, G, M,
+                    receive_floats);
     EXPECT_EQ(dp.micro_batches(), G / (M * world));
-    StepResult &result = results[size_t(comm.rank())];
+    StepResult& result = results[size_t(comm.rank())];
     DeviceArray<float> params(backend, n), micro_batch_grads(backend, n);
     const std::vector<float> half(n, 0.5f);
     backend.to_device(params.data(), half.data(), n * sizeof(float));
     for (int step = 0; step < 2; step++) {
-      std::vector<int32_t> rows; // the rank's row[r::W] slice of the global
-                                 // rows (row_len 1: the row id)
-      for (int32_t g = comm.rank(); g < G; g += world)
-        rows.push_back(g + 100 * step);
+      std::vector<int32_t> rows;  // the rank's row[r::W] slice of the global rows (row_len 1: the row id)
+      for (int32_t g = comm.rank(); g < G; g += world) rows.push_back(g + 100 * step);
       dp.arrange(rows, 1);
-      result.sums = dp.gradients([&](int64_t k, GradientSink &sink) {
-        const int32_t *mb = rows.data() + k * M;
+      result.sums = dp.gradients([&](int64_t k, GradientSink& sink) {
+        const int32_t* mb = rows.data() + k * M;
         EXPECT_EQ(mb[1] - mb[0], G / M) << "micro-batch rows are G/M apart";
-        EXPECT_EQ((mb[0] % 100) % (G / M), comm.rank() + world * k)
-            << "micro-batch c = rank + W k";
+        EXPECT_EQ((mb[0] % 100) % (G / M), comm.rank() + world * k) << "micro-batch c = rank + W k";
         LossSums s;
         std::vector<float> host(n, 0.0f);
         for (int64_t j = 0; j < M; j++) {
-          for (size_t i = 0; i < n; i++)
-            host[i] += row_gradient(mb[j], i);
-          s.ce += 1.0 / (1.0 + mb[j]); // order-sensitive doubles
+          for (size_t i = 0; i < n; i++) host[i] += row_gradient(mb[j], i);
+          s.ce += 1.0 / (1.0 + mb[j]);  // order-sensitive doubles
           s.z += std::sqrt(double(mb[j]));
           s.n_labels += mb[j];
         }
-        backend.to_device(micro_batch_grads.data(), host.data(),
-                          n * sizeof(float));
-        // Group by group in the backward's order, with the embedding open
-        // throughout (as with a tied LM head).
-        auto add = [&](ParamTable::Range r, float *g) {
-          backend.add(g, g, micro_batch_grads.data() + r.begin,
-                      int64_t(r.end - r.begin));
+        backend.to_device(micro_batch_grads.data(), host.data(), n * sizeof(float));
+        // Group by group in the backward's order, with the embedding open throughout (as with a tied LM head).
+        auto add = [&](ParamTable::Range r, float* g) {
+          backend.add(g, g, micro_batch_grads.data() + r.begin, int64_t(r.end - r.begin));
         };
         const std::vector<ParamTable::Range> groups = table.groups();
         const ParamTable::Range embed = groups.back();
-        float *embed_grads = sink.open(embed);
+        float* embed_grads = sink.open(embed);
         for (size_t i = 0; i + 1 < groups.size(); i++) {
           add(groups[i], sink.open(groups[i]));
           sink.close(groups[i]);
@@ -158,12 +136,11 @@ run(int world, bool emulated = false,
 
 TEST(DistDataParallel, StepIsBitwiseIndependentOfWorldSize) {
   const StepResult one = run(1)[0];
-  EXPECT_EQ(one.sums.n_labels,
-            24 * 100 + 276);  // rows 100..123 of the second step
-  EXPECT_GT(one.norm, 100.0); // so clipping was active
+  EXPECT_EQ(one.sums.n_labels, 24 * 100 + 276);  // rows 100..123 of the second step
+  EXPECT_GT(one.norm, 100.0);                     // so clipping was active
   for (int world : {2, 3, 4}) {
     const std::vector<StepResult> ranks = run(world);
-    for (const StepResult &r : ranks) {
+    for (const StepResult& r : ranks) {
       EXPECT_EQ(one.sums.ce, r.sums.ce) << world;
       EXPECT_EQ(one.sums.z, r.sums.z) << world;
       EXPECT_EQ(one.sums.n_labels, r.sums.n_labels) << world;
@@ -179,13 +156,10 @@ TEST(DistDataParallel, StepIsBitwiseIndependentOfWorldSize) {
 TEST(DistDataParallel, ReductionInPiecesGivesTheSameBits) {
   const StepResult one = run(1)[0];
   for (int world : {2, 3}) {
-    const std::vector<StepResult> ranks =
-        run(world, false, 1000); // pieces of 500 or 333 floats
+    const std::vector<StepResult> ranks = run(world, false, 1000);  // pieces of 500 or 333 floats
     EXPECT_EQ(one.norm, ranks[0].norm) << world;
     EXPECT_TRUE(one.params == ranks[world - 1].params) << world;
-    EXPECT_TRUE(one.exp_avg == ranks[0].exp_avg &&
-                one.exp_avg_sq == ranks[0].exp_avg_sq)
-        << world;
+    EXPECT_TRUE(one.exp_avg == ranks[0].exp_avg && one.exp_avg_sq == ranks[0].exp_avg_sq) << world;
   }
 }
 
@@ -193,45 +167,37 @@ TEST(DistDataParallel, EmulatedDevicesGiveTheCpuBits) {
   const StepResult cpu = run(1)[0];
   for (int world : {1, 3, 4}) {
     const std::vector<StepResult> ranks = run(world, true);
-    for (const StepResult &r : ranks) {
+    for (const StepResult& r : ranks) {
       EXPECT_EQ(cpu.sums.ce, r.sums.ce) << world;
       EXPECT_EQ(cpu.norm, r.norm) << world;
       EXPECT_TRUE(cpu.params == r.params) << world;
     }
-    EXPECT_TRUE(cpu.exp_avg == ranks[0].exp_avg &&
-                cpu.exp_avg_sq == ranks[0].exp_avg_sq)
-        << world;
+    EXPECT_TRUE(cpu.exp_avg == ranks[0].exp_avg && cpu.exp_avg_sq == ranks[0].exp_avg_sq) << world;
   }
 }
 
 TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
-  // One rank's view of the sharded norm equals optim/clip's sum_of_squares on
-  // the whole buffer, and the sharded update equals AdamW over the whole
-  // buffer.
+  // One rank's view of the sharded norm equals optim/clip's sum_of_squares on the whole buffer, and the sharded update
+  // equals AdamW over the whole buffer.
   const ParamTable table(model());
   std::vector<float> grads(table.total());
-  for (size_t i = 0; i < grads.size(); i++)
-    grads[i] = row_gradient(3, i);
+  for (size_t i = 0; i < grads.size(); i++) grads[i] = row_gradient(3, i);
   std::vector<float> params_full(table.total(), 0.25f);
   AdamW full(table, AdamWConfig{});
   full.step(params_full.data(), grads.data(), 1e-2);
   ThreadGroup group(4);
-  group.run([&](Communicator &comm) {
+  group.run([&](Communicator& comm) {
     DataParallel dp(comm, table, AdamWConfig{}, 4, 1);
-    const std::vector<size_t> &bounds = dp.bounds();
-    const size_t begin = bounds[size_t(comm.rank())],
-                 end = bounds[size_t(comm.rank()) + 1];
+    const std::vector<size_t>& bounds = dp.bounds();
+    const size_t begin = bounds[size_t(comm.rank())], end = bounds[size_t(comm.rank()) + 1];
     EXPECT_EQ(sum_of_squares(comm, cpu_backend(), grads.data() + begin, bounds),
               sum_of_squares(grads.data(), grads.size()));
-    std::copy(grads.begin() + ptrdiff_t(begin), grads.begin() + ptrdiff_t(end),
-              dp.grads());
+    std::copy(grads.begin() + ptrdiff_t(begin), grads.begin() + ptrdiff_t(end), dp.grads());
     std::vector<float> params(table.total(), 0.25f);
     dp.step(params.data(), 1e-2);
     EXPECT_TRUE(params == params_full);
-    const std::vector<float> full_m(full.exp_avg(),
-                                    full.exp_avg() + table.total());
-    const std::vector<float> full_v(full.exp_avg_sq(),
-                                    full.exp_avg_sq() + table.total());
+    const std::vector<float> full_m(full.exp_avg(), full.exp_avg() + table.total());
+    const std::vector<float> full_v(full.exp_avg_sq(), full.exp_avg_sq() + table.total());
     std::vector<float> m(comm.rank() == 0 ? table.total() : 0), v(m.size());
     dp.gather_moments(m.data(), v.data());
     if (comm.rank() == 0) {
@@ -241,9 +207,8 @@ TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
     DataParallel loaded(comm, table, AdamWConfig{}, 4, 1);
     loaded.load_moments(full.exp_avg(), full.exp_avg_sq(), 1);
     const size_t shard = dp.optimizer().end() - dp.optimizer().begin();
-    EXPECT_TRUE(std::equal(loaded.optimizer().exp_avg(),
-                           loaded.optimizer().exp_avg() + shard,
-                           dp.optimizer().exp_avg()));
+    EXPECT_TRUE(
+        std::equal(loaded.optimizer().exp_avg(), loaded.optimizer().exp_avg() + shard, dp.optimizer().exp_avg()));
     EXPECT_EQ(loaded.optimizer().step_count, 1);
   });
 }
@@ -251,10 +216,8 @@ TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
 TEST(DistDataParallel, RejectsBatchNotDivisibleByRanksTimesMicroBatch) {
   const ParamTable table(model());
   ThreadGroup group(2);
-  group.run([&](Communicator &comm) {
-    EXPECT_THROW(DataParallel dp(comm, table, AdamWConfig{}, 6, 2), Error);
-  });
+  group.run([&](Communicator& comm) { EXPECT_THROW(DataParallel dp(comm, table, AdamWConfig{}, 6, 2), Error); });
 }
 
-} // namespace
-} // namespace replica
+}  // namespace
+}  // namespace replica
