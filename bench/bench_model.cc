@@ -56,11 +56,12 @@ static int run(int argc, char** argv) {
   Backend& backend = backend_for(device);
   Olmo3 model(config, precision, remat, backend);
   const size_t n = model.table().total();
-  DeviceArray<float> params(backend, n);
+  LocalCommunicator local;
+  DataParallel dp(local, local, backend, model.table(), AdamWConfig{}, B, B);
   {
     std::vector<float> host(n);
     init_params(config, model.table(), 0, host.data());
-    backend.to_device(params.data(), host.data(), n * sizeof(float));
+    dp.load_weights(host.data());
   }
   std::mt19937 rng(0);
   std::vector<int32_t> ids(size_t(B * T));
@@ -68,18 +69,16 @@ static int run(int argc, char** argv) {
   std::vector<int32_t> targets = shifted_targets(ids.data(), B, T);
   const Batch batch{ids.data(), targets.data(), B, T};
 
-  LocalCommunicator local;
-  DataParallel dp(local, local, backend, model.table(), AdamWConfig{}, B, B);
   double optimizer_s = 0;
   auto step = [&] {
     const LossSums sums = dp.gradients([&](int64_t, GradientSink& sink) {
-      return model.forward_backward(params.data(), sink, batch, 1e-5f, 1.0f / float(B * (T - 1)));
+      return model.forward_backward(model.whole_weights(dp.whole_weights()), sink, batch, 1e-5f, 1.0f / float(B * (T - 1)));
     });
     if (train) {
       backend.synchronize();
       auto start = std::chrono::steady_clock::now();
       dp.clip(1.0);
-      dp.step(params.data(), 1e-4);
+      dp.step(1e-4);
       backend.synchronize();
       optimizer_s = seconds_since(start);
     }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Data-parallel scaling on this machine: `replica train` on the olmo3_tiny model (bf16, seq 256, global batch
-# 16, micro-batch 8) in one process with 2 threads, and under mpirun as 2 ranks × 1 thread; tokens/s (median
-# over the measured steps), communication seconds per step (reduce-scatter + all-gather + the small
-# exchanges, as rank 0 waits for them) and their share of the step. Prints a markdown table for
-# bench/RESULTS.md.   bench/dist_scaling.sh            BUILD=build STEPS=30
+# 16, micro-batch 8) in one process with 2 threads, and under mpirun as 2 ranks × 1 thread, with whole and with
+# sharded weights; tokens/s (median over the measured steps), communication seconds per step (gradient groups,
+# weight all-gather or group gathers, and the small exchanges, as rank 0 waits for them) and their share of the
+# step. Prints a markdown table for bench/RESULTS.md.   bench/dist_scaling.sh            BUILD=build STEPS=30
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
@@ -36,3 +36,6 @@ echo "|---|---|---|---|---|---|---|"
 summarize "1 process" 1 2 "$tmp/one"
 mpirun -np 2 --bind-to core "$build/replica" train "${args[@]}" train.threads=1 run.dir="$tmp/two" >/dev/null
 summarize "mpirun -np 2" 2 1 "$tmp/two"
+mpirun -np 2 --bind-to core "$build/replica" train "${args[@]}" train.threads=1 train.shard_weights=true \
+  run.dir="$tmp/sharded" >/dev/null
+summarize "mpirun -np 2, sharded weights" 2 1 "$tmp/sharded"

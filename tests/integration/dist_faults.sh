@@ -23,13 +23,16 @@ expect_failure() {
   echo "ok: $name: exit $code after $((SECONDS - began)) s: $(grep -F -- "$text" "$work/$name.log" | head -1)"
 }
 
-# The self-test gives the same weights at 1, 2, 3 and 4 ranks with gradient accumulation (G = 24, M = 2).
+# The self-test gives the same weights at 1, 2, 3 and 4 ranks with gradient accumulation (G = 24, M = 2), with the
+# weights whole or sharded.
 hashes=$("$replica" dist-selftest --global-batch 24 --micro-batch 2 | tail -1 | cut -d' ' -f3-8)
-for n in 2 3 4; do
-  got=$(mpirun -np $n "$replica" dist-selftest --global-batch 24 --micro-batch 2 | tail -1 | cut -d' ' -f3-8)
-  [ "$got" = "$hashes" ] || { echo "FAIL: dist-selftest at $n ranks: $got, one rank: $hashes"; exit 1; }
+for run in "2" "3" "4" "2 --shard-weights" "3 --shard-weights"; do
+  read -r n flags <<<"$run"
+  # shellcheck disable=SC2086
+  got=$(mpirun -np "$n" "$replica" dist-selftest --global-batch 24 --micro-batch 2 $flags | tail -1 | cut -d' ' -f3-8)
+  [ "$got" = "$hashes" ] || { echo "FAIL: dist-selftest at $run ranks: $got, one rank: $hashes"; exit 1; }
 done
-echo "ok: dist-selftest weights/moments identical at 1, 2, 3, 4 ranks ($hashes)"
+echo "ok: dist-selftest weights/moments identical at 1, 2, 3, 4 ranks, and at 2, 3 with sharded weights ($hashes)"
 
 expect_failure die "exited on signal 9" mpirun -np 4 "$replica" dist-selftest --steps 5 --fault die --fault-rank 1
 REPLICA_DIST_TIMEOUT=3 expect_failure hang "no progress for 3 s waiting for messages from/to rank(s) 2" \

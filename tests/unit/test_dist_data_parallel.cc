@@ -1,7 +1,9 @@
 // dist/collectives and dist/data_parallel with W ranks as threads: shard bounds, all-gather, and a whole step with
 // sharded gradients (group-by-group gradients, loss sums, norm, clipping, AdamW, weight all-gather, moment gather)
 // bitwise equal at W = 1, 2, 3 and 4, and equal to the unsharded norm and AdamW; the same on emulated devices
-// (emulated_device.h), where gradients and weights move between ranks as device memory.
+// (emulated_device.h), where gradients and weights move between ranks as device memory; and the real model trained
+// with sharded weights (FSDP) to the bits of whole weights.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +16,7 @@
 #include "replica/dist/collectives.h"
 #include "replica/dist/data_parallel.h"
 #include "replica/model/config.h"
+#include "replica/model/olmo3.h"
 #include "replica/optim/clip.h"
 #include "thread_communicator.h"
 
@@ -66,9 +69,10 @@ struct StepResult {
 };
 
 // Two steps at W ranks with G = 24 rows, micro-batches of 2 rows (12 micro-batches), on the CPU or, with `emulated`,
-// each rank on its own emulated device with an emulated NCCL between them. Returns each rank's result (moments: rank 0
-// only). `receive_floats`: the reduction's receive buffer (small values split each group's reduction into many pieces).
-std::vector<StepResult> run(int world, bool emulated = false, size_t receive_floats = DataParallel::kReceiveFloats) {
+// each rank on its own emulated device with an emulated NCCL between them. Returns each rank's result (the whole
+// weights: every rank's own copy, or with sharded weights rank 0's gather; moments: rank 0 only). A small
+// `sharding.receive_floats` splits each group's reduction into many pieces.
+std::vector<StepResult> run(int world, bool emulated = false, Sharding sharding = {}) {
   const ParamTable table(model());
   const size_t n = table.total();
   const int64_t G = 24, M = 2;
@@ -82,12 +86,12 @@ std::vector<StepResult> run(int world, bool emulated = false, size_t receive_flo
     Backend& backend = emulated ? static_cast<Backend&>(*all[size_t(comm.rank())]) : cpu_backend();
     EmulatedPeerCommunicator peers(comm, all);
     DataParallel dp(comm, emulated ? static_cast<Communicator&>(peers) : comm, backend, table, AdamWConfig{}, G, M,
-                    receive_floats);
+                    sharding);
     EXPECT_EQ(dp.micro_batches(), G / (M * world));
     StepResult& result = results[size_t(comm.rank())];
-    DeviceArray<float> params(backend, n), micro_batch_grads(backend, n);
+    DeviceArray<float> micro_batch_grads(backend, n);
     const std::vector<float> half(n, 0.5f);
-    backend.to_device(params.data(), half.data(), n * sizeof(float));
+    dp.load_weights(half.data());
     for (int step = 0; step < 2; step++) {
       std::vector<int32_t> rows;  // the rank's row[r::W] slice of the global rows (row_len 1: the row id)
       for (int32_t g = comm.rank(); g < G; g += world) rows.push_back(g + 100 * step);
@@ -121,10 +125,11 @@ std::vector<StepResult> run(int world, bool emulated = false, size_t receive_flo
         return s;
       });
       result.norm = dp.clip(100.0);
-      dp.step(params.data(), 1e-3);
+      dp.step(1e-3);
     }
-    result.params.resize(n);
-    backend.to_host(result.params.data(), params.data(), n * sizeof(float));
+    if (comm.rank() == 0 || !sharding.weights) result.params.resize(n);
+    if (sharding.weights) dp.gather_weights(result.params.data());
+    else backend.to_host(result.params.data(), dp.whole_weights(), n * sizeof(float));
     if (comm.rank() == 0) {
       result.exp_avg.resize(n);
       result.exp_avg_sq.resize(n);
@@ -156,7 +161,7 @@ TEST(DistDataParallel, StepIsBitwiseIndependentOfWorldSize) {
 TEST(DistDataParallel, ReductionInPiecesGivesTheSameBits) {
   const StepResult one = run(1)[0];
   for (int world : {2, 3}) {
-    const std::vector<StepResult> ranks = run(world, false, 1000);  // pieces of 500 or 333 floats
+    const std::vector<StepResult> ranks = run(world, false, Sharding{false, 1000});  // pieces of 500 or 333 floats
     EXPECT_EQ(one.norm, ranks[0].norm) << world;
     EXPECT_TRUE(one.params == ranks[world - 1].params) << world;
     EXPECT_TRUE(one.exp_avg == ranks[0].exp_avg && one.exp_avg_sq == ranks[0].exp_avg_sq) << world;
@@ -165,14 +170,73 @@ TEST(DistDataParallel, ReductionInPiecesGivesTheSameBits) {
 
 TEST(DistDataParallel, EmulatedDevicesGiveTheCpuBits) {
   const StepResult cpu = run(1)[0];
-  for (int world : {1, 3, 4}) {
-    const std::vector<StepResult> ranks = run(world, true);
-    for (const StepResult& r : ranks) {
-      EXPECT_EQ(cpu.sums.ce, r.sums.ce) << world;
-      EXPECT_EQ(cpu.norm, r.norm) << world;
-      EXPECT_TRUE(cpu.params == r.params) << world;
+  for (bool shard_weights : {false, true})
+    for (int world : {1, 3, 4}) {
+      const std::vector<StepResult> ranks = run(world, true, Sharding{shard_weights});
+      for (const StepResult& r : ranks) {
+        EXPECT_EQ(cpu.sums.ce, r.sums.ce) << world;
+        EXPECT_EQ(cpu.norm, r.norm) << world;
+      }
+      for (size_t r = 0; r < (shard_weights ? 1 : ranks.size()); r++)
+        EXPECT_TRUE(cpu.params == ranks[r].params) << world << (shard_weights ? " sharded" : "");
+      EXPECT_TRUE(cpu.exp_avg == ranks[0].exp_avg && cpu.exp_avg_sq == ranks[0].exp_avg_sq) << world;
     }
-    EXPECT_TRUE(cpu.exp_avg == ranks[0].exp_avg && cpu.exp_avg_sq == ranks[0].exp_avg_sq) << world;
+}
+
+// The real model (tied embeddings, block recomputation), two steps of G = 12 rows of 16 random tokens in
+// micro-batches of 2, at W ranks, with the weights whole or sharded: rank 0's loss sums, norm, weights and moments.
+StepResult train_model(int world, Precision precision, bool shard_weights) {
+  ModelConfig config = model();
+  config.tie_embeddings = true;
+  const int64_t G = 12, M = 2, T = 16;
+  StepResult result;
+  ThreadGroup group(world);
+  group.run([&](Communicator& comm) {
+    Olmo3 net(config, precision, Remat::block);
+    const ParamTable& table = net.table();
+    DataParallel dp(comm, table, AdamWConfig{}, G, M, Sharding{shard_weights});
+    std::vector<float> params(table.total());
+    init_params(config, table, 5, params.data());
+    dp.load_weights(params.data());
+    for (int step = 0; step < 2; step++) {
+      std::vector<int32_t> ids;  // the rank's rows r, r + W, ...
+      for (int64_t row = comm.rank(); row < G; row += world)
+        for (int64_t t = 0; t < T; t++) ids.push_back(int32_t((row * 131 + t * 17 + step * 7) % config.vocab_size));
+      std::vector<int32_t> targets = shifted_targets(ids.data(), G / world, T);
+      dp.arrange(ids, T);
+      dp.arrange(targets, T);
+      WeightSource& weights = shard_weights ? dp.gathered_weights() : net.whole_weights(dp.whole_weights());
+      const LossSums sums = dp.gradients([&](int64_t k, GradientSink& sink) {
+        return net.forward_backward(weights, sink, Batch{ids.data() + k * M * T, targets.data() + k * M * T, M, T},
+                                    1e-4f, 1.0f / float(G * T));
+      });
+      const double norm = dp.clip(1.0);
+      dp.step(1e-2);
+      if (comm.rank() == 0) {
+        result.sums = sums;
+        result.norm = norm;
+      }
+    }
+    std::vector<float> w(comm.rank() == 0 ? table.total() : 0), m(w.size()), v(w.size());
+    dp.gather_weights(w.data());
+    dp.gather_moments(m.data(), v.data());
+    if (comm.rank() == 0) result = {w, m, v, result.sums, result.norm};
+  });
+  return result;
+}
+
+TEST(DistDataParallel, ShardedWeightsTrainTheModelToTheSameBits) {
+  for (Precision precision : {Precision::fp32, Precision::bf16}) {
+    const StepResult whole = train_model(1, precision, false);
+    EXPECT_GT(whole.sums.n_labels, 0);
+    for (int world : {1, 2, 3}) {
+      const StepResult sharded = train_model(world, precision, true);
+      const std::string what = fmt::format("{} at W = {}", precision_name(precision), world);
+      EXPECT_EQ(whole.sums.ce, sharded.sums.ce) << what;
+      EXPECT_EQ(whole.norm, sharded.norm) << what;
+      EXPECT_TRUE(whole.params == sharded.params) << what;
+      EXPECT_TRUE(whole.exp_avg == sharded.exp_avg && whole.exp_avg_sq == sharded.exp_avg_sq) << what;
+    }
   }
 }
 
@@ -194,7 +258,9 @@ TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
               sum_of_squares(grads.data(), grads.size()));
     std::copy(grads.begin() + ptrdiff_t(begin), grads.begin() + ptrdiff_t(end), dp.grads());
     std::vector<float> params(table.total(), 0.25f);
-    dp.step(params.data(), 1e-2);
+    dp.load_weights(params.data());
+    dp.step(1e-2);
+    std::copy_n(dp.whole_weights(), params.size(), params.begin());
     EXPECT_TRUE(params == params_full);
     const std::vector<float> full_m(full.exp_avg(), full.exp_avg() + table.total());
     const std::vector<float> full_v(full.exp_avg_sq(), full.exp_avg_sq() + table.total());

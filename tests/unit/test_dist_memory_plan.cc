@@ -1,4 +1,4 @@
-// dist/memory_plan: the sharded-gradient (as run today) and FSDP per-rank memory for `replica plan --ranks`.
+// dist/memory_plan: the per-rank memory for `replica plan --ranks`, with whole and with sharded weights.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -16,12 +16,12 @@ ModelConfig model() {  // untied: the head group (final norm + LM head 1000×16)
                                 "test model");
 }
 
-TEST(DistMemoryPlan, ShardedGradientsReplicateOnlyTheWeights) {
+TEST(DistMemoryPlan, WholeWeightsAreTheOnlyReplicatedState) {
   const ModelConfig c = model();
   const ParamTable table(c);
   const double n = double(table.total()), group = double(table.largest_group());
-  const std::vector<MemoryItem> one = sharded_gradients_memory(c, 1, 100.0, Precision::fp32),
-                                 two = sharded_gradients_memory(c, 2, 100.0, Precision::bf16);
+  const std::vector<MemoryItem> one = data_parallel_memory(c, 1, 100.0, Precision::fp32, false),
+                                 two = data_parallel_memory(c, 2, 100.0, Precision::bf16, false);
   ASSERT_EQ(one.size(), 7u);
   EXPECT_EQ(group, 16.0 + 1000 * 16);  // the head group: final norm + LM head
   EXPECT_EQ(one[0].bytes, 4 * n);      // weights
@@ -39,15 +39,18 @@ TEST(DistMemoryPlan, ShardedGradientsReplicateOnlyTheWeights) {
   EXPECT_EQ(total_bytes(one), 16 * n + 4 * group + 100.0);
 }
 
-TEST(DistMemoryPlan, FsdpShardsEverythingAndGathersTwoBlocks) {
+TEST(DistMemoryPlan, ShardedWeightsKeepOnlyTheGroupInUseWhole) {
   const ModelConfig c = model();
-  const double n = double(ParamTable(c).total()), block = double(ParamTable(c).largest_group());
-  const std::vector<MemoryItem> plan = fsdp_memory(c, 4, 0.0);
-  EXPECT_EQ(plan[0].bytes, n);              // 4 n / 4
-  EXPECT_EQ(plan[2].bytes, 2 * n);          // 8 n / 4
-  EXPECT_EQ(plan[3].bytes, 4 * block);      // two bf16 copies
-  EXPECT_EQ(plan[4].bytes, 4 * block);      // one fp32 block gradient
-  EXPECT_EQ(total_bytes(plan), 4 * n + 8 * block);
+  const double n = double(ParamTable(c).total()), group = double(ParamTable(c).largest_group());
+  const std::vector<MemoryItem> plan = data_parallel_memory(c, 4, 0.0, Precision::bf16, true);
+  ASSERT_EQ(plan.size(), 7u);
+  EXPECT_EQ(plan[0].bytes, n);          // weights: 4 n / 4
+  EXPECT_EQ(plan[1].bytes, 6 * group);  // one gathered group, fp32 and bf16
+  EXPECT_EQ(plan[2].bytes, n);          // gradients: 4 n / 4
+  EXPECT_EQ(plan[3].bytes, 2 * n);      // moments: 8 n / 4
+  EXPECT_EQ(plan[4].bytes, 4 * group);  // one group's gradient
+  EXPECT_LE(plan[5].bytes, 3 * 4 * group);
+  EXPECT_EQ(total_bytes(plan), 4 * n + 10 * group + plan[5].bytes);
 }
 
 }  // namespace

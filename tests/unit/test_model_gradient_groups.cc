@@ -1,6 +1,7 @@
-// model/gradient_sink: the backward hands its gradient over group by group (ParamTable::groups, in that order),
-// each group's memory separate and fresh, and the gradient is the whole-buffer backward's, bit for bit, with
-// the LM head tied to the embedding or not.
+// model/gradient_sink and model/weight_source: the model reads its weights group by group from copies that exist
+// only between acquire and release, and hands its gradient over group by group (ParamTable::groups, in that order),
+// each group's memory separate and fresh; loss and gradient are the whole-buffer pass's, bit for bit, with the LM
+// head tied to the embedding or not.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -49,9 +50,33 @@ class RecordingSink final : public GradientSink {
   std::map<size_t, std::vector<float>> open_;
 };
 
+// Serves every acquired group from a copy of its own, so a read outside an acquired group's range shows up as a wrong
+// result; records the order of acquisitions.
+class CopyingWeights final : public WeightSource {
+ public:
+  explicit CopyingWeights(const std::vector<float>& params) : params_(params) {}
+
+  GroupWeights acquire(ParamTable::Range r, Precision) override {
+    EXPECT_EQ(copies_.count(r.begin), 0u) << "group acquired twice";
+    copies_[r.begin].assign(params_.begin() + ptrdiff_t(r.begin), params_.begin() + ptrdiff_t(r.end));
+    most_acquired = std::max(most_acquired, copies_.size());
+    acquired.push_back(r.begin);
+    return {copies_[r.begin].data(), nullptr, r.begin};
+  }
+  void release(ParamTable::Range r) override { EXPECT_EQ(copies_.erase(r.begin), 1u) << "release without acquire"; }
+  bool all_released() const { return copies_.empty(); }
+
+  std::vector<size_t> acquired;  // group begins, in order
+  size_t most_acquired = 0;
+
+ private:
+  const std::vector<float>& params_;
+  std::map<size_t, std::vector<float>> copies_;
+};
+
 class GradientGroups : public ::testing::TestWithParam<bool> {};
 
-TEST_P(GradientGroups, AreHandedOverInOrderWithTheWholeBuffersBits) {
+TEST_P(GradientGroups, WeightsAndGradientsMoveGroupByGroupWithTheWholeBuffersBits) {
   const bool tied = GetParam();
   const ModelConfig config = model(tied);
   Olmo3 net(config);
@@ -67,19 +92,35 @@ TEST_P(GradientGroups, AreHandedOverInOrderWithTheWholeBuffersBits) {
   std::vector<float> whole(table.total(), 0.0f);
   const LossSums expected = net.forward_backward(params.data(), whole.data(), batch, 1e-4f, 0.01f);
   RecordingSink sink(table.total());
-  const LossSums got = net.forward_backward(params.data(), sink, batch, 1e-4f, 0.01f);
+  CopyingWeights weights(params);
+  const LossSums got = net.forward_backward(weights, sink, batch, 1e-4f, 0.01f);
 
   EXPECT_EQ(got.ce, expected.ce);
+  EXPECT_EQ(got.z, expected.z);
+  EXPECT_TRUE(weights.all_released());
+  // Forward: embedding, blocks 0 … L-1; head group (and the tied embedding); backward: blocks L-1 … 0.
+  const std::vector<ParamTable::Range> groups = table.groups();  // head, blocks L-1 … 0, embedding
+  const size_t L = table.blocks.size();
+  std::vector<size_t> expected_order{table.embed_range().begin};
+  for (size_t l = 0; l < L; l++) expected_order.push_back(table.block_range(l).begin);
+  expected_order.push_back(table.head_range().begin);
+  if (tied) expected_order.push_back(table.embed_range().begin);
+  for (size_t l = L; l-- > 0;) expected_order.push_back(table.block_range(l).begin);
+  EXPECT_EQ(weights.acquired, expected_order);
+  EXPECT_EQ(weights.most_acquired, tied ? 2u : 1u);
+  CopyingWeights eval_weights(params);
+  EXPECT_EQ(net.forward_loss(eval_weights, batch, 1e-4f).ce, net.forward_loss(params.data(), batch, 1e-4f).ce);
+  EXPECT_TRUE(eval_weights.all_released());
   EXPECT_TRUE(sink.grads == whole) << "the grouped gradient differs from the whole-buffer one";
   std::vector<size_t> order;
-  for (ParamTable::Range g : table.groups()) order.push_back(g.begin);
+  for (ParamTable::Range g : groups) order.push_back(g.begin);
   EXPECT_EQ(sink.closed, order);
   EXPECT_EQ(sink.most_open, tied ? 2u : 1u);  // the tied embedding stays open from the LM head to the end
   // The groups tile the buffer.
   size_t next = 0;
   for (auto g = order.rbegin(); g != order.rend(); ++g) {
     EXPECT_EQ(*g, next);
-    for (ParamTable::Range r : table.groups())
+    for (ParamTable::Range r : groups)
       if (r.begin == *g) next = r.end;
   }
   EXPECT_EQ(next, table.total());

@@ -136,8 +136,8 @@ TEST(AdamW, ShardsUpdateExactlyTheirRangeAsTheWholeBufferWould) {
     AdamW shard(b.table, AdamWConfig{}, begin, end), same_shard(b.table, AdamWConfig{}, begin, end);
     std::vector<float> alone = b.params;
     const std::vector<float> shard_grads(b.grads.begin() + ptrdiff_t(begin), b.grads.begin() + ptrdiff_t(end));
-    shard.step(alone.data(), shard_grads.data(), 1e-2);
-    same_shard.step(sharded.data(), shard_grads.data(), 1e-2);
+    shard.step(alone.data() + begin, shard_grads.data(), 1e-2);
+    same_shard.step(sharded.data() + begin, shard_grads.data(), 1e-2);
     ASSERT_EQ(shard.end() - shard.begin(), end - begin);
     for (size_t i = 0; i < b.params.size(); i++)
       ASSERT_EQ(alone[i], i >= begin && i < end ? whole[i] : b.params[i]) << i;

@@ -114,11 +114,13 @@ TEST(Recipe, OverridesAreParsedAsYaml) {
       kMinimal, "minimal",
       {"data.paths=[a.npy, b.npy]", "optim.lr=1e-3", "optim.betas=[0.8, 0.99]", "train.precision=bf16",
        "schedule.type=wsd", "schedule.decay_steps=20", "optim.skip_step=false", "run.name=my run", "model.init_from=",
-       "train.device=cuda", "train.remat=keep_attention"},
+       "train.device=cuda", "train.remat=keep_attention", "train.shard_weights=true"},
       false);
   EXPECT_EQ(r.train.device, Device::cuda);
   EXPECT_EQ(r.train.remat, Remat::keep_attention);
   EXPECT_NE(r.to_yaml().find("remat: keep_attention"), std::string::npos);
+  EXPECT_TRUE(r.train.shard_weights);
+  EXPECT_NE(r.to_yaml().find("shard_weights: true"), std::string::npos);
   EXPECT_EQ(r.data.paths, (std::vector<std::string>{"a.npy", "b.npy"}));
   EXPECT_EQ(r.optim.lr, 1e-3);
   EXPECT_EQ(r.optim.betas, (std::vector<double>{0.8, 0.99}));

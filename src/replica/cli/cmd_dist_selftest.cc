@@ -23,12 +23,14 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
     int fault_rank = -1;
     int64_t fault_step = 2;
     std::string fault = "none";
+    bool shard_weights = false;
   };
   auto o = std::make_shared<Options>();
   app.add_option("--steps", o->steps, "optimizer steps");
   app.add_option("--global-batch", o->global_batch, "instances per step, over all ranks");
   app.add_option("--micro-batch", o->micro_batch, "instances per forward/backward");
   app.add_option("--threads", o->threads, "threads per rank");
+  app.add_flag("--shard-weights", o->shard_weights, "shard the weights too (FSDP)");
   app.add_option("--fault", o->fault, "none | die | hang: what --fault-rank does at --fault-step")
       ->check(CLI::IsMember({"none", "die", "hang"}));
   app.add_option("--fault-rank", o->fault_rank, "the rank that fails");
@@ -46,7 +48,8 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
     std::vector<float> params(table.total(), 0.0f);
     init_params(config, table, 0, params.data());
     const int64_t G = o->global_batch, M = o->micro_batch, T = 16;
-    DataParallel dp(*comm, table, AdamWConfig{}, G, M);
+    DataParallel dp(*comm, table, AdamWConfig{}, G, M, Sharding{o->shard_weights});
+    dp.load_weights(params.data());
     const int rank = comm->rank(), world = comm->size();
     for (int64_t step = 1; step <= o->steps; step++) {
       if (rank == o->fault_rank && step == o->fault_step) {
@@ -61,17 +64,19 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
       dp.arrange(ids, T);
       dp.arrange(targets, T);
       const float scale = 1.0f / float(G * (T - 1));
+      WeightSource& weights = o->shard_weights ? dp.gathered_weights() : model.whole_weights(dp.whole_weights());
       const LossSums sums = dp.gradients([&](int64_t k, GradientSink& sink) {
-        return model.forward_backward(params.data(), sink, Batch{ids.data() + k * M * T, targets.data() + k * M * T, M, T},
-                                      1e-4f, scale);
+        const Batch micro_batch{ids.data() + k * M * T, targets.data() + k * M * T, M, T};
+        return model.forward_backward(weights, sink, micro_batch, 1e-4f, scale);
       });
       const double norm = dp.clip(1.0);
-      dp.step(params.data(), 1e-2);
+      dp.step(1e-2);
       if (rank == 0)
         fmt::print("step {} loss {:.17g} z {:.17g} labels {} grad_norm {:.17g}\n", step, sums.ce / double(G * (T - 1)),
                    sums.z, sums.n_labels, norm);
     }
     std::vector<float> m(rank == 0 ? params.size() : 0), v(m.size());
+    dp.gather_weights(params.data());
     dp.gather_moments(m.data(), v.data());
     if (rank == 0)
       fmt::print("ranks {} weights {:016x} exp_avg {:016x} exp_avg_sq {:016x} comm {:.3f} s\n", world,

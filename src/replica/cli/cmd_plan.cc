@@ -69,12 +69,12 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
         for (const MemoryItem& item : items) fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);
         fmt::print("  {:<22} {:>12}\n", "total per rank", gib(total_bytes(items)));
       };
-      show(fmt::format("per rank, {} ranks, sharded gradients and moments (ZeRO-2, replica today), {} micro-batches "
-                       "per rank, remat=block:",
-                       o->ranks, G / (o->ranks * o->micro_batch)),
-           sharded_gradients_memory(c, o->ranks, act, precision));
-      show(fmt::format("per rank, {} ranks, fully sharded (FSDP, the GPU plan), remat=block:", o->ranks),
-           fsdp_memory(c, o->ranks, act));
+      const int64_t L = G / (o->ranks * o->micro_batch);
+      show(fmt::format("per rank, {} ranks, {} micro-batches each, remat=block, gradients and moments sharded:",
+                       o->ranks, L),
+           data_parallel_memory(c, o->ranks, act, precision, false));
+      show(fmt::format("the same with the weights sharded too (train.shard_weights=true, FSDP):"),
+           data_parallel_memory(c, o->ranks, act, precision, true));
     }
     return 0;
   });

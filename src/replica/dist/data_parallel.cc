@@ -1,5 +1,5 @@
-// DataParallel: the gradient groups reduced as the backward completes them, the sharded norm, the update on the shard
-// and the moment gather/scatter for checkpoints.
+// DataParallel: weight groups gathered as the model acquires them, gradient groups reduced as the backward completes
+// them, the sharded norm, the update on the shard and the weight and moment gathers and scatters for checkpoints.
 #include "replica/dist/data_parallel.h"
 
 #include <algorithm>
@@ -26,16 +26,18 @@ static ParamTable::Range part_in_shard(ParamTable::Range range, const std::vecto
 static size_t length(ParamTable::Range r) { return r.end > r.begin ? r.end - r.begin : 0; }
 
 DataParallel::DataParallel(Communicator& control, Communicator& data, Backend& backend, const ParamTable& table,
-                           AdamWConfig config, int64_t global_batch, int64_t micro_batch, size_t receive_floats)
+                           AdamWConfig config, int64_t global_batch, int64_t micro_batch, Sharding sharding)
     : control_(control),
       data_(data),
       be_(backend),
       local_micro_(local_micro_batches(global_batch, micro_batch, control.size())),
       bounds_(shard_bounds(table.total(), control.size())),
       adamw_(table, config, bounds_[size_t(control.rank())], bounds_[size_t(control.rank()) + 1], backend),
+      sharding_(sharding),
+      weights_(backend, sharding.weights ? adamw_.end() - adamw_.begin() : table.total()),
       grads_(backend, adamw_.end() - adamw_.begin()),
       largest_group_(table.largest_group()),
-      piece_(piece_floats(control.size(), receive_floats)) {
+      piece_(piece_floats(control.size(), sharding.receive_floats)) {
   check(data.size() == control.size() && data.rank() == control.rank(),
         "the data and control communicators disagree on rank or size");
   // Room for the other ranks' copies of one piece of this rank's largest part of a group.
@@ -44,7 +46,10 @@ DataParallel::DataParallel(Communicator& control, Communicator& data, Backend& b
     largest_part = std::max(largest_part, length(part_in_shard(g, bounds_, size_t(control.rank()))));
   if (control.size() > 1)
     received_ = DeviceArray<float>(backend, size_t(control.size() - 1) * std::min(piece_, largest_part));
+  if (sharding.weights) gathered_ = std::make_unique<Gathered>(*this);
 }
+
+DataParallel::~DataParallel() = default;
 
 void DataParallel::arrange(std::vector<int32_t>& rows, int64_t row_len) const {
   const int64_t L = local_micro_, M = int64_t(rows.size()) / (row_len * L);
@@ -93,6 +98,78 @@ class DataParallel::Groups final : public GradientSink {
   DataParallel& dp_;
   std::vector<std::optional<ParamTable::Range>> open_;  // by slot of group_grads_
 };
+
+// The model's view of sharded weights: each acquired group is gathered into a buffer of its own (at most two are
+// acquired at once: the head group, and the embedding when the LM head is tied to it), every rank sending its part of
+// the group to every other rank, and rounded to bf16 there when the model asks for bf16.
+class DataParallel::Gathered final : public WeightSource {
+ public:
+  explicit Gathered(DataParallel& dp) : dp_(dp) {}
+
+  GroupWeights acquire(ParamTable::Range range, Precision precision) override {
+    size_t slot = 0;
+    while (slot < acquired_.size() && acquired_[slot]) slot++;
+    if (slot == acquired_.size()) {
+      acquired_.push_back({});
+      f32_.emplace_back(dp_.be_, dp_.largest_group_);
+      b16_.emplace_back();
+    }
+    acquired_[slot] = range;
+    float* group = f32_[slot].data();
+    const size_t W = size_t(dp_.control_.size()), me = size_t(dp_.control_.rank());
+    const ParamTable::Range mine = part_in_shard(range, dp_.bounds_, me);
+    const float* my_part = length(mine) > 0 ? dp_.weights_.data() + (mine.begin - dp_.bounds_[me]) : nullptr;
+    std::vector<Transfer> sends, recvs;
+    for (size_t r = 0; r < W; r++) {
+      if (r == me) continue;
+      if (my_part) sends.push_back({int(r), const_cast<float*>(my_part), length(mine) * sizeof(float)});
+      const ParamTable::Range theirs = part_in_shard(range, dp_.bounds_, r);
+      if (length(theirs) > 0)
+        recvs.push_back({int(r), group + (theirs.begin - range.begin), length(theirs) * sizeof(float)});
+    }
+    if (my_part) dp_.be_.copy(group + (mine.begin - range.begin), my_part, length(mine));
+    if (W > 1) dp_.data_.exchange(sends, recvs);
+    if (precision != Precision::bf16) return {group, nullptr, range.begin};
+    if (b16_[slot].empty()) b16_[slot] = DeviceArray<bf16>(dp_.be_, dp_.largest_group_);
+    dp_.be_.convert_to_bf16(group, b16_[slot].data(), length(range));
+    return {group, b16_[slot].data(), range.begin};
+  }
+
+  void release(ParamTable::Range range) override {
+    for (std::optional<ParamTable::Range>& r : acquired_)
+      if (r && r->begin == range.begin && r->end == range.end) {
+        r.reset();
+        return;
+      }
+    fail("weight group [{}, {}) released but not acquired", range.begin, range.end);
+  }
+
+ private:
+  DataParallel& dp_;
+  std::vector<std::optional<ParamTable::Range>> acquired_;  // by slot
+  std::vector<DeviceArray<float>> f32_;
+  std::vector<DeviceArray<bf16>> b16_;
+};
+
+WeightSource& DataParallel::gathered_weights() {
+  check(gathered_ != nullptr, "DataParallel: the weights are not sharded");
+  return *gathered_;
+}
+
+void DataParallel::load_weights(const float* whole) {
+  const size_t begin = sharding_.weights ? adamw_.begin() : 0;
+  be_.to_device(weights_.data(), whole + begin, weights_.size() * sizeof(float));
+}
+
+void DataParallel::gather_weights(float* whole) {
+  if (!sharding_.weights) {
+    if (control_.rank() == 0) be_.to_host(whole, weights_.data(), weights_.size() * sizeof(float));
+    return;
+  }
+  std::vector<float> shard(weights_.size());
+  be_.to_host(shard.data(), weights_.data(), shard.size() * sizeof(float));
+  gather_to_root(control_, shard.data(), bounds_, whole);
+}
 
 // Every rank sends each other rank the part of the group in that rank's shard, and adds the W copies of its own part
 // (its own included) into grads_ in rank order: in round k those are micro-batches c = W k + rank, so over the rounds
@@ -174,9 +251,9 @@ double DataParallel::clip(double max_norm) {
   return norm;
 }
 
-void DataParallel::step(float* params, double lr) {
-  adamw_.step(params, grads_.data(), lr);
-  if (data_.size() > 1) all_gather(data_, params, bounds_);
+void DataParallel::step(double lr) {
+  adamw_.step(my_weights(), grads_.data(), lr);
+  if (!sharding_.weights && data_.size() > 1) all_gather(data_, weights_.data(), bounds_);
 }
 
 void DataParallel::gather_moments(float* exp_avg, float* exp_avg_sq) {

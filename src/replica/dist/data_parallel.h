@@ -1,52 +1,66 @@
-// Data parallelism with sharded gradients and optimizer state (ZeRO-2): every rank holds the full fp32 weights,
-// computes the micro-batches of its row[r::W] slice of the global batch, and owns one shard of the flat buffer, for
-// which it holds the summed gradient and the Adam moments and does the update. One step:
-//   gradients(): the backward hands over each group of parameters (a block, the head, the embedding) as soon as its
-//                gradient is complete (model/gradient_sink.h); the group goes at once to the ranks whose shards it
-//                overlaps, which add every rank's copy into their shard's sum;
+// Data parallelism with sharded gradients and optimizer state (ZeRO-2), and optionally sharded weights (FSDP): every
+// rank computes the micro-batches of its row[r::W] slice of the global batch and owns one shard of the flat buffer,
+// for which it holds the summed gradient and the Adam moments (and, with sharded weights, the fp32 weights) and does
+// the update. One step:
+//   gradients(): the model acquires each group of weights (a block, the head, the embedding) as it needs them
+//                (model/weight_source.h): pointers into the whole buffer, or with sharded weights the group
+//                gathered from its owners. The backward hands over each group's gradient as soon as it is complete
+//                (model/gradient_sink.h); it goes at once to the ranks whose shards it overlaps, which add every
+//                rank's copy into their shard's sum;
 //   clip():      global norm from every shard's block sums (identical to the unsharded norm), clip shard;
-//   step():      AdamW on the shard, then the weights are all-gathered.
+//   step():      AdamW on the shard; with whole weights on every rank, the new weights are then all-gathered.
 // The sum runs over micro-batch c = rank + W k in increasing c: one chain of fp32 additions that every W computes
-// alike, so with the same global and micro-batch size (and threads per rank) the result is bitwise independent of W. A
-// micro-batch needs one group's gradient memory, not a whole gradient buffer, and the accumulation over micro-batches
-// needs only the shard. W = 1 runs the same code with a LocalCommunicator. Weights, gradients and moments live in the
-// backend's memory. Two communicators: `data` moves backend memory (the gradient groups and the weight all-gather: NCCL
-// on GPUs), `control` moves host memory (loss sums, norm block sums, checkpoint gathers: MPI). On the CPU both are the
-// same object.
+// alike, so with the same global and micro-batch size (and threads per rank) the result is bitwise independent of W,
+// and of whether the weights are sharded (gathering copies bits). A micro-batch needs one group's gradient memory,
+// not a whole gradient buffer, and the accumulation over micro-batches needs only the shard. W = 1 runs the same code
+// with a LocalCommunicator.
+// Weights, gradients and moments live in the backend's memory. Two communicators: `data` moves backend memory
+// (gradient groups, weights: NCCL on GPUs), `control` moves host memory (loss sums, norm block sums, checkpoint
+// gathers: MPI). On the CPU both are the same object.
 //
 //   DataParallel dp(comm, table, adamw_config, G, M);
+//   dp.load_weights(host_weights);                                        // the whole buffer, on every rank
 //   Batch b = loader.batch(epoch, step_batch, comm.rank(), comm.size());   // G / W rows
 //   dp.arrange(tokens, T); dp.arrange(targets, T);                       // micro-batch k = rows [kM, (k+1)M)
-//   LossSums s = dp.gradients([&](int64_t k, GradientSink& sink) { return model.forward_backward(params, sink,
+//   WeightSource& w = sharded ? dp.gathered_weights() : model.whole_weights(dp.whole_weights());
+//   LossSums s = dp.gradients([&](int64_t k, GradientSink& sink) { return model.forward_backward(w, sink,
 //                             Batch{tokens + k*M*T, targets + k*M*T, M, T}, z, 1.0f / labels); });
-//   double norm = dp.clip(1.0);  if (!skip) dp.step(params, lr);
+//   double norm = dp.clip(1.0);  if (!skip) dp.step(lr);
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "replica/dist/communicator.h"
 #include "replica/kernels/backend.h"
 #include "replica/model/gradient_sink.h"
+#include "replica/model/weight_source.h"
 #include "replica/optim/adamw.h"
 
 namespace replica {
 
+// How much DataParallel shards, beyond the gradients and moments.
+struct Sharding {
+  bool weights = false;  // FSDP: the fp32 weights too; the model's groups are gathered as it acquires them
+  // Bounds the buffer for the other ranks' copies of this rank's part of a gradient group: a group is reduced in
+  // rounds of at most receive_floats / (W - 1) floats per rank pair (256 MiB in all by default).
+  size_t receive_floats = size_t(1) << 26;
+};
+
 class DataParallel {
  public:
-  // Raises Error unless micro_batch × world divides global_batch. `receive_floats` bounds the buffer for the other
-  // ranks' copies of this rank's part of a gradient group: a group is reduced in rounds of at most receive_floats / (W
-  // - 1) floats per rank pair.
+  // Raises Error unless micro_batch × world divides global_batch.
   DataParallel(Communicator& control, Communicator& data, Backend& backend, const ParamTable& table, AdamWConfig config,
-               int64_t global_batch, int64_t micro_batch, size_t receive_floats = kReceiveFloats);
+               int64_t global_batch, int64_t micro_batch, Sharding sharding = {});
   // One communicator for both, on the CPU.
   DataParallel(Communicator& comm, const ParamTable& table, AdamWConfig config, int64_t global_batch,
-               int64_t micro_batch, size_t receive_floats = kReceiveFloats)
-      : DataParallel(comm, comm, cpu_backend(), table, config, global_batch, micro_batch, receive_floats) {}
+               int64_t micro_batch, Sharding sharding = {})
+      : DataParallel(comm, comm, cpu_backend(), table, config, global_batch, micro_batch, sharding) {}
+  ~DataParallel();
 
-  static constexpr size_t kReceiveFloats = size_t(1) << 26;  // 256 MiB
   // Floats per rank pair and round of a group's reduction (W = 1: no reduction, one round).
   static size_t piece_floats(int world, size_t receive_floats) {
     return world > 1 ? std::max<size_t>(1, receive_floats / size_t(world - 1)) : SIZE_MAX;
@@ -57,6 +71,18 @@ class DataParallel {
   int64_t micro_batches() const { return local_micro_; }         // per rank: L = G / (W M)
   const std::vector<size_t>& bounds() const { return bounds_; }  // the shards (W + 1 offsets)
   AdamW& optimizer() { return adamw_; }
+  bool shards_weights() const { return sharding_.weights; }
+
+  // Every rank takes its part (all of it, or its shard) of whole weights in host memory.
+  void load_weights(const float* whole);
+  // Without sharded weights: this rank's whole weights (backend memory), which the model reads directly
+  // (Olmo3::whole_weights, which also keeps their bf16 copy).
+  const float* whole_weights() const { return sharding_.weights ? nullptr : weights_.data(); }
+  // With sharded weights: the model's view of them, each group gathered from its owners on acquire.
+  WeightSource& gathered_weights();
+  // Rank 0 gets the whole weights into host memory `whole` (total floats; other ranks pass nullptr). Every rank must
+  // call it: with sharded weights it gathers the shards.
+  void gather_weights(float* whole);
 
   // Reorders the rank's G / W rows of `row_len` values each (as DataLoader::batch returns them) so that micro-batch k
   // is rows [k M, (k + 1) M): the rank's rows k, k + L, k + 2L, ..., which are the global rows ≡ c (mod G / M) of
@@ -74,8 +100,8 @@ class DataParallel {
   // The global gradient norm (before clipping); with max_norm > 0 the shard is clipped as clip_grad_norm does.
   double clip(double max_norm);
 
-  // AdamW on this rank's shard of params from grads(), then every rank gets the new weights.
-  void step(float* params, double lr);
+  // AdamW on this rank's shard of the weights from grads(); with whole weights every rank then gets the new ones.
+  void step(double lr);
 
   // Checkpoints hold whole tensors, in host memory. gather_moments: rank 0 gets both moments of the whole buffer into
   // exp_avg and exp_avg_sq (total floats each; other ranks pass nullptr). load_moments: every rank takes its shard from
@@ -85,7 +111,9 @@ class DataParallel {
 
  private:
   class Groups;
+  class Gathered;
   void reduce_group(ParamTable::Range range, const float* group_grads);
+  float* my_weights() { return weights_.data() + (sharding_.weights ? 0 : adamw_.begin()); }  // this rank's shard
 
   Communicator& control_;
   Communicator& data_;
@@ -93,6 +121,9 @@ class DataParallel {
   int64_t local_micro_;
   std::vector<size_t> bounds_;
   AdamW adamw_;
+  Sharding sharding_;
+  DeviceArray<float> weights_;                   // fp32: the whole buffer, or this rank's shard
+  std::unique_ptr<Gathered> gathered_;           // the model's view of sharded weights
   DeviceArray<float> grads_;                     // this rank's shard of the summed gradient
   size_t largest_group_;                         // floats
   size_t piece_;                                 // floats per rank pair and round of a group's reduction

@@ -9,10 +9,10 @@
 
 namespace replica {
 
-std::vector<MemoryItem> sharded_gradients_memory(const ModelConfig& config, int64_t ranks, double activation_bytes,
-                                                 Precision precision) {
+std::vector<MemoryItem> data_parallel_memory(const ModelConfig& config, int64_t ranks, double activation_bytes,
+                                             Precision precision, bool shard_weights) {
   const ParamTable table(config);
-  const double n = double(table.total()), R = double(ranks);
+  const double n = double(table.total()), R = double(ranks), group = double(table.largest_group());
   const std::vector<size_t> bounds = shard_bounds(table.total(), int(ranks));
   size_t largest_part = 0;  // of a group, in any rank's shard
   for (ParamTable::Range g : table.groups())
@@ -20,30 +20,25 @@ std::vector<MemoryItem> sharded_gradients_memory(const ModelConfig& config, int6
       const size_t lo = std::max(g.begin, bounds[r]), hi = std::min(g.end, bounds[r + 1]);
       if (hi > lo) largest_part = std::max(largest_part, hi - lo);
     }
-  const double open_groups = config.tie_embeddings ? 2 : 1;
-  return {{"weights fp32", 4 * n, "replicated"},
-          {"weights bf16", precision == Precision::bf16 ? 2 * n : 0.0, "rounded once per step for the GEMMs"},
-          {"gradients fp32", 4 * n / R, "sharded: this rank's part of the sum over all micro-batches"},
-          {"adam moments fp32", 8 * n / R, "sharded"},
-          {"group gradient fp32", 4 * open_groups * double(table.largest_group()),
-           "the group (block, head, embedding) the backward is filling"},
-          {"receive buffer",
-           4 * (R - 1) *
-               double(std::min(largest_part, DataParallel::piece_floats(int(ranks), DataParallel::kReceiveFloats))),
-           "other ranks' copies of a piece of this rank's part of a group"},
-          {"activations", activation_bytes, "one micro-batch"}};
-}
-
-std::vector<MemoryItem> fsdp_memory(const ModelConfig& config, int64_t ranks, double activation_bytes) {
-  const ParamTable table(config);
-  const double n = double(table.total()), R = double(ranks);
-  const double block = double(table.largest_group());  // the embedding and LM head are gathered like a block
-  return {{"master weights fp32", 4 * n / R, "sharded"},
-          {"gradients fp32", 4 * n / R, "sharded (reduce-scattered per block in fp32)"},
-          {"adam moments fp32", 8 * n / R, "sharded"},
-          {"gathered weights bf16", 2 * 2 * block, "two blocks: current + prefetched"},
-          {"block gradient fp32", 4 * block, "before its reduce-scatter"},
-          {"activations", activation_bytes, "one micro-batch"}};
+  const double open_groups = config.tie_embeddings ? 2 : 1, bf16 = precision == Precision::bf16 ? 1 : 0;
+  const double piece =
+      double(std::min(largest_part, DataParallel::piece_floats(int(ranks), Sharding{}.receive_floats)));
+  std::vector<MemoryItem> items;
+  if (shard_weights) {
+    items.push_back({"weights fp32", 4 * n / R, "sharded"});
+    items.push_back({"gathered weights", (4 + 2 * bf16) * open_groups * group,
+                     bf16 ? "the group in use, fp32 and its bf16 copy" : "the group in use"});
+  } else {
+    items.push_back({"weights fp32", 4 * n, "replicated"});
+    items.push_back({"weights bf16", 2 * bf16 * n, "rounded once per step for the GEMMs"});
+  }
+  items.push_back({"gradients fp32", 4 * n / R, "sharded: this rank's part of the sum over all micro-batches"});
+  items.push_back({"adam moments fp32", 8 * n / R, "sharded"});
+  items.push_back({"group gradient fp32", 4 * open_groups * group, "the group the backward is filling"});
+  items.push_back(
+      {"receive buffer", 4 * (R - 1) * piece, "other ranks' copies of a piece of this rank's part of a group"});
+  items.push_back({"activations", activation_bytes, "one micro-batch"});
+  return items;
 }
 
 double total_bytes(const std::vector<MemoryItem>& items) {

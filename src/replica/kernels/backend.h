@@ -84,8 +84,8 @@ class Backend {
                                 const LmHeadGrads* grads) = 0;
 
   // ---- optimizer ----------------------------------------------------------------------------------------
-  // One AdamW update of every element of `chunks` (backend memory, n_chunks entries); the gradient and the
-  // moments cover a shard of the flat buffer that starts at shard_begin.
+  // One AdamW update of every element of `chunks` (backend memory, n_chunks entries); the weights, the gradient and
+  // the moments cover a shard of the flat buffer that starts at shard_begin.
   virtual void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
                           size_t shard_begin, const AdamWChunk* chunks, int64_t n_chunks,
                           const AdamWScalars& s) = 0;

@@ -93,7 +93,8 @@ struct Olmo3::Workspace {
 
 Olmo3::Olmo3(ModelConfig config, Precision precision, Remat remat, Backend& backend)
     : config_(std::move(config)), table_(config_), precision_(precision), remat_(remat), be_(backend),
-      ws_(std::make_unique<Workspace>()) {}
+      ws_(std::make_unique<Workspace>()),
+      whole_(backend, table_.total()) {}
 
 Olmo3::~Olmo3() = default;
 
@@ -145,17 +146,6 @@ void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   if (precision_ == Precision::bf16) w.dy16 = Buffer16(be_, N * std::max({C, F, HD, KD}));
 }
 
-void Olmo3::round_weights(const float* P) {
-  params_ = P;
-  if (precision_ != Precision::bf16) return;
-  if (params16_.size() != table_.total()) params16_ = DeviceArray<bf16>(be_, table_.total());
-  be_.convert_to_bf16(P, params16_.data(), table_.total());
-}
-
-WeightRef Olmo3::W(size_t offset) const {
-  return {params_ + offset, precision_ == Precision::bf16 ? params16_.data() + offset : nullptr};
-}
-
 WeightRef Olmo3::rounded(const float* x, bf16* x16, size_t n) {
   if (precision_ != Precision::bf16) return {x};
   be_.convert_to_bf16(x, x16, n);
@@ -174,7 +164,8 @@ Olmo3::AttentionOut Olmo3::attention_out(int64_t layer, BlockActs& a) {
   return {w.kept_att[size_t(layer)].data(), w.kept_lse[size_t(layer)].data()};
 }
 
-void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* out, BlockActs& a, bool recompute) {
+void Olmo3::block_forward(const GroupWeights& P, int64_t layer, const float* x, float* out, BlockActs& a,
+                          bool recompute) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   const int64_t B = ws_->B, T = ws_->T, N = B * T, C = c.d_model, F = c.ffn_hidden;
@@ -184,14 +175,14 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
   const Precision p = precision_;
 
   // Attention branch.
-  if (!reordered) be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), x, P + o.norm1, N, C, eps);
+  if (!reordered) be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), x, P(o.norm1), N, C, eps);
   const WeightRef attn_in = rounded(reordered ? x : a.n1.data(), a.attn_in16.data(), size_t(N * C));
-  be_.linear_forward(a.q.data(), attn_in, W(o.wq), N, HD, C, p);
-  be_.linear_forward(a.k.data(), attn_in, W(o.wk), N, KD, C, p);
-  be_.linear_forward(a.v.data(), attn_in, W(o.wv), N, KD, C, p);
+  be_.linear_forward(a.q.data(), attn_in, P.matrix(o.wq), N, HD, C, p);
+  be_.linear_forward(a.k.data(), attn_in, P.matrix(o.wk), N, KD, C, p);
+  be_.linear_forward(a.v.data(), attn_in, P.matrix(o.wv), N, KD, C, p);
   if (c.qk_norm) {
-    be_.rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P + o.q_norm, N, HD, eps);
-    be_.rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P + o.k_norm, N, KD, eps);
+    be_.rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P(o.q_norm), N, HD, eps);
+    be_.rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P(o.k_norm), N, KD, eps);
   } else {
     be_.copy(a.qr.data(), a.q.data(), size_t(N * HD));
     be_.copy(a.kr.data(), a.k.data(), size_t(N * KD));
@@ -203,24 +194,24 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
   // A kept attention output is what this call would compute again, bit for bit.
   if (!(recompute && remat_ == Remat::keep_attention))
     be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, p);
-  be_.linear_forward(a.ao.data(), rounded(att.att, a.att16.data(), size_t(N * HD)), W(o.wo), N, C, HD, p);
+  be_.linear_forward(a.ao.data(), rounded(att.att, a.att16.data(), size_t(N * HD)), P.matrix(o.wo), N, C, HD, p);
   const float* attn_out = a.ao.data();
   if (reordered) {
-    be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), a.ao.data(), P + o.norm1, N, C, eps);
+    be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), a.ao.data(), P(o.norm1), N, C, eps);
     attn_out = a.n1.data();
   }
   be_.add(a.h.data(), x, attn_out, N * C);
 
   // MLP branch.
-  if (!reordered) be_.rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.h.data(), P + o.norm2, N, C, eps);
+  if (!reordered) be_.rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.h.data(), P(o.norm2), N, C, eps);
   const WeightRef mlp_in = rounded(reordered ? a.h.data() : a.n2.data(), a.mlp_in16.data(), size_t(N * C));
-  be_.linear_forward(a.g.data(), mlp_in, W(o.w_gate), N, F, C, p);
-  be_.linear_forward(a.u.data(), mlp_in, W(o.w_up), N, F, C, p);
+  be_.linear_forward(a.g.data(), mlp_in, P.matrix(o.w_gate), N, F, C, p);
+  be_.linear_forward(a.u.data(), mlp_in, P.matrix(o.w_up), N, F, C, p);
   be_.swiglu_forward(a.s.data(), a.g.data(), a.u.data(), N * F);
-  be_.linear_forward(a.m.data(), rounded(a.s.data(), a.s16.data(), size_t(N * F)), W(o.w_down), N, C, F, p);
+  be_.linear_forward(a.m.data(), rounded(a.s.data(), a.s16.data(), size_t(N * F)), P.matrix(o.w_down), N, C, F, p);
   const float* mlp_out = a.m.data();
   if (reordered) {
-    be_.rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.m.data(), P + o.norm2, N, C, eps);
+    be_.rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.m.data(), P(o.norm2), N, C, eps);
     mlp_out = a.n2.data();
   }
   be_.add(out, a.h.data(), mlp_out, N * C);
@@ -229,7 +220,8 @@ void Olmo3::block_forward(const float* P, int64_t layer, const float* x, float* 
 // On entry dres = d(loss)/d(block output); on exit d(loss)/d(block input x). Each output gradient dy is rounded
 // once (bf16) into w.dy16 for its two products, input and weight gradient, which therefore run one after the
 // other; the inputs' rounded copies come from the forward pass.
-void Olmo3::block_backward(const float* P, const GroupGrads& G, int64_t layer, const float* x, BlockActs& a, float* dres) {
+void Olmo3::block_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x, BlockActs& a,
+                           float* dres) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   Workspace& w = *ws_;
@@ -241,34 +233,34 @@ void Olmo3::block_backward(const float* P, const GroupGrads& G, int64_t layer, c
   // MLP branch: out = h + norm2(m) (reordered) or h + m(norm2(h)) (pre).
   const float* dm = dres;
   if (reordered) {
-    be_.rmsnorm_backward(w.dm.data(), G(o.norm2), dres, a.m.data(), P + o.norm2, a.rstd2.data(), N, C, false);
+    be_.rmsnorm_backward(w.dm.data(), G(o.norm2), dres, a.m.data(), P(o.norm2), a.rstd2.data(), N, C, false);
     dm = w.dm.data();
   }
   const WeightRef dm16 = rounded(dm, w.dy16.data(), size_t(N * C));
-  be_.linear_backward_input(w.ds.data(), dm16, W(o.w_down), N, C, F, false, p);
+  be_.linear_backward_input(w.ds.data(), dm16, P.matrix(o.w_down), N, C, F, false, p);
   be_.linear_backward_weight(G(o.w_down), dm16, {a.s.data(), a.s16.data()}, N, C, F, p);
   be_.swiglu_backward(w.dg.data(), w.du.data(), w.ds.data(), a.g.data(), a.u.data(), N * F);
   const WeightRef mlp_in{reordered ? a.h.data() : a.n2.data(), a.mlp_in16.data()};
   const WeightRef dg = rounded(w.dg.data(), w.dy16.data(), size_t(N * F));
-  be_.linear_backward_input(w.dx_branch.data(), dg, W(o.w_gate), N, F, C, false, p);
+  be_.linear_backward_input(w.dx_branch.data(), dg, P.matrix(o.w_gate), N, F, C, false, p);
   be_.linear_backward_weight(G(o.w_gate), dg, mlp_in, N, F, C, p);
   const WeightRef du = rounded(w.du.data(), w.dy16.data(), size_t(N * F));
-  be_.linear_backward_input(w.dx_branch.data(), du, W(o.w_up), N, F, C, true, p);
+  be_.linear_backward_input(w.dx_branch.data(), du, P.matrix(o.w_up), N, F, C, true, p);
   be_.linear_backward_weight(G(o.w_up), du, mlp_in, N, F, C, p);
   if (reordered) {
     be_.add(dres, dres, w.dx_branch.data(), N * C);
   } else {
-    be_.rmsnorm_backward(dres, G(o.norm2), w.dx_branch.data(), a.h.data(), P + o.norm2, a.rstd2.data(), N, C, true);
+    be_.rmsnorm_backward(dres, G(o.norm2), w.dx_branch.data(), a.h.data(), P(o.norm2), a.rstd2.data(), N, C, true);
   }
   // dres is now d(loss)/dh. Attention branch: h = x + norm1(ao) (reordered) or x + ao(norm1(x)) (pre).
   const float* dao = dres;
   if (reordered) {
-    be_.rmsnorm_backward(w.dao.data(), G(o.norm1), dres, a.ao.data(), P + o.norm1, a.rstd1.data(), N, C, false);
+    be_.rmsnorm_backward(w.dao.data(), G(o.norm1), dres, a.ao.data(), P(o.norm1), a.rstd1.data(), N, C, false);
     dao = w.dao.data();
   }
   const WeightRef dao16 = rounded(dao, w.dy16.data(), size_t(N * C));
   const AttentionOut att = attention_out(layer, a);
-  be_.linear_backward_input(w.datt.data(), dao16, W(o.wo), N, C, HD, false, p);
+  be_.linear_backward_input(w.datt.data(), dao16, P.matrix(o.wo), N, C, HD, false, p);
   be_.linear_backward_weight(G(o.wo), dao16, {att.att, a.att16.data()}, N, C, HD, p);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
@@ -278,73 +270,91 @@ void Olmo3::block_backward(const float* P, const GroupGrads& G, int64_t layer, c
   const float* dq = w.dqr.data();
   const float* dk = w.dkr.data();
   if (c.qk_norm) {
-    be_.rmsnorm_backward(w.dq.data(), G(o.q_norm), w.dqr.data(), a.q.data(), P + o.q_norm, a.rstd_q.data(), N, HD,
+    be_.rmsnorm_backward(w.dq.data(), G(o.q_norm), w.dqr.data(), a.q.data(), P(o.q_norm), a.rstd_q.data(), N, HD,
                          false);
-    be_.rmsnorm_backward(w.dk.data(), G(o.k_norm), w.dkr.data(), a.k.data(), P + o.k_norm, a.rstd_k.data(), N, KD,
+    be_.rmsnorm_backward(w.dk.data(), G(o.k_norm), w.dkr.data(), a.k.data(), P(o.k_norm), a.rstd_k.data(), N, KD,
                          false);
     dq = w.dq.data();
     dk = w.dk.data();
   }
   const WeightRef attn_in{reordered ? x : a.n1.data(), a.attn_in16.data()};
   const WeightRef dq16 = rounded(dq, w.dy16.data(), size_t(N * HD));
-  be_.linear_backward_input(w.dx_branch.data(), dq16, W(o.wq), N, HD, C, false, p);
+  be_.linear_backward_input(w.dx_branch.data(), dq16, P.matrix(o.wq), N, HD, C, false, p);
   be_.linear_backward_weight(G(o.wq), dq16, attn_in, N, HD, C, p);
   const WeightRef dk16 = rounded(dk, w.dy16.data(), size_t(N * KD));
-  be_.linear_backward_input(w.dx_branch.data(), dk16, W(o.wk), N, KD, C, true, p);
+  be_.linear_backward_input(w.dx_branch.data(), dk16, P.matrix(o.wk), N, KD, C, true, p);
   be_.linear_backward_weight(G(o.wk), dk16, attn_in, N, KD, C, p);
   const WeightRef dv16 = rounded(w.dv.data(), w.dy16.data(), size_t(N * KD));
-  be_.linear_backward_input(w.dx_branch.data(), dv16, W(o.wv), N, KD, C, true, p);
+  be_.linear_backward_input(w.dx_branch.data(), dv16, P.matrix(o.wv), N, KD, C, true, p);
   be_.linear_backward_weight(G(o.wv), dv16, attn_in, N, KD, C, p);
   if (reordered) {
     be_.add(dres, dres, w.dx_branch.data(), N * C);
   } else {
-    be_.rmsnorm_backward(dres, G(o.norm1), w.dx_branch.data(), x, P + o.norm1, a.rstd1.data(), N, C, true);
+    be_.rmsnorm_backward(dres, G(o.norm1), w.dx_branch.data(), x, P(o.norm1), a.rstd1.data(), N, C, true);
   }
 }
 
-// Runs embedding → blocks → final norm; ws_->final_out holds the normed hidden states.
-void Olmo3::forward_to_final_norm(const float* P, const int32_t* ids, bool keep_all) {
+void Olmo3::forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_all) {
   Workspace& w = *ws_;
   const int64_t N = w.B * w.T, C = config_.d_model;
   check_ids(ids, N);
-  be_.embedding_forward(w.resid[0].data(), ids, P + table_.embed, N, C);
-  for (int64_t l = 0; l < config_.n_layers; l++)
-    block_forward(P, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), w.acts[keep_all ? size_t(l) : 0]);
-  be_.rmsnorm_forward(w.final_out.data(), w.final_rstd.data(), w.resid.back().data(), P + table_.final_norm, N, C,
-                      float(config_.norm_eps));
+  const ParamTable::Range embed_range = table_.embed_range();
+  be_.embedding_forward(w.resid[0].data(), ids, acquire(weights, embed_range)(table_.embed), N, C);
+  weights.release(embed_range);
+  for (int64_t l = 0; l < config_.n_layers; l++) {
+    const ParamTable::Range range = table_.block_range(size_t(l));
+    block_forward(acquire(weights, range), l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(),
+                  w.acts[keep_all ? size_t(l) : 0]);
+    weights.release(range);
+  }
+}
+
+void Olmo3::final_norm(const GroupWeights& head) {
+  Workspace& w = *ws_;
+  be_.rmsnorm_forward(w.final_out.data(), w.final_rstd.data(), w.resid.back().data(), head(table_.final_norm),
+                      w.B * w.T, config_.d_model, float(config_.norm_eps));
 }
 
 LossSums Olmo3::forward_backward(const float* P, float* grads, const Batch& batch, float z_coef, float grad_scale) {
   WholeGradient sink(grads);
-  return forward_backward(P, sink, batch, z_coef, grad_scale);
+  return forward_backward(whole_weights(P), sink, batch, z_coef, grad_scale);
 }
 
-LossSums Olmo3::forward_backward(const float* P, GradientSink& sink, const Batch& batch, float z_coef,
+LossSums Olmo3::forward_backward(WeightSource& weights, GradientSink& sink, const Batch& batch, float z_coef,
                                  float grad_scale) {
-  round_weights(P);
   prepare(batch.B, batch.T, true);
   Workspace& w = *ws_;
   const ModelConfig& c = config_;
   const int64_t N = batch.B * batch.T, C = c.d_model;
   const bool keep_all = remat_ == Remat::none;
-  forward_to_final_norm(P, batch.ids, keep_all);
+  forward_blocks(weights, batch.ids, keep_all);
+
+  // Head: final norm, LM head and loss, and their backward.
   auto open = [&](ParamTable::Range r) { return GroupGrads{sink.open(r), r.begin}; };
   const bool tied = table_.lm_head == table_.embed;
   const ParamTable::Range embed_range = table_.embed_range(), head_range = table_.head_range();
   GroupGrads embed = tied ? open(embed_range) : GroupGrads{};
   const GroupGrads head = open(head_range);
+  const GroupWeights head_w = acquire(weights, head_range);
+  const WeightRef lm_head = tied ? acquire(weights, embed_range).matrix(table_.lm_head) : head_w.matrix(table_.lm_head);
+  final_norm(head_w);
   LmHeadGrads head_grads{w.dfinal.data(), tied ? embed(table_.lm_head) : head(table_.lm_head), grad_scale};
-  LossSums sums = be_.lm_head_loss(w.final_out.data(), W(table_.lm_head), batch.targets, N, C, c.vocab_size, z_coef,
-                                   precision_, &head_grads);
+  LossSums sums = be_.lm_head_loss(w.final_out.data(), lm_head, batch.targets, N, C, c.vocab_size, z_coef, precision_,
+                                   &head_grads);
+  if (tied) weights.release(embed_range);
   be_.rmsnorm_backward(w.dres.data(), head(table_.final_norm), w.dfinal.data(), w.resid.back().data(),
-                       P + table_.final_norm, w.final_rstd.data(), N, C, false);
+                       head_w(table_.final_norm), w.final_rstd.data(), N, C, false);
+  weights.release(head_range);
   sink.close(head_range);
+
   for (int64_t l = c.n_layers - 1; l >= 0; l--) {
     BlockActs& a = w.acts[keep_all ? size_t(l) : 0];
-    // Recompute this block's activations; its output (already in resid[l + 1]) is rewritten identically.
-    if (!keep_all) block_forward(P, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), a, true);
     const ParamTable::Range range = table_.block_range(size_t(l));
-    block_backward(P, open(range), l, w.resid[size_t(l)].data(), a, w.dres.data());
+    const GroupWeights block_w = acquire(weights, range);
+    // Recompute this block's activations; its output (already in resid[l + 1]) is rewritten identically.
+    if (!keep_all) block_forward(block_w, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), a, true);
+    block_backward(block_w, open(range), l, w.resid[size_t(l)].data(), a, w.dres.data());
+    weights.release(range);
     sink.close(range);
   }
   if (!tied) embed = open(embed_range);
@@ -354,17 +364,29 @@ LossSums Olmo3::forward_backward(const float* P, GradientSink& sink, const Batch
 }
 
 LossSums Olmo3::forward_loss(const float* P, const Batch& batch, float z_coef) {
-  round_weights(P);
+  return forward_loss(whole_weights(P), batch, z_coef);
+}
+
+LossSums Olmo3::forward_loss(WeightSource& weights, const Batch& batch, float z_coef) {
   prepare(batch.B, batch.T, false);
-  forward_to_final_norm(P, batch.ids, false);
-  return be_.lm_head_loss(ws_->final_out.data(), W(table_.lm_head), batch.targets, batch.B * batch.T,
-                          config_.d_model, config_.vocab_size, z_coef, precision_, nullptr);
+  forward_blocks(weights, batch.ids, false);
+  const bool tied = table_.lm_head == table_.embed;
+  const ParamTable::Range embed_range = table_.embed_range(), head_range = table_.head_range();
+  const GroupWeights head_w = acquire(weights, head_range);
+  const WeightRef lm_head = tied ? acquire(weights, embed_range).matrix(table_.lm_head) : head_w.matrix(table_.lm_head);
+  final_norm(head_w);
+  const LossSums sums = be_.lm_head_loss(ws_->final_out.data(), lm_head, batch.targets, batch.B * batch.T,
+                                         config_.d_model, config_.vocab_size, z_coef, precision_, nullptr);
+  if (tied) weights.release(embed_range);
+  weights.release(head_range);
+  return sums;
 }
 
 void Olmo3::forward_hidden(const float* P, const int32_t* ids, int64_t B, int64_t T) {
-  round_weights(P);
+  WeightSource& weights = whole_weights(P);
   prepare(B, T, false);
-  forward_to_final_norm(P, ids, false);
+  forward_blocks(weights, ids, false);
+  final_norm(acquire(weights, table_.head_range()));
 }
 
 void Olmo3::head_logits(const int64_t* rows, int64_t n, float* logits) {
@@ -378,7 +400,9 @@ void Olmo3::head_logits(const int64_t* rows, int64_t n, float* logits) {
   const size_t n_logits = size_t(n * V);
   if (!be_.host_memory() && w.head_logits.size() < n_logits) w.head_logits = Buffer(be_, n_logits);
   float* out = be_.host_memory() ? logits : w.head_logits.data();
-  be_.linear_forward(out, w.head_rows.data(), W(table_.lm_head), n, V, C, precision_);
+  // The whole buffer: the LM head's group needs no release.
+  const WeightRef lm_head = acquire(whole_, {table_.lm_head, table_.lm_head}).matrix(table_.lm_head);
+  be_.linear_forward(out, w.head_rows.data(), lm_head, n, V, C, precision_);
   if (!be_.host_memory()) be_.to_host(logits, out, n_logits * sizeof(float));
 }
 

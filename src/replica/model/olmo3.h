@@ -10,6 +10,7 @@
 #include "replica/kernels/backend.h"
 #include "replica/model/config.h"
 #include "replica/model/gradient_sink.h"
+#include "replica/model/weight_source.h"
 #include "replica/model/params.h"
 
 namespace replica {
@@ -46,12 +47,23 @@ class Olmo3 {
   // Forward and backward of one micro-batch. Gradients of (Σ ce + z_coef · Σ z) · grad_scale are
   // added to `grads` (same layout as params); pass grad_scale = 1 / labels in the optimizer batch.
   LossSums forward_backward(const float* params, float* grads, const Batch& batch, float z_coef, float grad_scale);
-  // The same, group by group into `sink`: the head group, blocks L-1 … 0, the embedding (opened first and
-  // closed last when the LM head is tied to it), each opened just before and closed right after its backward.
-  LossSums forward_backward(const float* params, GradientSink& sink, const Batch& batch, float z_coef,
+  // The same, group by group: weights from `weights` and gradients into `sink`. Weights are acquired for the
+  // embedding, blocks 0 … L-1 and the head group in the forward, then the head group (with the embedding when the LM
+  // head is tied to it) and blocks L-1 … 0 again in the backward, each released right after use. Gradients go to
+  // the head group, blocks L-1 … 0 and the embedding (opened first and closed last when tied), each opened just
+  // before and closed right after its backward.
+  LossSums forward_backward(WeightSource& weights, GradientSink& sink, const Batch& batch, float z_coef,
                             float grad_scale);
+  // The model's view of a whole weight buffer (backend memory), with the bf16 copy it keeps for bf16 GEMMs, rounded
+  // at the first use after this call: call it again once the weights have changed. The calls that take
+  // `const float* params` use the same view and copy.
+  WeightSource& whole_weights(const float* params) {
+    whole_.set(params);
+    return whole_;
+  }
   // Loss sums only (evaluation).
   LossSums forward_loss(const float* params, const Batch& batch, float z_coef);
+  LossSums forward_loss(WeightSource& weights, const Batch& batch, float z_coef);
   // Full logits [B, T, V] into host memory (the parity hook; not for training).
   void forward_logits(const float* params, const int32_t* ids, int64_t B, int64_t T, float* logits);
   // Evaluation applies the LM head only to the rows it scores: forward_hidden runs the model up to the
@@ -69,14 +81,17 @@ class Olmo3 {
   struct BlockActs;
   void prepare(int64_t B, int64_t T, bool for_training);
   void check_ids(const int32_t* ids, int64_t n) const;
-  // Remembers this call's parameters and, in bf16, rounds them once so every GEMM reuses the copy.
-  void round_weights(const float* params);
-  WeightRef W(size_t offset) const;  // the weight matrix at `offset` as a GEMM operand
   // An activation as a GEMM operand: in bf16, rounded once into x16 (n values) for every product that reads it.
   WeightRef rounded(const float* x, bf16* x16, size_t n);
-  void forward_to_final_norm(const float* params, const int32_t* ids, bool keep_all);
+  GroupWeights acquire(WeightSource& weights, ParamTable::Range range) const {
+    return weights.acquire(range, precision_);
+  }
+  // Embedding and blocks: ws_->resid.back() holds the last block's output.
+  void forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_all);
+  // The final norm of the last block's output into ws_->final_out (`head`: the head group's weights).
+  void final_norm(const GroupWeights& head);
   // `recompute`: the backward's rerun of a block, which under Remat::keep_attention reuses the kept attention.
-  void block_forward(const float* params, int64_t layer, const float* x, float* out, BlockActs& a,
+  void block_forward(const GroupWeights& params, int64_t layer, const float* x, float* out, BlockActs& a,
                      bool recompute = false);
   struct AttentionOut {
     float* att;  // [N, H·D]
@@ -89,7 +104,7 @@ class Olmo3 {
     size_t begin;
     float* operator()(size_t offset) const { return base + (offset - begin); }
   };
-  void block_backward(const float* params, const GroupGrads& grads, int64_t layer, const float* x, BlockActs& a,
+  void block_backward(const GroupWeights& params, const GroupGrads& grads, int64_t layer, const float* x, BlockActs& a,
                       float* dres);
 
   ModelConfig config_;
@@ -98,8 +113,7 @@ class Olmo3 {
   Remat remat_;
   Backend& be_;
   std::unique_ptr<Workspace> ws_;
-  const float* params_ = nullptr;
-  DeviceArray<bf16> params16_;  // the weights rounded once per call in bf16 precision
+  WholeWeights whole_;  // whole_weights(): the last whole buffer passed in, which head_logits also reads
 };
 
 }  // namespace replica

@@ -20,11 +20,10 @@ class AdamW {
   AdamW(const ParamTable& table, AdamWConfig config, size_t begin = 0, size_t end = SIZE_MAX,
         Backend& backend = cpu_backend());
 
-  // One update of params[begin, end) (params: the full table.total()-float buffer) from grads, the shard's
-  // gradient (end - begin floats: element i's is grads[i - begin]), both in backend memory, with learning
-  // rate lr. The step counter t advances first, so the first update uses bias corrections 1 - β^1. Padding
-  // between tensors is left untouched. A skipped step (skip-step rule) simply does not call step(): no weight,
-  // moment or step count changes, as with OLMo-core's step_factor = 0.
+  // One update of the shard's weights `params` from its gradient `grads` (end - begin floats each, element i of the
+  // flat buffer at [i - begin]; backend memory) with learning rate lr. The step counter t advances first, so the
+  // first update uses bias corrections 1 - β^1. Padding between tensors is left untouched. A skipped step (skip-step
+  // rule) simply does not call step(): no weight, moment or step count changes, as with OLMo-core's step_factor = 0.
   void step(float* params, const float* grads, double lr);
 
   const AdamWConfig& config() const { return config_; }

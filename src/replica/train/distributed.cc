@@ -23,10 +23,10 @@ std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backe
 }
 
 RunStart start_run_all_ranks(const Recipe& r, DataParallel& dp, const ParamTable& table,
-                             const data::DataLoader& loader, float* params, SkipStep& skip_step) {
+                             const data::DataLoader& loader, SkipStep& skip_step) {
   Communicator& comm = dp.comm();
   const size_t bytes = table.total() * sizeof(float);
-  HostMirror host_params(dp.backend(), params, table.total());
+  std::vector<float> host_params(table.total());
   RunStart start;
   std::string history;
   if (comm.rank() == 0) {
@@ -51,7 +51,7 @@ RunStart start_run_all_ranks(const Recipe& r, DataParallel& dp, const ParamTable
     start.adam_step_count = counters[1];
     if (comm.rank() != 0) skip_step.load_json(nlohmann::json::parse(history));
   }
-  host_params.upload();
+  dp.load_weights(host_params.data());
   if (!start.exp_avg.empty()) dp.load_moments(start.exp_avg.data(), start.exp_avg_sq.data(), start.adam_step_count);
   start.exp_avg = {};  // the optimizer holds them now
   start.exp_avg_sq = {};
@@ -59,26 +59,26 @@ RunStart start_run_all_ranks(const Recipe& r, DataParallel& dp, const ParamTable
 }
 
 std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, DataParallel& dp, const ParamTable& table,
-                                          const float* params, TrainState state) {
+                                          TrainState state) {
   Communicator& comm = dp.comm();
-  Backend& backend = dp.backend();
   state.world_size = comm.size();
-  const size_t bytes = table.total() * sizeof(float);
   if (comm.size() == 1)
     return saver.save(table, [&](float* p, float* m, float* v) {
-      backend.to_host(p, params, bytes);
+      dp.gather_weights(p);
       dp.optimizer().moments_to_host(m, v);
     }, std::move(state));
-  // Several ranks: every rank takes part in the gather now; rank 0 copies the result into the snapshot.
-  std::vector<float> m, v;
+  // Several ranks: every rank takes part in the gathers now; rank 0 copies the result into the snapshot.
+  std::vector<float> w, m, v;
   if (comm.rank() == 0) {
+    w.resize(table.total());
     m.resize(table.total());
     v.resize(table.total());
   }
+  dp.gather_weights(w.data());
   dp.gather_moments(m.data(), v.data());
   if (comm.rank() != 0) return std::nullopt;
   return saver.save(table, [&](float* p, float* m_out, float* v_out) {
-    backend.to_host(p, params, bytes);
+    std::copy(w.begin(), w.end(), p);
     std::copy(m.begin(), m.end(), m_out);
     std::copy(v.begin(), v.end(), v_out);
   }, std::move(state));

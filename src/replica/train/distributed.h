@@ -1,7 +1,7 @@
 // The trainer's data-parallel glue: rank 0 alone decides where a run starts (it cleans up and reads
 // checkpoints) and every rank receives the same weights, optimizer state and skip-step history; rank 0
-// alone saves checkpoints, with the Adam moments gathered from every shard (checkpoints hold whole
-// tensors, so a run saved at W ranks resumes at any other W).
+// alone saves checkpoints, with the Adam moments (and sharded weights) gathered from every shard (checkpoints
+// hold whole tensors, so a run saved at W ranks resumes at any other W, with or without sharded weights).
 #pragma once
 #include <memory>
 #include <optional>
@@ -16,14 +16,14 @@ namespace replica {
 // the CPU); NCCL for several ranks on GPUs (raises replica::Error in a build without NCCL).
 std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backend);
 
-// start_run() on rank 0, then its result shared with every rank: params (backend memory) filled, dp's shard
-// of the moments loaded.
+// start_run() on rank 0, then its result shared with every rank: dp's weights (all of them, or its shard) and its
+// shard of the moments loaded.
 RunStart start_run_all_ranks(const Recipe& recipe, DataParallel& dp, const ParamTable& table,
-                             const data::DataLoader& loader, float* params, SkipStep& skip_step);
+                             const data::DataLoader& loader, SkipStep& skip_step);
 
-// Gathers the moments to rank 0, which starts saving `state` and params (backend memory; world_size set);
-// other ranks only take part in the gather.
+// Gathers the weights and moments to rank 0, which starts saving them with `state` (world_size set); other ranks
+// only take part in the gathers.
 std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, DataParallel& dp, const ParamTable& table,
-                                          const float* params, TrainState state);
+                                          TrainState state);
 
 }  // namespace replica

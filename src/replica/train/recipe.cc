@@ -151,6 +151,7 @@ std::vector<Field> fields(Recipe& r) {
       integer("train.threads", r.train.threads),
       integer("train.seed", r.train.seed),
       choice("train.remat", r.train.remat, parse_remat, remat_name),
+      boolean("train.shard_weights", r.train.shard_weights),
       integer("train.log_every", r.train.log_every),
       integer("checkpoint.every", r.checkpoint.every),
       integer("checkpoint.keep", r.checkpoint.keep),

@@ -67,6 +67,7 @@ struct Recipe {
     int64_t threads = 0;  // 0 = all cores
     int64_t seed = 0;     // parameter init seed
     Remat remat = Remat::none;
+    bool shard_weights = false;  // FSDP: shard the fp32 weights over the ranks too (dist/data_parallel.h)
     int64_t log_every = 1;
   } train;
   struct Checkpoint {

@@ -64,7 +64,6 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
   Communicator& data_comm = device_comm ? *device_comm : comm;
   Olmo3 model(config, r.train.precision, r.train.remat, backend);
   const ParamTable& table = model.table();
-  DeviceArray<float> params(backend, table.total());
 
   // Data: OLMo-core's global order; each rank reads row[r::W] of every global batch.
   data::LoaderConfig lc;
@@ -82,10 +81,10 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
                                                  data::TokenDtype::u32, uint32_t(config.vocab_size));
 
   DataParallel dp(comm, data_comm, backend, table, adamw_config(r), r.data.global_batch_size,
-                  r.data.micro_batch_size);
+                  r.data.micro_batch_size, Sharding{r.train.shard_weights});
   const ScheduleConfig schedule = schedule_config(r);
   SkipStep skip_step(r.optim.skip_step_window, r.optim.skip_step_sigma);
-  const RunStart start = start_run_all_ranks(r, dp, table, loader, params.data(), skip_step);
+  const RunStart start = start_run_all_ranks(r, dp, table, loader, skip_step);
   // config.yaml once the start is known to be valid: a refused resume overwrites nothing.
   if (root) write_text_file_atomic((fs::path(r.run.dir) / "config.yaml").string(), r.to_yaml());
   CheckpointSaver saver(checkpoint_root(r), r.checkpoint.keep, root ? table.total() : 0);
@@ -120,12 +119,24 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
     suite = eval::load_suite(r.eval.suite);
     tokenizer.emplace(data::Tokenizer::load_default());
   }
+  // Evaluation runs on rank 0 over the whole weights; sharded weights are gathered there for it.
   auto evaluate = [&](int64_t step) {
-    if (!heldout || !root) return -1.0;
-    HeldoutResult h = heldout_loss(model, params.data(), *heldout, M, r.eval.batches * M);
+    if (!heldout) return -1.0;
+    DeviceArray<float> gathered;
+    if (dp.shards_weights()) {
+      std::vector<float> whole(root ? table.total() : 0);
+      dp.gather_weights(whole.data());
+      if (root) {
+        gathered = DeviceArray<float>(backend, table.total());
+        backend.to_device(gathered.data(), whole.data(), whole.size() * sizeof(float));
+      }
+    }
+    if (!root) return -1.0;
+    const float* params = gathered.empty() ? dp.whole_weights() : gathered.data();
+    HeldoutResult h = heldout_loss(model, params, *heldout, M, r.eval.batches * M);
     nlohmann::json record = {{"heldout_loss", h.loss}, {"heldout_tokens", h.tokens}};
     if (suite) {
-      record["suite"] = eval::run_suite(model, params.data(), *suite, *tokenizer, [](const std::string&) {});
+      record["suite"] = eval::run_suite(model, params, *suite, *tokenizer, [](const std::string&) {});
       for (const auto& [name, value] : eval::flat_scalars(record["suite"])) tb->scalar(name, value, step);
       progress.line(fmt::format("eval step {}:\n{}", step, eval::format_results(record["suite"])));
     }
@@ -172,8 +183,11 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
     // OLMo-core divides by the labels the batch would have without the instance filter.
     const int64_t denominator = G * (T - 1);
 
+    // The weights the model reads: this rank's whole buffer (its bf16 copy rounded once per step), or the groups
+    // gathered from the shards.
+    WeightSource& weights = dp.shards_weights() ? dp.gathered_weights() : model.whole_weights(dp.whole_weights());
     const LossSums sums = dp.gradients([&](int64_t k, GradientSink& sink) {
-      return model.forward_backward(params.data(), sink,
+      return model.forward_backward(weights, sink,
                                     Batch{batch.tokens.data() + k * M * T, targets.data() + k * M * T, M, T},
                                     float(r.optim.z_loss), 1.0f / float(denominator));
     });
@@ -182,7 +196,7 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
     const bool take_step = !r.optim.skip_step ||
                            skip_step.record(ce, r.optim.clip > 0 ? std::optional<double>(grad_norm) : std::nullopt);
     const double lr = learning_rate(schedule, step);
-    if (take_step) dp.step(params.data(), lr);
+    if (take_step) dp.step(lr);
     const bool stop = any_rank(comm, stop_requested);
     backend.synchronize();  // the step's kernels are done before it is timed
     const double step_s = seconds_since(step_start);
@@ -203,8 +217,7 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
     alarm.add_train_loss(ce + z_loss);
     if (r.eval.every > 0 && step % r.eval.every == 0 && step != last_step) evaluate(step);
     if ((r.checkpoint.every > 0 && step % r.checkpoint.every == 0) || step == last_step || stop)
-      saved(save_from_rank0(saver, dp, table, params.data(),
-                            train_state(r, config, step, loader, dp.optimizer(), skip_step)));
+      saved(save_from_rank0(saver, dp, table, train_state(r, config, step, loader, dp.optimizer(), skip_step)));
     saved(saver.poll());
     if (stop) {
       summary.interrupted = true;

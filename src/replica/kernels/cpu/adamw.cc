@@ -33,14 +33,15 @@ void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_av
     const AdamWChunk& chunk = chunks[k];
     const float p_scale = chunk.decay ? s.decay : 1.0f;
     for (size_t i = chunk.begin; i < chunk.end; i++) {
-      float g = grads[i - shard_begin];
-      float p = params[i] * p_scale;
-      float& m = exp_avg[i - shard_begin];
-      float& v = exp_avg_sq[i - shard_begin];
+      const size_t j = i - shard_begin;
+      float g = grads[j];
+      float p = params[j] * p_scale;
+      float& m = exp_avg[j];
+      float& v = exp_avg_sq[j];
       m = m * s.keep1 + g * s.w1;
       v = v * s.keep2 + (g * g) * s.w2;
       float denom = std::sqrt(v) / s.bc2_sqrt + s.eps;
-      params[i] = p + (m / denom) * s.neg_step_size;
+      params[j] = p + (m / denom) * s.neg_step_size;
     }
   }
 }

@@ -13,8 +13,8 @@ namespace replica {
 AdamWScalars adamw_scalars(double beta1, double beta2, double eps, double weight_decay, int64_t step_count,
                            double lr);
 
-// For every i of every chunk: params[i], exp_avg[i − shard_begin], exp_avg_sq[i − shard_begin] updated
-// from grads[i − shard_begin] in OLMo-core's foreach order of fp32 operations (bitwise equal to torch's fp32 ops).
+// For every i of every chunk, with j = i − shard_begin: params[j], exp_avg[j], exp_avg_sq[j] updated from grads[j]
+// in OLMo-core's foreach order of fp32 operations (bitwise equal to torch's fp32 ops).
 void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, size_t shard_begin,
                 const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s);
 

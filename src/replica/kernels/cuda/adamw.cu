@@ -14,13 +14,13 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
   for (size_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x) {
     const size_t j = i - shard_begin;
     const float g = grads[j];
-    const float p = __fmul_rn(params[i], p_scale);
+    const float p = __fmul_rn(params[j], p_scale);
     const float mi = __fadd_rn(__fmul_rn(m[j], s.keep1), __fmul_rn(g, s.w1));
     const float vi = __fadd_rn(__fmul_rn(v[j], s.keep2), __fmul_rn(__fmul_rn(g, g), s.w2));
     m[j] = mi;
     v[j] = vi;
     const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), s.bc2_sqrt), s.eps);
-    params[i] = __fadd_rn(p, __fmul_rn(__fdiv_rn(mi, denom), s.neg_step_size));
+    params[j] = __fadd_rn(p, __fmul_rn(__fdiv_rn(mi, denom), s.neg_step_size));
   }
 }
 

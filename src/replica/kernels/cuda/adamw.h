@@ -9,8 +9,8 @@
 
 namespace replica::cuda {
 
-// One update of params[i], exp_avg[i − shard_begin], exp_avg_sq[i − shard_begin] from grads[i − shard_begin]
-// for every i in the chunks (a device array of n_chunks, built by optim/adamw.cc); s from replica::adamw_scalars.
+// One update of params[j], exp_avg[j], exp_avg_sq[j] from grads[j], j = i − shard_begin, for every i in the
+// chunks (a device array of n_chunks, built by optim/adamw.cc); s from replica::adamw_scalars.
 void adamw_step(Context& ctx, float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
                 size_t shard_begin, const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s);
 

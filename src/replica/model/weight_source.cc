@@ -1,0 +1,19 @@
+// WholeWeights: pointers into the whole buffer, with its bf16 copy rounded once per set().
+#include "replica/model/weight_source.h"
+
+#include "replica/core/error.h"
+
+namespace replica {
+
+GroupWeights WholeWeights::acquire(ParamTable::Range range, Precision precision) {
+  check(params_ != nullptr, "WholeWeights: no weights set");
+  if (precision != Precision::bf16) return {params_ + range.begin, nullptr, range.begin};
+  if (!rounded_) {
+    if (params16_.size() != total_) params16_ = DeviceArray<bf16>(be_, total_);
+    be_.convert_to_bf16(params_, params16_.data(), total_);
+    rounded_ = true;
+  }
+  return {params_ + range.begin, params16_.data() + range.begin, range.begin};
+}
+
+}  // namespace replica
