@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The trainer on the CUDA backend (skips, exit 77, where no GPU is visible): the same recipe's losses on the
 # GPU track the CPU run step by step in fp32 and in bf16, and resume on the GPU is exact (stop at step 18 of 40,
-# rerun: identical metrics and byte-identical final weights and moments, as on the CPU).
+# rerun: identical metrics and byte-identical final weights and moments, as on the CPU), and train.shard_weights=true
+# gives the same bits.
 # With REPLICA_CUDA_EMULATION=1 the binary is replica_cuda_emu: the same trainer on the CPU emulation of CUDA
 # (tests/cuda_emu), which CI runs on every change, with TRAIN_CUDA_STEPS=12 (stop at step 5) to keep it short.
 set -euo pipefail
@@ -52,4 +53,13 @@ last=$(printf step%08d "$steps")
 for f in model.safetensors optim.safetensors; do
   cmp "$work/gpu_bf16/checkpoints/$last/$f" "$work/gpu_split/checkpoints/$last/$f"
 done
-echo "train_cuda: all checks passed (GPU losses track the CPU; resume on the GPU is exact)"
+
+# Sharded weights (one rank: each group gathered from the rank's own shard, rounded to bf16 on the GPU) give the
+# whole-weight run's bits.
+run "$work/gpu_sharded" train.device=cuda train.shard_weights=true
+same_metrics "$work/gpu_bf16/metrics.jsonl" "$work/gpu_sharded/metrics.jsonl" "$steps"
+for f in model.safetensors optim.safetensors; do
+  cmp "$work/gpu_bf16/checkpoints/$last/$f" "$work/gpu_sharded/checkpoints/$last/$f"
+done
+echo "train_cuda: all checks passed (GPU losses track the CPU; resume on the GPU is exact; sharded weights give the \
+same bits)"
