@@ -64,9 +64,10 @@ TEST(EvalReference, AllSurfacesMatchPyTorch) {
   const std::vector<data::MixEntry> files = {{"docs", token_file}};
 
   data::FslDataset set(files, 48, data::TokenDtype::u32, uint32_t(a.config.vocab_size));
-  const HeldoutResult h = heldout_loss(model, a.params.data(), set, 2, 0);
-  const PerplexityResult p = domain_perplexity(model, a.params.data(), tok, files, 32, 0, 96);
-  const std::vector<DomainKl> kl = kl_surface(model, a.params.data(), other, b.params.data(), files, 32, 100);
+  WeightSource &weights = model.whole_weights(a.params.data()), &other_weights = other.whole_weights(b.params.data());
+  const HeldoutResult h = heldout_loss(model, weights, set, 2, 0);
+  const PerplexityResult p = domain_perplexity(model, weights, tok, files, 32, 0, 96);
+  const std::vector<DomainKl> kl = kl_surface(model, weights, other, other_weights, files, 32, 100);
 
   json jobs = json::array();
   const std::string A = (dir / "a").string();
@@ -88,7 +89,7 @@ TEST(EvalReference, AllSurfacesMatchPyTorch) {
       if (name == "mmlu") s.fewshot_path = kSource + "/tests/fixtures/eval/mmlu_dev.jsonl", s.num_fewshot = 5;
       const int64_t max_length = name == "mmlu" ? 64 : 0;  // 5-shot MMLU prompts are left-truncated to 64
       Task t = load_task(s, f);
-      TaskResult r = evaluate_task(model, a.params.data(), tok, t, max_length, 256);
+      TaskResult r = evaluate_task(model, weights, tok, t, max_length, 256);
       json reqs = json::array();
       for (const TaskDoc& d : t.docs)
         for (const Request& q : d.requests) {

@@ -49,7 +49,8 @@ static Command eval_command(
         Olmo3 model(hf.config, parse_precision(o->precision.c_str()), Remat::none, backend);
         data::Tokenizer tokenizer = data::Tokenizer::load(o->tokenizer.empty() ? data::default_ranks_path() : o->tokenizer);
         auto log = [](const std::string& line) { fmt::print(stderr, "eval: {}\n", line); };
-        nlohmann::json results = eval::run_suite(model, OnBackend(backend, hf.params).data(), spec, tokenizer, log);
+        const OnBackend params(backend, hf.params);
+        nlohmann::json results = eval::run_suite(model, model.whole_weights(params.data()), spec, tokenizer, log);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (o->json) {
           results["model"] = o->model;

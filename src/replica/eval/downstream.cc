@@ -40,7 +40,7 @@ TokenPair encode_pair(const data::Tokenizer& tok, const Request& r, TaskFormat f
   return {context, std::vector<int32_t>(whole.begin() + int64_t(split), whole.end())};
 }
 
-TaskResult evaluate_task(Olmo3& model, const float* params, const data::Tokenizer& tok, const Task& task,
+TaskResult evaluate_task(Olmo3& model, WeightSource& weights, const data::Tokenizer& tok, const Task& task,
                          int64_t max_length, int64_t batch_tokens) {
   const ModelConfig& c = model.config();
   const int64_t L = max_length > 0 ? std::min(max_length, c.max_seq_len) : c.max_seq_len;
@@ -72,7 +72,7 @@ TaskResult evaluate_task(Olmo3& model, const float* params, const data::Tokenize
   result.forwards = int64_t(seqs.size());
   std::vector<size_t> first_span(seqs.size() + 1, 0);
   for (size_t i = 0; i < seqs.size(); i++) first_span[i + 1] = first_span[i] + seqs[i].spans.size();
-  const std::vector<SpanScore> scores = score_sequences(model, params, seqs, batch_tokens);
+  const std::vector<SpanScore> scores = score_sequences(model, weights, seqs, batch_tokens);
 
   std::vector<double> acc, norm, bpb;
   size_t k = 0;

@@ -8,7 +8,7 @@
 
 namespace replica {
 
-HeldoutResult heldout_loss(Olmo3& model, const float* params, const data::FslDataset& set, int64_t micro_batch,
+HeldoutResult heldout_loss(Olmo3& model, WeightSource& weights, const data::FslDataset& set, int64_t micro_batch,
                            int64_t max_docs) {
   const int64_t T = std::min(set.seq_len(), model.config().max_seq_len);
   const uint32_t eos = uint32_t(model.config().eos_token_id);
@@ -29,7 +29,7 @@ HeldoutResult heldout_loss(Olmo3& model, const float* params, const data::FslDat
       h.tokens += int64_t(s.ids.size()) - 1;
       seqs.push_back(std::move(s));
     }
-    for (const eval::SpanScore& sc : eval::score_sequences(model, params, seqs, micro_batch * T)) h.nll -= sc.logprob;
+    for (const eval::SpanScore& sc : eval::score_sequences(model, weights, seqs, micro_batch * T)) h.nll -= sc.logprob;
     if (h.tokens == 0) continue;
     h.loss = h.nll / double(h.tokens);
     total_nll += h.nll;

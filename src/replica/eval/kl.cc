@@ -14,17 +14,18 @@ constexpr int64_t kRows = 64;
 
 // Logits of rows [row0, row0 + n) of `m`'s last forward_hidden through its LM head, keeping the first `V`
 // columns.
-void head_rows(Olmo3& m, int64_t row0, int64_t n, int64_t V, std::vector<float>& full, std::vector<float>& out) {
+void head_rows(Olmo3& m, WeightSource& weights, int64_t row0, int64_t n, int64_t V, std::vector<float>& full,
+               std::vector<float>& out) {
   const int64_t Vm = m.config().vocab_size;
   std::vector<int64_t> rows(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; i++) rows[size_t(i)] = row0 + i;
-  m.head_logits(rows.data(), n, full.data());
+  m.head_logits(weights, rows.data(), n, full.data());
   for (int64_t i = 0; i < n; i++) std::copy_n(full.begin() + i * Vm, V, out.begin() + i * V);
 }
 
 }  // namespace
 
-std::vector<DomainKl> kl_surface(Olmo3& reference, const float* reference_params, Olmo3& model, const float* params,
+std::vector<DomainKl> kl_surface(Olmo3& reference, WeightSource& reference_weights, Olmo3& model, WeightSource& weights,
                                  const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions) {
   const ModelConfig &rc = reference.config(), &mc = model.config();
   check(rc.eos_token_id == mc.eos_token_id, "kl: the models' eos_token_id differ ({} vs {})", rc.eos_token_id,
@@ -44,12 +45,12 @@ std::vector<DomainKl> kl_surface(Olmo3& reference, const float* reference_params
         int64_t n = T - start;
         if (max_positions > 0) n = std::min(n, max_positions - d.stats.positions);
         if (n <= 0) break;
-        reference.forward_hidden(reference_params, s.ids.data(), 1, T);
-        model.forward_hidden(params, s.ids.data(), 1, T);
+        reference.forward_hidden(reference_weights, s.ids.data(), 1, T);
+        model.forward_hidden(weights, s.ids.data(), 1, T);
         for (int64_t r0 = 0; r0 < n; r0 += kRows) {
           const int64_t rows = std::min(kRows, n - r0);
-          head_rows(reference, start + r0, rows, V, full_ref, ref_logits);
-          head_rows(model, start + r0, rows, V, full_model, model_logits);
+          head_rows(reference, reference_weights, start + r0, rows, V, full_ref, ref_logits);
+          head_rows(model, weights, start + r0, rows, V, full_model, model_logits);
           d.stats += compare_logits(ref_logits.data(), model_logits.data(), rows, V);
         }
       }

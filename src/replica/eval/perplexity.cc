@@ -46,7 +46,7 @@ std::vector<Sequence> rolling_windows(const std::vector<int32_t>& doc, int32_t p
   return windows;
 }
 
-PerplexityResult domain_perplexity(Olmo3& model, const float* params, const data::Tokenizer& tokenizer,
+PerplexityResult domain_perplexity(Olmo3& model, WeightSource& weights, const data::Tokenizer& tokenizer,
                                    const std::vector<data::MixEntry>& files, int64_t window, int64_t max_docs,
                                    int64_t batch_tokens) {
   const ModelConfig& c = model.config();
@@ -66,7 +66,7 @@ PerplexityResult domain_perplexity(Olmo3& model, const float* params, const data
       for (Sequence& s : rolling_windows(doc, int32_t(c.eos_token_id), result.window)) seqs.push_back(std::move(s));
     }
     d.windows = int64_t(seqs.size());
-    for (const SpanScore& sc : score_sequences(model, params, seqs, batch_tokens)) d.nll -= sc.logprob;
+    for (const SpanScore& sc : score_sequences(model, weights, seqs, batch_tokens)) d.nll -= sc.logprob;
     result.domains.push_back(d);
   }
   return result;

@@ -34,7 +34,7 @@ struct Row {
   std::vector<std::pair<int32_t, size_t>> reads;
 };
 
-void score_batch(Olmo3& model, const float* params, const std::vector<Sequence>& seqs,
+void score_batch(Olmo3& model, WeightSource& weights, const std::vector<Sequence>& seqs,
                  const std::vector<size_t>& members, const std::vector<size_t>& first_span,
                  std::vector<SpanScore>& out) {
   const ModelConfig& c = model.config();
@@ -61,13 +61,13 @@ void score_batch(Olmo3& model, const float* params, const std::vector<Sequence>&
       }
     }
   }
-  model.forward_hidden(params, ids.data(), B, T);
+  model.forward_hidden(weights, ids.data(), B, T);
   std::vector<int64_t> chunk_rows(kHeadRows);
   std::vector<float> logits(size_t(kHeadRows * V));
   for (size_t r0 = 0; r0 < rows.size(); r0 += kHeadRows) {
     const int64_t n = std::min<int64_t>(kHeadRows, int64_t(rows.size() - r0));
     for (int64_t i = 0; i < n; i++) chunk_rows[size_t(i)] = rows[r0 + size_t(i)].row;
-    model.head_logits(chunk_rows.data(), n, logits.data());
+    model.head_logits(weights, chunk_rows.data(), n, logits.data());
     std::vector<std::pair<float, double>> stats(kHeadRows);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++) stats[size_t(i)] = max_and_lse(logits.data() + i * V, V);
@@ -83,7 +83,7 @@ void score_batch(Olmo3& model, const float* params, const std::vector<Sequence>&
 
 }  // namespace
 
-std::vector<SpanScore> score_sequences(Olmo3& model, const float* params, const std::vector<Sequence>& seqs,
+std::vector<SpanScore> score_sequences(Olmo3& model, WeightSource& weights, const std::vector<Sequence>& seqs,
                                        int64_t batch_tokens) {
   std::vector<size_t> first_span(seqs.size() + 1, 0);
   for (size_t i = 0; i < seqs.size(); i++) first_span[i + 1] = first_span[i] + seqs[i].spans.size();
@@ -100,11 +100,11 @@ std::vector<SpanScore> score_sequences(Olmo3& model, const float* params, const 
           s.ids.size(), model.config().max_seq_len);
     members.push_back(order[i]);
     if (int64_t(members.size() + 1) * int64_t(seqs[members.front()].ids.size()) > batch_tokens) {
-      score_batch(model, params, seqs, members, first_span, out);
+      score_batch(model, weights, seqs, members, first_span, out);
       members.clear();
     }
   }
-  if (!members.empty()) score_batch(model, params, seqs, members, first_span, out);
+  if (!members.empty()) score_batch(model, weights, seqs, members, first_span, out);
   return out;
 }
 

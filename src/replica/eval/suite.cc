@@ -179,7 +179,7 @@ SuiteSpec load_suite(const std::string& path) {
   return s;
 }
 
-json run_suite(Olmo3& model, const float* params, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
+json run_suite(Olmo3& model, WeightSource& weights, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
                const std::function<void(const std::string&)>& log) {
   const ModelConfig& c = model.config();
   json out = json::object();
@@ -187,7 +187,7 @@ json run_suite(Olmo3& model, const float* params, const SuiteSpec& spec, const d
     const int64_t T = spec.heldout.seq_len > 0 ? std::min(spec.heldout.seq_len, c.max_seq_len) : c.max_seq_len;
     const int64_t micro = std::max<int64_t>(1, spec.batch_tokens / T);
     data::FslDataset set(spec.heldout.files, T, data::TokenDtype::u32, uint32_t(c.vocab_size));
-    const HeldoutResult h = heldout_loss(model, params, set, micro, spec.heldout.max_docs);
+    const HeldoutResult h = heldout_loss(model, weights, set, micro, spec.heldout.max_docs);
     json files = json::object();
     for (const HeldoutFile& f : h.files)
       files[f.label] = {{"loss", f.loss},   {"nll", f.nll},   {"tokens", f.tokens},
@@ -196,7 +196,7 @@ json run_suite(Olmo3& model, const float* params, const SuiteSpec& spec, const d
     log(fmt::format("held-out loss {:.4f} over {} tokens", h.loss, h.tokens));
   }
   if (spec.perplexity.enabled) {
-    const PerplexityResult p = domain_perplexity(model, params, tokenizer, spec.perplexity.files, spec.perplexity.window,
+    const PerplexityResult p = domain_perplexity(model, weights, tokenizer, spec.perplexity.files, spec.perplexity.window,
                                                  spec.perplexity.max_docs, spec.batch_tokens);
     json domains = json::object();
     for (const DomainPerplexity& d : p.domains)
@@ -212,7 +212,7 @@ json run_suite(Olmo3& model, const float* params, const SuiteSpec& spec, const d
     json tasks = {{"format", task_format_name(spec.tasks.format)}};
     for (const TaskSpec& t : spec.tasks.list) {
       const TaskResult r =
-          evaluate_task(model, params, tokenizer, load_task(t, spec.tasks.format), spec.tasks.max_length, spec.batch_tokens);
+          evaluate_task(model, weights, tokenizer, load_task(t, spec.tasks.format), spec.tasks.max_length, spec.batch_tokens);
       json j = {{"docs", r.docs}, {"requests", r.requests}, {"forwards", r.forwards}, {"path", t.path}};
       for (const MetricValue& m : r.metrics) {
         j[m.name] = m.value;
@@ -229,8 +229,8 @@ json run_suite(Olmo3& model, const float* params, const SuiteSpec& spec, const d
     const OnBackend ref_params(model.backend(), ref.params);
     json domains = json::object();
     ParityStats all;
-    for (const DomainKl& d : kl_surface(reference, ref_params.data(), model, params, spec.kl.files, spec.kl.window,
-                                        spec.kl.max_positions)) {
+    for (const DomainKl& d : kl_surface(reference, reference.whole_weights(ref_params.data()), model, weights,
+                                        spec.kl.files, spec.kl.window, spec.kl.max_positions)) {
       domains[d.label] = parity_json(d.stats);
       all += d.stats;
     }

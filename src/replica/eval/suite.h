@@ -59,7 +59,7 @@ SuiteSpec load_suite(const std::string& path);
 
 // Runs every enabled surface. `tokenizer` is needed for perplexity (bytes) and tasks; `log` gets one line per
 // surface as it finishes.
-nlohmann::json run_suite(Olmo3& model, const float* params, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
+nlohmann::json run_suite(Olmo3& model, WeightSource& weights, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
                          const std::function<void(const std::string&)>& log);
 
 // A readable table of run_suite's result.

@@ -382,14 +382,14 @@ LossSums Olmo3::forward_loss(WeightSource& weights, const Batch& batch, float z_
   return sums;
 }
 
-void Olmo3::forward_hidden(const float* P, const int32_t* ids, int64_t B, int64_t T) {
-  WeightSource& weights = whole_weights(P);
+void Olmo3::forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T) {
   prepare(B, T, false);
   forward_blocks(weights, ids, false);
   final_norm(acquire(weights, table_.head_range()));
+  weights.release(table_.head_range());
 }
 
-void Olmo3::head_logits(const int64_t* rows, int64_t n, float* logits) {
+void Olmo3::head_logits(WeightSource& weights, const int64_t* rows, int64_t n, float* logits) {
   Workspace& w = *ws_;
   const int64_t C = config_.d_model, V = config_.vocab_size;
   if (w.head_rows.size() < size_t(n * C)) w.head_rows = Buffer(be_, size_t(n * C));
@@ -400,17 +400,19 @@ void Olmo3::head_logits(const int64_t* rows, int64_t n, float* logits) {
   const size_t n_logits = size_t(n * V);
   if (!be_.host_memory() && w.head_logits.size() < n_logits) w.head_logits = Buffer(be_, n_logits);
   float* out = be_.host_memory() ? logits : w.head_logits.data();
-  // The whole buffer: the LM head's group needs no release.
-  const WeightRef lm_head = acquire(whole_, {table_.lm_head, table_.lm_head}).matrix(table_.lm_head);
+  const ParamTable::Range lm_head_range = table_.lm_head == table_.embed ? table_.embed_range() : table_.head_range();
+  const WeightRef lm_head = acquire(weights, lm_head_range).matrix(table_.lm_head);
   be_.linear_forward(out, w.head_rows.data(), lm_head, n, V, C, precision_);
+  weights.release(lm_head_range);
   if (!be_.host_memory()) be_.to_host(logits, out, n_logits * sizeof(float));
 }
 
 void Olmo3::forward_logits(const float* P, const int32_t* ids, int64_t B, int64_t T, float* logits) {
-  forward_hidden(P, ids, B, T);
+  WeightSource& weights = whole_weights(P);
+  forward_hidden(weights, ids, B, T);
   std::vector<int64_t> rows(size_t(B * T));
   for (int64_t i = 0; i < B * T; i++) rows[size_t(i)] = i;
-  head_logits(rows.data(), B * T, logits);
+  head_logits(weights, rows.data(), B * T, logits);
 }
 
 }  // namespace replica

@@ -68,9 +68,9 @@ class Olmo3 {
   void forward_logits(const float* params, const int32_t* ids, int64_t B, int64_t T, float* logits);
   // Evaluation applies the LM head only to the rows it scores: forward_hidden runs the model up to the
   // final norm, then head_logits computes the logits [n, V] (host memory) of rows `rows` (indices into the
-  // B·T positions) with that call's weights.
-  void forward_hidden(const float* params, const int32_t* ids, int64_t B, int64_t T);
-  void head_logits(const int64_t* rows, int64_t n, float* logits);
+  // B·T positions), both with the same weights.
+  void forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T);
+  void head_logits(WeightSource& weights, const int64_t* rows, int64_t n, float* logits);
 
   // Bytes of activation memory one micro-batch of [B, T] needs under `remat` (for the memory plan).
   static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T,
@@ -113,7 +113,7 @@ class Olmo3 {
   Remat remat_;
   Backend& be_;
   std::unique_ptr<Workspace> ws_;
-  WholeWeights whole_;  // whole_weights(): the last whole buffer passed in, which head_logits also reads
+  WholeWeights whole_;  // whole_weights(): the last whole buffer passed in
 };
 
 }  // namespace replica

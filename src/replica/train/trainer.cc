@@ -115,28 +115,21 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
   eval::MemorisationAlarm alarm(r.eval.alarm_window, r.eval.alarm_margin);
   std::optional<eval::SuiteSpec> suite;
   std::optional<data::Tokenizer> tokenizer;
-  if (!r.eval.suite.empty() && root) {
+  // Evaluation runs on rank 0 over its whole weights; with sharded weights every rank runs it, gathering the groups
+  // in step with the others, and rank 0 reports.
+  const bool evaluates = root || dp.shards_weights();
+  if (!r.eval.suite.empty() && evaluates) {
     suite = eval::load_suite(r.eval.suite);
     tokenizer.emplace(data::Tokenizer::load_default());
   }
-  // Evaluation runs on rank 0 over the whole weights; sharded weights are gathered there for it.
   auto evaluate = [&](int64_t step) {
-    if (!heldout) return -1.0;
-    DeviceArray<float> gathered;
-    if (dp.shards_weights()) {
-      std::vector<float> whole(root ? table.total() : 0);
-      dp.gather_weights(whole.data());
-      if (root) {
-        gathered = DeviceArray<float>(backend, table.total());
-        backend.to_device(gathered.data(), whole.data(), whole.size() * sizeof(float));
-      }
-    }
-    if (!root) return -1.0;
-    const float* params = gathered.empty() ? dp.whole_weights() : gathered.data();
-    HeldoutResult h = heldout_loss(model, params, *heldout, M, r.eval.batches * M);
+    if (!heldout || !evaluates) return -1.0;
+    WeightSource& weights = dp.shards_weights() ? dp.gathered_weights() : model.whole_weights(dp.whole_weights());
+    HeldoutResult h = heldout_loss(model, weights, *heldout, M, r.eval.batches * M);
     nlohmann::json record = {{"heldout_loss", h.loss}, {"heldout_tokens", h.tokens}};
+    if (suite) record["suite"] = eval::run_suite(model, weights, *suite, *tokenizer, [](const std::string&) {});
+    if (!root) return h.loss;
     if (suite) {
-      record["suite"] = eval::run_suite(model, params, *suite, *tokenizer, [](const std::string&) {});
       for (const auto& [name, value] : eval::flat_scalars(record["suite"])) tb->scalar(name, value, step);
       progress.line(fmt::format("eval step {}:\n{}", step, eval::format_results(record["suite"])));
     }
