@@ -94,4 +94,19 @@ void gather_to_root(Communicator& comm, const float* shard, const std::vector<si
   comm.exchange({}, recvs);
 }
 
+void scatter_from_root(Communicator& comm, const float* full, const std::vector<size_t>& bounds, float* shard) {
+  const int me = comm.rank();
+  const size_t n = bounds[size_t(me) + 1] - bounds[size_t(me)];
+  if (me != 0) {
+    comm.exchange({}, {{0, shard, n * sizeof(float)}});
+    return;
+  }
+  std::copy(full, full + n, shard);
+  std::vector<Transfer> sends;
+  for (int p = 1; p < comm.size(); p++)
+    sends.push_back({p, const_cast<float*>(full) + bounds[size_t(p)],
+                     (bounds[size_t(p) + 1] - bounds[size_t(p)]) * sizeof(float)});
+  comm.exchange(sends, {});
+}
+
 }  // namespace replica

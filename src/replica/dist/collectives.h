@@ -37,5 +37,7 @@ bool any_rank(Communicator& comm, bool flag);
 
 // Rank 0 receives every shard into `full` (bounds.back() floats; ignored elsewhere); other ranks send theirs.
 void gather_to_root(Communicator& comm, const float* shard, const std::vector<size_t>& bounds, float* full);
+// The reverse: every rank receives its shard of rank 0's `full` (ignored elsewhere) into `shard`.
+void scatter_from_root(Communicator& comm, const float* full, const std::vector<size_t>& bounds, float* shard);
 
 }  // namespace replica

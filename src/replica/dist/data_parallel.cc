@@ -157,8 +157,15 @@ WeightSource& DataParallel::gathered_weights() {
 }
 
 void DataParallel::load_weights(const float* whole) {
-  const size_t begin = sharding_.weights ? adamw_.begin() : 0;
-  be_.to_device(weights_.data(), whole + begin, weights_.size() * sizeof(float));
+  const size_t n = weights_.size();
+  const bool root = control_.rank() == 0;
+  std::vector<float> host(root && !sharding_.weights ? 0 : n);
+  if (sharding_.weights) {
+    scatter_from_root(control_, whole, bounds_, host.data());
+  } else if (control_.size() > 1) {
+    broadcast(control_, root ? const_cast<float*>(whole) : host.data(), n * sizeof(float));
+  }
+  be_.to_device(weights_.data(), host.empty() ? whole : host.data(), n * sizeof(float));
 }
 
 void DataParallel::gather_weights(float* whole) {
@@ -264,7 +271,10 @@ void DataParallel::gather_moments(float* exp_avg, float* exp_avg_sq) {
 }
 
 void DataParallel::load_moments(const float* exp_avg, const float* exp_avg_sq, int64_t step_count) {
-  adamw_.moments_from_host(exp_avg + adamw_.begin(), exp_avg_sq + adamw_.begin());
+  std::vector<float> m(adamw_.end() - adamw_.begin()), v(m.size());
+  scatter_from_root(control_, exp_avg, bounds_, m.data());
+  scatter_from_root(control_, exp_avg_sq, bounds_, v.data());
+  adamw_.moments_from_host(m.data(), v.data());
   adamw_.step_count = step_count;
 }
 

@@ -73,7 +73,8 @@ class DataParallel {
   AdamW& optimizer() { return adamw_; }
   bool shards_weights() const { return sharding_.weights; }
 
-  // Every rank takes its part (all of it, or its shard) of whole weights in host memory.
+  // Rank 0's whole weights (host memory; ignored elsewhere) go to every rank: all of them, or with sharded weights
+  // each rank's shard.
   void load_weights(const float* whole);
   // Without sharded weights: this rank's whole weights (backend memory), which the model reads directly
   // (Olmo3::whole_weights, which also keeps their bf16 copy).
@@ -104,8 +105,8 @@ class DataParallel {
   void step(double lr);
 
   // Checkpoints hold whole tensors, in host memory. gather_moments: rank 0 gets both moments of the whole buffer into
-  // exp_avg and exp_avg_sq (total floats each; other ranks pass nullptr). load_moments: every rank takes its shard from
-  // whole-buffer moments.
+  // exp_avg and exp_avg_sq (total floats each; other ranks pass nullptr). load_moments: every rank takes its shard of
+  // rank 0's whole-buffer moments (ignored elsewhere).
   void gather_moments(float* exp_avg, float* exp_avg_sq);
   void load_moments(const float* exp_avg, const float* exp_avg_sq, int64_t step_count);
 

@@ -25,34 +25,26 @@ std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backe
 RunStart start_run_all_ranks(const Recipe& r, DataParallel& dp, const ParamTable& table,
                              const data::DataLoader& loader, SkipStep& skip_step) {
   Communicator& comm = dp.comm();
-  const size_t bytes = table.total() * sizeof(float);
-  std::vector<float> host_params(table.total());
+  const bool root = comm.rank() == 0;
+  std::vector<float> host_params(root ? table.total() : 0);
   RunStart start;
   std::string history;
-  if (comm.rank() == 0) {
+  if (root) {
     start = start_run(r, table, loader, host_params.data(), skip_step);
     history = skip_step.to_json().dump();
   }
+  int64_t counters[3] = {start.step, start.adam_step_count, start.exp_avg.empty() ? 0 : 1};
   if (comm.size() > 1) {
-    broadcast(comm, host_params.data(), bytes);
-    int64_t counters[3] = {start.step, start.adam_step_count, start.exp_avg.empty() ? 0 : 1};
     broadcast(comm, counters, sizeof counters);
-    if (counters[2] && comm.rank() != 0) {
-      start.exp_avg.resize(table.total());
-      start.exp_avg_sq.resize(table.total());
-    }
-    if (counters[2]) {
-      broadcast(comm, start.exp_avg.data(), bytes);
-      broadcast(comm, start.exp_avg_sq.data(), bytes);
-    }
     broadcast(comm, history);
     broadcast(comm, start.message);
     start.step = counters[0];
     start.adam_step_count = counters[1];
-    if (comm.rank() != 0) skip_step.load_json(nlohmann::json::parse(history));
+    if (!root) skip_step.load_json(nlohmann::json::parse(history));
   }
+  // Rank 0's weights and moments: to every rank, or each rank's shard of them.
   dp.load_weights(host_params.data());
-  if (!start.exp_avg.empty()) dp.load_moments(start.exp_avg.data(), start.exp_avg_sq.data(), start.adam_step_count);
+  if (counters[2]) dp.load_moments(start.exp_avg.data(), start.exp_avg_sq.data(), start.adam_step_count);
   start.exp_avg = {};  // the optimizer holds them now
   start.exp_avg_sq = {};
   return start;

@@ -17,7 +17,7 @@ namespace replica {
 std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backend);
 
 // start_run() on rank 0, then its result shared with every rank: dp's weights (all of them, or its shard) and its
-// shard of the moments loaded.
+// shard of the moments loaded from rank 0 (other ranks never hold more than that).
 RunStart start_run_all_ranks(const Recipe& recipe, DataParallel& dp, const ParamTable& table,
                              const data::DataLoader& loader, SkipStep& skip_step);
 
