@@ -184,17 +184,24 @@ TEST(DistDataParallel, EmulatedDevicesGiveTheCpuBits) {
 }
 
 // The real model (tied embeddings, block recomputation), two steps of G = 12 rows of 16 random tokens in
-// micro-batches of 2, at W ranks, with the weights whole or sharded: rank 0's loss sums, norm, weights and moments.
-StepResult train_model(int world, Precision precision, bool shard_weights) {
+// micro-batches of 2, at W ranks, with the weights whole or sharded, on the CPU or (`emulated`) each rank on its own
+// emulated device with an emulated NCCL between them: rank 0's loss sums, norm, weights and moments.
+StepResult train_model(int world, Precision precision, bool shard_weights, bool emulated = false) {
   ModelConfig config = model();
   config.tie_embeddings = true;
   const int64_t G = 12, M = 2, T = 16;
   StepResult result;
+  std::vector<std::unique_ptr<EmulatedDevice>> devices;
+  std::vector<EmulatedDevice*> all;
+  for (int r = 0; r < world; r++) all.push_back(devices.emplace_back(new EmulatedDevice).get());
   ThreadGroup group(world);
   group.run([&](Communicator& comm) {
-    Olmo3 net(config, precision, Remat::block);
+    Backend& backend = emulated ? static_cast<Backend&>(*all[size_t(comm.rank())]) : cpu_backend();
+    EmulatedPeerCommunicator peers(comm, all);
+    Olmo3 net(config, precision, Remat::block, backend);
     const ParamTable& table = net.table();
-    DataParallel dp(comm, table, AdamWConfig{}, G, M, Sharding{shard_weights});
+    DataParallel dp(comm, emulated ? static_cast<Communicator&>(peers) : comm, backend, table, AdamWConfig{}, G, M,
+                    Sharding{shard_weights});
     std::vector<float> params(table.total());
     init_params(config, table, 5, params.data());
     dp.load_weights(params.data());
@@ -237,6 +244,18 @@ TEST(DistDataParallel, ShardedWeightsTrainTheModelToTheSameBits) {
       EXPECT_TRUE(whole.params == sharded.params) << what;
       EXPECT_TRUE(whole.exp_avg == sharded.exp_avg && whole.exp_avg_sq == sharded.exp_avg_sq) << what;
     }
+  }
+}
+
+TEST(DistDataParallel, ShardedWeightsOnEmulatedDevicesGiveTheCpuBits) {
+  // Groups gathered into device memory the host cannot touch, over the emulated NCCL, and read by the model there.
+  const StepResult cpu = train_model(1, Precision::bf16, false);
+  for (int world : {1, 3}) {
+    const StepResult device = train_model(world, Precision::bf16, true, true);
+    EXPECT_EQ(cpu.sums.ce, device.sums.ce) << world;
+    EXPECT_EQ(cpu.norm, device.norm) << world;
+    EXPECT_TRUE(cpu.params == device.params) << world;
+    EXPECT_TRUE(cpu.exp_avg == device.exp_avg && cpu.exp_avg_sq == device.exp_avg_sq) << world;
   }
 }
 
