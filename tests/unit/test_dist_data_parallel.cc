@@ -23,17 +23,11 @@
 namespace replica {
 namespace {
 
-TEST(DistCollectives, ShardBoundsStartOnNormBlocks) {
-  EXPECT_EQ(shard_bounds(100000, 4), (std::vector<size_t>{0, 16384, 49152, 81920, 100000}));
-  EXPECT_EQ(shard_bounds(100000, 1), (std::vector<size_t>{0, 100000}));
-  EXPECT_EQ(shard_bounds(1000, 2), (std::vector<size_t>{0, 0, 1000}));  // one block: the last rank holds it
-}
-
 TEST(DistCollectives, AllGather) {
   const size_t n = 70000;
   ThreadGroup group(4);
   group.run([&](Communicator& comm) {
-    const std::vector<size_t> bounds = shard_bounds(n, 4);
+    const std::vector<size_t> bounds{0, 16384, 17000, 52000, n};
     const int r = comm.rank();
     std::vector<float> buf(n, -1.0f);
     for (size_t i = bounds[size_t(r)]; i < bounds[size_t(r) + 1]; i++) buf[i] = float(i);
@@ -53,6 +47,41 @@ ModelConfig model() {  // about 110k parameters: every rank of 4 gets a shard
                                  {"head_dim", 16},
                                  {"sliding_window", 4}},
                                 "test model");
+}
+
+TEST(DistShardLayout, EveryGroupIsSplitOverEveryRankInWholeNormBlocks) {
+  const ParamTable table(model());  // groups of 16,016 (head), ~49,000 (the block) and 32,768 (embedding) floats
+  for (int world : {1, 2, 3, 4}) {
+    const ShardLayout layout(table, world);
+    ASSERT_EQ(layout.groups(), table.groups().size());
+    size_t next = 0, total = 0, blocks = 0;
+    std::vector<size_t> stored(size_t(world), 0);
+    for (size_t g = 0; g < layout.groups(); g++) {
+      const ParamTable::Range group = layout.group(g);
+      EXPECT_EQ(group.begin, next) << "groups tile the buffer in flat order";
+      size_t at = group.begin, most = 0, least = SIZE_MAX;
+      for (int r = 0; r < world; r++) {
+        const ShardLayout::Part& p = layout.part(g, r);
+        EXPECT_EQ(p.begin, at) << "parts tile the group in rank order";
+        EXPECT_EQ((p.begin - group.begin) % kSquareSumBlock, 0u) << "parts start on a norm block";
+        EXPECT_EQ(p.first_block, blocks + (p.begin - group.begin) / kSquareSumBlock) << "blocks numbered in flat order";
+        EXPECT_EQ(p.offset, stored[size_t(r)]) << "a rank stores its parts one after the other";
+        stored[size_t(r)] += p.length();
+        most = std::max(most, p.length());
+        least = std::min(least, p.length());
+        at = p.end;
+      }
+      EXPECT_EQ(at, group.end);
+      EXPECT_LE(most - least, kSquareSumBlock) << "balanced to a block";
+      EXPECT_EQ(layout.group_at(group.begin), g);
+      blocks += (group.end - group.begin + kSquareSumBlock - 1) / kSquareSumBlock;
+      next = group.end;
+    }
+    EXPECT_EQ(next, table.total());
+    EXPECT_EQ(layout.blocks(), blocks);
+    for (int r = 0; r < world; r++) total += layout.shard_size(r);
+    EXPECT_EQ(total, table.total());
+  }
 }
 
 // A stand-in for forward/backward: the gradient of a micro-batch adds, row by row, values of mixed magnitude that
@@ -260,22 +289,23 @@ TEST(DistDataParallel, ShardedWeightsOnEmulatedDevicesGiveTheCpuBits) {
 }
 
 TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
-  // One rank's view of the sharded norm equals optim/clip's sum_of_squares on the whole buffer, and the sharded update
-  // equals AdamW over the whole buffer.
+  // The sharded norm equals the norm's blocks (kSquareSumBlock floats from each group's start) summed in flat order
+  // over the whole buffer, and the sharded update equals AdamW over the whole buffer.
   const ParamTable table(model());
   std::vector<float> grads(table.total());
   for (size_t i = 0; i < grads.size(); i++) grads[i] = row_gradient(3, i);
   std::vector<float> params_full(table.total(), 0.25f);
   AdamW full(table, AdamWConfig{});
   full.step(params_full.data(), grads.data(), 1e-2);
+  double norm = 0.0;
+  for (const ShardLayout::Part& g : ShardLayout(table, 1).parts_of(0))  // one part per group
+    for (double s : block_sums_of_squares(grads.data() + g.begin, g.length())) norm += s;
   ThreadGroup group(4);
   group.run([&](Communicator& comm) {
     DataParallel dp(comm, table, AdamWConfig{}, 4, 1);
-    const std::vector<size_t>& bounds = dp.bounds();
-    const size_t begin = bounds[size_t(comm.rank())], end = bounds[size_t(comm.rank()) + 1];
-    EXPECT_EQ(sum_of_squares(comm, cpu_backend(), grads.data() + begin, bounds),
-              sum_of_squares(grads.data(), grads.size()));
-    std::copy(grads.begin() + ptrdiff_t(begin), grads.begin() + ptrdiff_t(end), dp.grads());
+    for (const ShardLayout::Part& p : dp.layout().parts_of(comm.rank()))
+      std::copy_n(grads.begin() + ptrdiff_t(p.begin), p.length(), dp.grads() + p.offset);
+    EXPECT_EQ(dp.clip(0.0), std::sqrt(norm));
     std::vector<float> params(table.total(), 0.25f);
     dp.load_weights(params.data());
     dp.step(1e-2);
@@ -291,7 +321,7 @@ TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
     // Resharding on load: every rank takes its shard of the whole moments.
     DataParallel loaded(comm, table, AdamWConfig{}, 4, 1);
     loaded.load_moments(full.exp_avg(), full.exp_avg_sq(), 1);
-    const size_t shard = dp.optimizer().end() - dp.optimizer().begin();
+    const size_t shard = dp.optimizer().size();
     EXPECT_TRUE(
         std::equal(loaded.optimizer().exp_avg(), loaded.optimizer().exp_avg() + shard, dp.optimizer().exp_avg()));
     EXPECT_EQ(loaded.optimizer().step_count, 1);

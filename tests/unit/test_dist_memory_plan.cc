@@ -1,9 +1,12 @@
 // dist/memory_plan: the per-rank memory for `replica plan --ranks`, with whole and with sharded weights.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "replica/dist/memory_plan.h"
+#include "replica/dist/shard_layout.h"
 #include "replica/model/params.h"
 
 namespace replica {
@@ -31,26 +34,29 @@ TEST(DistMemoryPlan, WholeWeightsAreTheOnlyReplicatedState) {
   EXPECT_EQ(one[4].bytes, 4 * group);  // one group's gradient
   EXPECT_EQ(one[5].bytes, 0.0);        // nothing to receive
   EXPECT_EQ(two[1].bytes, 2 * n);      // the bf16 copy of the weights
-  EXPECT_EQ(two[2].bytes, 2 * n);      // 4 n / 2
-  EXPECT_EQ(two[3].bytes, 4 * n);      // 8 n / 2
-  // 2 ranks: the shards split at one 16,384-float block; the head group (the last 16,016 floats) lies in the
-  // second shard, the embedding (the first 16,000) in the first: rank 1 receives at most the whole head group.
+  // 2 ranks: every group here is a single norm block (under 16,384 floats), so one rank holds each whole: the
+  // plan counts the largest shard, and the receive buffer one copy of the largest group.
+  const double shard = double(std::max(ShardLayout(table, 2).shard_size(0), ShardLayout(table, 2).shard_size(1)));
+  EXPECT_EQ(two[2].bytes, 4 * shard);
+  EXPECT_EQ(two[3].bytes, 8 * shard);
   EXPECT_EQ(two[5].bytes, 4 * group);
   EXPECT_EQ(total_bytes(one), 16 * n + 4 * group + 100.0);
 }
 
 TEST(DistMemoryPlan, ShardedWeightsKeepOnlyTheGroupInUseWhole) {
-  const ModelConfig c = model();
-  const double n = double(ParamTable(c).total()), group = double(ParamTable(c).largest_group());
+  ModelConfig c = model();
+  c.vocab_size = 40000;  // groups of 40 blocks: 4 ranks hold 10 each
+  const ParamTable table(c);
+  const double n = double(table.total()), group = double(table.largest_group());
   const std::vector<MemoryItem> plan = data_parallel_memory(c, 4, 0.0, Precision::bf16, true);
   ASSERT_EQ(plan.size(), 7u);
-  EXPECT_EQ(plan[0].bytes, n);          // weights: 4 n / 4
-  EXPECT_EQ(plan[1].bytes, 6 * group);  // one gathered group, fp32 and bf16
-  EXPECT_EQ(plan[2].bytes, n);          // gradients: 4 n / 4
-  EXPECT_EQ(plan[3].bytes, 2 * n);      // moments: 8 n / 4
-  EXPECT_EQ(plan[4].bytes, 4 * group);  // one group's gradient
-  EXPECT_LE(plan[5].bytes, 3 * 4 * group);
-  EXPECT_EQ(total_bytes(plan), 4 * n + 10 * group + plan[5].bytes);
+  EXPECT_LE(plan[0].bytes, 1.1 * n);            // weights: about 4 n / 4
+  EXPECT_EQ(plan[1].bytes, 6 * group);          // one gathered group, fp32 and bf16
+  EXPECT_EQ(plan[2].bytes, plan[0].bytes);      // gradients: the same shard
+  EXPECT_EQ(plan[3].bytes, 2 * plan[0].bytes);  // both moments
+  EXPECT_EQ(plan[4].bytes, 4 * group);          // one group's gradient
+  EXPECT_LE(plan[5].bytes, 4 * group);          // three other ranks' copies of a quarter of a group
+  EXPECT_EQ(total_bytes(plan), 4 * plan[0].bytes + 10 * group + plan[5].bytes);
 }
 
 }  // namespace

@@ -116,34 +116,78 @@ TEST(AdamW, SameBitsForAnyThreadCount) {
   EXPECT_EQ(results[0], results[2]);
 }
 
+// Random weights and gradients of a model with a 5,000-token vocabulary, and one AdamW step over the whole buffer.
+struct WholeStep {
+  Buffers b;
+  std::vector<float> whole;  // the weights after the step
+  AdamW full;
+  explicit WholeStep(uint32_t seed) : b(vocab_5000()), full(b.table, AdamWConfig{}) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (float& p : b.params) p = dist(rng);
+    for (float& g : b.grads) g = dist(rng) * 1e-2f;
+    whole = b.params;
+    full.step(whole.data(), b.grads.data(), 1e-2);
+  }
+  static ModelConfig vocab_5000() {
+    ModelConfig c = tiny_config();
+    c.vocab_size = 5000;
+    return c;
+  }
+};
+
 TEST(AdamW, ShardsUpdateExactlyTheirRangeAsTheWholeBufferWould) {
   // A shard: AdamW over [begin, end), from that range's gradient, gives the same bits there as AdamW over the
   // whole buffer, touches nothing outside, and keeps moments for the range only (the embedding's no-decay rule
   // still applies).
-  ModelConfig c = tiny_config();
-  c.vocab_size = 5000;
-  Buffers b(c);
-  std::mt19937 rng(3);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (float& p : b.params) p = dist(rng);
-  for (float& g : b.grads) g = dist(rng) * 1e-2f;
-  std::vector<float> whole = b.params;
-  AdamW full(b.table, AdamWConfig{});
-  full.step(whole.data(), b.grads.data(), 1e-2);
+  WholeStep ws(3);
+  const Buffers& b = ws.b;
+  const std::vector<float>& whole = ws.whole;
+  const AdamW& full = ws.full;
   const size_t split = b.table.at("model.embed_tokens.weight").numel - 100;  // inside the embedding
   std::vector<float> sharded = b.params;
   for (auto [begin, end] : {std::pair<size_t, size_t>{0, split}, {split, b.table.total()}}) {
-    AdamW shard(b.table, AdamWConfig{}, begin, end), same_shard(b.table, AdamWConfig{}, begin, end);
+    AdamW shard(b.table, AdamWConfig{}, {{begin, end, 0}}), same_shard(b.table, AdamWConfig{}, {{begin, end, 0}});
     std::vector<float> alone = b.params;
     const std::vector<float> shard_grads(b.grads.begin() + ptrdiff_t(begin), b.grads.begin() + ptrdiff_t(end));
     shard.step(alone.data() + begin, shard_grads.data(), 1e-2);
     same_shard.step(sharded.data() + begin, shard_grads.data(), 1e-2);
-    ASSERT_EQ(shard.end() - shard.begin(), end - begin);
+    ASSERT_EQ(shard.size(), end - begin);
     for (size_t i = 0; i < b.params.size(); i++)
       ASSERT_EQ(alone[i], i >= begin && i < end ? whole[i] : b.params[i]) << i;
     for (size_t i = begin; i < end; i++) ASSERT_EQ(shard.exp_avg_sq()[i - begin], full.exp_avg_sq()[i]) << i;
   }
   EXPECT_EQ(sharded, whole);
+}
+
+TEST(AdamW, AShardOfSeveralPartsStoresThemOneAfterTheOther) {
+  // Two parts of the flat buffer, stored one after the other in the shard's arrays; weights read from the whole
+  // buffer (whole_params) or from the shard's own copy give the bits of AdamW over the whole buffer.
+  WholeStep ws(4);
+  const Buffers& b = ws.b;
+  const std::vector<float>& whole = ws.whole;
+  const AdamW& full = ws.full;
+  const size_t n = b.table.total(), a0 = 100, a1 = n / 3, b0 = n / 2, b1 = n - 7;
+  const std::vector<AdamW::Part> parts{{a0, a1, 0}, {b0, b1, a1 - a0}};
+  std::vector<float> grads, shard_params;
+  for (const AdamW::Part& p : parts) {
+    grads.insert(grads.end(), b.grads.begin() + ptrdiff_t(p.begin), b.grads.begin() + ptrdiff_t(p.end));
+    shard_params.insert(shard_params.end(), b.params.begin() + ptrdiff_t(p.begin), b.params.begin() + ptrdiff_t(p.end));
+  }
+  AdamW in_place(b.table, AdamWConfig{}, parts), on_shard(b.table, AdamWConfig{}, parts);
+  std::vector<float> params = b.params;
+  in_place.step(params.data(), grads.data(), 1e-2, true);
+  on_shard.step(shard_params.data(), grads.data(), 1e-2);
+  ASSERT_EQ(in_place.size(), grads.size());
+  for (size_t i = 0; i < n; i++) {
+    const bool inside = (i >= a0 && i < a1) || (i >= b0 && i < b1);
+    ASSERT_EQ(params[i], inside ? whole[i] : b.params[i]) << i;
+  }
+  for (const AdamW::Part& p : parts)
+    for (size_t i = p.begin; i < p.end; i++) {
+      ASSERT_EQ(shard_params[p.offset + i - p.begin], whole[i]) << i;
+      ASSERT_EQ(in_place.exp_avg()[p.offset + i - p.begin], full.exp_avg()[i]) << i;
+    }
 }
 
 }  // namespace

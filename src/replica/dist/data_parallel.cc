@@ -18,12 +18,13 @@ static int64_t local_micro_batches(int64_t global_batch, int64_t micro_batch, in
   return global_batch / (micro_batch * world);
 }
 
-// The part of `range` inside shard [bounds[rank], bounds[rank + 1]) (empty when end <= begin).
-static ParamTable::Range part_in_shard(ParamTable::Range range, const std::vector<size_t>& bounds, size_t rank) {
-  return {std::max(range.begin, bounds[rank]), std::min(range.end, bounds[rank + 1])};
-}
+static size_t length(ParamTable::Range r) { return r.end - r.begin; }
 
-static size_t length(ParamTable::Range r) { return r.end > r.begin ? r.end - r.begin : 0; }
+static std::vector<AdamW::Part> adamw_parts(const ShardLayout& layout, int rank) {
+  std::vector<AdamW::Part> parts;
+  for (const ShardLayout::Part& p : layout.parts_of(rank)) parts.push_back({p.begin, p.end, p.offset});
+  return parts;
+}
 
 DataParallel::DataParallel(Communicator& control, Communicator& data, Backend& backend, const ParamTable& table,
                            AdamWConfig config, int64_t global_batch, int64_t micro_batch, Sharding sharding)
@@ -31,22 +32,26 @@ DataParallel::DataParallel(Communicator& control, Communicator& data, Backend& b
       data_(data),
       be_(backend),
       local_micro_(local_micro_batches(global_batch, micro_batch, control.size())),
-      bounds_(shard_bounds(table.total(), control.size())),
-      adamw_(table, config, bounds_[size_t(control.rank())], bounds_[size_t(control.rank()) + 1], backend),
+      layout_(table, control.size()),
+      adamw_(table, config, adamw_parts(layout_, control.rank()), backend),
       sharding_(sharding),
-      weights_(backend, sharding.weights ? adamw_.end() - adamw_.begin() : table.total()),
-      grads_(backend, adamw_.end() - adamw_.begin()),
+      weights_(backend, sharding.weights ? adamw_.size() : table.total()),
+      grads_(backend, adamw_.size()),
       largest_group_(table.largest_group()),
       piece_(piece_floats(control.size(), sharding.receive_floats)) {
   check(data.size() == control.size() && data.rank() == control.rank(),
         "the data and control communicators disagree on rank or size");
   // Room for the other ranks' copies of one piece of this rank's largest part of a group.
   size_t largest_part = 0;
-  for (ParamTable::Range g : table.groups())
-    largest_part = std::max(largest_part, length(part_in_shard(g, bounds_, size_t(control.rank()))));
+  for (const ShardLayout::Part& p : layout_.parts_of(control.rank())) largest_part = std::max(largest_part, p.length());
   if (control.size() > 1)
     received_ = DeviceArray<float>(backend, size_t(control.size() - 1) * std::min(piece_, largest_part));
   if (sharding.weights) gathered_ = std::make_unique<Gathered>(*this);
+  for (int r = 0; r < control.size(); r++) {
+    size_t blocks = 0;
+    for (const ShardLayout::Part& p : layout_.parts_of(r)) blocks += p.blocks();
+    block_counts_.push_back(blocks);
+  }
 }
 
 DataParallel::~DataParallel() = default;
@@ -116,18 +121,19 @@ class DataParallel::Gathered final : public WeightSource {
     }
     acquired_[slot] = range;
     float* group = f32_[slot].data();
-    const size_t W = size_t(dp_.control_.size()), me = size_t(dp_.control_.rank());
-    const ParamTable::Range mine = part_in_shard(range, dp_.bounds_, me);
-    const float* my_part = length(mine) > 0 ? dp_.weights_.data() + (mine.begin - dp_.bounds_[me]) : nullptr;
+    const int W = dp_.control_.size(), me = dp_.control_.rank();
+    const size_t g = dp_.layout_.group_at(range.begin);
+    const ShardLayout::Part& mine = dp_.layout_.part(g, me);
+    float* my_part = dp_.weights_.data() + mine.offset;
     std::vector<Transfer> sends, recvs;
-    for (size_t r = 0; r < W; r++) {
+    for (int r = 0; r < W; r++) {
+      const ShardLayout::Part& theirs = dp_.layout_.part(g, r);
       if (r == me) continue;
-      if (my_part) sends.push_back({int(r), const_cast<float*>(my_part), length(mine) * sizeof(float)});
-      const ParamTable::Range theirs = part_in_shard(range, dp_.bounds_, r);
-      if (length(theirs) > 0)
-        recvs.push_back({int(r), group + (theirs.begin - range.begin), length(theirs) * sizeof(float)});
+      if (mine.length() > 0) sends.push_back({r, my_part, mine.length() * sizeof(float)});
+      if (theirs.length() > 0)
+        recvs.push_back({r, group + (theirs.begin - range.begin), theirs.length() * sizeof(float)});
     }
-    if (my_part) dp_.be_.copy(group + (mine.begin - range.begin), my_part, length(mine));
+    if (mine.length() > 0) dp_.be_.copy(group + (mine.begin - range.begin), my_part, mine.length());
     if (W > 1) dp_.data_.exchange(sends, recvs);
     if (precision != Precision::bf16) return {group, nullptr, range.begin};
     if (b16_[slot].empty()) b16_[slot] = DeviceArray<bf16>(dp_.be_, dp_.largest_group_);
@@ -161,7 +167,7 @@ void DataParallel::load_weights(const float* whole) {
   const bool root = control_.rank() == 0;
   std::vector<float> host(root && !sharding_.weights ? 0 : n);
   if (sharding_.weights) {
-    scatter_from_root(control_, whole, bounds_, host.data());
+    scatter_shards(whole, host.data());
   } else if (control_.size() > 1) {
     broadcast(control_, root ? const_cast<float*>(whole) : host.data(), n * sizeof(float));
   }
@@ -175,7 +181,7 @@ void DataParallel::gather_weights(float* whole) {
   }
   std::vector<float> shard(weights_.size());
   be_.to_host(shard.data(), weights_.data(), shard.size() * sizeof(float));
-  gather_to_root(control_, shard.data(), bounds_, whole);
+  gather_shards(shard.data(), whole);
 }
 
 // Every rank sends each other rank the part of the group in that rank's shard, and adds the W copies of its own part
@@ -185,11 +191,13 @@ void DataParallel::gather_weights(float* whole) {
 // while another one carries a whole part.
 void DataParallel::reduce_group(ParamTable::Range range, const float* group_grads) {
   const size_t W = size_t(control_.size()), me = size_t(control_.rank());
+  const size_t g = layout_.group_at(range.begin);
   std::vector<ParamTable::Range> parts(W);
   size_t pieces = 0;
   for (size_t r = 0; r < W; r++) {
-    parts[r] = part_in_shard(range, bounds_, r);
-    if (length(parts[r]) > 0) pieces = std::max(pieces, (length(parts[r]) - 1) / piece_ + 1);
+    const ShardLayout::Part& p = layout_.part(g, int(r));
+    parts[r] = {p.begin, p.end};
+    if (p.length() > 0) pieces = std::max(pieces, (p.length() - 1) / piece_ + 1);
   }
   for (size_t t = 0; t < pieces; t++) {
     auto piece = [&](size_t r) {  // piece t of rank r's part (empty once the part is done)
@@ -218,7 +226,8 @@ void DataParallel::reduce_group(ParamTable::Range range, const float* group_grad
     }
     if (W > 1) data_.exchange(sends, recvs);
     if (n == 0) continue;
-    float* sum = grads_.data() + (mine.begin - bounds_[me]);
+    const ShardLayout::Part& my_part = layout_.part(g, int(me));
+    float* sum = grads_.data() + my_part.offset + (mine.begin - my_part.begin);
     for (const float* copy : copies) be_.add(sum, sum, copy, int64_t(n));
   }
 }
@@ -252,30 +261,113 @@ LossSums DataParallel::gradients(const std::function<LossSums(int64_t k, Gradien
 }
 
 double DataParallel::clip(double max_norm) {
-  const double norm = std::sqrt(sum_of_squares(control_, be_, grads_.data(), bounds_));
+  const double norm = std::sqrt(sum_of_squares());
   const double coef = std::min(1.0, max_norm / (norm + 1e-6));
   if (max_norm > 0 && coef < 1.0) be_.scale(grads_.data(), grads_.size(), float(coef));  // as optim/clip.cc
   return norm;
 }
 
 void DataParallel::step(double lr) {
-  adamw_.step(my_weights(), grads_.data(), lr);
-  if (!sharding_.weights && data_.size() > 1) all_gather(data_, weights_.data(), bounds_);
+  adamw_.step(weights_.data(), grads_.data(), lr, !sharding_.weights);
+  if (!sharding_.weights && data_.size() > 1) all_gather_weights();
 }
 
 void DataParallel::gather_moments(float* exp_avg, float* exp_avg_sq) {
-  std::vector<float> m(adamw_.end() - adamw_.begin()), v(m.size());
+  std::vector<float> m(adamw_.size()), v(m.size());
   adamw_.moments_to_host(m.data(), v.data());
-  gather_to_root(control_, m.data(), bounds_, exp_avg);
-  gather_to_root(control_, v.data(), bounds_, exp_avg_sq);
+  gather_shards(m.data(), exp_avg);
+  gather_shards(v.data(), exp_avg_sq);
 }
 
 void DataParallel::load_moments(const float* exp_avg, const float* exp_avg_sq, int64_t step_count) {
-  std::vector<float> m(adamw_.end() - adamw_.begin()), v(m.size());
-  scatter_from_root(control_, exp_avg, bounds_, m.data());
-  scatter_from_root(control_, exp_avg_sq, bounds_, v.data());
+  std::vector<float> m(adamw_.size()), v(m.size());
+  scatter_shards(exp_avg, m.data());
+  scatter_shards(exp_avg_sq, v.data());
   adamw_.moments_from_host(m.data(), v.data());
   adamw_.step_count = step_count;
+}
+
+// The norm's block sums: each rank's of its parts, in flat order, sent to every rank, which places them by block
+// number and adds them in that order: the same double whatever W is.
+double DataParallel::sum_of_squares() {
+  const int W = control_.size(), me = control_.rank();
+  std::vector<std::vector<double>> sums(static_cast<size_t>(W));
+  for (int r = 0; r < W; r++) sums[size_t(r)].resize(block_counts_[size_t(r)]);
+  std::vector<double>& mine = sums[size_t(me)];
+  mine.clear();
+  for (const ShardLayout::Part& p : layout_.parts_of(me)) {
+    const std::vector<double> part = be_.block_sums_of_squares(grads_.data() + p.offset, p.length());
+    mine.insert(mine.end(), part.begin(), part.end());
+  }
+  std::vector<Transfer> sends, recvs;
+  for (int r = 0; r < W; r++) {
+    if (r == me) continue;
+    if (!mine.empty()) sends.push_back({r, mine.data(), mine.size() * sizeof(double)});
+    if (!sums[size_t(r)].empty()) recvs.push_back({r, sums[size_t(r)].data(), sums[size_t(r)].size() * sizeof(double)});
+  }
+  if (W > 1) control_.exchange(sends, recvs);
+  std::vector<double> blocks(layout_.blocks(), 0.0);
+  for (int r = 0; r < W; r++) {
+    size_t next = 0;
+    for (size_t g = 0; g < layout_.groups(); g++) {
+      const ShardLayout::Part& p = layout_.part(g, r);
+      for (size_t b = 0; b < p.blocks(); b++) blocks[p.first_block + b] = sums[size_t(r)][next++];
+    }
+  }
+  double total = 0.0;
+  for (double s : blocks) total += s;
+  return total;
+}
+
+// Whole weights after the update: every rank sends its parts to every other rank, straight from and into their place
+// in the flat buffer.
+void DataParallel::all_gather_weights() {
+  const int W = control_.size(), me = control_.rank();
+  std::vector<Transfer> sends, recvs;
+  for (int r = 0; r < W; r++) {
+    if (r == me) continue;
+    for (size_t g = 0; g < layout_.groups(); g++) {
+      const ShardLayout::Part &mine = layout_.part(g, me), &theirs = layout_.part(g, r);
+      if (mine.length() > 0) sends.push_back({r, weights_.data() + mine.begin, mine.length() * sizeof(float)});
+      if (theirs.length() > 0) recvs.push_back({r, weights_.data() + theirs.begin, theirs.length() * sizeof(float)});
+    }
+  }
+  data_.exchange(sends, recvs);
+}
+
+// Rank 0 receives each rank's shard (host memory) in turn and puts its parts in place in `whole`.
+void DataParallel::gather_shards(const float* shard, float* whole) {
+  const int W = control_.size(), me = control_.rank();
+  if (me != 0) {
+    control_.exchange({{0, const_cast<float*>(shard), layout_.shard_size(me) * sizeof(float)}}, {});
+    return;
+  }
+  std::vector<float> received;
+  for (int r = 0; r < W; r++) {
+    const float* from = shard;
+    if (r != 0) {
+      received.resize(layout_.shard_size(r));
+      control_.exchange({}, {{r, received.data(), received.size() * sizeof(float)}});
+      from = received.data();
+    }
+    for (const ShardLayout::Part& p : layout_.parts_of(r)) std::copy_n(from + p.offset, p.length(), whole + p.begin);
+  }
+}
+
+// The reverse: rank 0 packs each rank's parts of `whole` and sends them; every rank receives its shard.
+void DataParallel::scatter_shards(const float* whole, float* shard) {
+  const int W = control_.size(), me = control_.rank();
+  if (me != 0) {
+    control_.exchange({}, {{0, shard, layout_.shard_size(me) * sizeof(float)}});
+    return;
+  }
+  std::vector<float> packed;
+  for (int r = 0; r < W; r++) {
+    if (r != 0) packed.resize(layout_.shard_size(r));
+    float* to = r == 0 ? shard : packed.data();
+    for (const ShardLayout::Part& p : layout_.parts_of(r)) std::copy_n(whole + p.begin, p.length(), to + p.offset);
+    if (r != 0) control_.exchange({{r, to, layout_.shard_size(r) * sizeof(float)}}, {});
+  }
 }
 
 }  // namespace replica

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "replica/dist/communicator.h"
+#include "replica/dist/shard_layout.h"
 #include "replica/kernels/backend.h"
 #include "replica/model/gradient_sink.h"
 #include "replica/model/weight_source.h"
@@ -68,8 +69,8 @@ class DataParallel {
 
   Communicator& comm() { return control_; }  // the control communicator: rank, size, host collectives
   Backend& backend() { return be_; }
-  int64_t micro_batches() const { return local_micro_; }         // per rank: L = G / (W M)
-  const std::vector<size_t>& bounds() const { return bounds_; }  // the shards (W + 1 offsets)
+  int64_t micro_batches() const { return local_micro_; }  // per rank: L = G / (W M)
+  const ShardLayout& layout() const { return layout_; }   // which floats each rank's shard holds
   AdamW& optimizer() { return adamw_; }
   bool shards_weights() const { return sharding_.weights; }
 
@@ -95,7 +96,7 @@ class DataParallel {
   // shard of the sum over all micro-batches of all ranks. Returns the global loss sums, added in the same order (in
   // double; identical on every rank).
   LossSums gradients(const std::function<LossSums(int64_t k, GradientSink& sink)>& backward);
-  // This rank's shard of the summed gradient: [bounds[rank], bounds[rank + 1]) of the flat buffer.
+  // This rank's shard of the summed gradient: its parts of the flat buffer one after the other (ShardLayout).
   float* grads() { return grads_.data(); }
 
   // The global gradient norm (before clipping); with max_norm > 0 the shard is clipped as clip_grad_norm does.
@@ -114,13 +115,17 @@ class DataParallel {
   class Groups;
   class Gathered;
   void reduce_group(ParamTable::Range range, const float* group_grads);
-  float* my_weights() { return weights_.data() + (sharding_.weights ? 0 : adamw_.begin()); }  // this rank's shard
+  double sum_of_squares();  // of the summed gradient, over all shards
+  void all_gather_weights();
+  // Host memory: rank 0 gathers every rank's shard into the whole buffer, or sends every rank its shard of it.
+  void gather_shards(const float* shard, float* whole);
+  void scatter_shards(const float* whole, float* shard);
 
   Communicator& control_;
   Communicator& data_;
   Backend& be_;
   int64_t local_micro_;
-  std::vector<size_t> bounds_;
+  ShardLayout layout_;
   AdamW adamw_;
   Sharding sharding_;
   DeviceArray<float> weights_;                   // fp32: the whole buffer, or this rank's shard
@@ -130,6 +135,7 @@ class DataParallel {
   size_t piece_;                                 // floats per rank pair and round of a group's reduction
   std::vector<DeviceArray<float>> group_grads_;  // one group's gradient each (at most two are open at once)
   DeviceArray<float> received_;                  // the other ranks' copies of a piece of this rank's part
+  std::vector<size_t> block_counts_;             // the norm's blocks each rank holds
 };
 
 }  // namespace replica

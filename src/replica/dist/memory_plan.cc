@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "replica/dist/collectives.h"
 #include "replica/dist/data_parallel.h"
+#include "replica/dist/shard_layout.h"
 #include "replica/model/params.h"
 
 namespace replica {
@@ -13,27 +13,27 @@ std::vector<MemoryItem> data_parallel_memory(const ModelConfig& config, int64_t 
                                              Precision precision, bool shard_weights) {
   const ParamTable table(config);
   const double n = double(table.total()), R = double(ranks), group = double(table.largest_group());
-  const std::vector<size_t> bounds = shard_bounds(table.total(), int(ranks));
-  size_t largest_part = 0;  // of a group, in any rank's shard
-  for (ParamTable::Range g : table.groups())
-    for (size_t r = 0; r + 1 < bounds.size(); r++) {
-      const size_t lo = std::max(g.begin, bounds[r]), hi = std::min(g.end, bounds[r + 1]);
-      if (hi > lo) largest_part = std::max(largest_part, hi - lo);
-    }
+  const ShardLayout layout(table, int(ranks));
+  size_t largest_part = 0, largest_shard = 0;  // of a group in any rank's shard; the largest shard
+  for (int r = 0; r < int(ranks); r++) {
+    largest_shard = std::max(largest_shard, layout.shard_size(r));
+    for (size_t g = 0; g < layout.groups(); g++) largest_part = std::max(largest_part, layout.part(g, r).length());
+  }
+  const double shard = double(largest_shard);
   const double open_groups = config.tie_embeddings ? 2 : 1, bf16 = precision == Precision::bf16 ? 1 : 0;
   const double piece =
       double(std::min(largest_part, DataParallel::piece_floats(int(ranks), Sharding{}.receive_floats)));
   std::vector<MemoryItem> items;
   if (shard_weights) {
-    items.push_back({"weights fp32", 4 * n / R, "sharded"});
+    items.push_back({"weights fp32", 4 * shard, "sharded"});
     items.push_back({"gathered weights", (4 + 2 * bf16) * open_groups * group,
                      bf16 ? "the group in use, fp32 and its bf16 copy" : "the group in use"});
   } else {
     items.push_back({"weights fp32", 4 * n, "replicated"});
     items.push_back({"weights bf16", 2 * bf16 * n, "rounded once per step for the GEMMs"});
   }
-  items.push_back({"gradients fp32", 4 * n / R, "sharded: this rank's part of the sum over all micro-batches"});
-  items.push_back({"adam moments fp32", 8 * n / R, "sharded"});
+  items.push_back({"gradients fp32", 4 * shard, "sharded: this rank's part of the sum over all micro-batches"});
+  items.push_back({"adam moments fp32", 8 * shard, "sharded"});
   items.push_back({"group gradient fp32", 4 * open_groups * group, "the group the backward is filling"});
   items.push_back(
       {"receive buffer", 4 * (R - 1) * piece, "other ranks' copies of a piece of this rank's part of a group"});

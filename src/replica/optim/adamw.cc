@@ -10,27 +10,43 @@ namespace replica {
 
 static constexpr size_t kChunk = 1 << 15;  // floats per parallel work unit
 
-AdamW::AdamW(const ParamTable& table, AdamWConfig config, size_t begin, size_t end, Backend& backend)
-    : config_(config), be_(backend), begin_(std::min(begin, table.total())), end_(std::min(end, table.total())) {
-  check(begin_ <= end_, "AdamW: shard [{}, {}) is empty or reversed", begin, end);
-  exp_avg_ = DeviceArray<float>(be_, end_ - begin_);
-  exp_avg_sq_ = DeviceArray<float>(be_, end_ - begin_);
+AdamW::AdamW(const ParamTable& table, AdamWConfig config, std::vector<Part> parts, Backend& backend)
+    : config_(config), be_(backend) {
   std::vector<AdamWChunk> chunks;
-  for (const ParamEntry& e : table.entries()) {
-    const size_t lo = std::max(e.offset, begin_), hi = std::min(e.offset + e.numel, end_);
-    for (size_t b = lo; b < hi; b += kChunk)
-      chunks.push_back({b, std::min(b + kChunk, hi), e.kind != ParamKind::embedding});
+  size_t floats = 0, covered = 0;
+  for (const Part& p : parts) {
+    check(covered <= p.begin && p.begin <= p.end && p.end <= table.total(),
+          "AdamW: part [{}, {}) overlaps the previous one or is not inside the {} floats", p.begin, p.end,
+          table.total());
+    covered = p.end;
+    check(p.offset == floats, "AdamW: part [{}, {}) is not stored right after the previous one", p.begin, p.end);
+    floats += p.end - p.begin;
+    PartChunks pc{p, chunks.size(), 0};
+    for (const ParamEntry& e : table.entries()) {
+      const size_t lo = std::max(e.offset, p.begin), hi = std::min(e.offset + e.numel, p.end);
+      for (size_t b = lo; b < hi; b += kChunk)
+        chunks.push_back({b, std::min(b + kChunk, hi), e.kind != ParamKind::embedding});
+    }
+    pc.count = chunks.size() - pc.first;
+    parts_.push_back(pc);
   }
+  exp_avg_ = DeviceArray<float>(be_, floats);
+  exp_avg_sq_ = DeviceArray<float>(be_, floats);
   chunks_ = DeviceArray<AdamWChunk>(be_, chunks.size());
   be_.to_device(chunks_.data(), chunks.data(), chunks.size() * sizeof(AdamWChunk));
 }
 
-void AdamW::step(float* params, const float* grads, double lr) {
+// One backend call per part: the kernels index the shard's arrays from the part's first element (shard_begin), so
+// the arrays are passed from the part's offset, and whole-buffer weights from the part's flat start.
+void AdamW::step(float* params, const float* grads, double lr, bool whole_params) {
   step_count++;
   const AdamWConfig& c = config_;
   const AdamWScalars s = adamw_scalars(c.beta1, c.beta2, c.eps, c.weight_decay, step_count, lr);
-  be_.adamw_step(params, grads, exp_avg_.data(), exp_avg_sq_.data(), begin_, chunks_.data(),
-                 int64_t(chunks_.size()), s);
+  for (const PartChunks& pc : parts_) {
+    const Part& p = pc.part;
+    be_.adamw_step(params + (whole_params ? p.begin : p.offset), grads + p.offset, exp_avg_.data() + p.offset,
+                   exp_avg_sq_.data() + p.offset, p.begin, chunks_.data() + pc.first, int64_t(pc.count), s);
+  }
 }
 
 void AdamW::moments_to_host(float* exp_avg, float* exp_avg_sq) const {
