@@ -1,13 +1,13 @@
 // Data parallelism with sharded gradients and optimizer state (ZeRO-2), and optionally sharded weights (FSDP): every
-// rank computes the micro-batches of its row[r::W] slice of the global batch and owns one shard of the flat buffer,
-// for which it holds the summed gradient and the Adam moments (and, with sharded weights, the fp32 weights) and does
-// the update. One step:
+// rank computes the micro-batches of its row[r::W] slice of the global batch and owns one shard, its part of every
+// parameter group (dist/shard_layout.h), for which it holds the summed gradient and the Adam moments (and, with
+// sharded weights, the fp32 weights) and does the update. One step:
 //   gradients(): the model acquires each group of weights (a block, the head, the embedding) as it needs them
 //                (model/weight_source.h): pointers into the whole buffer, or with sharded weights the group
-//                gathered from its owners. The backward hands over each group's gradient as soon as it is complete
-//                (model/gradient_sink.h); it goes at once to the ranks whose shards it overlaps, which add every
-//                rank's copy into their shard's sum;
-//   clip():      global norm from every shard's block sums (identical to the unsharded norm), clip shard;
+//                gathered from every rank's part. The backward hands over each group's gradient as soon as it is
+//                complete (model/gradient_sink.h); every rank's part of it goes at once to that rank, which adds
+//                the W copies into its shard's sum;
+//   clip():      global norm from every shard's block sums (the same for every W), clip shard;
 //   step():      AdamW on the shard; with whole weights on every rank, the new weights are then all-gathered.
 // The sum runs over micro-batch c = rank + W k in increasing c: one chain of fp32 additions that every W computes
 // alike, so with the same global and micro-batch size (and threads per rank) the result is bitwise independent of W,
