@@ -40,9 +40,9 @@ class ParamTable {
   size_t embed = 0, final_norm = 0, lm_head = 0;  // lm_head == embed when tied
   std::vector<BlockOffsets> blocks;
 
-  // The backward pass completes the gradient group by group: the head group (final norm and untied LM head),
-  // the blocks from last to first, the embedding. Each group is one contiguous range of the flat buffer; the
-  // three ranges tile [0, total()).
+  // The model reads its weights and completes its gradient group by group: the embedding, each block, and the head
+  // group (final norm and untied LM head). Each group is one contiguous range of the flat buffer, and together they
+  // tile [0, total()).
   struct Range {
     size_t begin, end;
   };
