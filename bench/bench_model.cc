@@ -14,6 +14,7 @@
 
 #include "replica/core/threads.h"
 #include "replica/dist/data_parallel.h"
+#include "replica/train/distributed.h"
 #include "replica/model/flops.h"
 #include "replica/model/olmo3.h"
 
@@ -72,7 +73,7 @@ static int run(int argc, char** argv) {
   double optimizer_s = 0;
   auto step = [&] {
     const LossSums sums = dp.gradients([&](int64_t, GradientSink& sink) {
-      return model.forward_backward(model.whole_weights(dp.whole_weights()), sink, batch, 1e-5f, 1.0f / float(B * (T - 1)));
+      return model.forward_backward(step_weights(dp, model), sink, batch, 1e-5f, 1.0f / float(B * (T - 1)));
     });
     if (train) {
       backend.synchronize();

@@ -15,6 +15,7 @@
 #include "replica/core/error.h"
 #include "replica/dist/collectives.h"
 #include "replica/dist/data_parallel.h"
+#include "replica/train/distributed.h"
 #include "replica/model/config.h"
 #include "replica/model/olmo3.h"
 #include "replica/optim/clip.h"
@@ -241,7 +242,7 @@ StepResult train_model(int world, Precision precision, bool shard_weights, bool 
       std::vector<int32_t> targets = shifted_targets(ids.data(), G / world, T);
       dp.arrange(ids, T);
       dp.arrange(targets, T);
-      WeightSource& weights = shard_weights ? dp.gathered_weights() : net.whole_weights(dp.whole_weights());
+      WeightSource& weights = step_weights(dp, net);
       const LossSums sums = dp.gradients([&](int64_t k, GradientSink& sink) {
         return net.forward_backward(weights, sink, Batch{ids.data() + k * M * T, targets.data() + k * M * T, M, T},
                                     1e-4f, 1.0f / float(G * T));

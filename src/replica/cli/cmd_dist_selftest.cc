@@ -12,6 +12,7 @@
 #include "replica/cli/command.h"
 #include "replica/core/threads.h"
 #include "replica/dist/data_parallel.h"
+#include "replica/train/distributed.h"
 #include "replica/model/olmo3.h"
 
 namespace replica::cli {
@@ -64,7 +65,7 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
       dp.arrange(ids, T);
       dp.arrange(targets, T);
       const float scale = 1.0f / float(G * (T - 1));
-      WeightSource& weights = o->shard_weights ? dp.gathered_weights() : model.whole_weights(dp.whole_weights());
+      WeightSource& weights = step_weights(dp, model);
       const LossSums sums = dp.gradients([&](int64_t k, GradientSink& sink) {
         const Batch micro_batch{ids.data() + k * M * T, targets.data() + k * M * T, M, T};
         return model.forward_backward(weights, sink, micro_batch, 1e-4f, scale);

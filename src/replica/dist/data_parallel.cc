@@ -41,20 +41,20 @@ DataParallel::DataParallel(Communicator& control, Communicator& data, Backend& b
       piece_(piece_floats(control.size(), sharding.receive_floats)) {
   check(data.size() == control.size() && data.rank() == control.rank(),
         "the data and control communicators disagree on rank or size");
-  // Room for the other ranks' copies of one piece of this rank's largest part of a group.
-  size_t largest_part = 0;
-  for (const ShardLayout::Part& p : layout_.parts_of(control.rank())) largest_part = std::max(largest_part, p.length());
-  if (control.size() > 1)
-    received_ = DeviceArray<float>(backend, size_t(control.size() - 1) * std::min(piece_, largest_part));
+  if (const size_t n = receive_buffer_floats(layout_, control.rank(), sharding.receive_floats); n > 0)
+    received_ = DeviceArray<float>(backend, n);
   if (sharding.weights) gathered_ = std::make_unique<Gathered>(*this);
-  for (int r = 0; r < control.size(); r++) {
-    size_t blocks = 0;
-    for (const ShardLayout::Part& p : layout_.parts_of(r)) blocks += p.blocks();
-    block_counts_.push_back(blocks);
-  }
 }
 
 DataParallel::~DataParallel() = default;
+
+size_t DataParallel::receive_buffer_floats(const ShardLayout& layout, int rank, size_t receive_floats) {
+  const int W = layout.world();
+  if (W == 1) return 0;
+  size_t largest_part = 0;
+  for (const ShardLayout::Part& p : layout.parts_of(rank)) largest_part = std::max(largest_part, p.length());
+  return size_t(W - 1) * std::min(piece_floats(W, receive_floats), largest_part);
+}
 
 void DataParallel::arrange(std::vector<int32_t>& rows, int64_t row_len) const {
   const int64_t L = local_micro_, M = int64_t(rows.size()) / (row_len * L);
@@ -65,8 +65,33 @@ void DataParallel::arrange(std::vector<int32_t>& rows, int64_t row_len) const {
   rows.swap(out);
 }
 
-// The sink the backward writes into: each open group gets a zeroed buffer of group_grads_ (at most two are open at
-// once: a block, and the embedding when the LM head is tied to it); closing it reduces the group.
+// Which group each of a few reusable buffers holds (at most two at once: a block or the head, and the embedding when
+// the LM head is tied to it). take() hands out a free slot, a new one when all are taken; give_back() frees the slot
+// that holds `range`.
+class GroupSlots {
+ public:
+  size_t take(ParamTable::Range range) {
+    size_t slot = 0;
+    while (slot < held_.size() && held_[slot]) slot++;
+    if (slot == held_.size()) held_.push_back({});
+    held_[slot] = range;
+    return slot;
+  }
+  size_t give_back(ParamTable::Range range, const char* what) {
+    for (size_t slot = 0; slot < held_.size(); slot++)
+      if (held_[slot] && held_[slot]->begin == range.begin && held_[slot]->end == range.end) {
+        held_[slot].reset();
+        return slot;
+      }
+    fail("{} group [{}, {}) handed back but not held", what, range.begin, range.end);
+  }
+
+ private:
+  std::vector<std::optional<ParamTable::Range>> held_;
+};
+
+// The sink the backward writes into: each open group gets a zeroed buffer of group_grads_; closing it reduces the
+// group.
 class DataParallel::Groups final : public GradientSink {
  public:
   explicit Groups(DataParallel& dp) : dp_(dp) {}
@@ -78,48 +103,34 @@ class DataParallel::Groups final : public GradientSink {
 
   float* open(ParamTable::Range range) override {
     if (direct) return dp_.grads_.data() + range.begin;
-    size_t slot = 0;
-    while (slot < open_.size() && open_[slot]) slot++;
-    if (slot == open_.size()) open_.push_back({});
+    const size_t slot = open_.take(range);
     if (slot == dp_.group_grads_.size()) dp_.group_grads_.emplace_back(dp_.be_, dp_.largest_group_);
-    open_[slot] = range;
     float* g = dp_.group_grads_[slot].data();
     dp_.be_.zero(g, length(range));
     return g;
   }
 
   void close(ParamTable::Range range) override {
-    if (direct) return;
-    for (size_t slot = 0; slot < open_.size(); slot++)
-      if (open_[slot] && open_[slot]->begin == range.begin && open_[slot]->end == range.end) {
-        dp_.reduce_group(range, dp_.group_grads_[slot].data());
-        open_[slot].reset();
-        return;
-      }
-    fail("gradient group [{}, {}) closed but not open", range.begin, range.end);
+    if (!direct) dp_.reduce_group(range, dp_.group_grads_[open_.give_back(range, "gradient")].data());
   }
 
  private:
   DataParallel& dp_;
-  std::vector<std::optional<ParamTable::Range>> open_;  // by slot of group_grads_
+  GroupSlots open_;  // by slot of group_grads_
 };
 
-// The model's view of sharded weights: each acquired group is gathered into a buffer of its own (at most two are
-// acquired at once: the head group, and the embedding when the LM head is tied to it), every rank sending its part of
-// the group to every other rank, and rounded to bf16 there when the model asks for bf16.
+// The model's view of sharded weights: each acquired group is gathered into a buffer of its own, every rank sending
+// its part of the group to every other rank, and rounded to bf16 there when the model asks for bf16.
 class DataParallel::Gathered final : public WeightSource {
  public:
   explicit Gathered(DataParallel& dp) : dp_(dp) {}
 
   GroupWeights acquire(ParamTable::Range range, Precision precision) override {
-    size_t slot = 0;
-    while (slot < acquired_.size() && acquired_[slot]) slot++;
-    if (slot == acquired_.size()) {
-      acquired_.push_back({});
+    const size_t slot = acquired_.take(range);
+    if (slot == f32_.size()) {
       f32_.emplace_back(dp_.be_, dp_.largest_group_);
       b16_.emplace_back();
     }
-    acquired_[slot] = range;
     float* group = f32_[slot].data();
     const int W = dp_.control_.size(), me = dp_.control_.rank();
     const size_t g = dp_.layout_.group_at(range.begin);
@@ -127,8 +138,8 @@ class DataParallel::Gathered final : public WeightSource {
     float* my_part = dp_.weights_.data() + mine.offset;
     std::vector<Transfer> sends, recvs;
     for (int r = 0; r < W; r++) {
-      const ShardLayout::Part& theirs = dp_.layout_.part(g, r);
       if (r == me) continue;
+      const ShardLayout::Part& theirs = dp_.layout_.part(g, r);
       if (mine.length() > 0) sends.push_back({r, my_part, mine.length() * sizeof(float)});
       if (theirs.length() > 0)
         recvs.push_back({r, group + (theirs.begin - range.begin), theirs.length() * sizeof(float)});
@@ -141,18 +152,11 @@ class DataParallel::Gathered final : public WeightSource {
     return {group, b16_[slot].data(), range.begin};
   }
 
-  void release(ParamTable::Range range) override {
-    for (std::optional<ParamTable::Range>& r : acquired_)
-      if (r && r->begin == range.begin && r->end == range.end) {
-        r.reset();
-        return;
-      }
-    fail("weight group [{}, {}) released but not acquired", range.begin, range.end);
-  }
+  void release(ParamTable::Range range) override { acquired_.give_back(range, "weight"); }
 
  private:
   DataParallel& dp_;
-  std::vector<std::optional<ParamTable::Range>> acquired_;  // by slot
+  GroupSlots acquired_;  // by slot of f32_ and b16_
   std::vector<DeviceArray<float>> f32_;
   std::vector<DeviceArray<bf16>> b16_;
 };
@@ -192,18 +196,18 @@ void DataParallel::gather_weights(float* whole) {
 void DataParallel::reduce_group(ParamTable::Range range, const float* group_grads) {
   const size_t W = size_t(control_.size()), me = size_t(control_.rank());
   const size_t g = layout_.group_at(range.begin);
-  std::vector<ParamTable::Range> parts(W);
   size_t pieces = 0;
   for (size_t r = 0; r < W; r++) {
-    const ShardLayout::Part& p = layout_.part(g, int(r));
-    parts[r] = {p.begin, p.end};
-    if (p.length() > 0) pieces = std::max(pieces, (p.length() - 1) / piece_ + 1);
+    const size_t n = layout_.part(g, int(r)).length();
+    if (n > 0) pieces = std::max(pieces, (n - 1) / piece_ + 1);
   }
+  const ShardLayout::Part& my_part = layout_.part(g, int(me));
   for (size_t t = 0; t < pieces; t++) {
     auto piece = [&](size_t r) {  // piece t of rank r's part (empty once the part is done)
-      const size_t begin = parts[r].begin + t * piece_;
-      return begin < parts[r].end ? ParamTable::Range{begin, begin + std::min(piece_, parts[r].end - begin)}
-                                  : ParamTable::Range{0, 0};
+      const ShardLayout::Part& p = layout_.part(g, int(r));
+      const size_t begin = p.begin + t * piece_;
+      return begin < p.end ? ParamTable::Range{begin, begin + std::min(piece_, p.end - begin)}
+                           : ParamTable::Range{0, 0};
     };
     const ParamTable::Range mine = piece(me);
     const size_t n = length(mine);
@@ -226,7 +230,6 @@ void DataParallel::reduce_group(ParamTable::Range range, const float* group_grad
     }
     if (W > 1) data_.exchange(sends, recvs);
     if (n == 0) continue;
-    const ShardLayout::Part& my_part = layout_.part(g, int(me));
     float* sum = grads_.data() + my_part.offset + (mine.begin - my_part.begin);
     for (const float* copy : copies) be_.add(sum, sum, copy, int64_t(n));
   }
@@ -291,18 +294,22 @@ void DataParallel::load_moments(const float* exp_avg, const float* exp_avg_sq, i
 // number and adds them in that order: the same double whatever W is.
 double DataParallel::sum_of_squares() {
   const int W = control_.size(), me = control_.rank();
-  std::vector<std::vector<double>> sums(static_cast<size_t>(W));
-  for (int r = 0; r < W; r++) sums[size_t(r)].resize(block_counts_[size_t(r)]);
-  std::vector<double>& mine = sums[size_t(me)];
-  mine.clear();
-  for (const ShardLayout::Part& p : layout_.parts_of(me)) {
-    const std::vector<double> part = be_.block_sums_of_squares(grads_.data() + p.offset, p.length());
-    mine.insert(mine.end(), part.begin(), part.end());
-  }
+  std::vector<std::vector<double>> sums(static_cast<size_t>(W));  // each rank's block sums, its parts in flat order
+  for (int r = 0; r < W; r++)
+    for (const ShardLayout::Part& p : layout_.parts_of(r)) {
+      std::vector<double>& s = sums[size_t(r)];
+      if (r != me) {
+        s.resize(s.size() + p.blocks());  // received below
+      } else {
+        const std::vector<double> part = be_.block_sums_of_squares(grads_.data() + p.offset, p.length());
+        s.insert(s.end(), part.begin(), part.end());
+      }
+    }
+  const std::vector<double>& mine = sums[size_t(me)];
   std::vector<Transfer> sends, recvs;
   for (int r = 0; r < W; r++) {
     if (r == me) continue;
-    if (!mine.empty()) sends.push_back({r, mine.data(), mine.size() * sizeof(double)});
+    if (!mine.empty()) sends.push_back({r, const_cast<double*>(mine.data()), mine.size() * sizeof(double)});
     if (!sums[size_t(r)].empty()) recvs.push_back({r, sums[size_t(r)].data(), sums[size_t(r)].size() * sizeof(double)});
   }
   if (W > 1) control_.exchange(sends, recvs);

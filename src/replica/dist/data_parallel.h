@@ -66,6 +66,8 @@ class DataParallel {
   static size_t piece_floats(int world, size_t receive_floats) {
     return world > 1 ? std::max<size_t>(1, receive_floats / size_t(world - 1)) : SIZE_MAX;
   }
+  // The floats `rank` receives at once: the other ranks' copies of one piece of its largest part of a group.
+  static size_t receive_buffer_floats(const ShardLayout& layout, int rank, size_t receive_floats);
 
   Communicator& comm() { return control_; }  // the control communicator: rank, size, host collectives
   Backend& backend() { return be_; }
@@ -135,7 +137,6 @@ class DataParallel {
   size_t piece_;                                 // floats per rank pair and round of a group's reduction
   std::vector<DeviceArray<float>> group_grads_;  // one group's gradient each (at most two are open at once)
   DeviceArray<float> received_;                  // the other ranks' copies of a piece of this rank's part
-  std::vector<size_t> block_counts_;             // the norm's blocks each rank holds
 };
 
 }  // namespace replica

@@ -12,17 +12,16 @@ namespace replica {
 std::vector<MemoryItem> data_parallel_memory(const ModelConfig& config, int64_t ranks, double activation_bytes,
                                              Precision precision, bool shard_weights) {
   const ParamTable table(config);
-  const double n = double(table.total()), R = double(ranks), group = double(table.largest_group());
+  const double n = double(table.total()), group = double(table.largest_group());
   const ShardLayout layout(table, int(ranks));
-  size_t largest_part = 0, largest_shard = 0;  // of a group in any rank's shard; the largest shard
+  size_t largest_shard = 0, largest_receive = 0;  // floats, over the ranks
   for (int r = 0; r < int(ranks); r++) {
     largest_shard = std::max(largest_shard, layout.shard_size(r));
-    for (size_t g = 0; g < layout.groups(); g++) largest_part = std::max(largest_part, layout.part(g, r).length());
+    largest_receive =
+        std::max(largest_receive, DataParallel::receive_buffer_floats(layout, r, Sharding{}.receive_floats));
   }
   const double shard = double(largest_shard);
   const double open_groups = config.tie_embeddings ? 2 : 1, bf16 = precision == Precision::bf16 ? 1 : 0;
-  const double piece =
-      double(std::min(largest_part, DataParallel::piece_floats(int(ranks), Sharding{}.receive_floats)));
   std::vector<MemoryItem> items;
   if (shard_weights) {
     items.push_back({"weights fp32", 4 * shard, "sharded"});
@@ -36,7 +35,7 @@ std::vector<MemoryItem> data_parallel_memory(const ModelConfig& config, int64_t 
   items.push_back({"adam moments fp32", 8 * shard, "sharded"});
   items.push_back({"group gradient fp32", 4 * open_groups * group, "the group the backward is filling"});
   items.push_back(
-      {"receive buffer", 4 * (R - 1) * piece, "other ranks' copies of a piece of this rank's part of a group"});
+      {"receive buffer", 4 * double(largest_receive), "other ranks' copies of a piece of this rank's part of a group"});
   items.push_back({"activations", activation_bytes, "one micro-batch"});
   return items;
 }

@@ -22,6 +22,10 @@ std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backe
 #endif
 }
 
+WeightSource& step_weights(DataParallel& dp, Olmo3& model) {
+  return dp.shards_weights() ? dp.gathered_weights() : model.whole_weights(dp.whole_weights());
+}
+
 RunStart start_run_all_ranks(const Recipe& r, DataParallel& dp, const ParamTable& table,
                              const data::DataLoader& loader, SkipStep& skip_step) {
   Communicator& comm = dp.comm();

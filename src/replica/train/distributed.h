@@ -8,6 +8,7 @@
 
 #include "replica/ckpt/saver.h"
 #include "replica/dist/data_parallel.h"
+#include "replica/model/olmo3.h"
 #include "replica/train/checkpointing.h"
 
 namespace replica {
@@ -15,6 +16,10 @@ namespace replica {
 // The communicator that moves backend memory between ranks: null when `control` itself does (one rank, or
 // the CPU); NCCL for several ranks on GPUs (raises replica::Error in a build without NCCL).
 std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backend);
+
+// The weights `model` reads in a step: this rank's whole buffer through the model's own view (each call marks its
+// bf16 copy stale, so call it once per step), or with sharded weights the groups gathered from the shards.
+WeightSource& step_weights(DataParallel& dp, Olmo3& model);
 
 // start_run() on rank 0, then its result shared with every rank: dp's weights (all of them, or its shard) and its
 // shard of the moments loaded from rank 0 (other ranks never hold more than that).

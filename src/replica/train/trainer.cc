@@ -124,7 +124,7 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
   }
   auto evaluate = [&](int64_t step) {
     if (!heldout || !evaluates) return -1.0;
-    WeightSource& weights = dp.shards_weights() ? dp.gathered_weights() : model.whole_weights(dp.whole_weights());
+    WeightSource& weights = step_weights(dp, model);
     HeldoutResult h = heldout_loss(model, weights, *heldout, M, r.eval.batches * M);
     nlohmann::json record = {{"heldout_loss", h.loss}, {"heldout_tokens", h.tokens}};
     if (suite) record["suite"] = eval::run_suite(model, weights, *suite, *tokenizer, [](const std::string&) {});
@@ -176,9 +176,7 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
     // OLMo-core divides by the labels the batch would have without the instance filter.
     const int64_t denominator = G * (T - 1);
 
-    // The weights the model reads: this rank's whole buffer (its bf16 copy rounded once per step), or the groups
-    // gathered from the shards.
-    WeightSource& weights = dp.shards_weights() ? dp.gathered_weights() : model.whole_weights(dp.whole_weights());
+    WeightSource& weights = step_weights(dp, model);
     const LossSums sums = dp.gradients([&](int64_t k, GradientSink& sink) {
       return model.forward_backward(weights, sink,
                                     Batch{batch.tokens.data() + k * M * T, targets.data() + k * M * T, M, T},
