@@ -30,10 +30,10 @@ TEST(DistCollectives, AllGather) {
   group.run([&](Communicator& comm) {
     const std::vector<size_t> bounds{0, 16384, 17000, 52000, n};
     const int r = comm.rank();
-    std::vector<float> buf(n, -1.0f);
-    for (size_t i = bounds[size_t(r)]; i < bounds[size_t(r) + 1]; i++) buf[i] = float(i);
+    std::vector<double> buf(n, -1.0);
+    for (size_t i = bounds[size_t(r)]; i < bounds[size_t(r) + 1]; i++) buf[i] = double(i);
     all_gather(comm, buf.data(), bounds);
-    for (size_t i = 0; i < n; i += 997) ASSERT_EQ(buf[i], float(i));
+    for (size_t i = 0; i < n; i += 997) ASSERT_EQ(buf[i], double(i));
   });
 }
 

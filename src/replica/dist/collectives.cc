@@ -8,23 +8,15 @@
 
 namespace replica {
 
-template <class T>
-static void all_gather_impl(Communicator& comm, T* buf, const std::vector<size_t>& bounds) {
+void all_gather(Communicator& comm, double* buf, const std::vector<size_t>& bounds) {
   const int me = comm.rank();
   std::vector<Transfer> sends, recvs;
   for (int p = 0; p < comm.size(); p++) {
     if (p == me) continue;
-    sends.push_back({p, buf + bounds[size_t(me)], (bounds[size_t(me) + 1] - bounds[size_t(me)]) * sizeof(T)});
-    recvs.push_back({p, buf + bounds[size_t(p)], (bounds[size_t(p) + 1] - bounds[size_t(p)]) * sizeof(T)});
+    sends.push_back({p, buf + bounds[size_t(me)], (bounds[size_t(me) + 1] - bounds[size_t(me)]) * sizeof(double)});
+    recvs.push_back({p, buf + bounds[size_t(p)], (bounds[size_t(p) + 1] - bounds[size_t(p)]) * sizeof(double)});
   }
   comm.exchange(sends, recvs);
-}
-
-void all_gather(Communicator& comm, float* buf, const std::vector<size_t>& bounds) {
-  all_gather_impl(comm, buf, bounds);
-}
-void all_gather(Communicator& comm, double* buf, const std::vector<size_t>& bounds) {
-  all_gather_impl(comm, buf, bounds);
 }
 
 void broadcast(Communicator& comm, void* data, size_t bytes) {

@@ -13,7 +13,6 @@ namespace replica {
 // else is host memory.
 
 // In place: every rank's shard of buf, [bounds[rank], bounds[rank + 1]), is copied to every other rank.
-void all_gather(Communicator& comm, float* buf, const std::vector<size_t>& bounds);
 void all_gather(Communicator& comm, double* buf, const std::vector<size_t>& bounds);
 
 // Rank 0's `bytes` bytes at data are copied to every other rank.
