@@ -137,7 +137,10 @@ if [ -z "$bundle" ]; then
 fi
 # A failing tensor-core attention check would fail everything below for the same reason: run the rest on the
 # next kernel down (mma.sync forward, then the wmma forward, then fp32) so the other results still come back.
-if grep -E '^\| attention(_[a-z]*)?_bf16 ' "$logs/check.md" 2>/dev/null | grep -q 'NO'; then
+if [ "$check_rc" -ne 0 ] && [ "$check_rc" -ne 1 ]; then
+  export REPLICA_ATTENTION=wmma
+  row "attention for replica" "**wmma forward** (check_kernels did not finish; the mma.sync kernels are the newest)"
+elif grep -E '^\| attention(_[a-z]*)?_bf16 ' "$logs/check.md" 2>/dev/null | grep -q 'NO'; then
   export REPLICA_ATTENTION=fp32
   row "attention for replica" "**fp32 kernels** (the wmma attention failed its check)"
 elif grep -E '^\| attention(_[a-z]*)?_mma ' "$logs/check.md" 2>/dev/null | grep -q 'NO'; then

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <map>
 #include <mutex>
@@ -100,6 +101,12 @@ void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &to.uc);
 
 enum class State { runnable, at_block_barrier, at_warp_barrier, exited };
 
+struct AsyncCopy {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+
 struct Fiber {
   Context context;
   unsigned char* stack = nullptr;  // kStackBytes after a guard page
@@ -109,6 +116,9 @@ struct Fiber {
   const char* warp_op = nullptr;   // the warp barrier it waits at: "__syncwarp", "a shuffle", a wmma operation
   const void* payload = nullptr;   // what it offers the warp's gather (shuffles, mma.sync), payload_bytes of it
   size_t payload_bytes = 0;
+  // cp.async: the copies issued since the last commit, and the committed groups not yet waited for.
+  std::vector<AsyncCopy> open_copies;
+  std::deque<std::vector<AsyncCopy>> copy_groups;
 };
 
 struct Emulator {
@@ -183,6 +193,8 @@ void yield(State state) {
 
 void run_fiber() {
   Emulator& e = emulator();
+  e.current->open_copies.clear();  // a previous block's copies that were never waited for
+  e.current->copy_groups.clear();
   try {
     (*e.body)();
   } catch (...) {
@@ -433,6 +445,34 @@ uint64_t exchange(unsigned mask, uint64_t value, int source_lane) {
 
 void gather(const void* mine, size_t bytes, void* all) {
   wait_for_warp(0xffffffffu, "a warp-wide register exchange", mine, bytes, all);
+}
+
+void check_shared(const void* p, size_t bytes, const char* op) {
+  const Emulator& e = emulator();
+  const auto* c = static_cast<const unsigned char*>(p);
+  if (c < e.shared || c + bytes > e.shared + e.shared_bytes)
+    fail((std::string(op) + ": the address is not in the launch's dynamic shared memory").c_str());
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) fail((std::string(op) + ": the address is not 16-byte aligned").c_str());
+}
+
+void async_copy(void* shared_dst, const void* global_src, size_t bytes) {
+  check_shared(shared_dst, bytes, "cp.async");
+  if (reinterpret_cast<uintptr_t>(global_src) % bytes != 0) fail("cp.async: the source is not aligned to its size");
+  self().open_copies.push_back({shared_dst, global_src, bytes});
+}
+
+void async_commit() {
+  Fiber& f = self();
+  f.copy_groups.push_back(std::move(f.open_copies));
+  f.open_copies.clear();
+}
+
+void async_wait(int pending_groups) {
+  Fiber& f = self();
+  while (f.copy_groups.size() > size_t(pending_groups)) {
+    for (const AsyncCopy& c : f.copy_groups.front()) std::memcpy(c.dst, c.src, c.bytes);
+    f.copy_groups.pop_front();
+  }
 }
 
 void fail(const char* what) { throw std::runtime_error(what); }

@@ -193,6 +193,77 @@ TEST(CudaEmulator, MmaSyncComputesThePtxFragmentsProduct) {
     }
 }
 
+// A 16 × 16 tile of bf16 bit patterns (element [i][j] = 16i + j) staged in shared memory with a padded row
+// stride, then loaded by ldmatrix.x4 with the addresses of an A fragment: lane l names row l % 8 + 8·(m % 2),
+// column 8·(m / 2) of matrix m = l / 8. `offset` shifts every address (by elements).
+__global__ void ldmatrix_tile(const uint16_t* tile, uint32_t* out, int transpose, int offset) {
+  constexpr int ld = 24;  // 48-byte rows keep every row 16-byte aligned
+  auto* smem = reinterpret_cast<uint16_t*>(cuda_emu::dynamic_shared_memory());
+  const int lane = int(threadIdx.x), m = lane / 8, r = lane % 8;
+  for (int e = lane; e < 256; e += 32) smem[(e / 16) * ld + e % 16] = tile[e];
+  __syncwarp();
+  uint32_t regs[4];
+  cuda_emu::ldmatrix_x4(regs, smem + (r + 8 * (m % 2)) * ld + 8 * (m / 2) + offset, transpose != 0);
+  for (int i = 0; i < 4; i++) out[lane * 4 + i] = regs[i];
+}
+
+TEST(CudaEmulator, LdmatrixGivesThePtxFragments) {
+  std::vector<uint16_t> tile(256);
+  std::iota(tile.begin(), tile.end(), uint16_t(0));
+  DeviceBuffer<uint16_t> d_tile(tile.size());
+  DeviceBuffer<uint32_t> d_out(128);
+  cudaMemcpy(d_tile.p, tile.data(), tile.size() * 2, cudaMemcpyHostToDevice);
+  auto element = [](int i, int j) { return uint32_t(16 * i + j); };
+  for (int transpose = 0; transpose < 2; transpose++) {
+    ASSERT_EQ(run(ldmatrix_tile, 1, 32, 16 * 48, d_tile.p, d_out.p, transpose, 0), cudaSuccess);
+    std::vector<uint32_t> out(128);
+    cudaMemcpy(out.data(), d_out.p, out.size() * 4, cudaMemcpyDeviceToHost);
+    for (int lane = 0; lane < 32; lane++)
+      for (int m = 0; m < 4; m++) {
+        const int g = lane / 4, t = lane % 4, i0 = 8 * (m % 2), j0 = 8 * (m / 2);
+        const uint32_t want = transpose ? element(i0 + 2 * t, j0 + g) | element(i0 + 2 * t + 1, j0 + g) << 16
+                                        : element(i0 + g, j0 + 2 * t) | element(i0 + g, j0 + 2 * t + 1) << 16;
+        EXPECT_EQ(out[size_t(lane * 4 + m)], want) << "lane " << lane << ", matrix " << m << ", trans " << transpose;
+      }
+  }
+  EXPECT_EQ(run(ldmatrix_tile, 1, 32, 16 * 48, d_tile.p, d_out.p, 0, 1), cudaErrorLaunchFailure)
+      << "rows must be 16-byte aligned";
+}
+
+// cp.async: the copies of a group land when their thread waits for the group, not before.
+__global__ void async_copies(const float* src, float* out) {
+  float* smem = reinterpret_cast<float*>(cuda_emu::dynamic_shared_memory());
+  for (int i = 0; i < 8; i++) smem[i] = -1.0f;
+  cuda_emu::async_copy(smem, src, 16);
+  cuda_emu::async_commit();
+  cuda_emu::async_copy(smem + 4, src + 4, 16);
+  cuda_emu::async_commit();
+  out[0] = smem[0];
+  cuda_emu::async_wait(1);  // the first group has landed, the second may still be in flight
+  out[1] = smem[0];
+  out[2] = smem[4];
+  cuda_emu::async_wait(0);
+  out[3] = smem[4];
+}
+
+__global__ void async_copy_to_global(const float* src, float* out) {
+  cuda_emu::async_copy(out, src, 16);
+  cuda_emu::async_commit();
+  cuda_emu::async_wait(0);
+}
+
+TEST(CudaEmulator, AsyncCopiesLandAtTheirWait) {
+  const std::vector<float> host = {10, 11, 12, 13, 14, 15, 16, 17};
+  DeviceBuffer<float> src(8), out(8);
+  cudaMemcpy(src.p, host.data(), 32, cudaMemcpyHostToDevice);
+  ASSERT_EQ(run(async_copies, 1, 1, 32, src.p, out.p), cudaSuccess);
+  std::vector<float> got(4);
+  cudaMemcpy(got.data(), out.p, 16, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(got, (std::vector<float>{-1, 10, -1, 14}));
+  EXPECT_EQ(run(async_copy_to_global, 1, 1, 0, src.p, out.p), cudaErrorLaunchFailure)
+      << "cp.async writes shared memory only";
+}
+
 __global__ void touch_shared(float* out) { out[0] = float(cuda_emu::dynamic_shared_memory()[0]); }
 
 TEST(CudaEmulator, LaunchLimitsFollowHopper) {

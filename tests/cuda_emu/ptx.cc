@@ -8,8 +8,13 @@
 //   C and D, 16 × 8, fp32:   c0 = C[g][2t]   c1 = C[g][2t+1]   c2 = C[g+8][2t]   c3 = C[g+8][2t+1]
 // The emulator gathers the warp's registers, rebuilds A, B and C from these definitions, and gives each lane its
 // four elements of D: a kernel that puts a value in the wrong register computes a wrong product here, as on a GPU.
+//
+// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 (PTX ISA, "Warp-level matrix load instruction: ldmatrix"):
+// lanes 8i … 8i + 7 give the row addresses of matrix i, and each lane receives, per matrix, the pair of elements
+// the mma fragments above place in one register.
 #include <bit>
 #include <cstdint>
+#include <cstring>
 
 #include "cuda_emu.h"
 
@@ -47,6 +52,22 @@ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b
     for (int k = 0; k < 16; k++) acc += A[row][k] * B[k][col];
     d[r] = acc;
   }
+}
+
+// ldmatrix (cuda_emu.h): the warp's row addresses gathered, then each lane reads its pairs from the rows.
+void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transpose) {
+  check_shared(row, 16, "ldmatrix");
+  const void* rows[32];
+  gather(&row, sizeof row, rows);
+  const int g = lane() / 4, t = lane() % 4;
+  auto element = [&](int matrix, int i, int j) {  // element [i][j] of a matrix, as bits
+    uint16_t bits;
+    std::memcpy(&bits, static_cast<const unsigned char*>(rows[8 * matrix + i]) + 2 * j, sizeof bits);
+    return uint32_t(bits);
+  };
+  for (int m = 0; m < 4; m++)
+    r[m] = transpose ? element(m, 2 * t, g) | element(m, 2 * t + 1, g) << 16
+                     : element(m, g, 2 * t) | element(m, g, 2 * t + 1) << 16;
 }
 
 }  // namespace cuda_emu

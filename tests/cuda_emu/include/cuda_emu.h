@@ -39,6 +39,18 @@ uint64_t exchange(unsigned mask, uint64_t value, int source_lane);
 void gather(const void* mine, size_t bytes, void* all);
 // PTX mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (ptx.cc): d += a·b over the warp's fragments.
 void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
+// PTX ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 (ptx.cc): lane l names row l % 8 of 8 × 8 matrix l / 8
+// (16 bytes of shared memory); r[i] receives matrix i's elements [l / 4][2(l % 4), 2(l % 4) + 1], or with
+// `transpose` its elements [2(l % 4)][l / 4] and [2(l % 4) + 1][l / 4].
+void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transpose);
+// PTX cp.async.cg.shared.global, cp.async.commit_group and cp.async.wait_group: a copy lands in shared memory
+// only when its thread waits for its group, so a kernel that reads a tile before its wait (or, in another
+// thread, before the barrier after the wait) reads the poison or stale bytes it would race with on a GPU.
+void async_copy(void* shared_dst, const void* global_src, size_t bytes);
+void async_commit();
+void async_wait(int pending_groups);
+// Fails unless [p, p + bytes) lies in the launch's dynamic shared memory and p is 16-byte aligned.
+void check_shared(const void* p, size_t bytes, const char* op);
 int lane();
 // Waits until every lane of the warp performs the same warp-wide operation `op` (a wmma load, store or
 // product: collective on a GPU, so no lane stores a tile before every lane has loaded what it overwrites).

@@ -3,17 +3,21 @@
 // fragment layout is documented, so a tile costs no shared-memory round trip (attention_bf16.cu's wmma kernels
 // stage S, P and dS in shared memory because wmma's layout is unspecified). Same contract, arguments, rounding
 // points and outputs as attention_forward_bf16 / attention_backward_bf16, and the same deterministic two-pass
-// backward. An accumulator pair of 8-column tiles is one bf16 A fragment of the next product, and every B
-// operand whose reduction runs along rows is kept transposed in shared memory, so that its fragments are
-// 32-bit loads.
+// backward. An accumulator pair of 8-column tiles is one bf16 A fragment of the next product.
+//
+// Data movement, the part that decides the speed: q, k, v (and dout) are rounded to bf16 once, into scratch
+// (the same RNE rounding the contract names, so the same bits enter the products); every tile is then a plain
+// [64][D] row-major bf16 copy, fetched by cp.async into one of two stages while the other stage is multiplied;
+// fragments come out of shared memory by ldmatrix, transposed (ldmatrix .trans) where a product reduces along
+// a tile's rows, so no tile is ever stored transposed.
 //
 //   forward  block (64 queries, head, batch); per visible tile of 64 keys:
 //            S = Q·Kᵀ (Q fragments in registers), mask, online softmax on the accumulators (row max and sum
-//            over the quad of lanes holding a row), O rescaled in registers, O += P·V (Vᵀ tile)
-//   dK, dV   block (64 keys, KV head, batch); for the group's query heads, then the visible tiles of 32 queries,
-//            16 at a time: Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ, dV += Pᵀ·dO (dOᵀ tile), dK += dSᵀ·Q (Qᵀ tile)
+//            over the quad of lanes holding a row), O rescaled in registers, O += P·V
+//   dK, dV   block (64 keys, KV head, batch); for the group's query heads, then the visible tiles of 64 queries,
+//            16 at a time: Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ, dV += Pᵀ·dO, dK += dSᵀ·Q
 //   dQ       block (64 queries, head, batch); per visible tile of 64 keys, 16 at a time: S = Q·Kᵀ,
-//            dP = dO·Vᵀ (Q, dO fragments in registers), dQ += dS·K (Kᵀ tile)
+//            dP = dO·Vᵀ (Q, dO fragments in registers), dQ += dS·K
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -22,6 +26,7 @@
 #include "replica/kernels/cuda/attention.h"
 #include "replica/kernels/cuda/attention_tiles.cuh"
 #include "replica/kernels/cuda/common.cuh"
+#include "replica/kernels/cuda/gemm.h"
 #include "replica/kernels/cuda/mma.cuh"
 
 namespace replica::cuda {
@@ -30,20 +35,84 @@ namespace {
 
 using namespace attention_tiles;
 
-constexpr int kRowsPerWarp = 16;     // kThreads (4 warps), kBlockRows (64): attention_tiles.cuh
-constexpr int kKeyTile = 64;         // keys per tile in the forward and dQ passes
-constexpr int kQueryTile = 32;       // queries per tile in the dK/dV pass
-constexpr int kLdVt = kKeyTile + 8;  // row stride of the transposed [D][64] tiles: padded by 16 bytes, as ld_head
-constexpr int kLdQt = kQueryTile + 8;  // ... and of the transposed [D][32] tiles
+constexpr int kRowsPerWarp = 16;  // kThreads (4 warps), kBlockRows (64): attention_tiles.cuh
+constexpr int kTile = 64;         // keys per tile (forward, dQ) and queries per tile (dK/dV)
+static_assert(kTile == kBlockRows, "every shared-memory tile is [kBlockRows][ld_head<D>]");
+
+// Bytes of one bf16 [64][ld_head<D>] tile; a multiple of 16, so tiles laid end to end stay 16-byte aligned.
+template <int D>
+constexpr size_t kTileBytes = size_t(kTile) * ld_head<D> * 2;
 
 template <int D>
-struct MmaForwardSmem {
-  static constexpr size_t q = size_t(kBlockRows) * ld_head<D> * 2;  // Q tile, bf16 (read into registers once)
-  static constexpr size_t k = size_t(kKeyTile) * ld_head<D> * 2;    // K tile, bf16
-  static constexpr size_t vt = size_t(D) * kLdVt * 2;               // Vᵀ tile, bf16
-  static constexpr size_t bytes = q + k + vt;
-  static_assert(q % 16 == 0 && k % 16 == 0, "segments stay 16-byte aligned");
-};
+__device__ inline bf16_t* tile_at(unsigned char* smem, int index) {
+  return reinterpret_cast<bf16_t*>(smem + index * kTileBytes<D>);
+}
+
+// Starts copying rows [t0, t0 + n) of head `head` of x [T, heads, D] (bf16, offset to the batch) into
+// tile[64][ld_head<D>], 16 bytes per cp.async; rows ≥ n are zeroed so that they add nothing to any product.
+// The caller commits the group.
+template <int D>
+__device__ void copy_rows_async(bf16_t* tile, const bf16_t* x, int64_t t0, int64_t n, int64_t heads, int64_t head) {
+  constexpr int kPieces = D / 8;  // 16-byte pieces per row
+  for (int e = threadIdx.x; e < kTile * kPieces; e += kThreads) {
+    const int r = e / kPieces, c = (e % kPieces) * 8;
+    bf16_t* dst = tile + r * ld_head<D> + c;
+    if (r < n) {
+      cp_async_16(dst, x + ((t0 + r) * heads + head) * D + c);
+    } else {
+      *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
+}
+
+// Starts copying keys [j, j + n) of K and V (offset to the batch) into tiles k_tile and k_tile + 1.
+template <int D>
+__device__ void copy_keys_async(unsigned char* smem, int k_tile, const bf16_t* k, const bf16_t* v, int64_t j, int64_t n,
+                                int64_t K, int64_t kv_head) {
+  copy_rows_async<D>(tile_at<D>(smem, k_tile), k, j, n, K, kv_head);
+  copy_rows_async<D>(tile_at<D>(smem, k_tile + 1), v, j, n, K, kv_head);
+}
+
+// The step at the top of every tile loop: start fetching the next tile into the other stage (fetch_next(),
+// when there is one; every warp left that stage at the barrier ending the last iteration), then wait until
+// this tile's copies, issued one step earlier, have landed for the whole block.
+template <typename FetchNext>
+__device__ void advance_pipeline(bool has_next, FetchNext&& fetch_next) {
+  if (has_next) {
+    fetch_next();
+    cp_async_commit();
+    cp_async_wait<1>();
+  } else {
+    cp_async_wait<0>();
+  }
+  __syncthreads();
+}
+
+// Fragments (mma.cuh) of 16 × 16 blocks of a tile with row stride ld, at the lane's ldmatrix row address.
+// A: the block itself, rows 0–7 and 8–15 by columns 0–7 and 8–15.
+__device__ inline void load_a(uint32_t (&a)[4], const bf16_t* block, int ld, int lane) {
+  const int m = lane / 8, r = lane % 8;
+  ldmatrix_x4<false>(a, block + (r + 8 * (m % 2)) * ld + 8 * (m / 2));
+}
+// B of two 16 × 8 products whose B column n is row n of the block (B = blockᵀ, the reduction along the block's
+// columns): b[0], b[1] for rows 0–7, b[2], b[3] for rows 8–15.
+__device__ inline void load_b_rows(uint32_t (&b)[4], const bf16_t* block, int ld, int lane) {
+  const int m = lane / 8, r = lane % 8;
+  ldmatrix_x4<false>(b, block + (r + 8 * (m / 2)) * ld + 8 * (m % 2));
+}
+// B of two 16 × 8 products whose B is the block itself (the reduction along its rows): b[0], b[1] for columns
+// 0–7, b[2], b[3] for columns 8–15.
+__device__ inline void load_b_columns(uint32_t (&b)[4], const bf16_t* block, int ld, int lane) {
+  const int m = lane / 8, r = lane % 8;
+  ldmatrix_x4<true>(b, block + (r + 8 * (m % 2)) * ld + 8 * (m / 2));
+}
+
+// d0 += a · (b[0], b[1]) and d1 += a · (b[2], b[3]): the two products whose B fragments one load_b_* gave.
+__device__ inline void mma_pair(float (&d0)[4], float (&d1)[4], const uint32_t (&a)[4], const uint32_t (&b)[4]) {
+  const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+  mma_m16n8k16(d0, a, b0);
+  mma_m16n8k16(d1, a, b1);
+}
 
 // Max and sum over the quad of lanes that hold one accumulator row (lanes 4g … 4g + 3).
 __device__ inline float quad_max(float x) {
@@ -53,22 +122,6 @@ __device__ inline float quad_max(float x) {
 __device__ inline float quad_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
-
-// The A fragment (mma.cuh) of rows [0, 16) × columns [0, 16) of a bf16 tile with row stride ld, at lane (g, t).
-__device__ inline void load_a(uint32_t (&a)[4], const bf16_t* tile, int ld, int g, int t) {
-  const bf16_t* p = tile + g * ld + 2 * t;
-  a[0] = load_pair(p);
-  a[1] = load_pair(p + 8 * ld);
-  a[2] = load_pair(p + 8);
-  a[3] = load_pair(p + 8 * ld + 8);
-}
-
-// The B fragment of a 16 × 8 product whose B column n is row n of a bf16 tile (row stride ld): B = tileᵀ.
-__device__ inline void load_b(uint32_t (&b)[2], const bf16_t* tile, int ld, int g, int t) {
-  const bf16_t* p = tile + g * ld + 2 * t;
-  b[0] = load_pair(p);
-  b[1] = load_pair(p + 8);
 }
 
 // Two 16 × 8 accumulator tiles (columns [0, 8) and [8, 16)) rounded to bf16 as the A fragment of a 16 × 16 tile.
@@ -99,61 +152,66 @@ __device__ void store_rows(float* y, const float (&acc)[D / 8][4], float scale, 
 
 // ---- Forward ------------------------------------------------------------------------------------------------
 
+// Shared memory: Q (read into registers once), then K and V of stage 0, then of stage 1.
+template <int D>
+constexpr size_t kForwardBytes = 5 * kTileBytes<D>;
+
 // Accumulator element e of a lane (mma.cuh) lies in row g + 8·(e / 2) and column 2t + e % 2 of its 16 × 8 tile.
 template <int D>
-__global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* out, float* lse, const float* q,
-                                                                         const float* k, const float* v, int64_t T,
+__global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* out, float* lse, const bf16_t* q,
+                                                                         const bf16_t* k, const bf16_t* v, int64_t T,
                                                                          int64_t H, int64_t K, int64_t window,
                                                                          float scale) {
-  using L = MmaForwardSmem<D>;
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
-  bf16_t* Qs = reinterpret_cast<bf16_t*>(smem);
-  bf16_t* Ks = reinterpret_cast<bf16_t*>(smem + L::q);
-  bf16_t* Vt = reinterpret_cast<bf16_t*>(smem + L::q + L::k);
+  bf16_t* Qs = tile_at<D>(smem, 0);
 
   const int64_t i0 = int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z, kv_head = h / (H / K);
   const int64_t nq = min(int64_t(kBlockRows), T - i0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int row0 = warp * kRowsPerWarp;  // the warp's rows in the block: row0 + g and row0 + g + 8 for this lane
-  const float* kb = k + b * T * K * D;
-  const float* vb = v + b * T * K * D;
+  const bf16_t* kb = k + b * T * K * D;
+  const bf16_t* vb = v + b * T * K * D;
+  const int64_t j_begin = first_key(i0, window), j_end = i0 + nq;  // the keys any of the block's queries sees
 
-  load_rows_bf16<D>(Qs, kBlockRows, q + b * T * H * D, i0, nq, H, h);
-  __syncthreads();
+  copy_rows_async<D>(Qs, q + b * T * H * D, i0, nq, H, h);
+  copy_keys_async<D>(smem, 1, kb, vb, j_begin, min(int64_t(kTile), j_end - j_begin), K, kv_head);
+  cp_async_commit();
+
   uint32_t qa[D / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < D / 16; kk++) load_a(qa[kk], Qs + row0 * ldh + kk * 16, ldh, g, t);
-
   float o[D / 8][4] = {};
   // Rows g and g + 8: running max (the same on the quad's lanes) and this lane's part of the running sum.
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
-  for (int64_t j0 = first_key(i0, window); j0 < i0 + nq; j0 += kKeyTile) {
-    const int64_t nk = min(int64_t(kKeyTile), i0 + nq - j0);
-    __syncthreads();  // every warp is done with the previous K and Vᵀ
-    load_rows_bf16<D>(Ks, kKeyTile, kb, j0, nk, K, kv_head);
-    load_columns_bf16<D>(Vt, kLdVt, kKeyTile, vb, j0, nk, K, kv_head);
-    __syncthreads();
-
-    // S = Q·Kᵀ: B(k = d, n = key) column-major is K's rows as stored.
-    float s[kKeyTile / 8][4];
+  int stage = 0;
+  for (int64_t j0 = j_begin; j0 < j_end; j0 += kTile, stage ^= 1) {
+    const int64_t nk = min(int64_t(kTile), j_end - j0), j_next = j0 + kTile;
+    advance_pipeline(j_next < j_end, [&] {
+      copy_keys_async<D>(smem, 1 + 2 * (stage ^ 1), kb, vb, j_next, min(int64_t(kTile), j_end - j_next), K, kv_head);
+    });
+    const bf16_t* Ks = tile_at<D>(smem, 1 + 2 * stage);
+    const bf16_t* Vs = tile_at<D>(smem, 2 + 2 * stage);
+    if (j0 == j_begin) {
 #pragma unroll
-    for (int n = 0; n < kKeyTile / 8; n++) {
-      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; kk++) {
-        uint32_t kb_frag[2];
-        load_b(kb_frag, Ks + n * 8 * ldh + kk * 16, ldh, g, t);
-        mma_m16n8k16(s[n], qa[kk], kb_frag);
-      }
+      for (int kk = 0; kk < D / 16; kk++) load_a(qa[kk], Qs + row0 * ldh + kk * 16, ldh, lane);
     }
 
+    // S = Q·Kᵀ: B(k = d, n = key) is K's rows as stored.
+    float s[kTile / 8][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+      for (int n = 0; n < kTile / 16; n++) {
+        uint32_t kf[4];
+        load_b_rows(kf, Ks + n * 16 * ldh + kk * 16, ldh, lane);
+        mma_pair(s[2 * n], s[2 * n + 1], qa[kk], kf);
+      }
+
     // Online softmax: scale, mask, the rows' new maxima, and O rescaled by how much they grew.
-    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kKeyTile, window);
+    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kTile, window);
     float row_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-    for (int n = 0; n < kKeyTile / 8; n++)
+    for (int n = 0; n < kTile / 8; n++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int row = row0 + g + 8 * (e / 2), col = n * 8 + 2 * t + e % 2;
@@ -179,9 +237,10 @@ __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* 
       }
     }
 
-    // P·V, 16 keys at a time: n-tiles 2j and 2j + 1 of P are the A fragment of keys [16j, 16j + 16).
+    // P·V, 16 keys at a time: n-tiles 2j and 2j + 1 of P are the A fragment of keys [16j, 16j + 16), and
+    // B(k = key, n = d) is V's rows as stored.
 #pragma unroll
-    for (int j = 0; j < kKeyTile / 16; j++) {
+    for (int j = 0; j < kTile / 16; j++) {
       float p[2][4];
 #pragma unroll
       for (int half = 0; half < 2; half++)
@@ -193,12 +252,13 @@ __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* 
       uint32_t pa[4];
       pack_a(pa, p);
 #pragma unroll
-      for (int dn = 0; dn < D / 8; dn++) {  // B(k = key, n = d): Vᵀ's rows
-        uint32_t vb_frag[2];
-        load_b(vb_frag, Vt + dn * 8 * kLdVt + j * 16, kLdVt, g, t);
-        mma_m16n8k16(o[dn], pa, vb_frag);
+      for (int dn = 0; dn < D / 16; dn++) {
+        uint32_t vf[4];
+        load_b_columns(vf, Vs + j * 16 * ldh + dn * 16, ldh, lane);
+        mma_pair(o[2 * dn], o[2 * dn + 1], pa, vf);
       }
     }
+    __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
   }
 
 #pragma unroll
@@ -215,154 +275,138 @@ __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* 
   store_rows<D>(out + b * T * H * D, o, 1.0f, i0, row0, nq, H, h, g, t);
 }
 
-
 // ---- Backward -----------------------------------------------------------------------------------------------
 
+// Shared memory: K, V; then Q and dO of stage 0, of stage 1; then lse and delta of stage 0, of stage 1.
 template <int D>
-struct MmaDkDvSmem {
-  static constexpr size_t kv = size_t(kBlockRows) * ld_head<D> * 2;  // K tile, V tile, bf16
-  static constexpr size_t q = size_t(kQueryTile) * ld_head<D> * 2;   // Q tile, dO tile, bf16
-  static constexpr size_t qt = size_t(D) * kLdQt * 2;                // Qᵀ tile, dOᵀ tile, bf16
-  static constexpr size_t stats = size_t(kQueryTile) * 4;            // lse, delta
-  static constexpr size_t bytes = 2 * kv + 2 * q + 2 * qt + 2 * stats;
-  static_assert(kv % 16 == 0 && q % 16 == 0 && qt % 16 == 0, "segments stay 16-byte aligned");
-};
+constexpr size_t kDkDvBytes = 6 * kTileBytes<D> + 2 * 2 * kTile * sizeof(float);
 
-// One block per (64 keys, KV head, batch); warp w owns keys 16w … 16w + 15 and their dK, dV accumulators.
+// One block per (64 keys, KV head, batch); warp w owns keys 16w … 16w + 15 and their dK, dV accumulators. The
+// query tiles it visits (the group's heads in order, each from the block's first key to the last query that
+// sees one of its keys) are numbered 0 … n_tiles·group − 1 so that one loop fetches the next while it works.
 template <int D>
-__global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk, float* dv, const float* dout,
+__global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk, float* dv, const bf16_t* dout,
                                                                       const float* lse, const float* delta,
-                                                                      const float* q, const float* k, const float* v,
-                                                                      int64_t T, int64_t H, int64_t K, int64_t window,
-                                                                      float scale) {
-  using L = MmaDkDvSmem<D>;
+                                                                      const bf16_t* q, const bf16_t* k,
+                                                                      const bf16_t* v, int64_t T, int64_t H,
+                                                                      int64_t K, int64_t window, float scale) {
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
-  bf16_t* Ks = reinterpret_cast<bf16_t*>(smem);
-  bf16_t* Vs = reinterpret_cast<bf16_t*>(smem + L::kv);
-  bf16_t* Qs = reinterpret_cast<bf16_t*>(smem + 2 * L::kv);
-  bf16_t* dOs = reinterpret_cast<bf16_t*>(smem + 2 * L::kv + L::q);
-  bf16_t* Qt = reinterpret_cast<bf16_t*>(smem + 2 * L::kv + 2 * L::q);
-  bf16_t* dOt = reinterpret_cast<bf16_t*>(smem + 2 * L::kv + 2 * L::q + L::qt);
-  float* lse_s = reinterpret_cast<float*>(smem + 2 * L::kv + 2 * L::q + 2 * L::qt);
-  float* delta_s = lse_s + kQueryTile;
+  const bf16_t* Ks = tile_at<D>(smem, 0);
+  const bf16_t* Vs = tile_at<D>(smem, 1);
+  float* stats = reinterpret_cast<float*>(smem + 6 * kTileBytes<D>);  // [stage][lse, delta][kTile]
 
   const int64_t j0 = int64_t(blockIdx.x) * kBlockRows, kv_head = blockIdx.y, b = blockIdx.z, group = H / K;
   const int64_t nk = min(int64_t(kBlockRows), T - j0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int row0 = warp * kRowsPerWarp;  // the warp's keys in the block
-
-  load_rows_bf16<D>(Ks, kBlockRows, k + b * T * K * D, j0, nk, K, kv_head);
-  load_rows_bf16<D>(Vs, kBlockRows, v + b * T * K * D, j0, nk, K, kv_head);
-  float dk_acc[D / 8][4] = {}, dv_acc[D / 8][4] = {};
+  const bf16_t* qb = q + b * T * H * D;
+  const bf16_t* dob = dout + b * T * H * D;
   // Queries that see any key of this tile: j0 ≤ i ≤ j0 + nk − 1 + W − 1.
   const int64_t i_end = window > 0 ? min(T, j0 + nk - 1 + window) : T;
+  const int64_t tiles_per_head = ceil_div(i_end - j0, kTile), tiles = tiles_per_head * group;
+  // Starts fetching query tile `index` (Q, dO and their rows' lse and delta) into `stage`.
+  auto fetch = [&](int64_t index, int stage) {
+    const int64_t h = kv_head * group + index / tiles_per_head, i0 = j0 + (index % tiles_per_head) * kTile;
+    const int64_t nq = min(int64_t(kTile), T - i0);
+    copy_rows_async<D>(tile_at<D>(smem, 2 + 2 * stage), qb, i0, nq, H, h);
+    copy_rows_async<D>(tile_at<D>(smem, 3 + 2 * stage), dob, i0, nq, H, h);
+    float* lse_s = stats + 2 * kTile * stage;
+    load_row_stats(lse_s, lse_s + kTile, kTile, lse, delta, (b * H + h) * T + i0, nq);
+  };
 
-  for (int64_t h = kv_head * group; h < (kv_head + 1) * group; h++)
-    for (int64_t i0 = j0; i0 < i_end; i0 += kQueryTile) {
-      const int64_t nq = min(int64_t(kQueryTile), T - i0);
-      const float* qh = q + b * T * H * D;
-      const float* doh = dout + b * T * H * D;
-      __syncthreads();  // every warp is done with the previous Q, dO and stats (K, V ready the first time)
-      load_rows_bf16<D>(Qs, kQueryTile, qh, i0, nq, H, h);
-      load_rows_bf16<D>(dOs, kQueryTile, doh, i0, nq, H, h);
-      load_columns_bf16<D>(Qt, kLdQt, kQueryTile, qh, i0, nq, H, h);
-      load_columns_bf16<D>(dOt, kLdQt, kQueryTile, doh, i0, nq, H, h);
-      load_row_stats(lse_s, delta_s, kQueryTile, lse, delta, (b * H + h) * T + i0, nq);
-      __syncthreads();
+  copy_keys_async<D>(smem, 0, k + b * T * K * D, v + b * T * K * D, j0, nk, K, kv_head);
+  fetch(0, 0);
+  cp_async_commit();
+  float dk_acc[D / 8][4] = {}, dv_acc[D / 8][4] = {};
 
-      const bool mask = needs_mask(i0, nq, kQueryTile, j0, nk, kBlockRows, window);
+  int stage = 0;
+  for (int64_t index = 0; index < tiles; index++, stage ^= 1) {
+    advance_pipeline(index + 1 < tiles, [&] { fetch(index + 1, stage ^ 1); });
+    const int64_t i0 = j0 + (index % tiles_per_head) * kTile, nq = min(int64_t(kTile), T - i0);
+    const bf16_t* Qs = tile_at<D>(smem, 2 + 2 * stage);
+    const bf16_t* dOs = tile_at<D>(smem, 3 + 2 * stage);
+    const float* lse_s = stats + 2 * kTile * stage;
+    const float* delta_s = lse_s + kTile;
+
+    const bool mask = needs_mask(i0, nq, kTile, j0, nk, kBlockRows, window);
 #pragma unroll
-      for (int c = 0; c < kQueryTile / 16; c++) {  // 16 queries at a time
-        // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: the warp's 16 keys × 16 queries (two 8-query tiles).
-        float st[2][4] = {}, dpt[2][4] = {};
+    for (int c = 0; c < kTile / 16; c++) {  // 16 queries at a time
+      // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: the warp's 16 keys × 16 queries (two 8-query tiles); B(k = d, n = query)
+      // is Q's and dO's rows as stored.
+      float st[2][4] = {}, dpt[2][4] = {};
 #pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-          uint32_t ka[4], va[4];
-          load_a(ka, Ks + row0 * ldh + kk * 16, ldh, g, t);
-          load_a(va, Vs + row0 * ldh + kk * 16, ldh, g, t);
+      for (int kk = 0; kk < D / 16; kk++) {
+        uint32_t ka[4], va[4], qf[4], dof[4];
+        load_a(ka, Ks + row0 * ldh + kk * 16, ldh, lane);
+        load_a(va, Vs + row0 * ldh + kk * 16, ldh, lane);
+        load_b_rows(qf, Qs + c * 16 * ldh + kk * 16, ldh, lane);
+        load_b_rows(dof, dOs + c * 16 * ldh + kk * 16, ldh, lane);
+        mma_pair(st[0], st[1], ka, qf);
+        mma_pair(dpt[0], dpt[1], va, dof);
+      }
+      // Pᵀ = exp(scale·Sᵀ − lse) and dSᵀ = Pᵀ ∘ (dPᵀ − delta), zero where masked (row: key, column: query).
 #pragma unroll
-          for (int half = 0; half < 2; half++) {
-            uint32_t qb[2], dob[2];
-            load_b(qb, Qs + (c * 16 + half * 8) * ldh + kk * 16, ldh, g, t);
-            load_b(dob, dOs + (c * 16 + half * 8) * ldh + kk * 16, ldh, g, t);
-            mma_m16n8k16(st[half], ka, qb);
-            mma_m16n8k16(dpt[half], va, dob);
+      for (int half = 0; half < 2; half++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int key = row0 + g + 8 * (e / 2), col = c * 16 + half * 8 + 2 * t + e % 2;
+          float p = 0.0f, ds = 0.0f;
+          if (!mask || (col < nq && key < nk && visible(i0 + col, j0 + key, window))) {
+            p = __expf(st[half][e] * scale - lse_s[col]);
+            ds = p * (dpt[half][e] - delta_s[col]);
           }
+          st[half][e] = p;
+          dpt[half][e] = ds;
         }
-        // Pᵀ = exp(scale·Sᵀ − lse) and dSᵀ = Pᵀ ∘ (dPᵀ − delta), zero where masked (row: key, column: query).
+      // dV += Pᵀ·dO and dK += dSᵀ·Q (scaled at the end): B(k = query, n = d) is dO's and Q's rows, transposed.
+      uint32_t pa[4], dsa[4];
+      pack_a(pa, st);
+      pack_a(dsa, dpt);
 #pragma unroll
-        for (int half = 0; half < 2; half++)
-#pragma unroll
-          for (int e = 0; e < 4; e++) {
-            const int key = row0 + g + 8 * (e / 2), col = c * 16 + half * 8 + 2 * t + e % 2;
-            float p = 0.0f, ds = 0.0f;
-            if (!mask || (col < nq && key < nk && visible(i0 + col, j0 + key, window))) {
-              p = __expf(st[half][e] * scale - lse_s[col]);
-              ds = p * (dpt[half][e] - delta_s[col]);
-            }
-            st[half][e] = p;
-            dpt[half][e] = ds;
-          }
-        // dV += Pᵀ·dO and dK += dSᵀ·Q (scaled at the end): B(k = query, n = d) is dOᵀ's and Qᵀ's rows.
-        uint32_t pa[4], dsa[4];
-        pack_a(pa, st);
-        pack_a(dsa, dpt);
-#pragma unroll
-        for (int dn = 0; dn < D / 8; dn++) {
-          uint32_t dob[2], qb[2];
-          load_b(dob, dOt + dn * 8 * kLdQt + c * 16, kLdQt, g, t);
-          load_b(qb, Qt + dn * 8 * kLdQt + c * 16, kLdQt, g, t);
-          mma_m16n8k16(dv_acc[dn], pa, dob);
-          mma_m16n8k16(dk_acc[dn], dsa, qb);
-        }
+      for (int dn = 0; dn < D / 16; dn++) {
+        uint32_t dof[4], qf[4];
+        load_b_columns(dof, dOs + c * 16 * ldh + dn * 16, ldh, lane);
+        load_b_columns(qf, Qs + c * 16 * ldh + dn * 16, ldh, lane);
+        mma_pair(dv_acc[2 * dn], dv_acc[2 * dn + 1], pa, dof);
+        mma_pair(dk_acc[2 * dn], dk_acc[2 * dn + 1], dsa, qf);
       }
     }
+    __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
+  }
 
   store_rows<D>(dk + b * T * K * D, dk_acc, scale, j0, row0, nk, K, kv_head, g, t);
   store_rows<D>(dv + b * T * K * D, dv_acc, 1.0f, j0, row0, nk, K, kv_head, g, t);
 }
 
+// Shared memory: Q and dO (read into registers once), then K and V of stage 0, then of stage 1.
 template <int D>
-struct MmaDqSmem {
-  static constexpr size_t tile = size_t(kBlockRows) * ld_head<D> * 2;  // Q, dO (read into registers), K, V; bf16
-  static constexpr size_t kt = size_t(D) * kLdVt * 2;                   // Kᵀ tile, bf16
-  static constexpr size_t bytes = 4 * tile + kt;
-  static_assert(tile % 16 == 0, "segments stay 16-byte aligned");
-};
-static_assert(kKeyTile == kBlockRows, "MmaDqSmem sizes the K and V tiles with kBlockRows");
+constexpr size_t kDqBytes = 6 * kTileBytes<D>;
 
 // One block per (64 queries, head, batch); warp w owns queries 16w … 16w + 15 and their dQ accumulators.
 template <int D>
-__global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, const float* dout, const float* lse,
-                                                                    const float* delta, const float* q, const float* k,
-                                                                    const float* v, int64_t T, int64_t H, int64_t K,
-                                                                    int64_t window, float scale) {
-  using L = MmaDqSmem<D>;
+__global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, const bf16_t* dout, const float* lse,
+                                                                    const float* delta, const bf16_t* q,
+                                                                    const bf16_t* k, const bf16_t* v, int64_t T,
+                                                                    int64_t H, int64_t K, int64_t window,
+                                                                    float scale) {
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
-  bf16_t* Qs = reinterpret_cast<bf16_t*>(smem);
-  bf16_t* dOs = reinterpret_cast<bf16_t*>(smem + L::tile);
-  bf16_t* Ks = reinterpret_cast<bf16_t*>(smem + 2 * L::tile);
-  bf16_t* Vs = reinterpret_cast<bf16_t*>(smem + 3 * L::tile);
-  bf16_t* Kt = reinterpret_cast<bf16_t*>(smem + 4 * L::tile);
+  const bf16_t* Qs = tile_at<D>(smem, 0);
+  const bf16_t* dOs = tile_at<D>(smem, 1);
 
   const int64_t i0 = int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z, kv_head = h / (H / K);
   const int64_t nq = min(int64_t(kBlockRows), T - i0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int row0 = warp * kRowsPerWarp;
-  const float* kb = k + b * T * K * D;
-  const float* vb = v + b * T * K * D;
+  const bf16_t* kb = k + b * T * K * D;
+  const bf16_t* vb = v + b * T * K * D;
+  const int64_t j_begin = first_key(i0, window), j_end = i0 + nq;
 
-  load_rows_bf16<D>(Qs, kBlockRows, q + b * T * H * D, i0, nq, H, h);
-  load_rows_bf16<D>(dOs, kBlockRows, dout + b * T * H * D, i0, nq, H, h);
-  __syncthreads();
-  uint32_t qa[D / 16][4], doa[D / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < D / 16; kk++) {
-    load_a(qa[kk], Qs + row0 * ldh + kk * 16, ldh, g, t);
-    load_a(doa[kk], dOs + row0 * ldh + kk * 16, ldh, g, t);
-  }
+  copy_rows_async<D>(tile_at<D>(smem, 0), q + b * T * H * D, i0, nq, H, h);
+  copy_rows_async<D>(tile_at<D>(smem, 1), dout + b * T * H * D, i0, nq, H, h);
+  copy_keys_async<D>(smem, 2, kb, vb, j_begin, min(int64_t(kTile), j_end - j_begin), K, kv_head);
+  cp_async_commit();
   // lse and delta of the lane's rows g and g + 8.
   float row_lse[2], row_delta[2];
 #pragma unroll
@@ -372,31 +416,39 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
     row_lse[r] = row < nq ? lse[at] : 0.0f;
     row_delta[r] = row < nq ? delta[at] : 0.0f;
   }
+  uint32_t qa[D / 16][4], doa[D / 16][4];
   float dq_acc[D / 8][4] = {};
 
-  for (int64_t j0 = first_key(i0, window); j0 < i0 + nq; j0 += kKeyTile) {
-    const int64_t nk = min(int64_t(kKeyTile), i0 + nq - j0);
-    __syncthreads();  // every warp is done with the previous K, V and Kᵀ
-    load_rows_bf16<D>(Ks, kKeyTile, kb, j0, nk, K, kv_head);
-    load_rows_bf16<D>(Vs, kKeyTile, vb, j0, nk, K, kv_head);
-    load_columns_bf16<D>(Kt, kLdVt, kKeyTile, kb, j0, nk, K, kv_head);
-    __syncthreads();
-
-    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kKeyTile, window);
+  int stage = 0;
+  for (int64_t j0 = j_begin; j0 < j_end; j0 += kTile, stage ^= 1) {
+    const int64_t nk = min(int64_t(kTile), j_end - j0), j_next = j0 + kTile;
+    advance_pipeline(j_next < j_end, [&] {
+      copy_keys_async<D>(smem, 2 + 2 * (stage ^ 1), kb, vb, j_next, min(int64_t(kTile), j_end - j_next), K, kv_head);
+    });
+    const bf16_t* Ks = tile_at<D>(smem, 2 + 2 * stage);
+    const bf16_t* Vs = tile_at<D>(smem, 3 + 2 * stage);
+    if (j0 == j_begin) {
 #pragma unroll
-    for (int j = 0; j < kKeyTile / 16; j++) {  // 16 keys at a time
-      // S = Q·Kᵀ and dP = dO·Vᵀ: the warp's 16 queries × 16 keys (two 8-key tiles).
+      for (int kk = 0; kk < D / 16; kk++) {
+        load_a(qa[kk], Qs + row0 * ldh + kk * 16, ldh, lane);
+        load_a(doa[kk], dOs + row0 * ldh + kk * 16, ldh, lane);
+      }
+    }
+
+    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kTile, window);
+#pragma unroll
+    for (int j = 0; j < kTile / 16; j++) {  // 16 keys at a time
+      // S = Q·Kᵀ and dP = dO·Vᵀ: the warp's 16 queries × 16 keys (two 8-key tiles); B(k = d, n = key) is K's
+      // and V's rows as stored.
       float s[2][4] = {}, dp[2][4] = {};
 #pragma unroll
-      for (int half = 0; half < 2; half++)
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-          uint32_t kb_frag[2], vb_frag[2];
-          load_b(kb_frag, Ks + (j * 16 + half * 8) * ldh + kk * 16, ldh, g, t);
-          load_b(vb_frag, Vs + (j * 16 + half * 8) * ldh + kk * 16, ldh, g, t);
-          mma_m16n8k16(s[half], qa[kk], kb_frag);
-          mma_m16n8k16(dp[half], doa[kk], vb_frag);
-        }
+      for (int kk = 0; kk < D / 16; kk++) {
+        uint32_t kf[4], vf[4];
+        load_b_rows(kf, Ks + j * 16 * ldh + kk * 16, ldh, lane);
+        load_b_rows(vf, Vs + j * 16 * ldh + kk * 16, ldh, lane);
+        mma_pair(s[0], s[1], qa[kk], kf);
+        mma_pair(dp[0], dp[1], doa[kk], vf);
+      }
       // dS = P ∘ (dP − delta) with P = exp(scale·S − lse), zero where masked.
 #pragma unroll
       for (int half = 0; half < 2; half++)
@@ -410,43 +462,71 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
           }
           dp[half][e] = ds;
         }
-      // dQ += dS·K (scaled at the end): B(k = key, n = d) is Kᵀ's rows.
+      // dQ += dS·K (scaled at the end): B(k = key, n = d) is K's rows, transposed.
       uint32_t dsa[4];
       pack_a(dsa, dp);
 #pragma unroll
-      for (int dn = 0; dn < D / 8; dn++) {
-        uint32_t kb_frag[2];
-        load_b(kb_frag, Kt + dn * 8 * kLdVt + j * 16, kLdVt, g, t);
-        mma_m16n8k16(dq_acc[dn], dsa, kb_frag);
+      for (int dn = 0; dn < D / 16; dn++) {
+        uint32_t kf[4];
+        load_b_columns(kf, Ks + j * 16 * ldh + dn * 16, ldh, lane);
+        mma_pair(dq_acc[2 * dn], dq_acc[2 * dn + 1], dsa, kf);
       }
     }
+    __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
   }
 
   store_rows<D>(dq + b * T * H * D, dq_acc, scale, i0, row0, nq, H, h, g, t);
 }
 
-template <int D>
-struct MmaKernels {
-  static constexpr auto forward = attention_forward_mma_kernel<D>;
-  static constexpr auto dkdv = attention_dkdv_mma_kernel<D>;
-  static constexpr auto dq = attention_dq_mma_kernel<D>;
-  static constexpr size_t forward_bytes = MmaForwardSmem<D>::bytes, dkdv_bytes = MmaDkDvSmem<D>::bytes,
-                          dq_bytes = MmaDqSmem<D>::bytes;
-  static constexpr const char *forward_name = "attention_forward_mma", *dkdv_name = "attention_dkdv_mma",
-                              *dq_name = "attention_dq_mma";
+// An fp32 array rounded to bf16 once (RNE, as replica::to_bf16) in stream-ordered scratch: what every tile
+// copy then reads.
+class Bf16Copy {
+ public:
+  Bf16Copy(Context& ctx, const float* x, int64_t n) : data_(ctx, size_t(n)) { convert_to_bf16(ctx, x, data_.get(), n); }
+  const bf16_t* get() const { return reinterpret_cast<const bf16_t*>(data_.get()); }
+
+ private:
+  Scratch<bf16> data_;
 };
 
 }  // namespace
 
 void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
                            const AttentionShape& s) {
-  launch_forward<MmaKernels>(ctx, out, lse, q, k, v, s);
+  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
+  const Bf16Copy q16(ctx, q, s.B * s.T * s.H * s.D), k16(ctx, k, s.B * s.T * s.K * s.D),
+      v16(ctx, v, s.B * s.T * s.K * s.D);
+  const dim3 grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
+  with_head_dim(s.D, [&](auto head_dim) {
+    constexpr int D = decltype(head_dim)::value;
+    static const size_t bytes =
+        prepare_kernel(attention_forward_mma_kernel<D>, kForwardBytes<D>, "attention_forward_mma");
+    launch("attention_forward_mma", attention_forward_mma_kernel<D>, grid, kThreads, bytes, ctx.stream(), out, lse,
+           q16.get(), k16.get(), v16.get(), s.T, s.H, s.K, s.window, softmax_scale(s));
+  });
 }
 
 void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                             const float* lse, const float* q, const float* k, const float* v,
                             const AttentionShape& s) {
-  launch_backward<MmaKernels>(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
+  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
+  Scratch<float> delta(ctx, size_t(s.B * s.H * s.T));
+  attention_delta(ctx, delta.get(), dout, out, s);
+  const Bf16Copy q16(ctx, q, s.B * s.T * s.H * s.D), k16(ctx, k, s.B * s.T * s.K * s.D),
+      v16(ctx, v, s.B * s.T * s.K * s.D), dout16(ctx, dout, s.B * s.T * s.H * s.D);
+  const float scale = softmax_scale(s);
+  const dim3 kv_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.K), unsigned(s.B));
+  const dim3 q_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
+  with_head_dim(s.D, [&](auto head_dim) {
+    constexpr int D = decltype(head_dim)::value;
+    static const size_t dkdv_bytes =
+        prepare_kernel(attention_dkdv_mma_kernel<D>, kDkDvBytes<D>, "attention_dkdv_mma");
+    static const size_t dq_bytes = prepare_kernel(attention_dq_mma_kernel<D>, kDqBytes<D>, "attention_dq_mma");
+    launch("attention_dkdv_mma", attention_dkdv_mma_kernel<D>, kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv,
+           dout16.get(), lse, delta.get(), q16.get(), k16.get(), v16.get(), s.T, s.H, s.K, s.window, scale);
+    launch("attention_dq_mma", attention_dq_mma_kernel<D>, q_grid, kThreads, dq_bytes, ctx.stream(), dq,
+           dout16.get(), lse, delta.get(), q16.get(), k16.get(), v16.get(), s.T, s.H, s.K, s.window, scale);
+  });
 }
 
 }  // namespace replica::cuda

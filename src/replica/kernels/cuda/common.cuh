@@ -9,7 +9,7 @@
 
 namespace replica::cuda {
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+__host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // kernel<<<grid, block, smem_bytes, stream>>>(args...), then reports a bad launch configuration at once
 // (execution errors surface at the next synchronization). Every launch goes through here so that the same
