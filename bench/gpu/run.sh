@@ -7,7 +7,8 @@
 #  4. checks every CUDA kernel against the CPU kernel;
 #  5. runs replica itself on the GPU: the reference parity tests on the CUDA backend, the trainer's GPU-vs-CPU
 #     and exact-resume test, whole training steps of olmo3_1b and olmo3_7b at 1 × 8192 (tokens/s, MFU against
-#     the datasheet peak, GPU memory) and the same 1B step in PyTorch;
+#     the datasheet peak, GPU memory), the same 1B step in PyTorch, and a profile of both steps (device time
+#     per operation, REPLICA_PROFILE=1);
 #  6. times a 1B- and a 7B-class step from its pieces, to say where the time goes.
 # Prints a short table last. Every stage's time limit is cut to what is left of DEADLINE seconds (default 520)
 # so the call ends in time.
@@ -33,7 +34,7 @@ finish() {
   [ -s "$logs/train_bench.md" ] && { echo; cat "$logs/train_bench.md"; }
   printf '%s\n' "${summary[@]}" >"$logs/summary.md"
   if [ -n "${OUT:-}" ]; then
-    for f in summary.md check.md bench.md train_bench.md; do [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"; done
+    for f in summary.md check.md bench.md train_bench.md profile.md; do [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"; done
     tar -C "$logs" -czf "$OUT/logs.tar.gz" .
   fi
   exit "$1"
@@ -172,13 +173,19 @@ if [ $rc -eq 0 ]; then row "train on CUDA vs CPU, exact resume" "ok: $(grep -E '
 echo "| model | B×T | remat | tokens/s | MFU (989 TFLOP/s) | step s | optimizer share | GPU memory |" \
   >"$logs/train_bench.md"
 echo "|---|---|---|---|---|---|---|---|" >>"$logs/train_bench.md"
-# bench_step MODEL B T REMAT STEPS SECONDS: one bench_model run, a row of train_bench.md.
+# bench_step MODEL B T REMAT STEPS SECONDS [profile]: one bench_model run, a row of train_bench.md. With
+# `profile`, REPLICA_PROFILE=1: the device time per operation goes to profile.md (the row says "profiled": the
+# events cost the step about 1 %).
 bench_step() {
-  local model=$1 B=$2 T=$3 remat=$4 steps=$5 seconds=$6 out line
-  out=$(timeout "$(limit "$seconds")" "$bundle/bin/bench_model" "configs/models/$model.yaml" "$B" "$T" bf16 "$steps" \
-    "$remat" train cuda 2>"$logs/bench_${model}_$remat.err" | tail -1)
-  echo "$out" >"$logs/bench_${model}_$remat.json"
-  line=$($PYTHON - "$out" "$remat" <<'PY' 2>/dev/null
+  local model=$1 B=$2 T=$3 remat=$4 steps=$5 seconds=$6 profile=${7:-} out line name
+  name=${model}_$remat${profile:+_profiled}
+  out=$(REPLICA_PROFILE=${profile:+1} timeout "$(limit "$seconds")" "$bundle/bin/bench_model" \
+    "configs/models/$model.yaml" "$B" "$T" bf16 "$steps" "$remat" train cuda 2>"$logs/bench_$name.err")
+  echo "$out" | tail -1 >"$logs/bench_$name.json"
+  if [ -n "$profile" ]; then
+    { echo "### $model, ${B}×$T, remat=$remat"; echo; echo "$out" | grep '^|'; echo; } >>"$logs/profile.md"
+  fi
+  line=$($PYTHON - "$(cat "$logs/bench_$name.json")" "$remat${profile:+ (profiled)}" <<'PY' 2>/dev/null
 import json, sys
 j = json.loads(sys.argv[1])
 print(f"| {j['model'].split('/')[-1].removesuffix('.yaml')} | {j['B']}×{j['T']} | {sys.argv[2]} | "
@@ -187,7 +194,7 @@ print(f"| {j['model'].split('/')[-1].removesuffix('.yaml')} | {j['B']}×{j['T']}
 PY
 )
   if [ -n "$line" ]; then echo "$line" >>"$logs/train_bench.md"; else
-    echo "| $model | ${B}×$T | $remat | **failed** ($(tail -c 200 "$logs/bench_${model}_$remat.err" | tr '\n' ' ')) | | | | |" \
+    echo "| $model | ${B}×$T | $remat | **failed** ($(tail -c 200 "$logs/bench_$name.err" | tr '\n' ' ')) | | | | |" \
       >>"$logs/train_bench.md"; [ "$status" -eq 0 ] && status=2; fi
 }
 bench_step olmo3_1b 1 8192 none 5 90
@@ -209,13 +216,15 @@ PY
 echo "${line:-| olmo3_1b, PyTorch | 1×8192 | - | **failed** ($(tail -c 200 "$logs/bench_torch.err" | tr '\n' ' ')) | | | | |}" \
   >>"$logs/train_bench.md"
 # 7B again keeping every layer's attention output (no attention in the recomputation; 137 of 139 GiB by the
-# plan), only with time to spare: the kernel benchmark keeps 100 s.
+# plan), then both models profiled, only with time to spare: the kernel benchmark keeps 100 s.
 if ((deadline - SECONDS > 160)); then
   bench_step olmo3_7b 1 8192 keep_attention 3 $((deadline - SECONDS - 100))
 else
   echo "| olmo3_7b | 1×8192 | keep_attention | not run (no time left) | | | | |" >>"$logs/train_bench.md"
 fi
+((deadline - SECONDS > 130)) && bench_step olmo3_1b 1 8192 none 2 30 profile
+((deadline - SECONDS > 160)) && bench_step olmo3_7b 1 8192 keep_attention 2 $((deadline - SECONDS - 100)) profile
 cat "$logs/train_bench.md"
-row "training steps (bench_model)" "$(grep '^| olmo3' "$logs/train_bench.md" | grep -vEc 'failed|not run') of 4 measured (train_bench.md)"
+row "training steps (bench_model)" "$(grep '^| olmo3' "$logs/train_bench.md" | grep -vEc 'failed|not run') measured (train_bench.md; per operation: profile.md)"
 kernel_bench
 finish "$status"

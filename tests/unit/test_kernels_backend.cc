@@ -1,4 +1,5 @@
-// kernels/backend: backend memory on the CPU, host mirrors, and a clear error where CUDA cannot be had.
+// kernels/backend: backend memory on the CPU, host mirrors, a clear error where CUDA cannot be had, and the
+// per-operation profile.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -55,6 +56,37 @@ TEST(Backend, CudaWithoutAGpuIsAClearError) {
     const std::string message = e.what();
     EXPECT_TRUE(message.find("device=cuda") != std::string::npos) << message;
   }
+}
+
+TEST(Backend, CpuDoesNotProfile) {
+  EXPECT_FALSE(cpu_backend().profile(true));
+  EXPECT_TRUE(cpu_backend().profile(false));
+  EXPECT_TRUE(cpu_backend().take_profile().empty());
+}
+
+TEST(Backend, CudaProfileTimesEveryCallByOperationAndShape) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU visible (CI runs this on the CPU emulation of CUDA)";
+  Backend& gpu = backend_for(Device::cuda);
+  DeviceArray<float> a(gpu, 64), b(gpu, 64), c(gpu, 64);
+  ASSERT_TRUE(gpu.profile(true));
+  gpu.add(c.data(), a.data(), b.data(), 64);
+  gpu.add(c.data(), c.data(), b.data(), 64);
+  gpu.gemm(false, true, 4, 8, 8, a.data(), 8, b.data(), 8, c.data(), 8, false, Precision::fp32, nullptr, nullptr);
+  const std::vector<OpTime> ops = gpu.take_profile();
+  auto calls = [&](const std::string& op) {
+    for (const OpTime& t : ops)
+      if (t.op == op) return t.calls;
+    return int64_t(0);
+  };
+  EXPECT_EQ(calls("add"), 2);
+  EXPECT_EQ(calls("gemm 4×8×8 NT"), 1);
+  EXPECT_EQ(ops.size(), 2u);
+  for (const OpTime& t : ops) EXPECT_GE(t.ms, 0.0) << t.op;
+  EXPECT_TRUE(gpu.take_profile().empty()) << "a take empties the profile";
+  gpu.add(c.data(), a.data(), b.data(), 64);
+  ASSERT_TRUE(gpu.profile(false));
+  gpu.add(c.data(), a.data(), b.data(), 64);
+  EXPECT_TRUE(gpu.take_profile().empty()) << "stopping drops what was not taken, and nothing more is timed";
 }
 
 }  // namespace

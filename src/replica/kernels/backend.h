@@ -23,6 +23,13 @@ enum class Device { cpu, cuda };
 const char* device_name(Device d);
 Device parse_device(const std::string& text);  // "cpu" | "cuda", else replica::Error
 
+// One operation's device time in a profile (Backend::take_profile): all calls of `op` since the last take.
+struct OpTime {
+  std::string op;  // the call, with the shape that tells its instances apart ("gemm 8192×4096×4096 NT")
+  int64_t calls = 0;
+  double ms = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -91,6 +98,14 @@ class Backend {
                           const AdamWScalars& s) = 0;
   // Σ x² in double per kSquareSumBlock block, in block order, on the host (the gradient norm's partial sums).
   virtual std::vector<double> block_sums_of_squares(const float* x, size_t n) = 0;
+
+  // ---- profile ------------------------------------------------------------------------------------------
+  // Starts timing every call on the device, or stops and drops what was not taken; false when the backend
+  // cannot (the CPU: its calls are synchronous, so wall-clock timers around them say the same). The CUDA
+  // backend records events around each call (kernels/cuda/profiler.h), so the work runs as it does unprofiled.
+  virtual bool profile(bool on) { return !on; }
+  // Device time per operation recorded since the last take, slowest first.
+  virtual std::vector<OpTime> take_profile() { return {}; }
 
   // The three products of a Linear layer y = x · Wᵀ with x [M, K], W [N, K] (kernels/cpu/gemm.h). Activations
   // are WeightRefs too: fp32 values and, in bf16, optionally their rounded copy (rounded once, used twice).
