@@ -4,12 +4,11 @@
 // Usage: bench_model MODEL.yaml BATCH SEQ PRECISION STEPS [none|block] [train] [cpu|cuda]   → one JSON line
 // With `train`, each step is a full training step as the trainer runs it (dist/data_parallel.h, one rank):
 // forward + backward, global-norm clipping and AdamW, and the optimizer's share of the step is reported.
-// REPLICA_PROFILE=1 on a GPU adds a table of the device time per operation (Backend::profile).
+// REPLICA_PROFILE=1 on a GPU adds a table of the device time per operation of the timed steps (Backend::profile).
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <exception>
 #include <random>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "replica/train/distributed.h"
 #include "replica/model/flops.h"
 #include "replica/model/olmo3.h"
+#include "replica/kernels/profile.h"
 
 using namespace replica;
 
@@ -27,20 +27,6 @@ static double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 static int run(int argc, char** argv);
-
-// With REPLICA_PROFILE=1 on a GPU (Backend::profile): the timed steps' device time per operation, as a Markdown
-// table before the JSON line. What the operations leave of the step is the time the GPU waited for the host.
-static void print_profile(const std::vector<OpTime>& ops, int steps, double step_s) {
-  if (ops.empty()) return;
-  const double step_ms = 1e3 * step_s;
-  double busy_ms = 0;
-  for (const OpTime& t : ops) busy_ms += t.ms / steps;
-  fmt::print("| operation | calls per step | ms per step | share of the step |\n|---|---|---|---|\n");
-  for (const OpTime& t : ops)
-    fmt::print("| {} | {} | {:.2f} | {:.1f} % |\n", t.op, t.calls / steps, t.ms / steps, 100 * t.ms / steps / step_ms);
-  fmt::print("| all operations | | {:.2f} | {:.1f} % |\n| GPU waiting for the host | | {:.2f} | {:.1f} % |\n", busy_ms,
-             100 * busy_ms / step_ms, step_ms - busy_ms, 100 * (step_ms - busy_ms) / step_ms);
-}
 
 int main(int argc, char** argv) {
   try {
@@ -103,8 +89,7 @@ static int run(int argc, char** argv) {
     return sums.ce / double(sums.n_labels);
   };
   step();  // warm-up
-  const char* profile = std::getenv("REPLICA_PROFILE");  // the timed steps only
-  if (profile && std::string(profile) == "1" && !backend.profile(true))
+  if (profile_requested() && !backend.profile(true))  // the timed steps only
     fmt::print(stderr, "bench_model: the {} backend does not profile; REPLICA_PROFILE ignored\n", device_name(device));
   std::vector<double> times, optimizer_times;
   double loss = 0;
@@ -117,7 +102,9 @@ static int run(int argc, char** argv) {
   std::sort(times.begin(), times.end());
   std::sort(optimizer_times.begin(), optimizer_times.end());
   const double step_s = times[times.size() / 2];
-  print_profile(backend.take_profile(), steps, step_s);
+  ProfileSum profile;  // a Markdown table before the JSON line
+  profile.add(backend.take_profile());
+  if (!profile.empty()) fmt::print("{}", profile.table(steps, 1e3 * step_s));
   const double tokens_per_s = double(B * T) / step_s;
   const double peak = backend.peak_flops(precision);
   const double achieved = training_flops_per_token(config, T) * tokens_per_s;

@@ -225,6 +225,7 @@ fi
 ((deadline - SECONDS > 130)) && bench_step olmo3_1b 1 8192 none 2 30 profile
 ((deadline - SECONDS > 160)) && bench_step olmo3_7b 1 8192 keep_attention 2 $((deadline - SECONDS - 100)) profile
 cat "$logs/train_bench.md"
-row "training steps (bench_model)" "$(grep '^| olmo3' "$logs/train_bench.md" | grep -vEc 'failed|not run') measured (train_bench.md; per operation: profile.md)"
+measured=$(grep '^| olmo3' "$logs/train_bench.md" | grep -vEc 'failed|not run')
+row "training steps (bench_model)" "$measured measured (train_bench.md; per operation: profile.md)"
 kernel_bench
 finish "$status"

@@ -452,7 +452,8 @@ void check_shared(const void* p, size_t bytes, const char* op) {
   const auto* c = static_cast<const unsigned char*>(p);
   if (c < e.shared || c + bytes > e.shared + e.shared_bytes)
     fail((std::string(op) + ": the address is not in the launch's dynamic shared memory").c_str());
-  if (reinterpret_cast<uintptr_t>(p) % 16 != 0) fail((std::string(op) + ": the address is not 16-byte aligned").c_str());
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+    fail((std::string(op) + ": the address is not 16-byte aligned").c_str());
 }
 
 void async_copy(void* shared_dst, const void* global_src, size_t bytes) {

@@ -2,7 +2,7 @@
 # The trainer on the CUDA backend (skips, exit 77, where no GPU is visible): the same recipe's losses on the
 # GPU track the CPU run step by step in fp32 and in bf16, and resume on the GPU is exact (stop at step 18 of 40,
 # rerun: identical metrics and byte-identical final weights and moments, as on the CPU), and train.shard_weights=true
-# gives the same bits.
+# gives the same bits, profiled or not.
 # With REPLICA_CUDA_EMULATION=1 the binary is replica_cuda_emu: the same trainer on the CPU emulation of CUDA
 # (tests/cuda_emu), which CI runs on every change, with TRAIN_CUDA_STEPS=12 (stop at step 5) to keep it short.
 set -euo pipefail
@@ -55,11 +55,15 @@ for f in model.safetensors optim.safetensors; do
 done
 
 # Sharded weights (one rank: each group gathered from the rank's own shard, rounded to bf16 on the GPU) give the
-# whole-weight run's bits.
-run "$work/gpu_sharded" train.device=cuda train.shard_weights=true
+# whole-weight run's bits, also while the run is profiled (REPLICA_PROFILE=1: events around every call, which
+# change no bit), and the profile lands in the run directory.
+REPLICA_PROFILE=1 run "$work/gpu_sharded" train.device=cuda train.shard_weights=true
 same_metrics "$work/gpu_bf16/metrics.jsonl" "$work/gpu_sharded/metrics.jsonl" "$steps"
 for f in model.safetensors optim.safetensors; do
   cmp "$work/gpu_bf16/checkpoints/$last/$f" "$work/gpu_sharded/checkpoints/$last/$f"
 done
+profile=$work/gpu_sharded/profile.md
+grep -q "^| attention_backward W=" "$profile" && grep -q "^| gemm " "$profile" ||
+  { echo "FAIL: no profile of the steps in $profile"; cat "$profile"; exit 1; }
 echo "train_cuda: all checks passed (GPU losses track the CPU; resume on the GPU is exact; sharded weights give the \
-same bits)"
+same bits; the profile is written)"

@@ -2,11 +2,13 @@
 // per-operation profile.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "replica/core/error.h"
 #include "replica/kernels/backend.h"
+#include "replica/kernels/profile.h"
 
 namespace replica {
 namespace {
@@ -56,6 +58,29 @@ TEST(Backend, CudaWithoutAGpuIsAClearError) {
     const std::string message = e.what();
     EXPECT_TRUE(message.find("device=cuda") != std::string::npos) << message;
   }
+}
+
+TEST(Profile, SumsTakesByOperationAndTabulatesPerStepSlowestFirst) {
+  ProfileSum sum;
+  EXPECT_TRUE(sum.empty());
+  sum.add({{"add", 2, 1.0}, {"gemm 8×8×8 NT", 1, 3.0}});
+  sum.add({{"gemm 8×8×8 NT", 1, 5.0}, {"add", 2, 1.0}});
+  const std::string table = sum.table(2, 10.0);  // 2 steps of 10 ms: 6 ms of operations per step
+  EXPECT_NE(table.find("| gemm 8×8×8 NT | 1 | 4.00 | 40.0 % |\n| add | 2 | 1.00 | 10.0 % |\n"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("| all operations |  | 5.00 | 50.0 % |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| the device waiting for the host |  | 5.00 | 50.0 % |"), std::string::npos) << table;
+}
+
+TEST(Profile, RequestIsZeroOrOne) {
+  setenv("REPLICA_PROFILE", "1", 1);
+  EXPECT_TRUE(profile_requested());
+  setenv("REPLICA_PROFILE", "0", 1);
+  EXPECT_FALSE(profile_requested());
+  setenv("REPLICA_PROFILE", "yes", 1);
+  EXPECT_THROW(profile_requested(), Error);
+  unsetenv("REPLICA_PROFILE");
+  EXPECT_FALSE(profile_requested());
 }
 
 TEST(Backend, CpuDoesNotProfile) {

@@ -104,7 +104,7 @@ class Backend {
   // cannot (the CPU: its calls are synchronous, so wall-clock timers around them say the same). The CUDA
   // backend records events around each call (kernels/cuda/profiler.h), so the work runs as it does unprofiled.
   virtual bool profile(bool on) { return !on; }
-  // Device time per operation recorded since the last take, slowest first.
+  // Device time per operation recorded since the last take (kernels/profile.h sums and tabulates it).
   virtual std::vector<OpTime> take_profile() { return {}; }
 
   // The three products of a Linear layer y = x · Wᵀ with x [M, K], W [N, K] (kernels/cpu/gemm.h). Activations

@@ -21,6 +21,7 @@
 #include "replica/eval/alarm.h"
 #include "replica/eval/heldout.h"
 #include "replica/eval/suite.h"
+#include "replica/kernels/profile.h"
 #include "replica/metrics/metrics_log.h"
 #include "replica/metrics/progress.h"
 #include "replica/metrics/tensorboard.h"
@@ -155,6 +156,16 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
   summary.steps = start.step;
   if (start.step == 0) summary.heldout_initial = evaluate(0);
 
+  // REPLICA_PROFILE=1: the device time per operation of every step after the first (which pays for one-time
+  // setup), evaluation and checkpoints left out; rank 0 writes it to run_dir/profile.md at the end.
+  ProfileSum profile;
+  int64_t profiled_steps = 0;
+  double profiled_s = 0;
+  const bool profiling = profile_requested() && backend.profile(true);
+  if (profile_requested() && !profiling)
+    progress.line(fmt::format("REPLICA_PROFILE=1: the {} backend does not profile; ignored",
+                              device_name(backend.device())));
+
   stop_requested = false;
   auto previous_int = std::signal(SIGINT, request_stop);
   auto previous_term = std::signal(SIGTERM, request_stop);
@@ -164,6 +175,7 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
                                      s->snapshot_s, s->write_s));
   };
   for (int64_t step = start.step + 1; step <= last_step; step++) {
+    if (profiling) backend.take_profile();  // drops what ran between steps
     const auto step_start = std::chrono::steady_clock::now();
     const double comm_before = comm.comm_seconds;
     const auto [epoch, b] = loader.position(step - 1);
@@ -191,6 +203,11 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
     const bool stop = any_rank(comm, stop_requested);
     backend.synchronize();  // the step's kernels are done before it is timed
     const double step_s = seconds_since(step_start);
+    if (profiling && step > start.step + 1) {
+      profile.add(backend.take_profile());
+      profiled_steps++;
+      profiled_s += step_s;
+    }
     const double tokens_per_s = double(G * T) / step_s;
     const double mfu = flops_per_token * tokens_per_s / (peak * double(comm.size()));
     if (root) {
@@ -217,6 +234,14 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
     }
   }
   saved(saver.wait());
+  if (profiling) backend.profile(false);
+  if (root && profiled_steps > 0) {
+    const std::string path = (fs::path(r.run.dir) / "profile.md").string();
+    write_text_file_atomic(path, fmt::format("# Device time per operation, steps {} to {} (rank 0)\n\n{}",
+                                             summary.steps - profiled_steps + 1, summary.steps,
+                                             profile.table(profiled_steps, 1e3 * profiled_s / double(profiled_steps))));
+    progress.line(fmt::format("profile of {} steps: {}", profiled_steps, path));
+  }
   std::signal(SIGINT, previous_int);
   std::signal(SIGTERM, previous_term);
   if (summary.steps > start.step || start.step == 0) summary.heldout_final = evaluate(summary.steps);

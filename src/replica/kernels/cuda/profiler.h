@@ -6,7 +6,6 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -47,7 +46,7 @@ class Profiler {
     cudaEvent_t start_ = nullptr;
   };
 
-  // Waits for the stream, then sums the spans per operation, slowest first.
+  // Waits for the stream, then sums the spans per operation.
   std::vector<OpTime> take() {
     check_cuda(cudaStreamSynchronize(stream_), "profile");
     std::map<std::string, OpTime> by_op;
@@ -63,7 +62,6 @@ class Profiler {
     spans_.clear();
     std::vector<OpTime> times;
     for (auto& [op, t] : by_op) times.push_back(std::move(t));
-    std::sort(times.begin(), times.end(), [](const OpTime& a, const OpTime& b) { return a.ms > b.ms; });
     return times;
   }
 
