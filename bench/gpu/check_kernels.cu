@@ -225,15 +225,31 @@ AttentionResult attention_cpu(const AttentionInputs& in, const AttentionShape& s
   return r;
 }
 
-// The attention kernels: fp32 on CUDA cores; bf16 on tensor cores through wmma, and through mma.sync (what the
-// backend runs by default; REPLICA_ATTENTION in kernels/cuda/backend.cc).
-enum class AttentionKernel { fp32, wmma, mma };
-constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::fp32, AttentionKernel::wmma, AttentionKernel::mma};
+// The attention kernels: fp32 on CUDA cores; bf16 on tensor cores through wmma, through mma.sync (what the
+// backend runs by default; REPLICA_ATTENTION in kernels/cuda/backend.cc), and the wgmma forward with the mma.sync
+// backward.
+enum class AttentionKernel { fp32, wmma, mma, wgmma };
+constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::fp32, AttentionKernel::wmma, AttentionKernel::mma,
+                                                 AttentionKernel::wgmma};
+constexpr AttentionKernel kTensorCoreAttentionKernels[] = {AttentionKernel::wmma, AttentionKernel::mma,
+                                                           AttentionKernel::wgmma};
 const char* name(AttentionKernel kernel) {
-  return kernel == AttentionKernel::fp32 ? "fp32" : kernel == AttentionKernel::wmma ? "bf16 wmma" : "bf16 mma";
+  switch (kernel) {
+    case AttentionKernel::fp32: return "fp32";
+    case AttentionKernel::wmma: return "bf16 wmma";
+    case AttentionKernel::mma: return "bf16 mma";
+    case AttentionKernel::wgmma: return "bf16 wgmma fwd";
+  }
+  return "";
 }
 const char* suffix(AttentionKernel kernel) {
-  return kernel == AttentionKernel::fp32 ? "" : kernel == AttentionKernel::wmma ? "_bf16" : "_mma";
+  switch (kernel) {
+    case AttentionKernel::fp32: return "";
+    case AttentionKernel::wmma: return "_bf16";
+    case AttentionKernel::mma: return "_mma";
+    case AttentionKernel::wgmma: return "_wgmma";
+  }
+  return "";
 }
 
 void attention_forward_gpu(Context& ctx, AttentionKernel kernel, float* out, float* lse, const float* q, const float* k,
@@ -241,6 +257,7 @@ void attention_forward_gpu(Context& ctx, AttentionKernel kernel, float* out, flo
   if (kernel == AttentionKernel::fp32) cuda::attention_forward(ctx, out, lse, q, k, v, s);
   if (kernel == AttentionKernel::wmma) cuda::attention_forward_bf16(ctx, out, lse, q, k, v, s);
   if (kernel == AttentionKernel::mma) cuda::attention_forward_mma(ctx, out, lse, q, k, v, s);
+  if (kernel == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx, out, lse, q, k, v, s);
 }
 
 void attention_backward_gpu(Context& ctx, AttentionKernel kernel, float* dq, float* dk, float* dv, const float* dout,
@@ -248,7 +265,8 @@ void attention_backward_gpu(Context& ctx, AttentionKernel kernel, float* dq, flo
                             const AttentionShape& s) {
   if (kernel == AttentionKernel::fp32) cuda::attention_backward(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
   if (kernel == AttentionKernel::wmma) cuda::attention_backward_bf16(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
-  if (kernel == AttentionKernel::mma) cuda::attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
+  if (kernel == AttentionKernel::mma || kernel == AttentionKernel::wgmma)
+    cuda::attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
 }
 
 // One kernel's forward, then its backward on the GPU's own out and lse.
@@ -498,7 +516,7 @@ struct StepEstimate {
 };
 
 // verified[kernel]: whether that attention kernel matched the CPU kernel in this run (fp32 always counts).
-StepEstimate bench_model(Context& ctx, const ModelShape& m, const bool (&verified)[3]) {
+StepEstimate bench_model(Context& ctx, const ModelShape& m, const bool (&verified)[std::size(kAttentionKernels)]) {
   const int64_t N = m.B * m.T, C = m.C, F = m.F, HD = m.H * m.D, KD = m.K * m.D;
   StepEstimate e;
   // One layer's weights (fp32 masters and their bf16 copy) and activations.
@@ -636,10 +654,10 @@ int run_bench(Context& ctx) {
   std::printf("GPU: %s, %d SMs; cuBLASLt bf16 8192^3: %.0f TFLOP/s (datasheet dense bf16: %.0f)\n", prop.name,
               prop.multiProcessorCount, peak / 1e12, spec / 1e12);
   // A tensor-core attention kernel enters the step only when it matches the CPU kernel in this run too.
-  bool verified[3] = {true, false, false};
+  bool verified[std::size(kAttentionKernels)] = {true, false, false, false};
   const AttentionInputs in(kAttentionBf16Bench);
   const AttentionResult want = attention_cpu(in, kAttentionBf16Bench);
-  for (AttentionKernel kernel : {AttentionKernel::wmma, AttentionKernel::mma}) {
+  for (AttentionKernel kernel : kTensorCoreAttentionKernels) {
     const AttentionResult got = attention_gpu(ctx, in, kAttentionBf16Bench, kernel);
     const double error = std::max({rel_error(got.out, want.out), rel_error(got.lse, want.lse),
                                    rel_error(got.dq, want.dq), rel_error(got.dk, want.dk), rel_error(got.dv, want.dv)});
@@ -683,8 +701,7 @@ int run_checks(Context& ctx) {
   check_rmsnorm(ctx, t);
   check_rope(ctx, t);
   check_attention(ctx, t);
-  check_attention_bf16(ctx, t, AttentionKernel::wmma);
-  check_attention_bf16(ctx, t, AttentionKernel::mma);
+  for (AttentionKernel kernel : kTensorCoreAttentionKernels) check_attention_bf16(ctx, t, kernel);
   check_swiglu(ctx, t);
   check_embedding(ctx, t);
   check_lm_head_loss(ctx, t);

@@ -456,6 +456,13 @@ void check_shared(const void* p, size_t bytes, const char* op) {
     fail((std::string(op) + ": the address is not 16-byte aligned").c_str());
 }
 
+uint32_t shared_offset(const void* p) {
+  const Emulator& e = emulator();
+  const auto* c = static_cast<const unsigned char*>(p);
+  if (c < e.shared || c >= e.shared + e.shared_bytes) fail("a shared-memory address outside the launch's shared memory");
+  return uint32_t(c - e.shared);
+}
+
 void async_copy(void* shared_dst, const void* global_src, size_t bytes) {
   check_shared(shared_dst, bytes, "cp.async");
   if (reinterpret_cast<uintptr_t>(global_src) % bytes != 0) fail("cp.async: the source is not aligned to its size");

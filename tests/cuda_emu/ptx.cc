@@ -12,6 +12,12 @@
 // ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 (PTX ISA, "Warp-level matrix load instruction: ldmatrix"):
 // lanes 8i … 8i + 7 give the row addresses of matrix i, and each lane receives, per matrix, the pair of elements
 // the mma fragments above place in one register.
+//
+// wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 with A in registers (PTX ISA, "Asynchronous Warpgroup Level
+// Matrix Multiply-Accumulate"): warp w of the warpgroup holds rows 16w … 16w + 15 of A in the m16n8k16 A layout
+// and the same rows of D as eight m16n8 accumulator tiles; B comes from shared memory through a matrix descriptor
+// (start address, leading byte offset between core matrices along K, stride byte offset along N, each >> 4;
+// no swizzling), K-major or, transposed, MN-major. Each warp computes its rows when it issues the product.
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -68,6 +74,39 @@ void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transpose) {
   for (int m = 0; m < 4; m++)
     r[m] = transpose ? element(m, 2 * t, g) | element(m, 2 * t + 1, g) << 16
                      : element(m, g, 2 * t) | element(m, g, 2 * t + 1) << 16;
+}
+
+// wgmma (cuda_emu.h): the warp's A fragments gathered as for mma.sync, B decoded from the descriptor.
+void wgmma_m64n64k16_bf16(float (&d)[32], const uint32_t (&a)[4], uint64_t b, bool transpose_b, bool accumulate) {
+  if (b >> 62 != 0 || (b >> 49 & 7) != 0) fail("wgmma: the emulator models descriptors without swizzling only");
+  const uint32_t start = uint32_t(b & 0x3FFF) << 4, k_stride = uint32_t(b >> 16 & 0x3FFF) << 4,
+                 n_stride = uint32_t(b >> 32 & 0x3FFF) << 4;
+  if (start % 16 != 0) fail("wgmma: the B operand is not 16-byte aligned");
+  const unsigned char* shared = dynamic_shared_memory();
+  // B[k][n] from its core matrix: 8 rows of 16 bytes, along N (K-major) or along K (MN-major).
+  auto element = [&](int k, int n) {
+    const uint32_t inside = transpose_b ? (k % 8) * 16 + (n % 8) * 2 : (n % 8) * 16 + (k % 8) * 2;
+    const unsigned char* p = shared + start + (k / 8) * k_stride + (n / 8) * n_stride + inside;
+    shared_offset(p + 1);  // fails past the end of shared memory
+    uint16_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    return bf16_half(bits, 0);
+  };
+  uint32_t lanes[32][4];
+  gather(a, sizeof a, lanes);
+  float A[16][16];
+  for (int l = 0; l < 32; l++)
+    for (int r = 0; r < 4; r++)
+      for (int half = 0; half < 2; half++)
+        A[l / 4 + 8 * (r % 2)][2 * (l % 4) + 8 * (r / 2) + half] = bf16_half(lanes[l][r], half);
+  const int g = lane() / 4, t = lane() % 4;
+  for (int j = 0; j < 8; j++)
+    for (int e = 0; e < 4; e++) {
+      const int row = g + 8 * (e / 2), col = 8 * j + 2 * t + e % 2;
+      float acc = accumulate ? d[4 * j + e] : 0.0f;
+      for (int k = 0; k < 16; k++) acc += A[row][k] * element(k, col);
+      d[4 * j + e] = acc;
+    }
 }
 
 }  // namespace cuda_emu

@@ -51,6 +51,12 @@ void async_commit();
 void async_wait(int pending_groups);
 // Fails unless [p, p + bytes) lies in the launch's dynamic shared memory and p is 16-byte aligned.
 void check_shared(const void* p, size_t bytes, const char* op);
+// p's offset in the launch's dynamic shared memory (the emulated __cvta_generic_to_shared); fails outside it.
+uint32_t shared_offset(const void* p);
+// PTX wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 with A from registers (ptx.cc), run by each warp on
+// its 16 rows at once (the emulation does not defer the product to wgmma.wait_group): d = a·B (+ d), B read
+// through the shared-memory descriptor `b` (no swizzling; MN-major with transpose_b).
+void wgmma_m64n64k16_bf16(float (&d)[32], const uint32_t (&a)[4], uint64_t b, bool transpose_b, bool accumulate);
 int lane();
 // Waits until every lane of the warp performs the same warp-wide operation `op` (a wmma load, store or
 // product: collective on a GPU, so no lane stores a tile before every lane has loaded what it overwrites).

@@ -62,10 +62,11 @@ class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int gpu) : gpu_(gpu), ctx_(gpu), ids_(ctx_), targets_(ctx_) {
     const std::string attention = std::getenv("REPLICA_ATTENTION") ? std::getenv("REPLICA_ATTENTION") : "mma";
-    check(attention == "mma" || attention == "wmma" || attention == "fp32",
-          "REPLICA_ATTENTION must be mma, wmma or fp32, got '{}'", attention);
+    check(attention == "mma" || attention == "wgmma" || attention == "wmma" || attention == "fp32",
+          "REPLICA_ATTENTION must be mma, wgmma, wmma or fp32, got '{}'", attention);
     fp32_attention_ = attention == "fp32";
     wmma_attention_ = attention == "wmma";
+    wgmma_attention_ = attention == "wgmma";
     check_cuda(cudaGetDeviceProperties(&props_, gpu), "cudaGetDeviceProperties");
   }
   ~CudaBackend() override {
@@ -166,9 +167,10 @@ class CudaBackend final : public Backend {
     cuda::rope_backward(ctx_, dx, cs, cs + t.cos.size(), B, T, heads, D);
   }
   // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have, on
-  // mma.sync (attention_mma.cu). REPLICA_ATTENTION=wmma takes the wmma kernels (attention_bf16.cu) instead,
-  // =fp32 the fp32 kernels (to tell them apart; bench/gpu/run.sh falls back along that line when a kernel
-  // fails its check on a GPU).
+  // mma.sync (attention_mma.cu). REPLICA_ATTENTION=wgmma runs the forward on Hopper's warpgroup products
+  // (attention_wgmma.cu; not yet measured on a GPU), =wmma takes the wmma kernels (attention_bf16.cu), =fp32
+  // the fp32 kernels (to tell them apart; bench/gpu/run.sh falls back along that line when a kernel fails its
+  // check on a GPU).
   bool tensor_core_attention(const AttentionShape& s, Precision p) const {
     return p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && !fp32_attention_;
   }
@@ -177,6 +179,7 @@ class CudaBackend final : public Backend {
     const auto timed = time("attention_forward W={}", s.window);
     if (!tensor_core_attention(s, p)) cuda::attention_forward(ctx_, out, lse, q, k, v, s);
     else if (wmma_attention_) cuda::attention_forward_bf16(ctx_, out, lse, q, k, v, s);
+    else if (wgmma_attention_) cuda::attention_forward_wgmma(ctx_, out, lse, q, k, v, s);
     else cuda::attention_forward_mma(ctx_, out, lse, q, k, v, s);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
@@ -271,7 +274,7 @@ class CudaBackend final : public Backend {
   }
 
   int gpu_;
-  bool fp32_attention_ = false, wmma_attention_ = false;
+  bool fp32_attention_ = false, wmma_attention_ = false, wgmma_attention_ = false;
   cuda::Context ctx_;
   cudaDeviceProp props_{};
   Staging<int32_t> ids_, targets_;

@@ -18,6 +18,7 @@ void check_cublas(cublasStatus_t status, const char* what);
 class Context {
  public:
   explicit Context(int device = 0);
+  int device() const { return device_; }
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

@@ -1,0 +1,217 @@
+// What the mma.sync and wgmma attention kernels share (attention_mma.cu, attention_wgmma.cu): bf16 tiles fetched
+// by cp.async, fragments loaded by ldmatrix, the forward's online softmax on accumulators in mma.sync's layout,
+// and the bf16 copies of the inputs. Accumulator element e of a lane (mma.cuh) lies in row g + 8·(e / 2) and
+// column 2t + e % 2 of its 16 × 8 tile, g = lane / 4 and t = lane % 4.
+#pragma once
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "replica/kernels/cuda/attention_tiles.cuh"
+#include "replica/kernels/cuda/gemm.h"
+#include "replica/kernels/cuda/mma.cuh"
+#include "replica/kernels/cuda/wgmma.cuh"
+
+namespace replica::cuda::attention_tiles {
+
+constexpr int kRowsPerWarp = 16;  // kThreads (4 warps), kBlockRows (64): attention_tiles.cuh
+constexpr int kTile = 64;         // keys per tile (forward, dQ) and queries per tile (dK/dV)
+static_assert(kTile == kBlockRows, "every shared-memory tile is [kBlockRows][ld_head<D>]");
+
+// Bytes of one bf16 [64][ld_head<D>] tile; a multiple of 16, so tiles laid end to end stay 16-byte aligned.
+template <int D>
+constexpr size_t kTileBytes = size_t(kTile) * ld_head<D> * 2;
+
+template <int D>
+__device__ inline bf16_t* tile_at(unsigned char* smem, int index) {
+  return reinterpret_cast<bf16_t*>(smem + index * kTileBytes<D>);
+}
+
+// Starts copying rows [t0, t0 + n) of head `head` of x [T, heads, D] (bf16, offset to the batch) into
+// tile[64][ld_head<D>], 16 bytes per cp.async; rows ≥ n are zeroed so that they add nothing to any product.
+// The caller commits the group.
+template <int D>
+__device__ inline void copy_rows_async(bf16_t* tile, const bf16_t* x, int64_t t0, int64_t n, int64_t heads,
+                                       int64_t head) {
+  constexpr int kPieces = D / 8;  // 16-byte pieces per row
+  for (int e = threadIdx.x; e < kTile * kPieces; e += kThreads) {
+    const int r = e / kPieces, c = (e % kPieces) * 8;
+    bf16_t* dst = tile + r * ld_head<D> + c;
+    if (r < n) {
+      cp_async_16(dst, x + ((t0 + r) * heads + head) * D + c);
+    } else {
+      *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
+}
+
+// Starts copying keys [j, j + n) of K and V (offset to the batch) into tiles k_tile and k_tile + 1.
+template <int D>
+__device__ inline void copy_keys_async(unsigned char* smem, int k_tile, const bf16_t* k, const bf16_t* v, int64_t j,
+                                       int64_t n, int64_t K, int64_t kv_head) {
+  copy_rows_async<D>(tile_at<D>(smem, k_tile), k, j, n, K, kv_head);
+  copy_rows_async<D>(tile_at<D>(smem, k_tile + 1), v, j, n, K, kv_head);
+}
+
+// The step at the top of every tile loop: start fetching the next tile into the other stage (fetch_next(),
+// when there is one; every warp left that stage at the barrier ending the last iteration), then wait until
+// this tile's copies, issued one step earlier, have landed for the whole block. kTensorCoreReads: the tile is
+// read through wgmma descriptors, which need the proxy fence between the wait and the barrier (wgmma.cuh).
+template <bool kTensorCoreReads = false, typename FetchNext>
+__device__ inline void advance_pipeline(bool has_next, FetchNext&& fetch_next) {
+  if (has_next) {
+    fetch_next();
+    cp_async_commit();
+    cp_async_wait<1>();
+  } else {
+    cp_async_wait<0>();
+  }
+  if constexpr (kTensorCoreReads) fence_shared_for_wgmma();
+  __syncthreads();
+}
+
+// Fragments (mma.cuh) of 16 × 16 blocks of a tile with row stride ld, at the lane's ldmatrix row address.
+// A: the block itself, rows 0–7 and 8–15 by columns 0–7 and 8–15.
+__device__ inline void load_a(uint32_t (&a)[4], const bf16_t* block, int ld, int lane) {
+  const int m = lane / 8, r = lane % 8;
+  ldmatrix_x4<false>(a, block + (r + 8 * (m % 2)) * ld + 8 * (m / 2));
+}
+// B of two 16 × 8 products whose B column n is row n of the block (B = blockᵀ, the reduction along the block's
+// columns): b[0], b[1] for rows 0–7, b[2], b[3] for rows 8–15.
+__device__ inline void load_b_rows(uint32_t (&b)[4], const bf16_t* block, int ld, int lane) {
+  const int m = lane / 8, r = lane % 8;
+  ldmatrix_x4<false>(b, block + (r + 8 * (m / 2)) * ld + 8 * (m % 2));
+}
+// B of two 16 × 8 products whose B is the block itself (the reduction along its rows): b[0], b[1] for columns
+// 0–7, b[2], b[3] for columns 8–15.
+__device__ inline void load_b_columns(uint32_t (&b)[4], const bf16_t* block, int ld, int lane) {
+  const int m = lane / 8, r = lane % 8;
+  ldmatrix_x4<true>(b, block + (r + 8 * (m % 2)) * ld + 8 * (m / 2));
+}
+
+// d0 += a · (b[0], b[1]) and d1 += a · (b[2], b[3]): the two products whose B fragments one load_b_* gave.
+__device__ inline void mma_pair(float (&d0)[4], float (&d1)[4], const uint32_t (&a)[4], const uint32_t (&b)[4]) {
+  const uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+  mma_m16n8k16(d0, a, b0);
+  mma_m16n8k16(d1, a, b1);
+}
+
+// Max and sum over the quad of lanes that hold one accumulator row (lanes 4g … 4g + 3).
+__device__ inline float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ inline float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// Two 16 × 8 accumulator tiles (columns [0, 8) and [8, 16)) rounded to bf16 as the A fragment of a 16 × 16 tile.
+__device__ inline void pack_a(uint32_t (&a)[4], const float (&x)[2][4]) {
+  a[0] = pack_bf16(x[0][0], x[0][1]);
+  a[1] = pack_bf16(x[0][2], x[0][3]);
+  a[2] = pack_bf16(x[1][0], x[1][1]);
+  a[3] = pack_bf16(x[1][2], x[1][3]);
+}
+
+// Writes a warp's 16 × D accumulators, times `scale`, to rows [t0 + row0, t0 + row0 + 16) of head `head` of
+// y [T, heads, D] (offset to the batch), those below n only; row0 + g + 8·(e / 2) is element e's row.
+template <int D>
+__device__ inline void store_rows(float* y, const float (&acc)[D / 8][4], float scale, int64_t t0, int row0, int64_t n,
+                                  int64_t heads, int64_t head, int g, int t) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const int row = row0 + g + 8 * r;
+    if (row >= n) continue;
+    float* dst = y + ((t0 + row) * heads + head) * D + 2 * t;
+#pragma unroll
+    for (int dn = 0; dn < D / 8; dn++) {
+      dst[dn * 8] = acc[dn][2 * r] * scale;
+      dst[dn * 8 + 1] = acc[dn][2 * r + 1] * scale;
+    }
+  }
+}
+
+// ---- The forward's online softmax ------------------------------------------------------------------------------
+
+// One tile's step for a warp's rows g and g + 8, with s its scores against the tile's kTile keys: scale, mask,
+// the rows' new maxima m (over the quad of lanes holding a row), and the running sums l and the output
+// accumulators o rescaled by how much the maxima grew. `base` receives what the probabilities subtract.
+template <int D>
+__device__ inline void online_softmax(float (&s)[kTile / 8][4], float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
+                                      float (&base)[2], bool mask, int64_t i0, int64_t nq, int64_t j0, int64_t nk,
+                                      int64_t window, float scale, int row0, int g, int t) {
+  float row_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int n = 0; n < kTile / 8; n++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int row = row0 + g + 8 * (e / 2), col = n * 8 + 2 * t + e % 2;
+      float x = s[n][e] * scale;
+      if (mask && !(row < nq && col < nk && visible(i0 + row, j0 + col, window))) x = -INFINITY;
+      s[n][e] = x;
+      row_max[e / 2] = fmaxf(row_max[e / 2], x);
+    }
+    // A row that has seen no visible key yet keeps m = −inf; subtracting 0 instead keeps exp(−inf − (−inf)) =
+    // NaN out (attention_bf16.cu does the same).
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const float m_new = fmaxf(m[r], quad_max(row_max[r]));
+    base[r] = m_new == -INFINITY ? 0.0f : m_new;
+    const float alpha = __expf(m[r] - base[r]);
+    l[r] *= alpha;
+    m[r] = m_new;
+#pragma unroll
+    for (int dn = 0; dn < D / 8; dn++) {
+      o[dn][2 * r] *= alpha;
+      o[dn][2 * r + 1] *= alpha;
+    }
+  }
+}
+
+// The probabilities of keys [16j, 16j + 16) as the bf16 A fragment of P·V (the accumulators of n-tiles 2j and
+// 2j + 1); their fp32 values, not the roundings, join the running sums l.
+__device__ inline void probabilities(uint32_t (&pa)[4], const float (&s)[kTile / 8][4], int j, const float (&base)[2],
+                                     float (&l)[2]) {
+  float p[2][4];
+#pragma unroll
+  for (int half = 0; half < 2; half++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      p[half][e] = __expf(s[2 * j + half][e] - base[e / 2]);
+      l[e / 2] += p[half][e];
+    }
+  pack_a(pa, p);
+}
+
+// The end of the forward for a warp's rows: O divided by the rows' sums, and lse = m + log(sum) of rows below
+// nq written to lse_rows (the block's first row).
+template <int D>
+__device__ inline void finish_rows(float (&o)[D / 8][4], float* lse_rows, const float (&m)[2], const float (&l)[2],
+                                   int64_t nq, int row0, int g, int t) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const float sum = quad_sum(l[r]), inv = 1.0f / sum;
+#pragma unroll
+    for (int dn = 0; dn < D / 8; dn++) {
+      o[dn][2 * r] *= inv;
+      o[dn][2 * r + 1] *= inv;
+    }
+    const int row = row0 + g + 8 * r;
+    if (t == 0 && row < nq) lse_rows[row] = m[r] + logf(sum);
+  }
+}
+
+// An fp32 array rounded to bf16 once (RNE, as replica::to_bf16) in stream-ordered scratch: what every tile
+// copy then reads.
+class Bf16Copy {
+ public:
+  Bf16Copy(Context& ctx, const float* x, int64_t n) : data_(ctx, size_t(n)) { convert_to_bf16(ctx, x, data_.get(), n); }
+  const bf16_t* get() const { return reinterpret_cast<const bf16_t*>(data_.get()); }
+
+ private:
+  Scratch<bf16> data_;
+};
+
+}  // namespace replica::cuda::attention_tiles

@@ -1,0 +1,173 @@
+// The attention forward on Hopper's warpgroup products (wgmma.cuh): the mma.sync forward's algorithm
+// (attention_mma.cu: one block of 64 queries, one warp per 16 rows, online softmax on the accumulators, P repacked
+// as the A fragment of P·V), with both products issued by the whole block as one warpgroup and their B operands,
+// K and V, read by the tensor cores straight from shared memory. The mma.sync kernels load every B fragment
+// through the warp's registers (one 512-byte ldmatrix per two products), which bounds them by shared-memory
+// bandwidth; here no thread touches K or V after copying them in. Same contract, arguments, rounding points and
+// outputs as attention_forward_mma, whose backward consumes its out and lse. Head dims 64 and 128 (the products
+// are 64 columns wide); other head dims take the mma.sync forward.
+//
+//   block (64 queries, head, batch); per visible tile of 64 keys, fetched by cp.async one tile ahead:
+//   S = Q·Kᵀ   D/16 products m64n64k16, A = Q's fragments (registers), B = the K tile (K-major)
+//   online softmax on S's accumulators, O rescaled in registers (attention_fragments.cuh)
+//   O += P·V   per 16 keys and 64 head dims a product, A = P repacked, B = the V tile (MN-major)
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "replica/kernels/cuda/attention.h"
+#include "replica/kernels/cuda/attention_fragments.cuh"
+#include "replica/kernels/cuda/common.cuh"
+
+namespace replica::cuda {
+
+namespace {
+
+using namespace attention_tiles;
+
+// K and V tiles as wgmma reads them: core matrices of 8 tokens × 8 head dims (128 contiguous bytes, a token's 8
+// values per 16-byte row), the D / 8 core matrices of 8 tokens one after the other, then the next 8 tokens.
+template <int D>
+constexpr size_t kCoreTileBytes = size_t(kTile) * D * 2;
+template <int D>
+constexpr uint32_t kTokenGroupBytes = D * 16;  // from one 8-token group to the next
+constexpr uint32_t kCoreMatrixBytes = 128;     // from one 8-dim group to the next
+
+// Shared memory: Q (row-major, padded as the mma.sync kernels keep it: read into registers once), then K and V of
+// stage 0, then of stage 1.
+template <int D>
+constexpr size_t kWgmmaForwardBytes = kTileBytes<D> + 4 * kCoreTileBytes<D>;
+
+template <int D>
+__device__ inline bf16_t* core_tile_at(unsigned char* smem, int index) {
+  return reinterpret_cast<bf16_t*>(smem + kTileBytes<D> + index * kCoreTileBytes<D>);
+}
+
+// Starts copying rows [t0, t0 + n) of head `head` of x [T, heads, D] (bf16, offset to the batch) into a tile of
+// core matrices, 16 bytes (8 dims of a token) per cp.async; rows ≥ n are zeroed. The caller commits the group.
+template <int D>
+__device__ void copy_core_rows_async(bf16_t* tile, const bf16_t* x, int64_t t0, int64_t n, int64_t heads,
+                                     int64_t head) {
+  constexpr int kPieces = D / 8;
+  for (int e = threadIdx.x; e < kTile * kPieces; e += kThreads) {
+    const int r = e / kPieces, c = e % kPieces;
+    bf16_t* dst = tile + ((r / 8) * kPieces + c) * 64 + (r % 8) * 8;
+    if (r < n) {
+      cp_async_16(dst, x + ((t0 + r) * heads + head) * D + c * 8);
+    } else {
+      *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
+}
+
+// Eight consecutive 16 × 8 accumulator tiles of a warp (64 columns) as one wgmma operand: the same 32 floats.
+__device__ inline float (&wgmma_tiles(float (*tiles)[4]))[32] { return *reinterpret_cast<float(*)[32]>(tiles); }
+
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    attention_forward_wgmma_kernel(float* out, float* lse, const bf16_t* q, const bf16_t* k, const bf16_t* v, int64_t T,
+                                   int64_t H, int64_t K, int64_t window, float scale) {
+  static_assert(D % 64 == 0 && kTile == 64, "the products are m64n64k16");
+  constexpr int ldh = ld_head<D>;
+  unsigned char* smem = dynamic_shared_memory();
+  bf16_t* Qs = tile_at<D>(smem, 0);
+
+  const int64_t i0 = int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z, kv_head = h / (H / K);
+  const int64_t nq = min(int64_t(kBlockRows), T - i0);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int row0 = warp * kRowsPerWarp;  // the warp's rows in the block, as in the warpgroup's products
+  const bf16_t* kb = k + b * T * K * D;
+  const bf16_t* vb = v + b * T * K * D;
+  const int64_t j_begin = first_key(i0, window), j_end = i0 + nq;
+  // Starts fetching keys [j, j + n) of K and V into `stage`.
+  auto fetch = [&](int64_t j, int64_t n, int stage) {
+    copy_core_rows_async<D>(core_tile_at<D>(smem, 2 * stage), kb, j, n, K, kv_head);
+    copy_core_rows_async<D>(core_tile_at<D>(smem, 2 * stage + 1), vb, j, n, K, kv_head);
+  };
+
+  copy_rows_async<D>(Qs, q + b * T * H * D, i0, nq, H, h);
+  fetch(j_begin, min(int64_t(kTile), j_end - j_begin), 0);
+  cp_async_commit();
+
+  uint32_t qa[D / 16][4];
+  float o[D / 8][4] = {};
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+  int stage = 0;
+  for (int64_t j0 = j_begin; j0 < j_end; j0 += kTile, stage ^= 1) {
+    const int64_t nk = min(int64_t(kTile), j_end - j0), j_next = j0 + kTile;
+    advance_pipeline<true>(j_next < j_end, [&] { fetch(j_next, min(int64_t(kTile), j_end - j_next), stage ^ 1); });
+    const bf16_t* Ks = core_tile_at<D>(smem, 2 * stage);
+    const bf16_t* Vs = core_tile_at<D>(smem, 2 * stage + 1);
+    if (j0 == j_begin) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; kk++) load_a(qa[kk], Qs + row0 * ldh + kk * 16, ldh, lane);
+    }
+
+    // S = Q·Kᵀ: B(k = d, n = key) is K-major, 16 dims (two core matrices) per product.
+    float s[kTile / 8][4] = {};
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++)
+      wgmma_m64n64k16<false>(wgmma_tiles(s), qa[kk],
+                             smem_descriptor(Ks + kk * 2 * 64, kCoreMatrixBytes, kTokenGroupBytes<D>), kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+
+    float base[2];
+    online_softmax<D>(s, o, m, l, base, needs_mask(i0, nq, kBlockRows, j0, nk, kTile, window), i0, nq, j0, nk, window,
+                      scale, row0, g, t);
+
+    // O += P·V: B(k = key, n = d) is MN-major, 16 keys (two 8-token groups) by 64 dims per product.
+    uint32_t pa[kTile / 16][4];
+#pragma unroll
+    for (int j = 0; j < kTile / 16; j++) probabilities(pa[j], s, j, base, l);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < kTile / 16; j++)
+#pragma unroll
+      for (int half = 0; half < D / 64; half++)
+        wgmma_m64n64k16<true>(
+            wgmma_tiles(o + 8 * half), pa[j],
+            smem_descriptor(Vs + (2 * j * (D / 8) + 8 * half) * 64, kTokenGroupBytes<D>, kCoreMatrixBytes), true);
+    wgmma_commit();
+    wgmma_wait<0>();
+    __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
+  }
+
+  finish_rows<D>(o, lse + (b * H + h) * T + i0, m, l, nq, row0, g, t);
+  store_rows<D>(out + b * T * H * D, o, 1.0f, i0, row0, nq, H, h, g, t);
+}
+
+}  // namespace
+
+void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
+                             const AttentionShape& s) {
+  // sm_90a machine code only: other GPUs (and the portable PTX) have no wgmma.
+  static const bool hopper = [&] {
+    cudaDeviceProp prop{};
+    check_cuda(cudaGetDeviceProperties(&prop, ctx.device()), "cudaGetDeviceProperties");
+    return prop.major == 9 && prop.minor == 0;
+  }();
+  if (!hopper || (s.D != 64 && s.D != 128)) return attention_forward_mma(ctx, out, lse, q, k, v, s);
+  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
+  const Bf16Copy q16(ctx, q, s.B * s.T * s.H * s.D), k16(ctx, k, s.B * s.T * s.K * s.D),
+      v16(ctx, v, s.B * s.T * s.K * s.D);
+  const dim3 grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
+  auto run = [&](auto kernel, size_t bytes) {
+    launch("attention_forward_wgmma", kernel, grid, kThreads, bytes, ctx.stream(), out, lse, q16.get(), k16.get(),
+           v16.get(), s.T, s.H, s.K, s.window, softmax_scale(s));
+  };
+  if (s.D == 64) {
+    static const size_t bytes =
+        prepare_kernel(attention_forward_wgmma_kernel<64>, kWgmmaForwardBytes<64>, "attention_forward_wgmma");
+    run(attention_forward_wgmma_kernel<64>, bytes);
+  } else {
+    static const size_t bytes =
+        prepare_kernel(attention_forward_wgmma_kernel<128>, kWgmmaForwardBytes<128>, "attention_forward_wgmma");
+    run(attention_forward_wgmma_kernel<128>, bytes);
+  }
+}
+
+}  // namespace replica::cuda
