@@ -226,8 +226,7 @@ AttentionResult attention_cpu(const AttentionInputs& in, const AttentionShape& s
 }
 
 // The attention kernels: fp32 on CUDA cores; bf16 on tensor cores through wmma, through mma.sync (what the
-// backend runs by default; REPLICA_ATTENTION in kernels/cuda/backend.cc), and the wgmma forward with the mma.sync
-// backward.
+// backend runs by default; REPLICA_ATTENTION in kernels/cuda/backend.cc), and through Hopper's wgmma.
 enum class AttentionKernel { fp32, wmma, mma, wgmma };
 constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::fp32, AttentionKernel::wmma, AttentionKernel::mma,
                                                  AttentionKernel::wgmma};
@@ -238,7 +237,7 @@ const char* name(AttentionKernel kernel) {
     case AttentionKernel::fp32: return "fp32";
     case AttentionKernel::wmma: return "bf16 wmma";
     case AttentionKernel::mma: return "bf16 mma";
-    case AttentionKernel::wgmma: return "bf16 wgmma fwd";
+    case AttentionKernel::wgmma: return "bf16 wgmma";
   }
   return "";
 }
@@ -265,8 +264,8 @@ void attention_backward_gpu(Context& ctx, AttentionKernel kernel, float* dq, flo
                             const AttentionShape& s) {
   if (kernel == AttentionKernel::fp32) cuda::attention_backward(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
   if (kernel == AttentionKernel::wmma) cuda::attention_backward_bf16(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
-  if (kernel == AttentionKernel::mma || kernel == AttentionKernel::wgmma)
-    cuda::attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
+  if (kernel == AttentionKernel::mma) cuda::attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
+  if (kernel == AttentionKernel::wgmma) cuda::attention_backward_wgmma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
 }
 
 // One kernel's forward, then its backward on the GPU's own out and lse.

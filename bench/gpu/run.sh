@@ -175,17 +175,18 @@ echo "| model | B×T | remat | tokens/s | MFU (989 TFLOP/s) | step s | optimizer
 echo "|---|---|---|---|---|---|---|---|" >>"$logs/train_bench.md"
 # bench_step MODEL B T REMAT STEPS SECONDS [profile]: one bench_model run, a row of train_bench.md. With
 # `profile`, REPLICA_PROFILE=1: the device time per operation goes to profile.md (the row says "profiled": the
-# events cost the step about 1 %).
+# events cost the step about 1 %). ATTENTION=KIND in the environment runs it with REPLICA_ATTENTION=KIND.
 bench_step() {
   local model=$1 B=$2 T=$3 remat=$4 steps=$5 seconds=$6 profile=${7:-} out line name
-  name=${model}_$remat${profile:+_profiled}
-  out=$(REPLICA_PROFILE=${profile:+1} timeout "$(limit "$seconds")" "$bundle/bin/bench_model" \
+  name=${model}_$remat${profile:+_profiled}${ATTENTION:+_$ATTENTION}
+  out=$(REPLICA_ATTENTION=${ATTENTION:-${REPLICA_ATTENTION:-}} REPLICA_PROFILE=${profile:+1} \
+    timeout "$(limit "$seconds")" "$bundle/bin/bench_model" \
     "configs/models/$model.yaml" "$B" "$T" bf16 "$steps" "$remat" train cuda 2>"$logs/bench_$name.err")
   echo "$out" | tail -1 >"$logs/bench_$name.json"
   if [ -n "$profile" ]; then
     { echo "### $model, ${B}×$T, remat=$remat"; echo; echo "$out" | grep '^|'; echo; } >>"$logs/profile.md"
   fi
-  line=$($PYTHON - "$(cat "$logs/bench_$name.json")" "$remat${profile:+ (profiled)}" <<'PY' 2>/dev/null
+  line=$($PYTHON - "$(cat "$logs/bench_$name.json")" "$remat${profile:+ (profiled)}${ATTENTION:+, $ATTENTION attention}" <<'PY' 2>/dev/null
 import json, sys
 j = json.loads(sys.argv[1])
 print(f"| {j['model'].split('/')[-1].removesuffix('.yaml')} | {j['B']}×{j['T']} | {sys.argv[2]} | "
@@ -198,6 +199,11 @@ PY
       >>"$logs/train_bench.md"; [ "$status" -eq 0 ] && status=2; fi
 }
 bench_step olmo3_1b 1 8192 none 5 90
+# The wgmma attention (not the default until a GPU has confirmed it): the same 1B step, when its checks passed.
+wgmma_rows=$(grep -E '^\| attention[a-z_]*_wgmma ' "$logs/check.md" 2>/dev/null)
+if [ -n "$wgmma_rows" ] && ! grep -q 'NO' <<<"$wgmma_rows"; then
+  ATTENTION=wgmma bench_step olmo3_1b 1 8192 none 5 60
+fi
 bench_step olmo3_7b 1 8192 block 3 200
 # The same 1B step in PyTorch on this GPU (tools/reference/bench_ref.py: autocast bf16, SDPA, fused AdamW).
 $PYTHON -c "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], 'w'))" \

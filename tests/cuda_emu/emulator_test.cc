@@ -196,14 +196,18 @@ TEST(CudaEmulator, MmaSyncComputesThePtxFragmentsProduct) {
 // One m64n64k16 warpgroup product (ptx.cc): each warp's A fragment holds its 16 rows of a [64][16] A, as for
 // mma.sync; B [16][64] is staged in shared memory in core matrices (8 × 8, 128 contiguous bytes), those along K
 // 128 bytes apart and those along N 256 bytes apart, K-major (each core-matrix row an n, k contiguous) or
-// MN-major (each row a k, n contiguous). D is written row-major [64][64], on top of C = 1.
-__global__ void wgmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float* d, int transpose) {
+// MN-major (each row a k, n contiguous). With a_shared (mode 2), A comes K-major from shared memory too, laid
+// out as B's K-major form. D is written row-major [64][64], on top of C = 1. mode: 0 K-major B, 1 MN-major B,
+// 2 A and B from shared memory.
+__global__ void wgmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float* d, int mode) {
   auto* smem = reinterpret_cast<__nv_bfloat16*>(cuda_emu::dynamic_shared_memory());
   const int thread = int(threadIdx.x), warp = thread / 32, g = thread % 32 / 4, t = thread % 4;
+  const bool transpose = mode == 1;
   for (int e = thread; e < 16 * 64; e += 128) {
-    const int k = e / 64, n = e % 64;
+    const int k = e / 64, n = e % 64, m = e / 16, ka = e % 16;
     const int inside = transpose ? (k % 8) * 8 + n % 8 : (n % 8) * 8 + k % 8;
     smem[(k / 8) * 64 + (n / 8) * 128 + inside] = b[e];
+    smem[1024 + (ka / 8) * 64 + (m / 8) * 128 + (m % 8) * 8 + ka % 8] = a[e];  // A [64][16], K-major
   }
   __syncthreads();
   const __nv_bfloat16* rows = a + warp * 16 * 16;
@@ -213,7 +217,11 @@ __global__ void wgmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float
   float acc[32];
   for (float& x : acc) x = 1.0f;
   const uint64_t descriptor = uint64_t(128 >> 4) << 16 | uint64_t(256 >> 4) << 32;  // B at offset 0
-  cuda_emu::wgmma_m64n64k16_bf16(acc, fa, descriptor, transpose != 0, true);
+  if (mode == 2) {
+    cuda_emu::wgmma_m64n64k16_bf16_ss(acc, descriptor | (2048 >> 4), descriptor, true);  // A at byte 2048
+  } else {
+    cuda_emu::wgmma_m64n64k16_bf16(acc, fa, descriptor, transpose, true);
+  }
   for (int j = 0; j < 8; j++)
     for (int e = 0; e < 4; e++) d[(warp * 16 + g + 8 * (e / 2)) * 64 + 8 * j + 2 * t + e % 2] = acc[4 * j + e];
 }
@@ -226,15 +234,15 @@ TEST(CudaEmulator, WgmmaComputesTheWarpgroupProductFromADescriptor) {
   DeviceBuffer<float> dd(64 * 64);
   cudaMemcpy(da.p, a.data(), a.size() * 2, cudaMemcpyHostToDevice);
   cudaMemcpy(db.p, b.data(), b.size() * 2, cudaMemcpyHostToDevice);
-  for (int transpose = 0; transpose < 2; transpose++) {
-    ASSERT_EQ(run(wgmma_tile, 1, 128, 16 * 64 * 2, da.p, db.p, dd.p, transpose), cudaSuccess);
+  for (int mode = 0; mode < 3; mode++) {
+    ASSERT_EQ(run(wgmma_tile, 1, 128, 2 * 16 * 64 * 2, da.p, db.p, dd.p, mode), cudaSuccess);
     std::vector<float> d(64 * 64);
     cudaMemcpy(d.data(), dd.p, d.size() * sizeof(float), cudaMemcpyDeviceToHost);
     for (int i = 0; i < 64; i++)
       for (int j = 0; j < 64; j++) {
         float want = 1.0f;
         for (int k = 0; k < 16; k++) want += __bfloat162float(a[i * 16 + k]) * __bfloat162float(b[k * 64 + j]);
-        ASSERT_EQ(d[i * 64 + j], want) << i << "," << j << ", transpose " << transpose;
+        ASSERT_EQ(d[i * 64 + j], want) << i << "," << j << ", mode " << mode;
       }
   }
 }

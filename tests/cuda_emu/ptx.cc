@@ -76,22 +76,36 @@ void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transpose) {
                      : element(m, g, 2 * t) | element(m, g, 2 * t + 1) << 16;
 }
 
+// Element [k][mn] of a wgmma operand from its shared-memory descriptor (no swizzling): core matrices of 8 rows
+// × 16 bytes, `mn` along the rows and k contiguous (K-major) or k along the rows (MN-major, `transpose`).
+float descriptor_element(uint64_t descriptor, bool transpose, int k, int mn) {
+  if (descriptor >> 62 != 0 || (descriptor >> 49 & 7) != 0)
+    fail("wgmma: the emulator models descriptors without swizzling only");
+  const uint32_t start = uint32_t(descriptor & 0x3FFF) << 4, k_stride = uint32_t(descriptor >> 16 & 0x3FFF) << 4,
+                 mn_stride = uint32_t(descriptor >> 32 & 0x3FFF) << 4;
+  const uint32_t inside = transpose ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2;
+  const unsigned char* p = dynamic_shared_memory() + start + (k / 8) * k_stride + (mn / 8) * mn_stride + inside;
+  shared_offset(p + 1);  // fails past the end of shared memory
+  uint16_t bits;
+  std::memcpy(&bits, p, sizeof bits);
+  return bf16_half(bits, 0);
+}
+
+// The warp's 16 rows of D = A·B (+ D), A given per element.
+template <typename ElementA>
+void wgmma_rows(float (&d)[32], ElementA&& a, uint64_t b, bool transpose_b, bool accumulate) {
+  const int g = lane() / 4, t = lane() % 4;
+  for (int j = 0; j < 8; j++)
+    for (int e = 0; e < 4; e++) {
+      const int row = g + 8 * (e / 2), col = 8 * j + 2 * t + e % 2;
+      float acc = accumulate ? d[4 * j + e] : 0.0f;
+      for (int k = 0; k < 16; k++) acc += a(row, k) * descriptor_element(b, transpose_b, k, col);
+      d[4 * j + e] = acc;
+    }
+}
+
 // wgmma (cuda_emu.h): the warp's A fragments gathered as for mma.sync, B decoded from the descriptor.
 void wgmma_m64n64k16_bf16(float (&d)[32], const uint32_t (&a)[4], uint64_t b, bool transpose_b, bool accumulate) {
-  if (b >> 62 != 0 || (b >> 49 & 7) != 0) fail("wgmma: the emulator models descriptors without swizzling only");
-  const uint32_t start = uint32_t(b & 0x3FFF) << 4, k_stride = uint32_t(b >> 16 & 0x3FFF) << 4,
-                 n_stride = uint32_t(b >> 32 & 0x3FFF) << 4;
-  if (start % 16 != 0) fail("wgmma: the B operand is not 16-byte aligned");
-  const unsigned char* shared = dynamic_shared_memory();
-  // B[k][n] from its core matrix: 8 rows of 16 bytes, along N (K-major) or along K (MN-major).
-  auto element = [&](int k, int n) {
-    const uint32_t inside = transpose_b ? (k % 8) * 16 + (n % 8) * 2 : (n % 8) * 16 + (k % 8) * 2;
-    const unsigned char* p = shared + start + (k / 8) * k_stride + (n / 8) * n_stride + inside;
-    shared_offset(p + 1);  // fails past the end of shared memory
-    uint16_t bits;
-    std::memcpy(&bits, p, sizeof bits);
-    return bf16_half(bits, 0);
-  };
   uint32_t lanes[32][4];
   gather(a, sizeof a, lanes);
   float A[16][16];
@@ -99,14 +113,14 @@ void wgmma_m64n64k16_bf16(float (&d)[32], const uint32_t (&a)[4], uint64_t b, bo
     for (int r = 0; r < 4; r++)
       for (int half = 0; half < 2; half++)
         A[l / 4 + 8 * (r % 2)][2 * (l % 4) + 8 * (r / 2) + half] = bf16_half(lanes[l][r], half);
-  const int g = lane() / 4, t = lane() % 4;
-  for (int j = 0; j < 8; j++)
-    for (int e = 0; e < 4; e++) {
-      const int row = g + 8 * (e / 2), col = 8 * j + 2 * t + e % 2;
-      float acc = accumulate ? d[4 * j + e] : 0.0f;
-      for (int k = 0; k < 16; k++) acc += A[row][k] * element(k, col);
-      d[4 * j + e] = acc;
-    }
+  wgmma_rows(d, [&](int row, int k) { return A[row][k]; }, b, transpose_b, accumulate);
+}
+
+void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t a, uint64_t b, bool accumulate) {
+  warp_collective("wgmma.mma_async");
+  const int first_row = int(thread_index().x / 32 % 4) * 16;  // the warp's rows in the warpgroup's 64
+  wgmma_rows(d, [&](int row, int k) { return descriptor_element(a, false, k, first_row + row); }, b, false,
+             accumulate);
 }
 
 }  // namespace cuda_emu

@@ -57,6 +57,8 @@ uint32_t shared_offset(const void* p);
 // its 16 rows at once (the emulation does not defer the product to wgmma.wait_group): d = a·B (+ d), B read
 // through the shared-memory descriptor `b` (no swizzling; MN-major with transpose_b).
 void wgmma_m64n64k16_bf16(float (&d)[32], const uint32_t (&a)[4], uint64_t b, bool transpose_b, bool accumulate);
+// The same with A read through descriptor `a` too (K-major; warp w of the warpgroup takes rows 16w … 16w + 15).
+void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t a, uint64_t b, bool accumulate);
 int lane();
 // Waits until every lane of the warp performs the same warp-wide operation `op` (a wmma load, store or
 // product: collective on a GPU, so no lane stores a tile before every lane has loaded what it overwrites).

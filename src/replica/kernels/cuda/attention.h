@@ -41,11 +41,15 @@ void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const
                             const float* lse, const float* q, const float* k, const float* v,
                             const AttentionShape& s);
 
-// The forward on sm_90a warpgroup products (attention_wgmma.cu, FlashAttention-3's instruction): the same
-// arguments, rounding points and outputs as attention_forward_mma, whose backward consumes them; head dims 64 and
-// 128 on an sm_90 GPU, and the mma.sync forward for everything else.
+// The same on sm_90a warpgroup products (attention_wgmma.cu, FlashAttention-3's instruction): the same arguments,
+// rounding points and outputs as the mma.sync pair, and interchangeable with it; head dims 64 and 128 on an sm_90
+// GPU, and the mma.sync kernels for everything else.
 void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
                              const AttentionShape& s);
+// The backward on warpgroup products: the same as attention_backward_mma, and the same two-pass split.
+void attention_backward_wgmma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
+                              const float* lse, const float* q, const float* k, const float* v,
+                              const AttentionShape& s);
 
 // delta[b, h, t] = Σ_d dout·out in fp32 with a fixed reduction order: the row term both backward variants need.
 void attention_delta(Context& ctx, float* delta, const float* dout, const float* out, const AttentionShape& s);

@@ -107,12 +107,26 @@ __device__ inline float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// Two 16 × 8 accumulator tiles (columns [0, 8) and [8, 16)) rounded to bf16 as the A fragment of a 16 × 16 tile.
-__device__ inline void pack_a(uint32_t (&a)[4], const float (&x)[2][4]) {
-  a[0] = pack_bf16(x[0][0], x[0][1]);
-  a[1] = pack_bf16(x[0][2], x[0][3]);
-  a[2] = pack_bf16(x[1][0], x[1][1]);
-  a[3] = pack_bf16(x[1][2], x[1][3]);
+// Columns [16j, 16j + 16) of a warp's accumulator tiles (n-tiles 2j and 2j + 1) rounded to bf16 as the A
+// fragment of a 16 × 16 tile.
+template <int N>
+__device__ inline void pack_columns(uint32_t (&a)[4], const float (&x)[N][4], int j) {
+  a[0] = pack_bf16(x[2 * j][0], x[2 * j][1]);
+  a[1] = pack_bf16(x[2 * j][2], x[2 * j][3]);
+  a[2] = pack_bf16(x[2 * j + 1][0], x[2 * j + 1][1]);
+  a[3] = pack_bf16(x[2 * j + 1][2], x[2 * j + 1][3]);
+}
+__device__ inline void pack_a(uint32_t (&a)[4], const float (&x)[2][4]) { pack_columns(a, x, 0); }
+
+// lse and delta of the warp's rows row0 + g and row0 + g + 8 (0 past nq), from the block's first row `at`.
+__device__ inline void row_stats(float (&row_lse)[2], float (&row_delta)[2], const float* lse, const float* delta,
+                                 int64_t at, int64_t nq, int row0, int g) {
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    const int row = row0 + g + 8 * r;
+    row_lse[r] = row < nq ? lse[at + row] : 0.0f;
+    row_delta[r] = row < nq ? delta[at + row] : 0.0f;
+  }
 }
 
 // Writes a warp's 16 × D accumulators, times `scale`, to rows [t0 + row0, t0 + row0 + 16) of head `head` of

@@ -246,15 +246,8 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
   copy_rows_async<D>(tile_at<D>(smem, 1), dout + b * T * H * D, i0, nq, H, h);
   copy_keys_async<D>(smem, 2, kb, vb, j_begin, min(int64_t(kTile), j_end - j_begin), K, kv_head);
   cp_async_commit();
-  // lse and delta of the lane's rows g and g + 8.
   float row_lse[2], row_delta[2];
-#pragma unroll
-  for (int r = 0; r < 2; r++) {
-    const int row = row0 + g + 8 * r;
-    const int64_t at = (b * H + h) * T + i0 + row;
-    row_lse[r] = row < nq ? lse[at] : 0.0f;
-    row_delta[r] = row < nq ? delta[at] : 0.0f;
-  }
+  row_stats(row_lse, row_delta, lse, delta, (b * H + h) * T + i0, nq, row0, g);
   uint32_t qa[D / 16][4], doa[D / 16][4];
   float dq_acc[D / 8][4] = {};
 

@@ -140,17 +140,232 @@ __global__ void __launch_bounds__(kThreads)
   store_rows<D>(out + b * T * H * D, o, 1.0f, i0, row0, nq, H, h, g, t);
 }
 
-}  // namespace
+// ---- Backward -----------------------------------------------------------------------------------------------
 
-void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
-                             const AttentionShape& s) {
-  // sm_90a machine code only: other GPUs (and the portable PTX) have no wgmma.
-  static const bool hopper = [&] {
+// The descriptors of a core tile at `tile` for 16 of its columns (head dims [16kk, 16kk + 16)) as a K-major
+// operand, and for 16 of its rows (tokens [16j, 16j + 16)) by 64 head dims [64·half, 64·half + 64) as an MN-major
+// one.
+template <int D>
+__device__ inline uint64_t k_major(const bf16_t* tile, int kk) {
+  return smem_descriptor(tile + kk * 2 * 64, kCoreMatrixBytes, kTokenGroupBytes<D>);
+}
+template <int D>
+__device__ inline uint64_t mn_major(const bf16_t* tile, int j, int half) {
+  return smem_descriptor(tile + (2 * j * (D / 8) + 8 * half) * 64, kTokenGroupBytes<D>, kCoreMatrixBytes);
+}
+
+// Shared memory: K and V (core tiles, A of Sᵀ and dPᵀ), then Q and dO of stage 0 and stage 1 (core tiles, B of
+// all four products), then lse and delta of stage 0 and stage 1.
+template <int D>
+constexpr size_t kWgmmaDkDvBytes = 6 * kCoreTileBytes<D> + 2 * 2 * kTile * sizeof(float);
+
+// attention_dkdv_mma_kernel's work on warpgroup products: per query tile, Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ with both
+// operands in shared memory, Pᵀ and dSᵀ in registers, then dV += Pᵀ·dO and dK += dSᵀ·Q with Pᵀ and dSᵀ repacked
+// as A and dO, Q as MN-major B.
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    attention_dkdv_wgmma_kernel(float* dk, float* dv, const bf16_t* dout, const float* lse, const float* delta,
+                                const bf16_t* q, const bf16_t* k, const bf16_t* v, int64_t T, int64_t H, int64_t K,
+                                int64_t window, float scale) {
+  unsigned char* smem = dynamic_shared_memory();
+  auto core = [&](int index) { return reinterpret_cast<bf16_t*>(smem + index * kCoreTileBytes<D>); };
+  float* stats = reinterpret_cast<float*>(smem + 6 * kCoreTileBytes<D>);  // [stage][lse, delta][kTile]
+
+  const int64_t j0 = int64_t(blockIdx.x) * kBlockRows, kv_head = blockIdx.y, b = blockIdx.z, group = H / K;
+  const int64_t nk = min(int64_t(kBlockRows), T - j0);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int row0 = warp * kRowsPerWarp;  // the warp's keys in the block
+  const bf16_t* qb = q + b * T * H * D;
+  const bf16_t* dob = dout + b * T * H * D;
+  const int64_t i_end = window > 0 ? min(T, j0 + nk - 1 + window) : T;
+  const int64_t tiles_per_head = ceil_div(i_end - j0, kTile), tiles = tiles_per_head * group;
+  auto fetch = [&](int64_t index, int stage) {  // query tile `index` (Q, dO, lse, delta) into `stage`
+    const int64_t h = kv_head * group + index / tiles_per_head, i0 = j0 + (index % tiles_per_head) * kTile;
+    const int64_t nq = min(int64_t(kTile), T - i0);
+    copy_core_rows_async<D>(core(2 + 2 * stage), qb, i0, nq, H, h);
+    copy_core_rows_async<D>(core(3 + 2 * stage), dob, i0, nq, H, h);
+    float* lse_s = stats + 2 * kTile * stage;
+    load_row_stats(lse_s, lse_s + kTile, kTile, lse, delta, (b * H + h) * T + i0, nq);
+  };
+
+  copy_core_rows_async<D>(core(0), k + b * T * K * D, j0, nk, K, kv_head);
+  copy_core_rows_async<D>(core(1), v + b * T * K * D, j0, nk, K, kv_head);
+  fetch(0, 0);
+  cp_async_commit();
+  float dk_acc[D / 8][4] = {}, dv_acc[D / 8][4] = {};
+
+  int stage = 0;
+  for (int64_t index = 0; index < tiles; index++, stage ^= 1) {
+    advance_pipeline<true>(index + 1 < tiles, [&] { fetch(index + 1, stage ^ 1); });
+    const int64_t i0 = j0 + (index % tiles_per_head) * kTile, nq = min(int64_t(kTile), T - i0);
+    const bf16_t* Qs = core(2 + 2 * stage);
+    const bf16_t* dOs = core(3 + 2 * stage);
+    const float* lse_s = stats + 2 * kTile * stage;
+    const float* delta_s = lse_s + kTile;
+
+    // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: rows are the block's keys, columns the tile's queries.
+    float st[kTile / 8][4] = {}, dpt[kTile / 8][4] = {};
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+      wgmma_m64n64k16_ss(wgmma_tiles(st), k_major<D>(core(0), kk), k_major<D>(Qs, kk), kk > 0);
+      wgmma_m64n64k16_ss(wgmma_tiles(dpt), k_major<D>(core(1), kk), k_major<D>(dOs, kk), kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+
+    // Pᵀ = exp(scale·Sᵀ − lse) and dSᵀ = Pᵀ ∘ (dPᵀ − delta), zero where masked (row: key, column: query).
+    const bool mask = needs_mask(i0, nq, kTile, j0, nk, kBlockRows, window);
+#pragma unroll
+    for (int n = 0; n < kTile / 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int key = row0 + g + 8 * (e / 2), col = n * 8 + 2 * t + e % 2;
+        float p = 0.0f, ds = 0.0f;
+        if (!mask || (col < nq && key < nk && visible(i0 + col, j0 + key, window))) {
+          p = __expf(st[n][e] * scale - lse_s[col]);
+          ds = p * (dpt[n][e] - delta_s[col]);
+        }
+        st[n][e] = p;
+        dpt[n][e] = ds;
+      }
+    // dV += Pᵀ·dO and dK += dSᵀ·Q (scaled at the end), 16 queries at a time.
+    uint32_t pa[kTile / 16][4], dsa[kTile / 16][4];
+#pragma unroll
+    for (int j = 0; j < kTile / 16; j++) {
+      pack_columns(pa[j], st, j);
+      pack_columns(dsa[j], dpt, j);
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < kTile / 16; j++)
+#pragma unroll
+      for (int half = 0; half < D / 64; half++) {
+        wgmma_m64n64k16<true>(wgmma_tiles(dv_acc + 8 * half), pa[j], mn_major<D>(dOs, j, half), true);
+        wgmma_m64n64k16<true>(wgmma_tiles(dk_acc + 8 * half), dsa[j], mn_major<D>(Qs, j, half), true);
+      }
+    wgmma_commit();
+    wgmma_wait<0>();
+    __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
+  }
+
+  store_rows<D>(dk + b * T * K * D, dk_acc, scale, j0, row0, nk, K, kv_head, g, t);
+  store_rows<D>(dv + b * T * K * D, dv_acc, 1.0f, j0, row0, nk, K, kv_head, g, t);
+}
+
+// Shared memory: Q and dO (row-major, read into registers once), then K and V of stage 0 and stage 1 (core
+// tiles).
+template <int D>
+constexpr size_t kWgmmaDqBytes = 2 * kTileBytes<D> + 4 * kCoreTileBytes<D>;
+
+// attention_dq_mma_kernel's work on warpgroup products: per key tile, S = Q·Kᵀ and dP = dO·Vᵀ with Q and dO as A
+// from registers, dS in registers, then dQ += dS·K with K as MN-major B.
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    attention_dq_wgmma_kernel(float* dq, const bf16_t* dout, const float* lse, const float* delta, const bf16_t* q,
+                              const bf16_t* k, const bf16_t* v, int64_t T, int64_t H, int64_t K, int64_t window,
+                              float scale) {
+  constexpr int ldh = ld_head<D>;
+  unsigned char* smem = dynamic_shared_memory();
+  const bf16_t* Qs = tile_at<D>(smem, 0);
+  const bf16_t* dOs = tile_at<D>(smem, 1);
+  auto core = [&](int index) {
+    return reinterpret_cast<bf16_t*>(smem + 2 * kTileBytes<D> + index * kCoreTileBytes<D>);
+  };
+
+  const int64_t i0 = int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z, kv_head = h / (H / K);
+  const int64_t nq = min(int64_t(kBlockRows), T - i0);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int row0 = warp * kRowsPerWarp;
+  const bf16_t* kb = k + b * T * K * D;
+  const bf16_t* vb = v + b * T * K * D;
+  const int64_t j_begin = first_key(i0, window), j_end = i0 + nq;
+  auto fetch = [&](int64_t j, int64_t n, int stage) {  // keys [j, j + n) of K and V into `stage`
+    copy_core_rows_async<D>(core(2 * stage), kb, j, n, K, kv_head);
+    copy_core_rows_async<D>(core(2 * stage + 1), vb, j, n, K, kv_head);
+  };
+
+  copy_rows_async<D>(tile_at<D>(smem, 0), q + b * T * H * D, i0, nq, H, h);
+  copy_rows_async<D>(tile_at<D>(smem, 1), dout + b * T * H * D, i0, nq, H, h);
+  fetch(j_begin, min(int64_t(kTile), j_end - j_begin), 0);
+  cp_async_commit();
+  float row_lse[2], row_delta[2];
+  row_stats(row_lse, row_delta, lse, delta, (b * H + h) * T + i0, nq, row0, g);
+  uint32_t qa[D / 16][4], doa[D / 16][4];
+  float dq_acc[D / 8][4] = {};
+
+  int stage = 0;
+  for (int64_t j0 = j_begin; j0 < j_end; j0 += kTile, stage ^= 1) {
+    const int64_t nk = min(int64_t(kTile), j_end - j0), j_next = j0 + kTile;
+    advance_pipeline<true>(j_next < j_end, [&] { fetch(j_next, min(int64_t(kTile), j_end - j_next), stage ^ 1); });
+    const bf16_t* Ks = core(2 * stage);
+    const bf16_t* Vs = core(2 * stage + 1);
+    if (j0 == j_begin) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; kk++) {
+        load_a(qa[kk], Qs + row0 * ldh + kk * 16, ldh, lane);
+        load_a(doa[kk], dOs + row0 * ldh + kk * 16, ldh, lane);
+      }
+    }
+
+    // S = Q·Kᵀ and dP = dO·Vᵀ: B(k = d, n = key) is K-major.
+    float s[kTile / 8][4] = {}, dp[kTile / 8][4] = {};
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+      wgmma_m64n64k16<false>(wgmma_tiles(s), qa[kk], k_major<D>(Ks, kk), kk > 0);
+      wgmma_m64n64k16<false>(wgmma_tiles(dp), doa[kk], k_major<D>(Vs, kk), kk > 0);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+
+    // dS = P ∘ (dP − delta) with P = exp(scale·S − lse), zero where masked.
+    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kTile, window);
+#pragma unroll
+    for (int n = 0; n < kTile / 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int row = row0 + g + 8 * (e / 2), col = n * 8 + 2 * t + e % 2;
+        float ds = 0.0f;
+        if (!mask || (row < nq && col < nk && visible(i0 + row, j0 + col, window))) {
+          const float p = __expf(s[n][e] * scale - row_lse[e / 2]);
+          ds = p * (dp[n][e] - row_delta[e / 2]);
+        }
+        dp[n][e] = ds;
+      }
+    // dQ += dS·K (scaled at the end), 16 keys at a time: B(k = key, n = d) is MN-major.
+    uint32_t dsa[kTile / 16][4];
+#pragma unroll
+    for (int j = 0; j < kTile / 16; j++) pack_columns(dsa[j], dp, j);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < kTile / 16; j++)
+#pragma unroll
+      for (int half = 0; half < D / 64; half++)
+        wgmma_m64n64k16<true>(wgmma_tiles(dq_acc + 8 * half), dsa[j], mn_major<D>(Ks, j, half), true);
+    wgmma_commit();
+    wgmma_wait<0>();
+    __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
+  }
+
+  store_rows<D>(dq + b * T * H * D, dq_acc, scale, i0, row0, nq, H, h, g, t);
+}
+
+// True on an sm_90 GPU (the sm_90a machine code; other GPUs, and the portable PTX, have no wgmma).
+bool hopper(Context& ctx) {
+  static const bool is_hopper = [&] {
     cudaDeviceProp prop{};
     check_cuda(cudaGetDeviceProperties(&prop, ctx.device()), "cudaGetDeviceProperties");
     return prop.major == 9 && prop.minor == 0;
   }();
-  if (!hopper || (s.D != 64 && s.D != 128)) return attention_forward_mma(ctx, out, lse, q, k, v, s);
+  return is_hopper;
+}
+
+}  // namespace
+
+void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
+                             const AttentionShape& s) {
+  if (!hopper(ctx) || (s.D != 64 && s.D != 128)) return attention_forward_mma(ctx, out, lse, q, k, v, s);
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
   const Bf16Copy q16(ctx, q, s.B * s.T * s.H * s.D), k16(ctx, k, s.B * s.T * s.K * s.D),
       v16(ctx, v, s.B * s.T * s.K * s.D);
@@ -167,6 +382,38 @@ void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* 
     static const size_t bytes =
         prepare_kernel(attention_forward_wgmma_kernel<128>, kWgmmaForwardBytes<128>, "attention_forward_wgmma");
     run(attention_forward_wgmma_kernel<128>, bytes);
+  }
+}
+
+void attention_backward_wgmma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
+                              const float* lse, const float* q, const float* k, const float* v,
+                              const AttentionShape& s) {
+  if (!hopper(ctx) || (s.D != 64 && s.D != 128))
+    return attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
+  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
+  Scratch<float> delta(ctx, size_t(s.B * s.H * s.T));
+  attention_delta(ctx, delta.get(), dout, out, s);
+  const Bf16Copy q16(ctx, q, s.B * s.T * s.H * s.D), k16(ctx, k, s.B * s.T * s.K * s.D),
+      v16(ctx, v, s.B * s.T * s.K * s.D), dout16(ctx, dout, s.B * s.T * s.H * s.D);
+  const float scale = softmax_scale(s);
+  const dim3 kv_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.K), unsigned(s.B));
+  const dim3 q_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
+  auto run = [&](auto dkdv_kernel, size_t dkdv_bytes, auto dq_kernel, size_t dq_bytes) {
+    launch("attention_dkdv_wgmma", dkdv_kernel, kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv, dout16.get(), lse,
+           delta.get(), q16.get(), k16.get(), v16.get(), s.T, s.H, s.K, s.window, scale);
+    launch("attention_dq_wgmma", dq_kernel, q_grid, kThreads, dq_bytes, ctx.stream(), dq, dout16.get(), lse,
+           delta.get(), q16.get(), k16.get(), v16.get(), s.T, s.H, s.K, s.window, scale);
+  };
+  if (s.D == 64) {
+    static const size_t dkdv =
+        prepare_kernel(attention_dkdv_wgmma_kernel<64>, kWgmmaDkDvBytes<64>, "attention_dkdv_wgmma");
+    static const size_t dq = prepare_kernel(attention_dq_wgmma_kernel<64>, kWgmmaDqBytes<64>, "attention_dq_wgmma");
+    run(attention_dkdv_wgmma_kernel<64>, dkdv, attention_dq_wgmma_kernel<64>, dq);
+  } else {
+    static const size_t dkdv =
+        prepare_kernel(attention_dkdv_wgmma_kernel<128>, kWgmmaDkDvBytes<128>, "attention_dkdv_wgmma");
+    static const size_t dq = prepare_kernel(attention_dq_wgmma_kernel<128>, kWgmmaDqBytes<128>, "attention_dq_wgmma");
+    run(attention_dkdv_wgmma_kernel<128>, dkdv, attention_dq_wgmma_kernel<128>, dq);
   }
 }
 

@@ -61,7 +61,8 @@ class Staging {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int gpu) : gpu_(gpu), ctx_(gpu), ids_(ctx_), targets_(ctx_) {
-    const std::string attention = std::getenv("REPLICA_ATTENTION") ? std::getenv("REPLICA_ATTENTION") : "mma";
+    const char* chosen = std::getenv("REPLICA_ATTENTION");
+    const std::string attention = chosen && *chosen ? chosen : "mma";
     check(attention == "mma" || attention == "wgmma" || attention == "wmma" || attention == "fp32",
           "REPLICA_ATTENTION must be mma, wgmma, wmma or fp32, got '{}'", attention);
     fp32_attention_ = attention == "fp32";
@@ -167,8 +168,8 @@ class CudaBackend final : public Backend {
     cuda::rope_backward(ctx_, dx, cs, cs + t.cos.size(), B, T, heads, D);
   }
   // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have, on
-  // mma.sync (attention_mma.cu). REPLICA_ATTENTION=wgmma runs the forward on Hopper's warpgroup products
-  // (attention_wgmma.cu; not yet measured on a GPU), =wmma takes the wmma kernels (attention_bf16.cu), =fp32
+  // mma.sync (attention_mma.cu). REPLICA_ATTENTION=wgmma runs them on Hopper's warpgroup products
+  // (attention_wgmma.cu; not yet run on a GPU), =wmma takes the wmma kernels (attention_bf16.cu), =fp32
   // the fp32 kernels (to tell them apart; bench/gpu/run.sh falls back along that line when a kernel fails its
   // check on a GPU).
   bool tensor_core_attention(const AttentionShape& s, Precision p) const {
@@ -188,6 +189,7 @@ class CudaBackend final : public Backend {
     const auto timed = time("attention_backward W={}", s.window);
     if (!tensor_core_attention(s, p)) cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
     else if (wmma_attention_) cuda::attention_backward_bf16(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
+    else if (wgmma_attention_) cuda::attention_backward_wgmma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
     else cuda::attention_backward_mma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
   }
   void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
