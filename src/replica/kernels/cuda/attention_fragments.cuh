@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "replica/kernels/cuda/attention_tiles.cuh"
+#include "replica/kernels/cuda/common.cuh"
 #include "replica/kernels/cuda/gemm.h"
 #include "replica/kernels/cuda/mma.cuh"
 #include "replica/kernels/cuda/wgmma.cuh"
@@ -146,6 +147,22 @@ __device__ inline void store_rows(float* y, const float (&acc)[D / 8][4], float 
     }
   }
 }
+
+// The query tiles a dK/dV block of keys [j0, j0 + nk) visits: for each of its KV head's `group` query heads in
+// order, the tiles of kTile queries from j0 to the last query that sees one of the keys (j0 + nk − 1 + W − 1).
+// They are numbered 0 … count − 1 so that one loop can fetch the next tile while it works on this one.
+struct QueryTiles {
+  int64_t j0, T, first_head, per_head, count;
+  __device__ QueryTiles(int64_t j0_, int64_t nk, int64_t T_, int64_t window, int64_t kv_head, int64_t group)
+      : j0(j0_), T(T_), first_head(kv_head * group) {
+    const int64_t i_end = window > 0 ? min(T, j0 + nk - 1 + window) : T;
+    per_head = ceil_div(i_end - j0, kTile);
+    count = per_head * group;
+  }
+  __device__ int64_t head(int64_t index) const { return first_head + index / per_head; }
+  __device__ int64_t first_query(int64_t index) const { return j0 + (index % per_head) * kTile; }
+  __device__ int64_t rows(int64_t index) const { return min(int64_t(kTile), T - first_query(index)); }
+};
 
 // ---- The forward's online softmax ------------------------------------------------------------------------------
 

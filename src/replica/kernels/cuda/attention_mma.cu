@@ -120,9 +120,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* 
 template <int D>
 constexpr size_t kDkDvBytes = 6 * kTileBytes<D> + 2 * 2 * kTile * sizeof(float);
 
-// One block per (64 keys, KV head, batch); warp w owns keys 16w … 16w + 15 and their dK, dV accumulators. The
-// query tiles it visits (the group's heads in order, each from the block's first key to the last query that
-// sees one of its keys) are numbered 0 … n_tiles·group − 1 so that one loop fetches the next while it works.
+// One block per (64 keys, KV head, batch); warp w owns keys 16w … 16w + 15 and their dK, dV accumulators, over
+// the query tiles that see the block's keys (QueryTiles).
 template <int D>
 __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk, float* dv, const bf16_t* dout,
                                                                       const float* lse, const float* delta,
@@ -142,12 +141,10 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
   const bf16_t* qb = q + b * T * H * D;
   const bf16_t* dob = dout + b * T * H * D;
   // Queries that see any key of this tile: j0 ≤ i ≤ j0 + nk − 1 + W − 1.
-  const int64_t i_end = window > 0 ? min(T, j0 + nk - 1 + window) : T;
-  const int64_t tiles_per_head = ceil_div(i_end - j0, kTile), tiles = tiles_per_head * group;
+  const QueryTiles tiles(j0, nk, T, window, kv_head, group);
   // Starts fetching query tile `index` (Q, dO and their rows' lse and delta) into `stage`.
   auto fetch = [&](int64_t index, int stage) {
-    const int64_t h = kv_head * group + index / tiles_per_head, i0 = j0 + (index % tiles_per_head) * kTile;
-    const int64_t nq = min(int64_t(kTile), T - i0);
+    const int64_t h = tiles.head(index), i0 = tiles.first_query(index), nq = tiles.rows(index);
     copy_rows_async<D>(tile_at<D>(smem, 2 + 2 * stage), qb, i0, nq, H, h);
     copy_rows_async<D>(tile_at<D>(smem, 3 + 2 * stage), dob, i0, nq, H, h);
     float* lse_s = stats + 2 * kTile * stage;
@@ -160,9 +157,9 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
   float dk_acc[D / 8][4] = {}, dv_acc[D / 8][4] = {};
 
   int stage = 0;
-  for (int64_t index = 0; index < tiles; index++, stage ^= 1) {
-    advance_pipeline(index + 1 < tiles, [&] { fetch(index + 1, stage ^ 1); });
-    const int64_t i0 = j0 + (index % tiles_per_head) * kTile, nq = min(int64_t(kTile), T - i0);
+  for (int64_t index = 0; index < tiles.count; index++, stage ^= 1) {
+    advance_pipeline(index + 1 < tiles.count, [&] { fetch(index + 1, stage ^ 1); });
+    const int64_t i0 = tiles.first_query(index), nq = tiles.rows(index);
     const bf16_t* Qs = tile_at<D>(smem, 2 + 2 * stage);
     const bf16_t* dOs = tile_at<D>(smem, 3 + 2 * stage);
     const float* lse_s = stats + 2 * kTile * stage;

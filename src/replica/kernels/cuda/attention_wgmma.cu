@@ -177,11 +177,9 @@ __global__ void __launch_bounds__(kThreads)
   const int row0 = warp * kRowsPerWarp;  // the warp's keys in the block
   const bf16_t* qb = q + b * T * H * D;
   const bf16_t* dob = dout + b * T * H * D;
-  const int64_t i_end = window > 0 ? min(T, j0 + nk - 1 + window) : T;
-  const int64_t tiles_per_head = ceil_div(i_end - j0, kTile), tiles = tiles_per_head * group;
+  const QueryTiles tiles(j0, nk, T, window, kv_head, group);
   auto fetch = [&](int64_t index, int stage) {  // query tile `index` (Q, dO, lse, delta) into `stage`
-    const int64_t h = kv_head * group + index / tiles_per_head, i0 = j0 + (index % tiles_per_head) * kTile;
-    const int64_t nq = min(int64_t(kTile), T - i0);
+    const int64_t h = tiles.head(index), i0 = tiles.first_query(index), nq = tiles.rows(index);
     copy_core_rows_async<D>(core(2 + 2 * stage), qb, i0, nq, H, h);
     copy_core_rows_async<D>(core(3 + 2 * stage), dob, i0, nq, H, h);
     float* lse_s = stats + 2 * kTile * stage;
@@ -195,9 +193,9 @@ __global__ void __launch_bounds__(kThreads)
   float dk_acc[D / 8][4] = {}, dv_acc[D / 8][4] = {};
 
   int stage = 0;
-  for (int64_t index = 0; index < tiles; index++, stage ^= 1) {
-    advance_pipeline<true>(index + 1 < tiles, [&] { fetch(index + 1, stage ^ 1); });
-    const int64_t i0 = j0 + (index % tiles_per_head) * kTile, nq = min(int64_t(kTile), T - i0);
+  for (int64_t index = 0; index < tiles.count; index++, stage ^= 1) {
+    advance_pipeline<true>(index + 1 < tiles.count, [&] { fetch(index + 1, stage ^ 1); });
+    const int64_t i0 = tiles.first_query(index), nq = tiles.rows(index);
     const bf16_t* Qs = core(2 + 2 * stage);
     const bf16_t* dOs = core(3 + 2 * stage);
     const float* lse_s = stats + 2 * kTile * stage;
