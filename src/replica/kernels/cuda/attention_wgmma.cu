@@ -1,16 +1,17 @@
-// The attention forward on Hopper's warpgroup products (wgmma.cuh): the mma.sync forward's algorithm
-// (attention_mma.cu: one block of 64 queries, one warp per 16 rows, online softmax on the accumulators, P repacked
-// as the A fragment of P·V), with both products issued by the whole block as one warpgroup and their B operands,
-// K and V, read by the tensor cores straight from shared memory. The mma.sync kernels load every B fragment
-// through the warp's registers (one 512-byte ldmatrix per two products), which bounds them by shared-memory
-// bandwidth; here no thread touches K or V after copying them in. Same contract, arguments, rounding points and
-// outputs as attention_forward_mma, whose backward consumes its out and lse. Head dims 64 and 128 (the products
-// are 64 columns wide); other head dims take the mma.sync forward.
+// Attention on Hopper's warpgroup products (wgmma.cuh): the mma.sync kernels' algorithms (attention_mma.cu:
+// blocks of 64 queries or keys, one warp per 16 rows, softmax on the accumulators, P and dS repacked as A
+// fragments, the deterministic two-pass backward) with every product issued by the whole block as one warpgroup
+// and its B operand read by the tensor cores straight from shared memory. The mma.sync kernels load every B
+// fragment through the warp's registers (one 512-byte ldmatrix per two products), which bounds them by
+// shared-memory bandwidth; here no thread reads a tile after copying it in, except Q and dO into registers once.
+// Same contract, arguments, rounding points and outputs as the mma.sync pair, and interchangeable with it. Head
+// dims 64 and 128 on an sm_90 GPU (the products are 64 columns wide); everything else takes the mma.sync kernels.
 //
-//   block (64 queries, head, batch); per visible tile of 64 keys, fetched by cp.async one tile ahead:
-//   S = Q·Kᵀ   D/16 products m64n64k16, A = Q's fragments (registers), B = the K tile (K-major)
-//   online softmax on S's accumulators, O rescaled in registers (attention_fragments.cuh)
-//   O += P·V   per 16 keys and 64 head dims a product, A = P repacked, B = the V tile (MN-major)
+//   forward  per visible tile of 64 keys: S = Q·Kᵀ (A = Q's fragments, B = K, K-major), online softmax,
+//            O += P·V (A = P repacked, B = V, MN-major; 64 head dims a product)
+//   dK, dV   per query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (A = K, V and B = Q, dO, all from shared memory),
+//            dV += Pᵀ·dO and dK += dSᵀ·Q (A = Pᵀ, dSᵀ repacked; B = dO, Q, MN-major)
+//   dQ       per key tile: S = Q·Kᵀ and dP = dO·Vᵀ (A = Q's and dO's fragments), dQ += dS·K (B = K, MN-major)
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -26,8 +27,9 @@ namespace {
 
 using namespace attention_tiles;
 
-// K and V tiles as wgmma reads them: core matrices of 8 tokens × 8 head dims (128 contiguous bytes, a token's 8
-// values per 16-byte row), the D / 8 core matrices of 8 tokens one after the other, then the next 8 tokens.
+// Tiles as wgmma reads them (K and V; Q and dO in dK/dV): core matrices of 8 tokens × 8 head dims (128
+// contiguous bytes, a token's 8 values per 16-byte row), the D / 8 core matrices of 8 tokens one after the other,
+// then the next 8 tokens.
 template <int D>
 constexpr size_t kCoreTileBytes = size_t(kTile) * D * 2;
 template <int D>
