@@ -10,6 +10,8 @@
 #endif
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -107,6 +109,13 @@ struct AsyncCopy {
   size_t bytes;
 };
 
+// A wgmma product issued and not yet waited for: its result, and the commit group it belongs to (-1: open).
+struct PendingProduct {
+  float* d;
+  std::array<float, 32> result;
+  int64_t group;
+};
+
 struct Fiber {
   Context context;
   unsigned char* stack = nullptr;  // kStackBytes after a guard page
@@ -119,6 +128,9 @@ struct Fiber {
   // cp.async: the copies issued since the last commit, and the committed groups not yet waited for.
   std::vector<AsyncCopy> open_copies;
   std::deque<std::vector<AsyncCopy>> copy_groups;
+  // wgmma: the products in flight and the number of commit groups closed so far.
+  std::vector<PendingProduct> products;
+  int64_t product_groups = 0;
 };
 
 struct Emulator {
@@ -193,10 +205,14 @@ void yield(State state) {
 
 void run_fiber() {
   Emulator& e = emulator();
-  e.current->open_copies.clear();  // a previous block's copies that were never waited for
-  e.current->copy_groups.clear();
+  Fiber& f = *e.current;
+  f.open_copies.clear();  // a previous block's copies that were never waited for
+  f.copy_groups.clear();
+  f.products.clear();
+  f.product_groups = 0;
   try {
     (*e.body)();
+    if (!f.products.empty()) fail("a thread exited with a wgmma product it never waited for (wgmma.wait_group)");
   } catch (...) {
     if (!e.error) e.error = std::current_exception();
   }
@@ -481,6 +497,41 @@ void async_wait(int pending_groups) {
     for (const AsyncCopy& c : f.copy_groups.front()) std::memcpy(c.dst, c.src, c.bytes);
     f.copy_groups.pop_front();
   }
+}
+
+const float* wgmma_in_flight(const float* d) {
+  const Fiber& f = self();
+  for (auto it = f.products.rbegin(); it != f.products.rend(); ++it)
+    if (it->d == d) return it->result.data();
+  return nullptr;
+}
+
+void wgmma_issue(float (&d)[32], const float (&result)[32]) {
+  Fiber& f = self();
+  PendingProduct p{d, {}, -1};
+  std::copy(result, result + 32, p.result.begin());
+  f.products.push_back(p);
+  std::fill(d, d + 32, std::numeric_limits<float>::quiet_NaN());  // what a read before the wait would race with
+}
+
+void wgmma_commit() {
+  Fiber& f = self();
+  for (PendingProduct& p : f.products)
+    if (p.group < 0) p.group = f.product_groups;
+  f.product_groups++;
+}
+
+void wgmma_wait(int pending_groups) {
+  Fiber& f = self();
+  std::vector<PendingProduct> still;
+  for (const PendingProduct& p : f.products) {
+    if (p.group >= 0 && p.group < f.product_groups - pending_groups) {
+      std::copy(p.result.begin(), p.result.end(), p.d);  // in issue order: the last product on d wins
+    } else {
+      still.push_back(p);
+    }
+  }
+  f.products = std::move(still);
 }
 
 void fail(const char* what) { throw std::runtime_error(what); }

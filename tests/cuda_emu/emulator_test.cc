@@ -198,7 +198,7 @@ TEST(CudaEmulator, MmaSyncComputesThePtxFragmentsProduct) {
 // 128 bytes apart and those along N 256 bytes apart, K-major (each core-matrix row an n, k contiguous) or
 // MN-major (each row a k, n contiguous). With a_shared (mode 2), A comes K-major from shared memory too, laid
 // out as B's K-major form. D is written row-major [64][64], on top of C = 1. mode: 0 K-major B, 1 MN-major B,
-// 2 A and B from shared memory.
+// 2 A and B from shared memory. Each thread also writes, after D, its first accumulator as read before the wait.
 __global__ void wgmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float* d, int mode) {
   auto* smem = reinterpret_cast<__nv_bfloat16*>(cuda_emu::dynamic_shared_memory());
   const int thread = int(threadIdx.x), warp = thread / 32, g = thread % 32 / 4, t = thread % 4;
@@ -222,8 +222,19 @@ __global__ void wgmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float
   } else {
     cuda_emu::wgmma_m64n64k16_bf16(acc, fa, descriptor, transpose, true);
   }
+  d[64 * 64 + thread] = acc[0];  // before the wait: the product is still in flight
+  cuda_emu::wgmma_commit();
+  cuda_emu::wgmma_wait(0);
   for (int j = 0; j < 8; j++)
     for (int e = 0; e < 4; e++) d[(warp * 16 + g + 8 * (e / 2)) * 64 + 8 * j + 2 * t + e % 2] = acc[4 * j + e];
+}
+
+// A product that is never waited for fails the launch, as its result would be lost on a GPU.
+__global__ void wgmma_unwaited(float* d) {
+  const uint32_t a[4] = {0, 0, 0, 0};
+  float acc[32] = {};
+  cuda_emu::wgmma_m64n64k16_bf16(acc, a, uint64_t(128 >> 4) << 16 | uint64_t(256 >> 4) << 32, false, false);
+  d[threadIdx.x] = 0.0f;
 }
 
 TEST(CudaEmulator, WgmmaComputesTheWarpgroupProductFromADescriptor) {
@@ -231,13 +242,14 @@ TEST(CudaEmulator, WgmmaComputesTheWarpgroupProductFromADescriptor) {
   for (size_t i = 0; i < a.size(); i++) a[i] = __float2bfloat16_rn(float(int(i % 13) - 6) * 0.25f);
   for (size_t i = 0; i < b.size(); i++) b[i] = __float2bfloat16_rn(float(int(i % 7) - 3));
   DeviceBuffer<__nv_bfloat16> da(a.size()), db(b.size());
-  DeviceBuffer<float> dd(64 * 64);
+  DeviceBuffer<float> dd(64 * 64 + 128);
   cudaMemcpy(da.p, a.data(), a.size() * 2, cudaMemcpyHostToDevice);
   cudaMemcpy(db.p, b.data(), b.size() * 2, cudaMemcpyHostToDevice);
   for (int mode = 0; mode < 3; mode++) {
     ASSERT_EQ(run(wgmma_tile, 1, 128, 2 * 16 * 64 * 2, da.p, db.p, dd.p, mode), cudaSuccess);
-    std::vector<float> d(64 * 64);
+    std::vector<float> d(64 * 64 + 128);
     cudaMemcpy(d.data(), dd.p, d.size() * sizeof(float), cudaMemcpyDeviceToHost);
+    for (int thread = 0; thread < 128; thread++) ASSERT_TRUE(std::isnan(d[64 * 64 + thread])) << "read before the wait";
     for (int i = 0; i < 64; i++)
       for (int j = 0; j < 64; j++) {
         float want = 1.0f;
@@ -245,6 +257,7 @@ TEST(CudaEmulator, WgmmaComputesTheWarpgroupProductFromADescriptor) {
         ASSERT_EQ(d[i * 64 + j], want) << i << "," << j << ", mode " << mode;
       }
   }
+  EXPECT_EQ(run(wgmma_unwaited, 1, 128, 16 * 64 * 2, dd.p), cudaErrorLaunchFailure);
 }
 
 // A 16 × 16 tile of bf16 bit patterns (element [i][j] = 16i + j) staged in shared memory with a padded row

@@ -91,17 +91,22 @@ float descriptor_element(uint64_t descriptor, bool transpose, int k, int mn) {
   return bf16_half(bits, 0);
 }
 
-// The warp's 16 rows of D = A·B (+ D), A given per element.
+// The warp's 16 rows of D = A·B (+ D), A given per element, issued: D's input is the latest result in flight for
+// d (chained products), else d; the result lands at the wait (emulator.cc).
 template <typename ElementA>
 void wgmma_rows(float (&d)[32], ElementA&& a, uint64_t b, bool transpose_b, bool accumulate) {
+  const float* in_flight = wgmma_in_flight(d);
+  const float* input = in_flight ? in_flight : d;
   const int g = lane() / 4, t = lane() % 4;
+  float result[32];
   for (int j = 0; j < 8; j++)
     for (int e = 0; e < 4; e++) {
       const int row = g + 8 * (e / 2), col = 8 * j + 2 * t + e % 2;
-      float acc = accumulate ? d[4 * j + e] : 0.0f;
+      float acc = accumulate ? input[4 * j + e] : 0.0f;
       for (int k = 0; k < 16; k++) acc += a(row, k) * descriptor_element(b, transpose_b, k, col);
-      d[4 * j + e] = acc;
+      result[4 * j + e] = acc;
     }
+  wgmma_issue(d, result);
 }
 
 // wgmma (cuda_emu.h): the warp's A fragments gathered as for mma.sync, B decoded from the descriptor.

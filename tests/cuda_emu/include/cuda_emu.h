@@ -54,9 +54,16 @@ void check_shared(const void* p, size_t bytes, const char* op);
 // p's offset in the launch's dynamic shared memory (the emulated __cvta_generic_to_shared); fails outside it.
 uint32_t shared_offset(const void* p);
 // PTX wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 with A from registers (ptx.cc), run by each warp on
-// its 16 rows at once (the emulation does not defer the product to wgmma.wait_group): d = a·B (+ d), B read
-// through the shared-memory descriptor `b` (no swizzling; MN-major with transpose_b).
+// its 16 rows: d = a·B (+ d), B read through the shared-memory descriptor `b` (no swizzling; MN-major with
+// transpose_b), the result held until the wait (below).
 void wgmma_m64n64k16_bf16(float (&d)[32], const uint32_t (&a)[4], uint64_t b, bool transpose_b, bool accumulate);
+// wgmma's asynchrony: a product's result lands in its accumulators only at the wgmma.wait_group that covers its
+// commit group (until then they read NaN, as a read before the wait races on a GPU); a product on accumulators
+// with one in flight takes that one's result as its input, as chained products do on a GPU.
+const float* wgmma_in_flight(const float* d);  // the latest result in flight for d, or null
+void wgmma_issue(float (&d)[32], const float (&result)[32]);
+void wgmma_commit();
+void wgmma_wait(int pending_groups);
 // The same with A read through descriptor `a` too (K-major; warp w of the warpgroup takes rows 16w … 16w + 15).
 void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t a, uint64_t b, bool accumulate);
 int lane();

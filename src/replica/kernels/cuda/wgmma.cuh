@@ -87,14 +87,18 @@ __device__ inline void wgmma_fence() {
 }
 // Closes the batch of products issued since the last commit.
 __device__ inline void wgmma_commit() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(REPLICA_CUDA_EMULATION)
+#if defined(REPLICA_CUDA_EMULATION)
+  cuda_emu::wgmma_commit();
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 #endif
 }
 // Returns once at most kPending batches are still running.
 template <int kPending>
 __device__ inline void wgmma_wait() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(REPLICA_CUDA_EMULATION)
+#if defined(REPLICA_CUDA_EMULATION)
+  cuda_emu::wgmma_wait(kPending);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
 #endif
 }
