@@ -161,8 +161,9 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
   ProfileSum profile;
   int64_t profiled_steps = 0;
   double profiled_s = 0;
-  const bool profiling = profile_requested() && backend.profile(true);
-  if (profile_requested() && !profiling)
+  const bool profile_asked = profile_requested();
+  const bool profiling = profile_asked && backend.profile(true);
+  if (profile_asked && !profiling)
     progress.line(fmt::format("REPLICA_PROFILE=1: the {} backend does not profile; ignored",
                               device_name(backend.device())));
 

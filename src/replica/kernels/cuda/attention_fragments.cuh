@@ -1,7 +1,7 @@
 // What the mma.sync and wgmma attention kernels share (attention_mma.cu, attention_wgmma.cu): bf16 tiles fetched
 // by cp.async, fragments loaded by ldmatrix, the forward's online softmax on accumulators in mma.sync's layout,
-// and the bf16 copies of the inputs. Accumulator element e of a lane (mma.cuh) lies in row g + 8·(e / 2) and
-// column 2t + e % 2 of its 16 × 8 tile, g = lane / 4 and t = lane % 4.
+// and the bf16 copies of the inputs that every launch makes. Accumulator element e of a lane (mma.cuh) lies in
+// row g + 8·(e / 2) and column 2t + e % 2 of its 16 × 8 tile, g = lane / 4 and t = lane % 4.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -243,6 +243,40 @@ class Bf16Copy {
 
  private:
   Scratch<bf16> data_;
+};
+
+// What a forward launch reads: q, k, v in bf16, one block per 64 queries, head and batch, and the softmax scale.
+struct ForwardOperands {
+  Bf16Copy q, k, v;
+  dim3 grid;
+  float scale;
+  ForwardOperands(Context& ctx, const float* q_, const float* k_, const float* v_, const AttentionShape& s)
+      : q(ctx, q_, s.B * s.T * s.H * s.D),
+        k(ctx, k_, s.B * s.T * s.K * s.D),
+        v(ctx, v_, s.B * s.T * s.K * s.D),
+        grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B)),
+        scale(softmax_scale(s)) {}
+};
+
+// What a backward launch reads: delta (attention_delta), q, k, v and dout in bf16, the grids of the dK/dV pass
+// (64 keys, KV head, batch) and of the dQ pass (64 queries, head, batch), and the softmax scale.
+struct BackwardOperands {
+  Scratch<float> delta;
+  Bf16Copy q, k, v, dout;
+  dim3 kv_grid, q_grid;
+  float scale;
+  BackwardOperands(Context& ctx, const float* dout_, const float* out, const float* q_, const float* k_,
+                   const float* v_, const AttentionShape& s)
+      : delta(ctx, size_t(s.B * s.H * s.T)),
+        q(ctx, q_, s.B * s.T * s.H * s.D),
+        k(ctx, k_, s.B * s.T * s.K * s.D),
+        v(ctx, v_, s.B * s.T * s.K * s.D),
+        dout(ctx, dout_, s.B * s.T * s.H * s.D),
+        kv_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.K), unsigned(s.B)),
+        q_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B)),
+        scale(softmax_scale(s)) {
+    attention_delta(ctx, delta.get(), dout_, out, s);
+  }
 };
 
 }  // namespace replica::cuda::attention_tiles

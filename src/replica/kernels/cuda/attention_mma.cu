@@ -312,15 +312,13 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
 void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
                            const AttentionShape& s) {
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
-  const Bf16Copy q16(ctx, q, s.B * s.T * s.H * s.D), k16(ctx, k, s.B * s.T * s.K * s.D),
-      v16(ctx, v, s.B * s.T * s.K * s.D);
-  const dim3 grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
+  const ForwardOperands in(ctx, q, k, v, s);
   with_head_dim(s.D, [&](auto head_dim) {
     constexpr int D = decltype(head_dim)::value;
     static const size_t bytes =
         prepare_kernel(attention_forward_mma_kernel<D>, kForwardBytes<D>, "attention_forward_mma");
-    launch("attention_forward_mma", attention_forward_mma_kernel<D>, grid, kThreads, bytes, ctx.stream(), out, lse,
-           q16.get(), k16.get(), v16.get(), s.T, s.H, s.K, s.window, softmax_scale(s));
+    launch("attention_forward_mma", attention_forward_mma_kernel<D>, in.grid, kThreads, bytes, ctx.stream(), out, lse,
+           in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, in.scale);
   });
 }
 
@@ -328,22 +326,17 @@ void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const
                             const float* lse, const float* q, const float* k, const float* v,
                             const AttentionShape& s) {
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
-  Scratch<float> delta(ctx, size_t(s.B * s.H * s.T));
-  attention_delta(ctx, delta.get(), dout, out, s);
-  const Bf16Copy q16(ctx, q, s.B * s.T * s.H * s.D), k16(ctx, k, s.B * s.T * s.K * s.D),
-      v16(ctx, v, s.B * s.T * s.K * s.D), dout16(ctx, dout, s.B * s.T * s.H * s.D);
-  const float scale = softmax_scale(s);
-  const dim3 kv_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.K), unsigned(s.B));
-  const dim3 q_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
+  const BackwardOperands in(ctx, dout, out, q, k, v, s);
   with_head_dim(s.D, [&](auto head_dim) {
     constexpr int D = decltype(head_dim)::value;
     static const size_t dkdv_bytes =
         prepare_kernel(attention_dkdv_mma_kernel<D>, kDkDvBytes<D>, "attention_dkdv_mma");
     static const size_t dq_bytes = prepare_kernel(attention_dq_mma_kernel<D>, kDqBytes<D>, "attention_dq_mma");
-    launch("attention_dkdv_mma", attention_dkdv_mma_kernel<D>, kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv,
-           dout16.get(), lse, delta.get(), q16.get(), k16.get(), v16.get(), s.T, s.H, s.K, s.window, scale);
-    launch("attention_dq_mma", attention_dq_mma_kernel<D>, q_grid, kThreads, dq_bytes, ctx.stream(), dq,
-           dout16.get(), lse, delta.get(), q16.get(), k16.get(), v16.get(), s.T, s.H, s.K, s.window, scale);
+    launch("attention_dkdv_mma", attention_dkdv_mma_kernel<D>, in.kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk,
+           dv, in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window,
+           in.scale);
+    launch("attention_dq_mma", attention_dq_mma_kernel<D>, in.q_grid, kThreads, dq_bytes, ctx.stream(), dq,
+           in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, in.scale);
   });
 }
 

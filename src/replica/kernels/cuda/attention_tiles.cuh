@@ -64,21 +64,6 @@ __device__ void load_rows_bf16(bf16_t* tile, int rows, const float* x, int64_t t
   }
 }
 
-// The same rows transposed: tile[d][r] with row stride ld; columns r ≥ n are zeroed.
-template <int D>
-__device__ void load_columns_bf16(bf16_t* tile, int ld, int rows, const float* x, int64_t t0, int64_t n,
-                                  int64_t heads, int64_t head) {
-  constexpr int kVectors = D / 4;
-  for (int e = threadIdx.x; e < rows * kVectors; e += blockDim.x) {
-    const int r = e / kVectors, c = (e % kVectors) * 4;
-    const float4 value = row_vector<D>(x, t0, r, c, n, heads, head);
-    tile[(c + 0) * ld + r] = __float2bfloat16_rn(value.x);
-    tile[(c + 1) * ld + r] = __float2bfloat16_rn(value.y);
-    tile[(c + 2) * ld + r] = __float2bfloat16_rn(value.z);
-    tile[(c + 3) * ld + r] = __float2bfloat16_rn(value.w);
-  }
-}
-
 // Copies lse and delta of rows [t0, t0 + n) of one (batch, head) (offset `base`); rows ≥ n get 0.
 __device__ inline void load_row_stats(float* lse_s, float* delta_s, int rows, const float* lse, const float* delta,
                                       int64_t base, int64_t n) {

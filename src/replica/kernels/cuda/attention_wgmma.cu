@@ -367,12 +367,10 @@ void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* 
                              const AttentionShape& s) {
   if (!hopper(ctx) || (s.D != 64 && s.D != 128)) return attention_forward_mma(ctx, out, lse, q, k, v, s);
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
-  const Bf16Copy q16(ctx, q, s.B * s.T * s.H * s.D), k16(ctx, k, s.B * s.T * s.K * s.D),
-      v16(ctx, v, s.B * s.T * s.K * s.D);
-  const dim3 grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
+  const ForwardOperands in(ctx, q, k, v, s);
   auto run = [&](auto kernel, size_t bytes) {
-    launch("attention_forward_wgmma", kernel, grid, kThreads, bytes, ctx.stream(), out, lse, q16.get(), k16.get(),
-           v16.get(), s.T, s.H, s.K, s.window, softmax_scale(s));
+    launch("attention_forward_wgmma", kernel, in.grid, kThreads, bytes, ctx.stream(), out, lse, in.q.get(), in.k.get(),
+           in.v.get(), s.T, s.H, s.K, s.window, in.scale);
   };
   if (s.D == 64) {
     static const size_t bytes =
@@ -391,18 +389,12 @@ void attention_backward_wgmma(Context& ctx, float* dq, float* dk, float* dv, con
   if (!hopper(ctx) || (s.D != 64 && s.D != 128))
     return attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
-  Scratch<float> delta(ctx, size_t(s.B * s.H * s.T));
-  attention_delta(ctx, delta.get(), dout, out, s);
-  const Bf16Copy q16(ctx, q, s.B * s.T * s.H * s.D), k16(ctx, k, s.B * s.T * s.K * s.D),
-      v16(ctx, v, s.B * s.T * s.K * s.D), dout16(ctx, dout, s.B * s.T * s.H * s.D);
-  const float scale = softmax_scale(s);
-  const dim3 kv_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.K), unsigned(s.B));
-  const dim3 q_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
+  const BackwardOperands in(ctx, dout, out, q, k, v, s);
   auto run = [&](auto dkdv_kernel, size_t dkdv_bytes, auto dq_kernel, size_t dq_bytes) {
-    launch("attention_dkdv_wgmma", dkdv_kernel, kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv, dout16.get(), lse,
-           delta.get(), q16.get(), k16.get(), v16.get(), s.T, s.H, s.K, s.window, scale);
-    launch("attention_dq_wgmma", dq_kernel, q_grid, kThreads, dq_bytes, ctx.stream(), dq, dout16.get(), lse,
-           delta.get(), q16.get(), k16.get(), v16.get(), s.T, s.H, s.K, s.window, scale);
+    launch("attention_dkdv_wgmma", dkdv_kernel, in.kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv,
+           in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, in.scale);
+    launch("attention_dq_wgmma", dq_kernel, in.q_grid, kThreads, dq_bytes, ctx.stream(), dq, in.dout.get(), lse,
+           in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, in.scale);
   };
   if (s.D == 64) {
     static const size_t dkdv =

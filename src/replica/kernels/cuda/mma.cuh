@@ -85,7 +85,4 @@ __device__ inline uint32_t pack_bf16(float lo, float hi) {
   return word;
 }
 
-// The 32-bit register holding the bf16 pair at p (4-byte aligned).
-__device__ inline uint32_t load_pair(const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); }
-
 }  // namespace replica::cuda
