@@ -155,7 +155,7 @@ int run_audit(Options o) {
   AuditPlan plan;
   plan.steps = o.steps;
   plan.world_size = o.world_size;
-  plan.micro_batch = o.micro_batch;
+  if (o.micro_batch > 0) plan.micro_batch = o.micro_batch;
   plan.first_epoch = o.first_epoch;
   AuditReport report = audit(loader, plan);
   fmt::print("{}", report.text());
