@@ -142,7 +142,8 @@ TEST(EmulatedDevice, TrainingCheckpointsResumeAndEvaluationEqualTheCpu) {
   EXPECT_EQ(emulated.final_loss, cpu.final_loss);
   EXPECT_EQ(emulated.heldout_initial, cpu.heldout_initial);
   EXPECT_EQ(emulated.heldout_final, cpu.heldout_final);
-  EXPECT_GT(cpu.heldout_initial, 0.0);
+  ASSERT_TRUE(cpu.heldout_initial.has_value());
+  EXPECT_GT(*cpu.heldout_initial, 0.0);
   EXPECT_EQ(metrics(dir / "device"), metrics(dir / "cpu"));
   EXPECT_EQ(metrics(dir / "split"), metrics(dir / "cpu"));
   for (const char* file : {"model.safetensors", "optim.safetensors"}) {

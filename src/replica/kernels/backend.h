@@ -99,6 +99,11 @@ class Backend {
   // Σ x² in double per kSquareSumBlock block, in block order, on the host (the gradient norm's partial sums).
   virtual std::vector<double> block_sums_of_squares(const float* x, size_t n) = 0;
 
+  // ---- kernel choice ------------------------------------------------------------------------------------
+  // Selects the attention kernel of later calls and returns the one it resolved to (never automatic). The CPU has
+  // one (fp32); asking it for a tensor-core kernel is a replica::Error.
+  virtual AttentionKernel use_attention(AttentionKernel wanted);
+
   // ---- profile ------------------------------------------------------------------------------------------
   // Starts timing every call on the device, or stops and drops what was not taken; false when the backend
   // cannot (the CPU: its calls are synchronous, so wall-clock timers around them say the same). The CUDA

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "replica/core/bf16.h"
 
@@ -15,6 +16,11 @@ enum class Precision { fp32, bf16 };
 
 const char* precision_name(Precision p);
 Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::Error
+
+// The attention kernel (the recipe's train.attention; Backend::use_attention resolves `automatic`).
+enum class AttentionKernel { automatic, mma, wgmma, fp32 };
+const char* attention_kernel_name(AttentionKernel k);            // "auto", "mma", "wgmma", "fp32"
+AttentionKernel parse_attention_kernel(const std::string& text);  // replica::Error naming the choices otherwise
 
 // A weight matrix operand: its fp32 values and, in bf16 precision, optionally the same values rounded
 // (weights are rounded once per step, not per product).
