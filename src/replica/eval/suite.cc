@@ -229,7 +229,7 @@ json run_suite(Olmo3& model, WeightSource& weights, const SuiteSpec& spec, const
     const OnBackend ref_params(model.backend(), ref.params);
     json domains = json::object();
     ParityStats all;
-    for (const DomainKl& d : kl_surface(reference, reference.whole_weights(ref_params.data()), model, weights,
+    for (const DomainKl& d : domain_kl(reference, reference.whole_weights(ref_params.data()), model, weights,
                                         spec.kl.files, spec.kl.window, spec.kl.max_positions)) {
       domains[d.label] = parity_json(d.stats);
       all += d.stats;

@@ -126,7 +126,7 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
   auto evaluate = [&](int64_t step) {
     if (!heldout || !evaluates) return -1.0;
     WeightSource& weights = step_weights(dp, model);
-    HeldoutResult h = heldout_loss(model, weights, *heldout, M, r.eval.batches * M);
+    eval::HeldoutResult h = eval::heldout_loss(model, weights, *heldout, M, r.eval.batches * M);
     nlohmann::json record = {{"heldout_loss", h.loss}, {"heldout_tokens", h.tokens}};
     if (suite) record["suite"] = eval::run_suite(model, weights, *suite, *tokenizer, [](const std::string&) {});
     if (!root) return h.loss;
@@ -142,7 +142,7 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
     }
     nlohmann::json files = nlohmann::json::object();
     std::string per_file;
-    for (const HeldoutFile& f : h.files) {
+    for (const eval::HeldoutFile& f : h.files) {
       files[f.label] = f.loss;
       tb->scalar("heldout/" + f.label, f.loss, step);
       per_file += fmt::format("  {} {:.4f}", f.label, f.loss);
