@@ -128,11 +128,15 @@ TrainSummary train(const Recipe& r, Communicator& comm, Backend& backend) {
     WeightSource& weights = step_weights(dp, model);
     eval::HeldoutResult h = eval::heldout_loss(model, weights, *heldout, M, r.eval.batches * M);
     nlohmann::json record = {{"heldout_loss", h.loss}, {"heldout_tokens", h.tokens}};
-    if (suite) record["suite"] = eval::run_suite(model, weights, *suite, *tokenizer, [](const std::string&) {});
+    std::optional<eval::SuiteResults> suite_results;
+    if (suite) {
+      suite_results = eval::run_suite(model, weights, *suite, *tokenizer, [](const std::string&) {});
+      record["suite"] = suite_results->to_json();
+    }
     if (!root) return h.loss;
     if (suite) {
       for (const auto& [name, value] : eval::flat_scalars(record["suite"])) tb->scalar(name, value, step);
-      progress.line(fmt::format("eval step {}:\n{}", step, eval::format_results(record["suite"])));
+      progress.line(fmt::format("eval step {}:\n{}", step, eval::format_results(*suite_results)));
     }
     if (std::optional<eval::AlarmReport> a = alarm.evaluation(step, h.loss)) {
       record["memorisation_alarm"] = {{"from_step", a->first_step}, {"train_loss", {a->train_before, a->train_now}},
