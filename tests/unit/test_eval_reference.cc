@@ -67,7 +67,7 @@ TEST(EvalReference, AllSurfacesMatchPyTorch) {
   WeightSource &weights = model.whole_weights(a.params.data()), &other_weights = other.whole_weights(b.params.data());
   const HeldoutResult h = heldout_loss(model, weights, set, 2, 0);
   const PerplexityResult p = domain_perplexity(model, weights, tok, files, 32, 0, 96);
-  const std::vector<DomainKl> kl = kl_surface(model, weights, other, other_weights, files, 32, 100);
+  const std::vector<DomainKl> kl = domain_kl(model, weights, other, other_weights, files, 32, 100);
 
   json jobs = json::array();
   const std::string A = (dir / "a").string();

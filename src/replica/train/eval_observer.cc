@@ -24,7 +24,7 @@ std::optional<double> EvalObserver::evaluate(int64_t step) {
   WeightSource& weights = step_.weights();
   EvalRecord record;
   record.step = step;
-  record.heldout = heldout_loss(step_.model(), weights, *heldout_, step_.config().micro_batch, max_docs_);
+  record.heldout = eval::heldout_loss(step_.model(), weights, *heldout_, step_.config().micro_batch, max_docs_);
   if (suite_) record.suite = eval::run_suite(step_.model(), weights, *suite_, *tokenizer_, [](const std::string&) {});
   if (root_) publish_(record);
   return record.heldout.loss;

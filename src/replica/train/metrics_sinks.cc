@@ -24,13 +24,13 @@ class JsonlSink final : public MetricsSink {
   }
   void evaluation(const EvalRecord& e) override {
     nlohmann::json record = {{"heldout_loss", e.heldout.loss}, {"heldout_tokens", e.heldout.tokens}};
-    if (e.suite) record["suite"] = *e.suite;
+    if (e.suite) record["suite"] = e.suite->to_json();
     if (const std::optional<eval::AlarmReport>& a = e.alarm)
       record["memorisation_alarm"] = {{"from_step", a->first_step},
                                       {"train_loss", {a->train_before, a->train_now}},
                                       {"heldout_loss", {a->heldout_before, a->heldout_now}}};
     nlohmann::json files = nlohmann::json::object();
-    for (const HeldoutFile& f : e.heldout.files) files[f.label] = f.loss;
+    for (const eval::HeldoutFile& f : e.heldout.files) files[f.label] = f.loss;
     record["files"] = files;
     log_.write({{"step", e.step}, {"eval", record}});
   }
@@ -50,9 +50,9 @@ class TensorBoardSink final : public MetricsSink {
   }
   void evaluation(const EvalRecord& e) override {
     if (e.suite)
-      for (const auto& [name, value] : eval::flat_scalars(*e.suite)) tb_.scalar(name, value, e.step);
+      for (const auto& [name, value] : eval::flat_scalars(e.suite->to_json())) tb_.scalar(name, value, e.step);
     if (e.alarm) tb_.scalar("eval/memorisation_alarm", 1.0, e.step);
-    for (const HeldoutFile& f : e.heldout.files) tb_.scalar("heldout/" + f.label, f.loss, e.step);
+    for (const eval::HeldoutFile& f : e.heldout.files) tb_.scalar("heldout/" + f.label, f.loss, e.step);
     tb_.scalar("heldout/loss", e.heldout.loss, e.step);
   }
   void flush() override { tb_.flush(); }
@@ -72,7 +72,7 @@ class ConsoleSink final : public MetricsSink {
     if (e.suite) progress_.line(fmt::format("eval step {}:\n{}", e.step, eval::format_results(*e.suite)));
     if (e.alarm) progress_.line(e.alarm->message());
     std::string per_file;
-    for (const HeldoutFile& f : e.heldout.files) per_file += fmt::format("  {} {:.4f}", f.label, f.loss);
+    for (const eval::HeldoutFile& f : e.heldout.files) per_file += fmt::format("  {} {:.4f}", f.label, f.loss);
     progress_.line(fmt::format("eval step {}: held-out loss {:.4f} over {} tokens |{}", e.step, e.heldout.loss,
                                e.heldout.tokens, per_file));
   }

@@ -10,6 +10,7 @@
 
 #include "replica/eval/alarm.h"
 #include "replica/eval/heldout.h"
+#include "replica/eval/suite.h"
 #include "replica/train/step.h"
 
 namespace replica {
@@ -30,8 +31,8 @@ struct StepRecord {
 // One evaluation: the held-out loss, the suite's results and the alarm's report, when they exist.
 struct EvalRecord {
   int64_t step = 0;  // after this many steps
-  HeldoutResult heldout{};
-  std::optional<nlohmann::json> suite = std::nullopt;  // eval::run_suite's result
+  eval::HeldoutResult heldout{};
+  std::optional<eval::SuiteResults> suite = std::nullopt;  // each surface's result (eval::run_suite)
   std::optional<eval::AlarmReport> alarm = std::nullopt;
 };
 

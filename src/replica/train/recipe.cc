@@ -3,126 +3,21 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <glob.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <functional>
-#include <type_traits>
 
+#include "replica/core/config_fields.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/core/glob.h"
 
 namespace replica {
 namespace {
 
-// One recipe key: how to read it from a YAML node and how to write it back.
-struct Field {
-  std::string key;  // "section.name"
-  std::function<void(const YAML::Node&, const std::string& where)> set;
-  std::function<YAML::Node()> get;
-};
-
-[[noreturn]] void wrong_type(const std::string& where, const std::string& key, const char* expected,
-                             const YAML::Node& node) {
-  fail("{}: '{}' expects {}, got {}", where, key, expected, YAML::Dump(node));
-}
-
-template <typename T>
-T scalar(const YAML::Node& node, const std::string& where, const std::string& key, const char* expected) {
-  if (!node.IsScalar()) wrong_type(where, key, expected, node);
-  try {
-    return node.as<T>();
-  } catch (const YAML::Exception&) {
-    wrong_type(where, key, expected, node);
-  }
-}
-
-Field number(std::string key, double& ref) {
-  return {key, [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<double>(n, w, key, "a number"); },
-          [&ref] { return YAML::Node(fmt::format("{}", ref)); }};
-}
-
-Field integer(std::string key, int64_t& ref) {
-  return {key,
-          [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<int64_t>(n, w, key, "an integer"); },
-          [&ref] { return YAML::Node(ref); }};
-}
-
-Field boolean(std::string key, bool& ref) {
-  return {key,
-          [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<bool>(n, w, key, "true or false"); },
-          [&ref] { return YAML::Node(ref); }};
-}
-
-Field text(std::string key, std::string& ref) {
-  return {key,
-          [&ref, key](const YAML::Node& n, const std::string& w) {
-            ref = n.IsNull() ? "" : scalar<std::string>(n, w, key, "a string");
-          },
-          [&ref] { return YAML::Node(ref); }};
-}
-
-// A list; a single scalar is read as a one-element list, null as an empty one.
-template <typename T>
-Field list(std::string key, std::vector<T>& ref, const char* expected) {
-  return {key,
-          [&ref, key, expected](const YAML::Node& n, const std::string& w) {
-            ref.clear();
-            if (n.IsNull()) return;
-            if (n.IsScalar()) {
-              ref.push_back(scalar<T>(n, w, key, expected));
-              return;
-            }
-            if (!n.IsSequence()) wrong_type(w, key, expected, n);
-            for (const YAML::Node& item : n) ref.push_back(scalar<T>(item, w, key, expected));
-          },
-          [&ref] {
-            YAML::Node n(YAML::NodeType::Sequence);
-            for (const T& v : ref) {
-              if constexpr (std::is_same_v<T, double>)
-                n.push_back(fmt::format("{}", v));
-              else
-                n.push_back(v);
-            }
-            n.SetStyle(YAML::EmitterStyle::Flow);
-            return n;
-          }};
-}
-
-// An enum read through its parse function (which raises replica::Error for a bad name).
-template <typename E, typename Parse, typename Name>
-Field choice(std::string key, E& ref, Parse parse, Name name) {
-  return {key,
-          [&ref, key, parse](const YAML::Node& n, const std::string& w) {
-            std::string value = scalar<std::string>(n, w, key, "a string");
-            try {
-              ref = parse(value);
-            } catch (const Error& e) {
-              fail("{}: '{}': {}", w, key, e.what());
-            }
-          },
-          [&ref, name] { return YAML::Node(std::string(name(ref))); }};
-}
-
-// Two numbers written as the list [first, second] (optim.betas).
-Field number_pair(std::string key, double& first, double& second, const char* expected) {
-  return {key,
-          [&first, &second, key, expected](const YAML::Node& n, const std::string& w) {
-            if (!n.IsSequence() || n.size() != 2) wrong_type(w, key, expected, n);
-            first = scalar<double>(n[0], w, key, expected);
-            second = scalar<double>(n[1], w, key, expected);
-          },
-          [&first, &second] {
-            YAML::Node n(YAML::NodeType::Sequence);
-            n.push_back(fmt::format("{}", first));
-            n.push_back(fmt::format("{}", second));
-            n.SetStyle(YAML::EmitterStyle::Flow);
-            return n;
-          }};
-}
+using namespace config;  // Field and its kinds (number, integer, text, list, choice, ...)
 
 std::vector<Field> fields(Recipe& r) {
   auto precision = [](const std::string& s) { return parse_precision(s.c_str()); };
@@ -292,24 +187,6 @@ void validate(const Recipe& r, const std::string& source) {
   } catch (const Error& e) {
     fail("{}: {}", source, e.what());
   }
-}
-
-// Entries with glob characters (data/tokens/heldout/*.npy) become the files they match, in name order.
-std::vector<std::string> expand_globs(const std::vector<std::string>& paths, const std::string& source,
-                                      const char* key) {
-  std::vector<std::string> out;
-  for (const std::string& p : paths) {
-    if (p.find_first_of("*?[") == std::string::npos) {
-      out.push_back(p);
-      continue;
-    }
-    glob_t matches{};
-    int rc = glob(p.c_str(), 0, nullptr, &matches);
-    for (size_t i = 0; rc == 0 && i < matches.gl_pathc; i++) out.push_back(matches.gl_pathv[i]);
-    globfree(&matches);
-    check(rc == 0, "{}: '{}': no file matches {}", source, key, p);
-  }
-  return out;
 }
 
 void check_files_exist(Recipe& r, const std::string& source) {
