@@ -181,8 +181,8 @@ void Olmo3::block_forward(const GroupWeights& P, int64_t layer, const float* x, 
   be_.linear_forward(a.k.data(), attn_in, P.matrix(o.wk), N, KD, C, p);
   be_.linear_forward(a.v.data(), attn_in, P.matrix(o.wv), N, KD, C, p);
   if (c.qk_norm) {
-    be_.rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P(o.q_norm), N, HD, eps);
-    be_.rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P(o.k_norm), N, KD, eps);
+    be_.rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P(o.q_norm.value()), N, HD, eps);
+    be_.rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P(o.k_norm.value()), N, KD, eps);
   } else {
     be_.copy(a.qr.data(), a.q.data(), size_t(N * HD));
     be_.copy(a.kr.data(), a.k.data(), size_t(N * KD));
@@ -270,9 +270,9 @@ void Olmo3::block_backward(const GroupWeights& P, const GroupGrads& G, int64_t l
   const float* dq = w.dqr.data();
   const float* dk = w.dkr.data();
   if (c.qk_norm) {
-    be_.rmsnorm_backward(w.dq.data(), G(o.q_norm), w.dqr.data(), a.q.data(), P(o.q_norm), a.rstd_q.data(), N, HD,
+    be_.rmsnorm_backward(w.dq.data(), G(o.q_norm.value()), w.dqr.data(), a.q.data(), P(o.q_norm.value()), a.rstd_q.data(), N, HD,
                          false);
-    be_.rmsnorm_backward(w.dk.data(), G(o.k_norm), w.dkr.data(), a.k.data(), P(o.k_norm), a.rstd_k.data(), N, KD,
+    be_.rmsnorm_backward(w.dk.data(), G(o.k_norm.value()), w.dkr.data(), a.k.data(), P(o.k_norm.value()), a.rstd_k.data(), N, KD,
                          false);
     dq = w.dq.data();
     dk = w.dk.data();
