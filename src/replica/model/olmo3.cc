@@ -7,9 +7,8 @@
 // mlp(x)  = down_proj(silu(gate_proj x) · up_proj x)
 #include "replica/model/olmo3.h"
 
-#include <algorithm>
-
 #include "replica/core/error.h"
+#include "replica/model/activations.h"
 
 namespace replica {
 
@@ -30,120 +29,18 @@ std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T) {
   return targets;
 }
 
-using Buffer = DeviceArray<float>;
-using Buffer16 = DeviceArray<bf16>;
-
-// Saved activations of one block (N = B·T rows).
-struct Olmo3::BlockActs {
-  Buffer q, k, v;          // projections [N, H·D], [N, K·D], [N, K·D]
-  Buffer qr, kr;           // after QK-norm and RoPE: attention inputs
-  Buffer rstd_q, rstd_k;   // [N]
-  Buffer att, lse;         // attention output [N, H·D], log-sum-exp [B, H, T] (per layer under keep_attention)
-  Buffer ao;               // o_proj output [N, C]
-  Buffer n1, rstd1;        // norm1 output [N, C] and its rstd
-  Buffer h;                // residual after the attention branch [N, C]
-  Buffer g, u, s;          // gate, up, silu(gate)·up [N, F]
-  Buffer m;                // down_proj output [N, C]
-  Buffer n2, rstd2;        // norm2 output and its rstd
-  // bf16: the four GEMM inputs rounded once, for their forward products and the weight gradients.
-  Buffer16 attn_in16, att16, mlp_in16, s16;
-
-  // `attention_out`: whether att and lse live here (not under Remat::keep_attention, which keeps them per layer).
-  void allocate(Backend& be, const ModelConfig& c, int64_t B, int64_t T, Precision p, bool attention_out) {
-    const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
-    const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
-    for (Buffer* b : {&q, &qr}) *b = Buffer(be, N * HD);
-    for (Buffer* b : {&k, &v, &kr}) *b = Buffer(be, N * KD);
-    for (Buffer* b : {&rstd_q, &rstd_k, &rstd1, &rstd2}) *b = Buffer(be, N);
-    if (attention_out) {
-      att = Buffer(be, N * HD);
-      lse = Buffer(be, size_t(B * c.n_heads * T));
-    }
-    for (Buffer* b : {&ao, &n1, &h, &m, &n2}) *b = Buffer(be, N * C);
-    for (Buffer* b : {&g, &u, &s}) *b = Buffer(be, N * F);
-    if (p != Precision::bf16) return;
-    for (Buffer16* b : {&attn_in16, &mlp_in16}) *b = Buffer16(be, N * C);
-    att16 = Buffer16(be, N * HD);
-    s16 = Buffer16(be, N * F);
-  }
-  static size_t bytes(const ModelConfig& c, int64_t B, int64_t T, Precision p, bool attention_out) {
-    const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
-    const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
-    const size_t attention = N * HD + size_t(B * c.n_heads * T);
-    const size_t floats = N * (2 * HD + 3 * KD + 4 + 5 * C + 3 * F) + (attention_out ? attention : 0);
-    return 4 * floats + (p == Precision::bf16 ? 2 * N * (2 * C + HD + F) : 0);
-  }
-};
-
-// Everything sized by (B, T): residual stream per layer, block activations, backward scratch.
-struct Olmo3::Workspace {
-  int64_t B = 0, T = 0;
-  bool training = false;
-  std::unique_ptr<RopeTable> rope;
-  std::vector<Buffer> resid;  // [L + 1][N, C]: block inputs, then the last block's output
-  std::vector<BlockActs> acts;
-  std::vector<Buffer> kept_att, kept_lse;  // Remat::keep_attention: every layer's attention output and lse
-  Buffer final_out, final_rstd;
-  // Backward scratch.
-  Buffer dres, dfinal, dq, dk, dv, dqr, dkr, datt, dao, dx_branch, dg, du, ds, dm;
-  Buffer16 dy16;  // bf16: each output gradient rounded once for both of its products
-  // Evaluation: rows of final_out gathered for the LM head, and their logits off the host.
-  Buffer head_rows, head_logits;
-};
-
 Olmo3::Olmo3(ModelConfig config, Precision precision, Remat remat, Backend& backend)
     : config_(std::move(config)), table_(config_), precision_(precision), remat_(remat), be_(backend),
-      ws_(std::make_unique<Workspace>()),
       whole_(backend, table_.total()) {}
 
 Olmo3::~Olmo3() = default;
 
-size_t Olmo3::activation_bytes(const ModelConfig& c, Remat remat, int64_t B, int64_t T, Precision p) {
-  const size_t N = size_t(B * T), C = size_t(c.d_model);
-  const size_t widest = std::max({C, size_t(c.ffn_hidden), size_t(c.q_width())});
-  size_t blocks = remat == Remat::none ? size_t(c.n_layers) : 1;
-  size_t resid = size_t(c.n_layers + 1) * N * C;
-  if (remat == Remat::keep_attention)  // the kept attention outputs and lse
-    resid += size_t(c.n_layers) * (N * size_t(c.q_width()) + size_t(B * c.n_heads * T));
-  size_t scratch = N * (3 * size_t(c.q_width()) + 4 * size_t(c.kv_width()) + 3 * C + 3 * size_t(c.ffn_hidden));
-  return blocks * BlockActs::bytes(c, B, T, p, remat != Remat::keep_attention) + 4 * (resid + scratch + 2 * N * C) +
-         (p == Precision::bf16 ? 2 * N * widest : 0);
-}
-
 void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   check(T <= config_.max_seq_len, "sequence length {} exceeds max_position_embeddings {}", T, config_.max_seq_len);
-  Workspace& w = *ws_;
-  const bool keep_all = for_training && remat_ == Remat::none;
-  const size_t want_acts = keep_all ? size_t(config_.n_layers) : 1;
-  const size_t want_kept = for_training && remat_ == Remat::keep_attention ? size_t(config_.n_layers) : 0;
-  if (w.B == B && w.T == T && w.acts.size() == want_acts && w.kept_att.size() == want_kept &&
-      (w.training || !for_training))
-    return;
-  const ModelConfig& c = config_;
-  const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
-  const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
-  w.B = B;
-  w.T = T;
-  w.training = for_training;
-  w.rope = std::make_unique<RopeTable>(T, c.head_dim, c.rope_theta);
-  w.resid.clear();
-  for (int64_t l = 0; l <= c.n_layers; l++) w.resid.emplace_back(be_, N * C);
-  w.acts.resize(want_acts);
-  for (BlockActs& a : w.acts) a.allocate(be_, c, B, T, precision_, want_kept == 0);
-  w.kept_att.clear();
-  w.kept_lse.clear();
-  for (size_t l = 0; l < want_kept; l++) {
-    w.kept_att.emplace_back(be_, N * HD);
-    w.kept_lse.emplace_back(be_, size_t(B * c.n_heads * T));
-  }
-  w.final_out = Buffer(be_, N * C);
-  w.final_rstd = Buffer(be_, N);
-  if (!for_training) return;
-  for (Buffer* b : {&w.dq, &w.dqr, &w.datt}) *b = Buffer(be_, N * HD);
-  for (Buffer* b : {&w.dk, &w.dv, &w.dkr}) *b = Buffer(be_, N * KD);
-  for (Buffer* b : {&w.dres, &w.dfinal, &w.dao, &w.dx_branch, &w.dm}) *b = Buffer(be_, N * C);
-  for (Buffer* b : {&w.dg, &w.du, &w.ds}) *b = Buffer(be_, N * F);
-  if (precision_ == Precision::bf16) w.dy16 = Buffer16(be_, N * std::max({C, F, HD, KD}));
+  const ActivationShape shape(config_, B, T, remat_, precision_, for_training);
+  if (ws_ && ws_->shape.serves(shape)) return;
+  ws_.reset();  // the old buffers go before the new ones come
+  ws_ = std::make_unique<Workspace>(be_, config_, shape);
 }
 
 WeightRef Olmo3::rounded(const float* x, bf16* x16, size_t n) {
@@ -171,13 +68,13 @@ Olmo3::AttentionOut Olmo3::attention_out(int64_t layer, BlockActs& a) {
 const float* Olmo3::branch_input(const BranchNorm& n, const float* x) const { return reordered() ? x : n.y; }
 
 const float* Olmo3::branch_norm_in(const GroupWeights& P, const BranchNorm& n, const float* x) {
-  if (!reordered()) be_.rmsnorm_forward(n.y, n.rstd, x, P(n.weight), ws_->B * ws_->T, config_.d_model, eps());
+  if (!reordered()) be_.rmsnorm_forward(n.y, n.rstd, x, P(n.weight), ws_->shape.N, config_.d_model, eps());
   return branch_input(n, x);
 }
 
 void Olmo3::branch_norm_out(const GroupWeights& P, const BranchNorm& n, float* out, const float* x,
                             const float* sublayer) {
-  const int64_t N = ws_->B * ws_->T, C = config_.d_model;
+  const int64_t N = ws_->shape.N, C = config_.d_model;
   if (reordered()) {
     be_.rmsnorm_forward(n.y, n.rstd, sublayer, P(n.weight), N, C, eps());
     sublayer = n.y;
@@ -188,14 +85,14 @@ void Olmo3::branch_norm_out(const GroupWeights& P, const BranchNorm& n, float* o
 const float* Olmo3::branch_norm_out_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n,
                                              const float* dout, const float* sublayer, float* scratch) {
   if (!reordered()) return dout;
-  be_.rmsnorm_backward(scratch, G(n.weight), dout, sublayer, P(n.weight), n.rstd, ws_->B * ws_->T, config_.d_model,
+  be_.rmsnorm_backward(scratch, G(n.weight), dout, sublayer, P(n.weight), n.rstd, ws_->shape.N, config_.d_model,
                        false);
   return scratch;
 }
 
 void Olmo3::branch_norm_in_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n, float* dres,
                                     const float* dinput, const float* x) {
-  const int64_t N = ws_->B * ws_->T, C = config_.d_model;
+  const int64_t N = ws_->shape.N, C = config_.d_model;
   if (reordered()) {
     be_.add(dres, dres, dinput, N * C);
   } else {
@@ -208,7 +105,7 @@ void Olmo3::attention_branch_forward(const GroupWeights& P, int64_t layer, const
                                      bool recompute) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
-  const int64_t B = ws_->B, T = ws_->T, N = B * T, C = c.d_model, HD = c.q_width(), KD = c.kv_width();
+  const int64_t B = ws_->shape.B, T = ws_->shape.T, N = B * T, C = c.d_model, HD = c.q_width(), KD = c.kv_width();
   const Precision p = precision_;
   const BranchNorm norm{o.norm1, a.n1.data(), a.rstd1.data()};
 
@@ -240,7 +137,7 @@ void Olmo3::attention_branch_backward(const GroupWeights& P, const GroupGrads& G
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   Workspace& w = *ws_;
-  const int64_t B = w.B, T = w.T, N = B * T, C = c.d_model, HD = c.q_width(), KD = c.kv_width();
+  const int64_t B = w.shape.B, T = w.shape.T, N = B * T, C = c.d_model, HD = c.q_width(), KD = c.kv_width();
   const Precision p = precision_;
   const BranchNorm norm{o.norm1, a.n1.data(), a.rstd1.data()};
 
@@ -280,7 +177,7 @@ void Olmo3::attention_branch_backward(const GroupWeights& P, const GroupGrads& G
 // out = a.h + the MLP branch.
 void Olmo3::mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out, BlockActs& a) {
   const BlockOffsets& o = table_.blocks[size_t(layer)];
-  const int64_t N = ws_->B * ws_->T, C = config_.d_model, F = config_.ffn_hidden;
+  const int64_t N = ws_->shape.N, C = config_.d_model, F = config_.ffn_hidden;
   const Precision p = precision_;
   const BranchNorm norm{o.norm2, a.n2.data(), a.rstd2.data()};
 
@@ -297,7 +194,7 @@ void Olmo3::mlp_branch_backward(const GroupWeights& P, const GroupGrads& G, int6
                                 float* dres) {
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   Workspace& w = *ws_;
-  const int64_t N = w.B * w.T, C = config_.d_model, F = config_.ffn_hidden;
+  const int64_t N = w.shape.N, C = config_.d_model, F = config_.ffn_hidden;
   const Precision p = precision_;
   const BranchNorm norm{o.norm2, a.n2.data(), a.rstd2.data()};
 
@@ -333,7 +230,7 @@ void Olmo3::block_backward(const GroupWeights& P, const GroupGrads& G, int64_t l
 
 void Olmo3::forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_all) {
   Workspace& w = *ws_;
-  const int64_t N = w.B * w.T, C = config_.d_model;
+  const int64_t N = w.shape.N, C = config_.d_model;
   check_ids(ids, N);
   const ParamTable::Range embed_range = table_.embed_range();
   be_.embedding_forward(w.resid[0].data(), ids, acquire(weights, embed_range)(table_.embed), N, C);
@@ -349,7 +246,7 @@ void Olmo3::forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_
 void Olmo3::final_norm(const GroupWeights& head) {
   Workspace& w = *ws_;
   be_.rmsnorm_forward(w.final_out.data(), w.final_rstd.data(), w.resid.back().data(), head(table_.final_norm),
-                      w.B * w.T, config_.d_model, eps());
+                      w.shape.N, config_.d_model, eps());
 }
 
 WeightRef Olmo3::lm_head_weights(WeightSource& weights, const GroupWeights& head) {
@@ -360,7 +257,7 @@ LossSums Olmo3::head_loss(WeightSource& weights, const GroupWeights& head, const
                           const LmHeadGrads* grads) {
   const WeightRef lm_head = lm_head_weights(weights, head);
   final_norm(head);
-  const LossSums sums = be_.lm_head_loss(ws_->final_out.data(), lm_head, targets, ws_->B * ws_->T, config_.d_model,
+  const LossSums sums = be_.lm_head_loss(ws_->final_out.data(), lm_head, targets, ws_->shape.N, config_.d_model,
                                          config_.vocab_size, z_coef, precision_, grads);
   if (table_.tied()) weights.release(table_.embed_range());
   return sums;
@@ -430,11 +327,12 @@ void Olmo3::forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B,
 }
 
 void Olmo3::head_logits(WeightSource& weights, const int64_t* rows, int64_t n, float* logits) {
+  check(ws_ != nullptr, "head_logits: call forward_hidden first");
   Workspace& w = *ws_;
   const int64_t C = config_.d_model, V = config_.vocab_size;
   if (w.head_rows.size() < size_t(n * C)) w.head_rows = Buffer(be_, size_t(n * C));
   for (int64_t i = 0; i < n; i++) {
-    check(rows[i] >= 0 && rows[i] < w.B * w.T, "head_logits: row {} is outside the {} positions", rows[i], w.B * w.T);
+    check(rows[i] >= 0 && rows[i] < w.shape.N, "head_logits: row {} is outside the {} positions", rows[i], w.shape.N);
     be_.copy(w.head_rows.data() + i * C, w.final_out.data() + rows[i] * C, size_t(C));
   }
   const size_t n_logits = size_t(n * V);

@@ -72,13 +72,16 @@ class Olmo3 {
   void forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T);
   void head_logits(WeightSource& weights, const int64_t* rows, int64_t n, float* logits);
 
-  // Bytes of activation memory one micro-batch of [B, T] needs under `remat` (for the memory plan).
+  // Bytes of activation memory one micro-batch of [B, T] needs under `remat` in training: exactly what
+  // forward_backward allocates (for the memory plan).
   static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T,
                                  Precision precision = Precision::fp32);
 
  private:
-  struct Workspace;
+  // The activation memory (model/activations.h).
+  struct ActivationShape;
   struct BlockActs;
+  struct Workspace;
   void prepare(int64_t B, int64_t T, bool for_training);
   void check_ids(const int32_t* ids, int64_t n) const;
   // An activation as a GEMM operand: in bf16, rounded once into x16 (n values) for every product that reads it.
