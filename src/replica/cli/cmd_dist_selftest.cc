@@ -44,7 +44,7 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
          {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 8},
          {"sliding_window", 4}, {"layer_types", {"sliding_attention", "full_attention"}}},
         "dist-selftest model");
-    Olmo3 model(config);
+    Olmo3 model(config, Precision::fp32, Remat::none, cpu_backend());
     const ParamTable& table = model.table();
     std::vector<float> params(table.total(), 0.0f);
     init_params(config, table, 0, params.data());

@@ -35,8 +35,8 @@ std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T);
 
 class Olmo3 {
  public:
-  Olmo3(ModelConfig config, Precision precision = Precision::fp32, Remat remat = Remat::none,
-        Backend& backend = cpu_backend());
+  // The backend runs every kernel and holds every buffer (weights and gradients passed in are its memory).
+  Olmo3(ModelConfig config, Precision precision, Remat remat, Backend& backend);
   ~Olmo3();
 
   const ModelConfig& config() const { return config_; }
@@ -74,8 +74,7 @@ class Olmo3 {
 
   // Bytes of activation memory one micro-batch of [B, T] needs under `remat` in training: exactly what
   // forward_backward allocates (for the memory plan).
-  static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T,
-                                 Precision precision = Precision::fp32);
+  static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision);
 
  private:
   // The activation memory (model/activations.h).
