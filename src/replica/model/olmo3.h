@@ -55,8 +55,14 @@ class Olmo3 {
   LossSums forward_backward(WeightSource& weights, GradientSink& sink, const Batch& batch, float z_coef,
                             float grad_scale);
   // The model's view of a whole weight buffer (backend memory), with the bf16 copy it keeps for bf16 GEMMs, rounded
-  // at the first use after this call: call it again once the weights have changed. The calls that take
-  // `const float* params` use the same view and copy.
+  // at the first use after the weights changed. `version`: the counter the buffer's owner bumps whenever it changes
+  // them (WholeWeights), so the view may be taken again, or kept, across updates.
+  WeightSource& whole_weights(const float* params, const WeightsVersion& version) {
+    whole_.set(params, version);
+    return whole_;
+  }
+  // Weights without a version: each call counts as a change, so call it again once the weights have changed. The
+  // calls that take `const float* params` go through it.
   WeightSource& whole_weights(const float* params) {
     whole_.set(params);
     return whole_;
