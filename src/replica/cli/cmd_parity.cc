@@ -37,7 +37,7 @@ class LogitSource {
       HfModel m = load_model_source(path);
       V_ = m.config.vocab_size;
       params_ = std::move(m.params);
-      model_ = std::make_unique<Olmo3>(m.config, precision);
+      model_ = std::make_unique<Olmo3>(m.config, precision, Remat::none, cpu_backend());
       buffer_.resize(size_t(T * V_));
     }
   }

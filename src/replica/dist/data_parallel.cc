@@ -167,6 +167,7 @@ void DataParallel::load_weights(const float* whole) {
     broadcast(control_, root ? const_cast<float*>(whole) : host.data(), n * sizeof(float));
   }
   be_.to_device(weights_.data(), host.empty() ? whole : host.data(), n * sizeof(float));
+  weights_version_.bump();
 }
 
 void DataParallel::gather_weights(float* whole) {
@@ -266,6 +267,7 @@ void DataParallel::step(Optimizer& optimizer, double lr) {
         optimizer.size(), grads_.size());
   optimizer.step(weights_.data(), grads_.data(), lr, !sharding_.weights);
   if (!sharding_.weights && data_.size() > 1) all_gather_weights();
+  weights_version_.bump();
 }
 
 void DataParallel::gather_state(const Optimizer& optimizer, size_t i, float* whole) {

@@ -74,6 +74,8 @@ class DataParallel {
   // Without sharded weights: this rank's whole weights (backend memory), which the model reads directly
   // (Olmo3::whole_weights, which also keeps their bf16 copy).
   const float* whole_weights() const { return sharding_.weights ? nullptr : weights_.data(); }
+  // Bumped whenever this rank's weights change (load_weights, step), so the model's bf16 copy of them follows.
+  const WeightsVersion& weights_version() const { return weights_version_; }
   // With sharded weights: the model's view of them, each group gathered from its owners on acquire.
   WeightSource& gathered_weights();
   // Rank 0 gets the whole weights into host memory `whole` (total floats; other ranks pass nullptr). Every rank must
@@ -119,6 +121,7 @@ class DataParallel {
   ShardLayout layout_;
   Sharding sharding_;
   DeviceArray<float> weights_;                   // fp32: the whole buffer, or this rank's shard
+  WeightsVersion weights_version_;
   std::unique_ptr<Gathered> gathered_;           // the model's view of sharded weights
   DeviceArray<float> grads_;                     // this rank's shard of the summed gradient
   size_t largest_group_;                         // floats

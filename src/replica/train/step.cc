@@ -31,10 +31,11 @@ TrainStep::TrainStep(const ModelConfig& model, const StepConfig& config, Communi
       optimizer_(std::make_unique<AdamW>(model_.table(), config.adamw, dp_.shard_parts(), backend)),
       skip_step_(config.skip_step) {}
 
-// This rank's whole buffer through the model's own view (each call marks its bf16 copy stale, so it is asked for once
-// per step), or with sharded weights the groups gathered from the shards.
+// This rank's whole buffer through the model's own view (its bf16 copy follows the weights' version), or with sharded
+// weights the groups gathered from the shards.
 WeightSource& TrainStep::weights() {
-  return dp_.shards_weights() ? dp_.gathered_weights() : model_.whole_weights(dp_.whole_weights());
+  return dp_.shards_weights() ? dp_.gathered_weights()
+                              : model_.whole_weights(dp_.whole_weights(), dp_.weights_version());
 }
 
 StepResult TrainStep::run(const data::Batch& batch, int64_t step) { return update(gradients(batch), step); }
