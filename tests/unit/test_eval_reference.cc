@@ -60,7 +60,7 @@ TEST(EvalReference, AllSurfacesMatchPyTorch) {
   std::ofstream(token_file, std::ios::binary).write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size() * 4));
 
   HfModel a = load_hf_model((dir / "a").string()), b = load_hf_model((dir / "b").string());
-  Olmo3 model(a.config, Precision::fp32, Remat::none, cpu_backend()),
+  Transformer model(a.config, Precision::fp32, Remat::none, cpu_backend()),
       other(b.config, Precision::fp32, Remat::none, cpu_backend());
   const std::vector<data::MixEntry> files = {{"docs", token_file}};
 

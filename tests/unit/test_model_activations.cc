@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "emulated_device.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 namespace replica {
 namespace {
@@ -27,14 +27,14 @@ TEST(ModelActivations, ActivationBytesAreWhatTheModelAllocates) {
   for (Precision precision : {Precision::fp32, Precision::bf16})
     for (Remat remat : {Remat::none, Remat::block, Remat::keep_attention}) {
       EmulatedDevice device;
-      Olmo3 net(config, precision, remat, device);
+      Transformer net(config, precision, remat, device);
       const ParamTable& table = net.table();
       DeviceArray<float> params(device, table.total()), grads(device, table.total());
       // The bf16 copy of the weights is weights, not activations: made before counting.
       net.whole_weights(params.data()).acquire(table.embed_range(), precision);
       const size_t before = device.live_bytes();
-      net.forward_backward(params.data(), grads.data(), Batch{ids.data(), targets.data(), B, T}, 1e-4f, 1.0f);
-      EXPECT_EQ(device.live_bytes() - before, Olmo3::activation_bytes(config, remat, B, T, precision))
+      net.forward_backward(params.data(), grads.data(), MicroBatch{ids.data(), targets.data(), B, T}, 1e-4f, 1.0f);
+      EXPECT_EQ(device.live_bytes() - before, Transformer::activation_bytes(config, remat, B, T, precision))
           << remat_name(remat) << (precision == Precision::bf16 ? " bf16" : " fp32");
     }
 }

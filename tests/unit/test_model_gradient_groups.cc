@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 namespace replica {
 namespace {
@@ -79,7 +79,7 @@ class GradientGroups : public ::testing::TestWithParam<bool> {};
 TEST_P(GradientGroups, WeightsAndGradientsMoveGroupByGroupWithTheWholeBuffersBits) {
   const bool tied = GetParam();
   const ModelConfig config = model(tied);
-  Olmo3 net(config, Precision::fp32, Remat::none, cpu_backend());
+  Transformer net(config, Precision::fp32, Remat::none, cpu_backend());
   const ParamTable& table = net.table();
   std::vector<float> params(table.total());
   init_params(config, table, 7, params.data());
@@ -87,7 +87,7 @@ TEST_P(GradientGroups, WeightsAndGradientsMoveGroupByGroupWithTheWholeBuffersBit
   std::vector<int32_t> ids(size_t(B * T));
   for (size_t i = 0; i < ids.size(); i++) ids[i] = int32_t((i * 37 + 5) % 300);
   const std::vector<int32_t> targets = shifted_targets(ids.data(), B, T);
-  const Batch batch{ids.data(), targets.data(), B, T};
+  const MicroBatch batch{ids.data(), targets.data(), B, T};
 
   std::vector<float> whole(table.total(), 0.0f);
   const LossSums expected = net.forward_backward(params.data(), whole.data(), batch, 1e-4f, 0.01f);

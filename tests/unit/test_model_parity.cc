@@ -1,4 +1,4 @@
-// Olmo3 forward and backward against the independent PyTorch reference (tools/reference): logits, loss and
+// Transformer forward and backward against the independent PyTorch reference (tools/reference): logits, loss and
 // every parameter's gradient on random tiny models (MHA/GQA, windows below and above T, tied/untied,
 // several layer_types patterns, OLMo 2 and Llama variants, B > 1, T not a multiple of the tile size).
 // The *Cuda variants run the same model code on the CUDA backend against the same goldens; they skip where
@@ -16,7 +16,7 @@
 #include "replica/ckpt/hf.h"
 #include "replica/ckpt/safetensors.h"
 #include "replica/core/npy.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 namespace replica {
 namespace {
@@ -92,7 +92,7 @@ std::vector<float> to_host(Backend& backend, const DeviceArray<float>& a) {
 
 void check_logits(const Case& c, Precision precision, const std::string& golden, double tolerance,
                   Backend& backend) {
-  Olmo3 model(c.model.config, precision, Remat::none, backend);
+  Transformer model(c.model.config, precision, Remat::none, backend);
   const size_t n = size_t(c.B * c.T * c.model.config.vocab_size);
   std::vector<float> logits(n);
   model.forward_logits(OnBackend(backend, c.model.params).data(), c.ids.data(), c.B, c.T, logits.data());
@@ -104,11 +104,11 @@ void check_logits(const Case& c, Precision precision, const std::string& golden,
 
 void check_gradients(const Case& c, Precision precision, const std::string& loss_file, const std::string& grad_file,
                      double loss_tolerance, double grad_tolerance, Backend& backend) {
-  Olmo3 model(c.model.config, precision, Remat::none, backend);
+  Transformer model(c.model.config, precision, Remat::none, backend);
   DeviceArray<float> device_grads(backend, model.table().total());
   nlohmann::json ref = c.loss_json(loss_file);
   const int64_t n_labels = ref["n_labels"].get<int64_t>();
-  const Batch batch{c.ids.data(), c.targets.data(), c.B, c.T};
+  const MicroBatch batch{c.ids.data(), c.targets.data(), c.B, c.T};
   LossSums sums = model.forward_backward(OnBackend(backend, c.model.params).data(), device_grads.data(), batch,
                                          1e-5f, 1.0f / float(n_labels));
   const std::vector<float> grads = to_host(backend, device_grads);
@@ -172,8 +172,8 @@ TEST_P(Parity, CudaRerunIsBitwiseIdentical) {
   SKIP_WITHOUT_CUDA();
   Case c(GetParam());
   Backend& cuda = backend_for(Device::cuda);
-  const Batch batch{c.ids.data(), c.targets.data(), c.B, c.T};
-  Olmo3 model(c.model.config, Precision::bf16, Remat::none, cuda);
+  const MicroBatch batch{c.ids.data(), c.targets.data(), c.B, c.T};
+  Transformer model(c.model.config, Precision::bf16, Remat::none, cuda);
   const OnBackend params(cuda, c.model.params);
   auto run = [&] {
     DeviceArray<float> grads(cuda, model.table().total());
@@ -188,10 +188,10 @@ TEST_P(Parity, CudaRerunIsBitwiseIdentical) {
 
 // Every recomputation policy gives the gradients (and loss) of keeping everything, bit for bit.
 void check_recomputation(const Case& c, Precision precision, Backend& backend) {
-  const Batch batch{c.ids.data(), c.targets.data(), c.B, c.T};
+  const MicroBatch batch{c.ids.data(), c.targets.data(), c.B, c.T};
   const OnBackend params(backend, c.model.params);
   auto run = [&](Remat remat) {
-    Olmo3 model(c.model.config, precision, remat, backend);
+    Transformer model(c.model.config, precision, remat, backend);
     DeviceArray<float> grads(backend, model.table().total());
     LossSums s = model.forward_backward(params.data(), grads.data(), batch, 1e-5f, 0.01f);
     std::vector<float> host = to_host(backend, grads);

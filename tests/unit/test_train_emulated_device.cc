@@ -12,7 +12,7 @@
 #include "emulated_device.h"
 #include "scratch_dir.h"
 #include "replica/core/npy.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 #include "replica/model/params.h"
 #include "replica/train/trainer.h"
 
@@ -61,10 +61,10 @@ TEST(EmulatedDevice, ModelForwardBackwardEqualsTheCpu) {
   std::vector<int32_t> ids(size_t(B * T));
   for (int32_t& id : ids) id = int32_t(rng() % 256);
   const std::vector<int32_t> targets = shifted_targets(ids.data(), B, T);
-  const Batch batch{ids.data(), targets.data(), B, T};
+  const MicroBatch batch{ids.data(), targets.data(), B, T};
 
   for (Precision precision : {Precision::fp32, Precision::bf16}) {
-    Olmo3 cpu_model(config, precision, Remat::none, cpu_backend());
+    Transformer cpu_model(config, precision, Remat::none, cpu_backend());
     std::vector<float> cpu_grads(table.total(), 0.0f);
     const LossSums cpu = cpu_model.forward_backward(params.data(), cpu_grads.data(), batch, 1e-4f, 0.01f);
     std::vector<float> cpu_logits(size_t(B * T * 256));
@@ -72,7 +72,7 @@ TEST(EmulatedDevice, ModelForwardBackwardEqualsTheCpu) {
 
     EmulatedDevice device;
     {
-      Olmo3 model(config, precision, Remat::block, device);
+      Transformer model(config, precision, Remat::block, device);
       const OnBackend device_params(device, params);
       DeviceArray<float> grads(device, table.total());
       const LossSums got = model.forward_backward(device_params.data(), grads.data(), batch, 1e-4f, 0.01f);

@@ -46,7 +46,7 @@ static Command eval_command(
         if (o->batch_tokens > 0) spec.batch_tokens = o->batch_tokens;
         HfModel hf = load_model_source(o->model);
         Backend& backend = backend_for(parse_device(o->device));
-        Olmo3 model(hf.config, parse_precision(o->precision.c_str()), Remat::none, backend);
+        Transformer model(hf.config, parse_precision(o->precision.c_str()), Remat::none, backend);
         data::Tokenizer tokenizer = data::Tokenizer::load(o->tokenizer.empty() ? data::default_ranks_path() : o->tokenizer);
         auto log = [](const std::string& line) { fmt::print(stderr, "eval: {}\n", line); };
         const OnBackend params(backend, hf.params);

@@ -6,7 +6,7 @@
 #include "replica/core/error.h"
 #include "replica/core/npy.h"
 #include "replica/core/threads.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 namespace replica::cli {
 
@@ -40,7 +40,7 @@ static Command forward_command(
                 o->tokens, ids64[i], i, hf.config.vocab_size);
           ids[i] = int32_t(ids64[i]);
         }
-        Olmo3 model(hf.config, precision, Remat::none, backend);
+        Transformer model(hf.config, precision, Remat::none, backend);
         std::vector<float> logits(size_t(B * T * hf.config.vocab_size));
         model.forward_logits(OnBackend(backend, hf.params).data(), ids.data(), B, T, logits.data());
         write_npy(o->out, NpyType::f32, {B, T, hf.config.vocab_size}, logits.data());

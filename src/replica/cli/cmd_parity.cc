@@ -15,7 +15,7 @@
 #include "replica/core/npy.h"
 #include "replica/core/threads.h"
 #include "replica/eval/parity.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 namespace replica::cli {
 
@@ -37,7 +37,7 @@ class LogitSource {
       HfModel m = load_model_source(path);
       V_ = m.config.vocab_size;
       params_ = std::move(m.params);
-      model_ = std::make_unique<Olmo3>(m.config, precision, Remat::none, cpu_backend());
+      model_ = std::make_unique<Transformer>(m.config, precision, Remat::none, cpu_backend());
       buffer_.resize(size_t(T * V_));
     }
   }
@@ -54,7 +54,7 @@ class LogitSource {
   std::optional<MappedFile> npy_;
   NpyHeader header_;
   std::vector<float> params_, buffer_;
-  std::unique_ptr<Olmo3> model_;
+  std::unique_ptr<Transformer> model_;
 };
 
 // The first V columns of logits [T, stride] (a padded vocabulary compared with a truncated one).

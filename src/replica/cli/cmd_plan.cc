@@ -5,7 +5,7 @@
 #include "replica/core/error.h"
 #include "replica/dist/memory_plan.h"
 #include "replica/model/flops.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 namespace replica::cli {
 
@@ -54,7 +54,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
       fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
     fmt::print("activations      B={} T={}\n", o->micro_batch, o->seq_len);
     for (Remat r : {Remat::none, Remat::block, Remat::keep_attention}) {
-      double act = double(Olmo3::activation_bytes(c, r, o->micro_batch, o->seq_len, precision));
+      double act = double(Transformer::activation_bytes(c, r, o->micro_batch, o->seq_len, precision));
       fmt::print("  remat={:<15} {}  (total with states: {})\n", remat_name(r), gib(act), gib(act + states));
     }
     fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
@@ -63,7 +63,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     if (o->ranks > 0) {
       const int64_t G = o->global_batch > 0 ? o->global_batch : o->ranks * o->micro_batch;
       check(G % (o->ranks * o->micro_batch) == 0, "--global-batch {} is not a multiple of --ranks × --micro-batch", G);
-      const double act = double(Olmo3::activation_bytes(c, Remat::block, o->micro_batch, o->seq_len, precision));
+      const double act = double(Transformer::activation_bytes(c, Remat::block, o->micro_batch, o->seq_len, precision));
       auto show = [](const std::string& title, const std::vector<MemoryItem>& items) {
         fmt::print("{}\n", title);
         for (const MemoryItem& item : items) fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);

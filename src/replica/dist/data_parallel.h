@@ -72,7 +72,7 @@ class DataParallel {
   // each rank's shard.
   void load_weights(const float* whole);
   // Without sharded weights: this rank's whole weights (backend memory), which the model reads directly
-  // (Olmo3::whole_weights, which also keeps their bf16 copy).
+  // (Transformer::whole_weights, which also keeps their bf16 copy).
   const float* whole_weights() const { return sharding_.weights ? nullptr : weights_.data(); }
   // Bumped whenever this rank's weights change (load_weights, step), so the model's bf16 copy of them follows.
   const WeightsVersion& weights_version() const { return weights_version_; }

@@ -10,7 +10,7 @@
 
 #include "replica/data/tokenizer.h"
 #include "replica/eval/tasks.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 namespace replica::eval {
 
@@ -36,7 +36,7 @@ struct TaskResult {
 };
 
 // max_length 0: the model's max_position_embeddings.
-TaskResult evaluate_task(Olmo3& model, WeightSource& weights, const data::Tokenizer& tok, const Task& task,
+TaskResult evaluate_task(Transformer& model, WeightSource& weights, const data::Tokenizer& tok, const Task& task,
                          int64_t max_length, int64_t batch_tokens);
 
 }  // namespace replica::eval

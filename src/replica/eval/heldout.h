@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "replica/data/dataset.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 namespace replica::eval {
 
@@ -28,7 +28,7 @@ struct HeldoutResult {
 
 // Scores the first `max_docs` documents of each file of `set` (0 = all; its seq_len is the truncation
 // length), batched micro_batch × seq_len padded tokens at a time. The model's eos_token_id separates documents.
-HeldoutResult heldout_loss(Olmo3& model, WeightSource& weights, const data::FslDataset& set, int64_t micro_batch,
+HeldoutResult heldout_loss(Transformer& model, WeightSource& weights, const data::FslDataset& set, int64_t micro_batch,
                            int64_t max_docs);
 
 }  // namespace replica::eval

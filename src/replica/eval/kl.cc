@@ -14,7 +14,7 @@ constexpr int64_t kRows = 64;
 
 // Logits of rows [row0, row0 + n) of `m`'s last forward_hidden through its LM head, keeping the first `V`
 // columns.
-void head_rows(Olmo3& m, WeightSource& weights, int64_t row0, int64_t n, int64_t V, std::vector<float>& full,
+void head_rows(Transformer& m, WeightSource& weights, int64_t row0, int64_t n, int64_t V, std::vector<float>& full,
                std::vector<float>& out) {
   const int64_t Vm = m.config().vocab_size;
   std::vector<int64_t> rows(static_cast<size_t>(n));
@@ -25,7 +25,7 @@ void head_rows(Olmo3& m, WeightSource& weights, int64_t row0, int64_t n, int64_t
 
 }  // namespace
 
-std::vector<DomainKl> domain_kl(Olmo3& reference, WeightSource& reference_weights, Olmo3& model, WeightSource& weights,
+std::vector<DomainKl> domain_kl(Transformer& reference, WeightSource& reference_weights, Transformer& model, WeightSource& weights,
                                 const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions) {
   const ModelConfig &rc = reference.config(), &mc = model.config();
   check(rc.eos_token_id == mc.eos_token_id, "kl: the models' eos_token_id differ ({} vs {})", rc.eos_token_id,

@@ -51,10 +51,10 @@ class KlSurface final : public Surface {
 
   bool enabled(const SuiteSpec& spec) const override { return !spec.kl.reference.empty(); }
 
-  std::unique_ptr<SurfaceResult> run(Olmo3& model, WeightSource& weights, const SurfaceContext& ctx) const override {
+  std::unique_ptr<SurfaceResult> run(Transformer& model, WeightSource& weights, const SurfaceContext& ctx) const override {
     const SuiteSpec::Kl& spec = ctx.spec.kl;
     HfModel ref = load_model_source(spec.reference);
-    Olmo3 reference(ref.config, model.precision(), Remat::none, model.backend());
+    Transformer reference(ref.config, model.precision(), Remat::none, model.backend());
     const OnBackend ref_params(model.backend(), ref.params);
     auto r = std::make_unique<KlSurfaceResult>();
     r->reference = spec.reference;

@@ -11,7 +11,7 @@
 #include "replica/data/dataset.h"
 #include "replica/data/tokenizer.h"
 #include "replica/eval/score.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 namespace replica::eval {
 
@@ -35,7 +35,7 @@ struct PerplexityResult {
 std::vector<Sequence> rolling_windows(const std::vector<int32_t>& doc, int32_t prefix, int64_t L);
 
 // Scores at most `max_docs` documents (0 = all) of each file in `files`; batches of `batch_tokens`.
-PerplexityResult domain_perplexity(Olmo3& model, WeightSource& weights, const data::Tokenizer& tokenizer,
+PerplexityResult domain_perplexity(Transformer& model, WeightSource& weights, const data::Tokenizer& tokenizer,
                                    const std::vector<data::MixEntry>& files, int64_t window, int64_t max_docs,
                                    int64_t batch_tokens);
 

@@ -34,7 +34,7 @@ struct Row {
   std::vector<std::pair<int32_t, size_t>> reads;
 };
 
-void score_batch(Olmo3& model, WeightSource& weights, const std::vector<Sequence>& seqs,
+void score_batch(Transformer& model, WeightSource& weights, const std::vector<Sequence>& seqs,
                  const std::vector<size_t>& members, const std::vector<size_t>& first_span,
                  std::vector<SpanScore>& out) {
   const ModelConfig& c = model.config();
@@ -83,7 +83,7 @@ void score_batch(Olmo3& model, WeightSource& weights, const std::vector<Sequence
 
 }  // namespace
 
-std::vector<SpanScore> score_sequences(Olmo3& model, WeightSource& weights, const std::vector<Sequence>& seqs,
+std::vector<SpanScore> score_sequences(Transformer& model, WeightSource& weights, const std::vector<Sequence>& seqs,
                                        int64_t batch_tokens) {
   std::vector<size_t> first_span(seqs.size() + 1, 0);
   for (size_t i = 0; i < seqs.size(); i++) first_span[i + 1] = first_span[i] + seqs[i].spans.size();

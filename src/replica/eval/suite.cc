@@ -96,7 +96,7 @@ json SuiteResults::to_json() const {
   return out;
 }
 
-SuiteResults run_suite(Olmo3& model, WeightSource& weights, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
+SuiteResults run_suite(Transformer& model, WeightSource& weights, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
                        const std::function<void(const std::string&)>& log) {
   const SurfaceContext ctx{spec, tokenizer, log};
   SuiteResults results;

@@ -14,7 +14,7 @@
 #include "replica/data/tokenizer.h"
 #include "replica/eval/surface.h"
 #include "replica/eval/tasks.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 namespace replica::eval {
 
@@ -75,7 +75,7 @@ struct SuiteResults {
 
 // Runs every enabled surface. `tokenizer` is needed for perplexity (bytes) and tasks; `log` gets one line per
 // surface (per task) as it finishes.
-SuiteResults run_suite(Olmo3& model, WeightSource& weights, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
+SuiteResults run_suite(Transformer& model, WeightSource& weights, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
                        const std::function<void(const std::string&)>& log);
 
 // A readable table per surface of run_suite's result.

@@ -7,7 +7,7 @@
 
 namespace replica {
 
-Olmo3::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision,
+Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision,
                                         bool training)
     : B(B), T(T), N(B * T), C(size_t(c.d_model)), F(size_t(c.ffn_hidden)), HD(size_t(c.q_width())),
       KD(size_t(c.kv_width())), lse(size_t(B * c.n_heads * T)), layers(size_t(c.n_layers)),
@@ -15,13 +15,13 @@ Olmo3::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, int64_t
       kept_attention(training && remat == Remat::keep_attention ? layers : 0), training(training),
       bf16(precision == Precision::bf16) {}
 
-bool Olmo3::ActivationShape::serves(const ActivationShape& other) const {
+bool Transformer::ActivationShape::serves(const ActivationShape& other) const {
   return B == other.B && T == other.T && block_acts == other.block_acts && kept_attention == other.kept_attention &&
          (training || !other.training);
 }
 
 template <typename Visit>
-void Olmo3::BlockActs::each(const ActivationShape& shape, Visit&& visit) {
+void Transformer::BlockActs::each(const ActivationShape& shape, Visit&& visit) {
   const size_t N = size_t(shape.N);
   for (Buffer* b : {&q, &qr}) visit(*b, N * shape.HD);
   for (Buffer* b : {&k, &v, &kr}) visit(*b, N * shape.KD);
@@ -39,7 +39,7 @@ void Olmo3::BlockActs::each(const ActivationShape& shape, Visit&& visit) {
 }
 
 template <typename Visit>
-void Olmo3::Workspace::each(Visit&& visit) {
+void Transformer::Workspace::each(Visit&& visit) {
   const size_t N = size_t(shape.N), C = shape.C, F = shape.F, HD = shape.HD, KD = shape.KD;
   resid.resize(shape.layers + 1);
   for (Buffer& b : resid) visit(b, N * C);
@@ -59,18 +59,18 @@ void Olmo3::Workspace::each(Visit&& visit) {
   if (shape.bf16) visit(dy16, N * std::max({C, F, HD, KD}));
 }
 
-Olmo3::Workspace::Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape) : Workspace(shape) {
+Transformer::Workspace::Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape) : Workspace(shape) {
   each([&](auto& buffer, size_t n) { buffer = std::decay_t<decltype(buffer)>(backend, n); });
   rope = std::make_unique<RopeTable>(shape.T, c.head_dim, c.rope_theta);
 }
 
-size_t Olmo3::Workspace::bytes(const ActivationShape& shape) {
+size_t Transformer::Workspace::bytes(const ActivationShape& shape) {
   size_t total = 0;
   Workspace(shape).each([&](auto& buffer, size_t n) { total += n * sizeof(*buffer.data()); });
   return total;
 }
 
-size_t Olmo3::activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision) {
+size_t Transformer::activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision) {
   return Workspace::bytes(ActivationShape(config, B, T, remat, precision, true));
 }
 

@@ -1,11 +1,11 @@
 // The model's activation memory from one table (llm.c's act_sizes): Workspace::each lists every buffer that
-// Olmo3::prepare allocates for a micro-batch with its length, and Olmo3::activation_bytes (the memory plan, `replica
+// Transformer::prepare allocates for a micro-batch with its length, and Transformer::activation_bytes (the memory plan, `replica
 // plan`) sums the same list, so what is allocated and what is planned cannot drift apart. Internal to the model.
 #pragma once
 #include <memory>
 #include <vector>
 
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 namespace replica {
 
@@ -13,7 +13,7 @@ using Buffer = DeviceArray<float>;
 using Buffer16 = DeviceArray<bf16>;
 
 // What a workspace is sized for: a micro-batch of [B, T], for training (with the backward's scratch) or evaluation.
-struct Olmo3::ActivationShape {
+struct Transformer::ActivationShape {
   ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision, bool training);
   // Whether a workspace of this shape holds every buffer `other` needs: the same ones, or training's for evaluation.
   bool serves(const ActivationShape& other) const;
@@ -27,7 +27,7 @@ struct Olmo3::ActivationShape {
 };
 
 // Saved activations of one block (N = B·T rows).
-struct Olmo3::BlockActs {
+struct Transformer::BlockActs {
   Buffer q, k, v;          // projections [N, H·D], [N, K·D], [N, K·D]
   Buffer qr, kr;           // after QK-norm and RoPE: attention inputs
   Buffer rstd_q, rstd_k;   // [N]
@@ -46,7 +46,7 @@ struct Olmo3::BlockActs {
 };
 
 // Everything sized by (B, T): residual stream per layer, block activations, backward scratch.
-struct Olmo3::Workspace {
+struct Transformer::Workspace {
   Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape);  // allocates the table's buffers
   static size_t bytes(const ActivationShape& shape);                                  // what that allocates
 

@@ -11,7 +11,7 @@
 #include "replica/data/instance_filter.h"
 #include "replica/data/loader.h"
 #include "replica/kernels/backend.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 #include "replica/optim/adamw.h"
 #include "replica/optim/schedule.h"
 #include "replica/optim/skip_step.h"

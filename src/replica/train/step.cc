@@ -53,7 +53,7 @@ LossSums TrainStep::gradients(const data::Batch& batch) {
   const float grad_scale = 1.0f / float(loss_denominator(config_));
   WeightSource& weights = this->weights();
   return dp_.gradients([&](int64_t k, GradientSink& sink) {  // local micro-batch k: rows [k M, (k + 1) M)
-    const Batch micro_batch{batch.tokens.data() + k * M * T, targets_.data() + k * M * T, M, T};
+    const MicroBatch micro_batch{batch.tokens.data() + k * M * T, targets_.data() + k * M * T, M, T};
     return model_.forward_backward(weights, sink, micro_batch, float(config_.z_loss), grad_scale);
   });
 }

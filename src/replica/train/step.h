@@ -11,7 +11,7 @@
 
 #include "replica/data/loader.h"
 #include "replica/dist/data_parallel.h"
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 #include "replica/optim/adamw.h"
 #include "replica/optim/schedule.h"
 #include "replica/optim/skip_step.h"
@@ -65,7 +65,7 @@ class TrainStep {
   StepResult update(const LossSums& sums, int64_t step);
 
   const StepConfig& config() const { return config_; }
-  Olmo3& model() { return model_; }
+  Transformer& model() { return model_; }
   const ParamTable& table() const { return model_.table(); }
   DataParallel& dp() { return dp_; }
   Optimizer& optimizer() { return *optimizer_; }
@@ -75,7 +75,7 @@ class TrainStep {
 
  private:
   StepConfig config_;
-  Olmo3 model_;
+  Transformer model_;
   DataParallel dp_;
   std::unique_ptr<Optimizer> optimizer_;
   SkipStep skip_step_;

@@ -1,11 +1,11 @@
-// Olmo3 forward and backward: embedding → blocks → final norm → fused LM head + loss.
+// Transformer forward and backward: embedding → blocks → final norm → fused LM head + loss.
 //
 // Block with reordered norms (OLMo 2/3):        Block with pre-norm (Llama):
 //   h   = x + norm1(attn(x))                       h   = x + attn(norm1(x))
 //   out = h + norm2(mlp(h))                        out = h + mlp(norm2(h))
 // attn(x) = o_proj(attention(rope(q_norm(q_proj x)), rope(k_norm(k_proj x)), v_proj x))
 // mlp(x)  = down_proj(silu(gate_proj x) · up_proj x)
-#include "replica/model/olmo3.h"
+#include "replica/model/transformer.h"
 
 #include "replica/core/error.h"
 #include "replica/model/activations.h"
@@ -29,13 +29,13 @@ std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T) {
   return targets;
 }
 
-Olmo3::Olmo3(ModelConfig config, Precision precision, Remat remat, Backend& backend)
+Transformer::Transformer(ModelConfig config, Precision precision, Remat remat, Backend& backend)
     : config_(std::move(config)), table_(config_), precision_(precision), remat_(remat), be_(backend),
       whole_(backend, table_.total()) {}
 
-Olmo3::~Olmo3() = default;
+Transformer::~Transformer() = default;
 
-void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
+void Transformer::prepare(int64_t B, int64_t T, bool for_training) {
   check(T <= config_.max_seq_len, "sequence length {} exceeds max_position_embeddings {}", T, config_.max_seq_len);
   const ActivationShape shape(config_, B, T, remat_, precision_, for_training);
   if (ws_ && ws_->shape.serves(shape)) return;
@@ -43,19 +43,19 @@ void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   ws_ = std::make_unique<Workspace>(be_, config_, shape);
 }
 
-WeightRef Olmo3::rounded(const float* x, bf16* x16, size_t n) {
+WeightRef Transformer::rounded(const float* x, bf16* x16, size_t n) {
   if (precision_ != Precision::bf16) return {x};
   be_.convert_to_bf16(x, x16, n);
   return {x, x16};
 }
 
-void Olmo3::check_ids(const int32_t* ids, int64_t n) const {
+void Transformer::check_ids(const int32_t* ids, int64_t n) const {
   for (int64_t i = 0; i < n; i++)
     check(ids[i] >= 0 && ids[i] < config_.vocab_size, "token id {} at position {} is outside the vocabulary [0, {})",
           ids[i], i, config_.vocab_size);
 }
 
-Olmo3::AttentionOut Olmo3::attention_out(int64_t layer, BlockActs& a) {
+Transformer::AttentionOut Transformer::attention_out(int64_t layer, BlockActs& a) {
   Workspace& w = *ws_;
   if (w.kept_att.empty()) return {a.att.data(), a.lse.data()};
   return {w.kept_att[size_t(layer)].data(), w.kept_lse[size_t(layer)].data()};
@@ -65,14 +65,14 @@ Olmo3::AttentionOut Olmo3::attention_out(int64_t layer, BlockActs& a) {
 // A branch adds a sublayer (attention, MLP) to the residual stream with its norm around the sublayer's input
 // (pre-norm) or its output (reordered); only the branch_norm_* helpers below look at which.
 
-const float* Olmo3::branch_input(const BranchNorm& n, const float* x) const { return reordered() ? x : n.y; }
+const float* Transformer::branch_input(const BranchNorm& n, const float* x) const { return reordered() ? x : n.y; }
 
-const float* Olmo3::branch_norm_in(const GroupWeights& P, const BranchNorm& n, const float* x) {
+const float* Transformer::branch_norm_in(const GroupWeights& P, const BranchNorm& n, const float* x) {
   if (!reordered()) be_.rmsnorm_forward(n.y, n.rstd, x, P(n.weight), ws_->shape.N, config_.d_model, eps());
   return branch_input(n, x);
 }
 
-void Olmo3::branch_norm_out(const GroupWeights& P, const BranchNorm& n, float* out, const float* x,
+void Transformer::branch_norm_out(const GroupWeights& P, const BranchNorm& n, float* out, const float* x,
                             const float* sublayer) {
   const int64_t N = ws_->shape.N, C = config_.d_model;
   if (reordered()) {
@@ -82,7 +82,7 @@ void Olmo3::branch_norm_out(const GroupWeights& P, const BranchNorm& n, float* o
   be_.add(out, x, sublayer, N * C);
 }
 
-const float* Olmo3::branch_norm_out_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n,
+const float* Transformer::branch_norm_out_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n,
                                              const float* dout, const float* sublayer, float* scratch) {
   if (!reordered()) return dout;
   be_.rmsnorm_backward(scratch, G(n.weight), dout, sublayer, P(n.weight), n.rstd, ws_->shape.N, config_.d_model,
@@ -90,7 +90,7 @@ const float* Olmo3::branch_norm_out_backward(const GroupWeights& P, const GroupG
   return scratch;
 }
 
-void Olmo3::branch_norm_in_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n, float* dres,
+void Transformer::branch_norm_in_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n, float* dres,
                                     const float* dinput, const float* x) {
   const int64_t N = ws_->shape.N, C = config_.d_model;
   if (reordered()) {
@@ -101,7 +101,7 @@ void Olmo3::branch_norm_in_backward(const GroupWeights& P, const GroupGrads& G, 
 }
 
 // a.h = x + the attention branch.
-void Olmo3::attention_branch_forward(const GroupWeights& P, int64_t layer, const float* x, BlockActs& a,
+void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer, const float* x, BlockActs& a,
                                      bool recompute) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
@@ -132,7 +132,7 @@ void Olmo3::attention_branch_forward(const GroupWeights& P, int64_t layer, const
 }
 
 // On entry dres = d(loss)/d(a.h); on exit d(loss)/dx.
-void Olmo3::attention_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x,
+void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x,
                                       BlockActs& a, float* dres) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
@@ -175,7 +175,7 @@ void Olmo3::attention_branch_backward(const GroupWeights& P, const GroupGrads& G
 }
 
 // out = a.h + the MLP branch.
-void Olmo3::mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out, BlockActs& a) {
+void Transformer::mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out, BlockActs& a) {
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   const int64_t N = ws_->shape.N, C = config_.d_model, F = config_.ffn_hidden;
   const Precision p = precision_;
@@ -190,7 +190,7 @@ void Olmo3::mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out,
 }
 
 // On entry dres = d(loss)/d(block output); on exit d(loss)/d(a.h).
-void Olmo3::mlp_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, BlockActs& a,
+void Transformer::mlp_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, BlockActs& a,
                                 float* dres) {
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   Workspace& w = *ws_;
@@ -213,7 +213,7 @@ void Olmo3::mlp_branch_backward(const GroupWeights& P, const GroupGrads& G, int6
   branch_norm_in_backward(P, G, norm, dres, w.dx_branch.data(), a.h.data());
 }
 
-void Olmo3::block_forward(const GroupWeights& P, int64_t layer, const float* x, float* out, BlockActs& a,
+void Transformer::block_forward(const GroupWeights& P, int64_t layer, const float* x, float* out, BlockActs& a,
                           bool recompute) {
   attention_branch_forward(P, layer, x, a, recompute);
   mlp_branch_forward(P, layer, out, a);
@@ -222,13 +222,13 @@ void Olmo3::block_forward(const GroupWeights& P, int64_t layer, const float* x, 
 // On entry dres = d(loss)/d(block output); on exit d(loss)/d(block input x). Each output gradient dy is rounded
 // once (bf16) into w.dy16 for its two products, input and weight gradient, which therefore run one after the
 // other; the inputs' rounded copies come from the forward pass.
-void Olmo3::block_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x, BlockActs& a,
-                           float* dres) {
+void Transformer::block_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x,
+                                 BlockActs& a, float* dres) {
   mlp_branch_backward(P, G, layer, a, dres);
   attention_branch_backward(P, G, layer, x, a, dres);
 }
 
-void Olmo3::forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_all) {
+void Transformer::forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_all) {
   Workspace& w = *ws_;
   const int64_t N = w.shape.N, C = config_.d_model;
   check_ids(ids, N);
@@ -243,17 +243,17 @@ void Olmo3::forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_
   }
 }
 
-void Olmo3::final_norm(const GroupWeights& head) {
+void Transformer::final_norm(const GroupWeights& head) {
   Workspace& w = *ws_;
   be_.rmsnorm_forward(w.final_out.data(), w.final_rstd.data(), w.resid.back().data(), head(table_.final_norm),
                       w.shape.N, config_.d_model, eps());
 }
 
-WeightRef Olmo3::lm_head_weights(WeightSource& weights, const GroupWeights& head) {
+WeightRef Transformer::lm_head_weights(WeightSource& weights, const GroupWeights& head) {
   return (table_.tied() ? acquire(weights, table_.embed_range()) : head).matrix(table_.lm_head);
 }
 
-LossSums Olmo3::head_loss(WeightSource& weights, const GroupWeights& head, const int32_t* targets, float z_coef,
+LossSums Transformer::head_loss(WeightSource& weights, const GroupWeights& head, const int32_t* targets, float z_coef,
                           const LmHeadGrads* grads) {
   const WeightRef lm_head = lm_head_weights(weights, head);
   final_norm(head);
@@ -263,12 +263,13 @@ LossSums Olmo3::head_loss(WeightSource& weights, const GroupWeights& head, const
   return sums;
 }
 
-LossSums Olmo3::forward_backward(const float* P, float* grads, const Batch& batch, float z_coef, float grad_scale) {
+LossSums Transformer::forward_backward(const float* P, float* grads, const MicroBatch& batch, float z_coef,
+                                       float grad_scale) {
   WholeGradient sink(grads);
   return forward_backward(whole_weights(P), sink, batch, z_coef, grad_scale);
 }
 
-LossSums Olmo3::forward_backward(WeightSource& weights, GradientSink& sink, const Batch& batch, float z_coef,
+LossSums Transformer::forward_backward(WeightSource& weights, GradientSink& sink, const MicroBatch& batch, float z_coef,
                                  float grad_scale) {
   prepare(batch.B, batch.T, true);
   Workspace& w = *ws_;
@@ -306,11 +307,11 @@ LossSums Olmo3::forward_backward(WeightSource& weights, GradientSink& sink, cons
   return sums;
 }
 
-LossSums Olmo3::forward_loss(const float* P, const Batch& batch, float z_coef) {
+LossSums Transformer::forward_loss(const float* P, const MicroBatch& batch, float z_coef) {
   return forward_loss(whole_weights(P), batch, z_coef);
 }
 
-LossSums Olmo3::forward_loss(WeightSource& weights, const Batch& batch, float z_coef) {
+LossSums Transformer::forward_loss(WeightSource& weights, const MicroBatch& batch, float z_coef) {
   prepare(batch.B, batch.T, false);
   forward_blocks(weights, batch.ids, false);
   const ParamTable::Range head_range = table_.head_range();
@@ -319,14 +320,14 @@ LossSums Olmo3::forward_loss(WeightSource& weights, const Batch& batch, float z_
   return sums;
 }
 
-void Olmo3::forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T) {
+void Transformer::forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T) {
   prepare(B, T, false);
   forward_blocks(weights, ids, false);
   final_norm(acquire(weights, table_.head_range()));
   weights.release(table_.head_range());
 }
 
-void Olmo3::head_logits(WeightSource& weights, const int64_t* rows, int64_t n, float* logits) {
+void Transformer::head_logits(WeightSource& weights, const int64_t* rows, int64_t n, float* logits) {
   check(ws_ != nullptr, "head_logits: call forward_hidden first");
   Workspace& w = *ws_;
   const int64_t C = config_.d_model, V = config_.vocab_size;
@@ -345,7 +346,7 @@ void Olmo3::head_logits(WeightSource& weights, const int64_t* rows, int64_t n, f
   if (!be_.host_memory()) be_.to_host(logits, out, n_logits * sizeof(float));
 }
 
-void Olmo3::forward_logits(const float* P, const int32_t* ids, int64_t B, int64_t T, float* logits) {
+void Transformer::forward_logits(const float* P, const int32_t* ids, int64_t B, int64_t T, float* logits) {
   WeightSource& weights = whole_weights(P);
   forward_hidden(weights, ids, B, T);
   std::vector<int64_t> rows(size_t(B * T));

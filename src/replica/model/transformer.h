@@ -1,5 +1,5 @@
-// The OLMo 3 transformer (and its OLMo 2 / Llama-like variants): forward and backward over one flat fp32
-// parameter buffer laid out by ParamTable, on the CPU or a GPU (kernels/backend.h). Every layer's backward
+// The decoder transformer: OLMo 3, OLMo 2 and Llama are configs of it (model/config.h). Forward and backward over one
+// flat fp32 parameter buffer laid out by ParamTable, on the CPU or a GPU (kernels/backend.h). Every layer's backward
 // is hand-written beside its forward in the kernels; this file wires them into blocks and the model.
 // Parameter and gradient pointers are in the backend's memory; token ids and targets are host memory.
 #pragma once
@@ -24,7 +24,7 @@ Remat parse_remat(const std::string& text);
 const char* remat_name(Remat remat);
 
 // One micro-batch: ids and targets are [B, T]; a target of kIgnoreLabel has no loss.
-struct Batch {
+struct MicroBatch {
   const int32_t* ids;
   const int32_t* targets;
   int64_t B, T;
@@ -33,11 +33,11 @@ struct Batch {
 // OLMo-core labels: targets[t] = ids[t + 1] within each instance; the last position has no label.
 std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T);
 
-class Olmo3 {
+class Transformer {
  public:
   // The backend runs every kernel and holds every buffer (weights and gradients passed in are its memory).
-  Olmo3(ModelConfig config, Precision precision, Remat remat, Backend& backend);
-  ~Olmo3();
+  Transformer(ModelConfig config, Precision precision, Remat remat, Backend& backend);
+  ~Transformer();
 
   const ModelConfig& config() const { return config_; }
   const ParamTable& table() const { return table_; }
@@ -46,13 +46,13 @@ class Olmo3 {
 
   // Forward and backward of one micro-batch. Gradients of (Σ ce + z_coef · Σ z) · grad_scale are
   // added to `grads` (same layout as params); pass grad_scale = 1 / labels in the optimizer batch.
-  LossSums forward_backward(const float* params, float* grads, const Batch& batch, float z_coef, float grad_scale);
+  LossSums forward_backward(const float* params, float* grads, const MicroBatch& batch, float z_coef, float grad_scale);
   // The same, group by group: weights from `weights` and gradients into `sink`. Weights are acquired for the
   // embedding, blocks 0 … L-1 and the head group in the forward, then the head group (with the embedding when the LM
   // head is tied to it) and blocks L-1 … 0 again in the backward, each released right after use. Gradients go to
   // the head group, blocks L-1 … 0 and the embedding (opened first and closed last when tied), each opened just
   // before and closed right after its backward.
-  LossSums forward_backward(WeightSource& weights, GradientSink& sink, const Batch& batch, float z_coef,
+  LossSums forward_backward(WeightSource& weights, GradientSink& sink, const MicroBatch& batch, float z_coef,
                             float grad_scale);
   // The model's view of a whole weight buffer (backend memory), with the bf16 copy it keeps for bf16 GEMMs, rounded
   // at the first use after the weights changed. `version`: the counter the buffer's owner bumps whenever it changes
@@ -68,8 +68,8 @@ class Olmo3 {
     return whole_;
   }
   // Loss sums only (evaluation).
-  LossSums forward_loss(const float* params, const Batch& batch, float z_coef);
-  LossSums forward_loss(WeightSource& weights, const Batch& batch, float z_coef);
+  LossSums forward_loss(const float* params, const MicroBatch& batch, float z_coef);
+  LossSums forward_loss(WeightSource& weights, const MicroBatch& batch, float z_coef);
   // Full logits [B, T, V] into host memory (the parity hook; not for training).
   void forward_logits(const float* params, const int32_t* ids, int64_t B, int64_t T, float* logits);
   // Evaluation applies the LM head only to the rows it scores: forward_hidden runs the model up to the
@@ -112,8 +112,8 @@ class Olmo3 {
     size_t begin;
     float* operator()(size_t offset) const { return base + (offset - begin); }
   };
-  // A block is two branches, attention then MLP (olmo3.cc's header). `recompute`: the backward's rerun of a block,
-  // which under Remat::keep_attention reuses the kept attention. In the backward, dres holds the gradient of the
+  // A block is two branches, attention then MLP (transformer.cc's header). `recompute`: the backward's rerun of a
+  // block, which under Remat::keep_attention reuses the kept attention. In the backward, dres holds the gradient of the
   // branch's (block's) output on entry and of its input on exit.
   void block_forward(const GroupWeights& P, int64_t layer, const float* x, float* out, BlockActs& a,
                      bool recompute = false);
