@@ -59,31 +59,19 @@ RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataL
 std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, TrainStep& step, TrainState state) {
   DataParallel& dp = step.dp();
   const Optimizer& optimizer = step.optimizer();
-  const ParamTable& table = step.model().table();
-  Communicator& comm = dp.comm();
-  state.world_size = comm.size();
-  if (comm.size() == 1)
-    return saver.save(table, [&](float* p, float* m, float* v) {
-      dp.gather_weights(p);
-      optimizer.state_to_host(0, m);
-      optimizer.state_to_host(1, v);
-    }, std::move(state));
-  // Several ranks: every rank takes part in the gathers now; rank 0 copies the result into the snapshot.
-  std::vector<float> w, m, v;
-  if (comm.rank() == 0) {
-    w.resize(table.total());
-    m.resize(table.total());
-    v.resize(table.total());
+  state.world_size = dp.comm().size();
+  // Every rank takes part in the gathers; rank 0 gathers straight into the saver's snapshot buffers, so it never holds
+  // the whole weights and moments twice.
+  auto gather = [&](float* params, float* exp_avg, float* exp_avg_sq) {
+    dp.gather_weights(params);
+    dp.gather_state(optimizer, 0, exp_avg);
+    dp.gather_state(optimizer, 1, exp_avg_sq);
+  };
+  if (dp.comm().rank() != 0) {
+    gather(nullptr, nullptr, nullptr);
+    return std::nullopt;
   }
-  dp.gather_weights(w.data());
-  dp.gather_state(optimizer, 0, m.data());
-  dp.gather_state(optimizer, 1, v.data());
-  if (comm.rank() != 0) return std::nullopt;
-  return saver.save(table, [&](float* p, float* m_out, float* v_out) {
-    std::copy(w.begin(), w.end(), p);
-    std::copy(m.begin(), m.end(), m_out);
-    std::copy(v.begin(), v.end(), v_out);
-  }, std::move(state));
+  return saver.save(step.table(), gather, std::move(state));
 }
 
 }  // namespace replica
