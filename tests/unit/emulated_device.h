@@ -167,7 +167,7 @@ class EmulatedPeerCommunicator final : public Communicator {
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::string name() const override { return "emulated-nccl"; }
-  void exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override {
+  void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) override {
     for (EmulatedDevice* d : devices_) d->open();
     inner_.exchange(sends, recvs);
     for (EmulatedDevice* d : devices_) d->close();

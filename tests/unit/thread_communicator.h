@@ -33,15 +33,15 @@ class ThreadGroup {
     int rank() const override { return rank_; }
     int size() const override { return group_.world_; }
     std::string name() const override { return "threads"; }
-    void exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override {
-      for (const Transfer& t : sends) {
+    void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) override {
+      for (const Send& t : sends) {
         Box& box = group_.box(rank_, t.peer);
         std::lock_guard lock(box.mutex);
         const char* bytes = static_cast<const char*>(t.data);
         box.messages.emplace_back(bytes, bytes + t.bytes);
         box.ready.notify_all();
       }
-      for (const Transfer& t : recvs) {
+      for (const Recv& t : recvs) {
         Box& box = group_.box(t.peer, rank_);
         std::unique_lock lock(box.mutex);
         box.ready.wait(lock, [&] { return !box.messages.empty(); });

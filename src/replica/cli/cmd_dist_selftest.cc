@@ -82,7 +82,7 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
       fmt::print("ranks {} weights {:016x} exp_avg {:016x} exp_avg_sq {:016x} comm {:.3f} s\n", world,
                  XXH3_64bits(params.data(), params.size() * sizeof(float)),
                  XXH3_64bits(m.data(), m.size() * sizeof(float)), XXH3_64bits(v.data(), v.size() * sizeof(float)),
-                 comm->comm_seconds);
+                 comm->comm_seconds());
     return 0;
   });
 });

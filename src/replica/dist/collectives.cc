@@ -10,7 +10,8 @@ namespace replica {
 
 void all_gather(Communicator& comm, double* buf, const std::vector<size_t>& bounds) {
   const int me = comm.rank();
-  std::vector<Transfer> sends, recvs;
+  std::vector<Send> sends;
+  std::vector<Recv> recvs;
   for (int p = 0; p < comm.size(); p++) {
     if (p == me) continue;
     sends.push_back({p, buf + bounds[size_t(me)], (bounds[size_t(me) + 1] - bounds[size_t(me)]) * sizeof(double)});
@@ -24,7 +25,7 @@ void broadcast(Communicator& comm, void* data, size_t bytes) {
     comm.exchange({}, {{0, data, bytes}});
     return;
   }
-  std::vector<Transfer> sends;
+  std::vector<Send> sends;
   for (int p = 1; p < comm.size(); p++) sends.push_back({p, data, bytes});
   comm.exchange(sends, {});
 }

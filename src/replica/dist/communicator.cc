@@ -11,7 +11,7 @@
 
 namespace replica {
 
-void LocalCommunicator::exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) {
+void LocalCommunicator::exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
   check(sends.empty() && recvs.empty(), "local communicator: a single process has no peers to exchange with");
 }
 

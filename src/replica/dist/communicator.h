@@ -9,8 +9,13 @@
 
 namespace replica {
 
-// One message of an exchange: `bytes` bytes at `data`, sent to or received from rank `peer`.
-struct Transfer {
+// The messages of an exchange: `bytes` bytes sent from `data` to rank `peer`, or received into `data` from it.
+struct Send {
+  int peer;
+  const void* data;
+  size_t bytes;
+};
+struct Recv {
   int peer;
   void* data;
   size_t bytes;
@@ -25,13 +30,17 @@ class Communicator {
 
   // Posts every receive and send, then waits until all have completed. Between two ranks, messages are
   // matched in the order they are listed. A rank never sends to itself.
-  virtual void exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) = 0;
+  virtual void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) = 0;
   virtual void barrier() = 0;
   // Ends the whole job with `status` after printing `message` (one rank failing must not leave the others
   // waiting).
   [[noreturn]] virtual void abort(const std::string& message, int status) = 0;
 
-  double comm_seconds = 0.0;  // wall time spent in exchange() and barrier(), for the scaling measurement
+  // Wall time spent in exchange() and barrier() so far, for the scaling measurement.
+  double comm_seconds() const { return comm_seconds_; }
+
+ protected:
+  double comm_seconds_ = 0.0;
 };
 
 // One process: rank 0 of 1. exchange() accepts only empty lists.
@@ -40,7 +49,7 @@ class LocalCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string name() const override { return "local"; }
-  void exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override;
+  void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) override;
   void barrier() override {}
   [[noreturn]] void abort(const std::string& message, int status) override;
 };

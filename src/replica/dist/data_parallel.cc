@@ -127,7 +127,8 @@ class DataParallel::Gathered final : public WeightSource {
     const size_t g = dp_.layout_.group_at(range.begin);
     const ShardLayout::Part& mine = dp_.layout_.part(g, me);
     float* my_part = dp_.weights_.data() + mine.offset;
-    std::vector<Transfer> sends, recvs;
+    std::vector<Send> sends;
+    std::vector<Recv> recvs;
     for (int r = 0; r < W; r++) {
       if (r == me) continue;
       const ShardLayout::Part& theirs = dp_.layout_.part(g, r);
@@ -204,7 +205,8 @@ void DataParallel::reduce_group(ParamTable::Range range, const float* group_grad
     const ParamTable::Range mine = piece(me);
     const size_t n = length(mine);
     std::vector<const float*> copies(W);  // every rank's copy of this rank's piece, by rank
-    std::vector<Transfer> sends, recvs;
+    std::vector<Send> sends;
+    std::vector<Recv> recvs;
     for (size_t r = 0; r < W; r++) {
       if (r == me) {
         if (n > 0) copies[r] = group_grads + (mine.begin - range.begin);
@@ -212,8 +214,7 @@ void DataParallel::reduce_group(ParamTable::Range range, const float* group_grad
       }
       const ParamTable::Range theirs = piece(r);
       if (length(theirs) > 0)
-        sends.push_back(
-            {int(r), const_cast<float*>(group_grads) + (theirs.begin - range.begin), length(theirs) * sizeof(float)});
+        sends.push_back({int(r), group_grads + (theirs.begin - range.begin), length(theirs) * sizeof(float)});
       if (n > 0) {
         float* slot = received_.data() + recvs.size() * n;
         recvs.push_back({int(r), slot, n * sizeof(float)});
@@ -298,10 +299,11 @@ double DataParallel::sum_of_squares() {
       }
     }
   const std::vector<double>& mine = sums[size_t(me)];
-  std::vector<Transfer> sends, recvs;
+  std::vector<Send> sends;
+  std::vector<Recv> recvs;
   for (int r = 0; r < W; r++) {
     if (r == me) continue;
-    if (!mine.empty()) sends.push_back({r, const_cast<double*>(mine.data()), mine.size() * sizeof(double)});
+    if (!mine.empty()) sends.push_back({r, mine.data(), mine.size() * sizeof(double)});
     if (!sums[size_t(r)].empty()) recvs.push_back({r, sums[size_t(r)].data(), sums[size_t(r)].size() * sizeof(double)});
   }
   if (W > 1) control_.exchange(sends, recvs);
@@ -322,7 +324,8 @@ double DataParallel::sum_of_squares() {
 // in the flat buffer.
 void DataParallel::all_gather_weights() {
   const int W = control_.size(), me = control_.rank();
-  std::vector<Transfer> sends, recvs;
+  std::vector<Send> sends;
+  std::vector<Recv> recvs;
   for (int r = 0; r < W; r++) {
     if (r == me) continue;
     for (size_t g = 0; g < layout_.groups(); g++) {
@@ -338,7 +341,7 @@ void DataParallel::all_gather_weights() {
 void DataParallel::gather_shards(const float* shard, float* whole) {
   const int W = control_.size(), me = control_.rank();
   if (me != 0) {
-    control_.exchange({{0, const_cast<float*>(shard), layout_.shard_size(me) * sizeof(float)}}, {});
+    control_.exchange({{0, shard, layout_.shard_size(me) * sizeof(float)}}, {});
     return;
   }
   std::vector<float> received;

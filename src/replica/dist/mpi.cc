@@ -34,30 +34,31 @@ MpiCommunicator::MpiCommunicator() : timeout_s_(dist_timeout_seconds()) {
 
 MpiCommunicator::~MpiCommunicator() { MPI_Finalize(); }
 
-void MpiCommunicator::exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) {
+void MpiCommunicator::exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<MPI_Request> requests;
   std::vector<int> peers;  // of each request
-  auto post = [&](const Transfer& t, bool send) {
+  auto post = [&](const auto& t) {  // a Send or a Recv, in pieces MPI's int count can hold
     check(t.peer >= 0 && t.peer < size_ && t.peer != rank_, "mpi: rank {} cannot exchange with rank {} of {}",
           rank_, t.peer, size_);
-    auto* bytes = static_cast<char*>(t.data);
     size_t at = 0;
     do {  // an empty message is still one message
       const size_t count = std::min(kMaxPiece, t.bytes - at);
       MPI_Request& r = requests.emplace_back();
       peers.push_back(t.peer);
-      if (send)
-        check_mpi(MPI_Isend(bytes + at, int(count), MPI_BYTE, t.peer, 0, MPI_COMM_WORLD, &r), "MPI_Isend");
+      if constexpr (std::is_same_v<std::decay_t<decltype(t)>, Send>)
+        check_mpi(MPI_Isend(static_cast<const char*>(t.data) + at, int(count), MPI_BYTE, t.peer, 0, MPI_COMM_WORLD, &r),
+                  "MPI_Isend");
       else
-        check_mpi(MPI_Irecv(bytes + at, int(count), MPI_BYTE, t.peer, 0, MPI_COMM_WORLD, &r), "MPI_Irecv");
+        check_mpi(MPI_Irecv(static_cast<char*>(t.data) + at, int(count), MPI_BYTE, t.peer, 0, MPI_COMM_WORLD, &r),
+                  "MPI_Irecv");
       at += count;
     } while (at < t.bytes);
   };
-  for (const Transfer& t : recvs) post(t, false);
-  for (const Transfer& t : sends) post(t, true);
+  for (const Recv& t : recvs) post(t);
+  for (const Send& t : sends) post(t);
   wait(requests.data(), peers);
-  comm_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void MpiCommunicator::barrier() {
@@ -65,7 +66,7 @@ void MpiCommunicator::barrier() {
   MPI_Request request;
   check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
   wait(&request, {-1});
-  comm_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // Polls until every request completes: yielding the core for the first second (other ranks may share

@@ -16,7 +16,7 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string name() const override { return "mpi"; }
-  void exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override;
+  void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) override;
   void barrier() override;
   [[noreturn]] void abort(const std::string& message, int status) override;
 

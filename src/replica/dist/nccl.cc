@@ -56,14 +56,15 @@ NcclCommunicator::~NcclCommunicator() {
   cudaFree(flag_);
 }
 
-void NcclCommunicator::exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) {
+void NcclCommunicator::exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
   std::set<int> peers;
-  for (const std::vector<Transfer>* list : {&sends, &recvs})
-    for (const Transfer& t : *list) {
-      check(t.peer >= 0 && t.peer < size() && t.peer != rank(), "nccl: rank {} cannot exchange with rank {} of {}",
-            rank(), t.peer, size());
-      peers.insert(t.peer);
-    }
+  auto check_peer = [&](int peer) {
+    check(peer >= 0 && peer < size() && peer != rank(), "nccl: rank {} cannot exchange with rank {} of {}", rank(),
+          peer, size());
+    peers.insert(peer);
+  };
+  for (const Send& t : sends) check_peer(t.peer);
+  for (const Recv& t : recvs) check_peer(t.peer);
   // The work queued before (e.g. the kernels that wrote the send buffers) finishes first, so that
   // comm_seconds and the timeout count the communication alone; a kernel error surfaces here as itself.
   check_cuda(cudaStreamSynchronize(stream_), "the GPU work before an exchange");
@@ -71,13 +72,13 @@ void NcclCommunicator::exchange(const std::vector<Transfer>& sends, const std::v
   // One group: NCCL posts every message at once (no deadlock whatever the order of the lists) and
   // matches the messages between two ranks in the order they were issued, as the interface requires.
   require(ncclGroupStart(), "ncclGroupStart");
-  for (const Transfer& t : recvs) require(ncclRecv(t.data, t.bytes, ncclChar, t.peer, comm_, stream_), "ncclRecv");
-  for (const Transfer& t : sends) require(ncclSend(t.data, t.bytes, ncclChar, t.peer, comm_, stream_), "ncclSend");
+  for (const Recv& t : recvs) require(ncclRecv(t.data, t.bytes, ncclChar, t.peer, comm_, stream_), "ncclRecv");
+  for (const Send& t : sends) require(ncclSend(t.data, t.bytes, ncclChar, t.peer, comm_, stream_), "ncclSend");
   require(ncclGroupEnd(), "ncclGroupEnd");
   std::string who = "messages from/to rank(s)";
   for (int p : peers) who += fmt::format(" {}", p);
   wait(who);
-  comm_seconds += seconds_since(start);
+  comm_seconds_ += seconds_since(start);
 }
 
 // A 1-byte all-reduce: no rank's result is ready before every rank has contributed, which a ring of
@@ -88,7 +89,7 @@ void NcclCommunicator::barrier() {
   const auto start = std::chrono::steady_clock::now();
   require(ncclAllReduce(flag_, flag_, 1, ncclUint8, ncclMax, comm_, stream_), "ncclAllReduce (barrier)");
   wait("a barrier");
-  comm_seconds += seconds_since(start);
+  comm_seconds_ += seconds_since(start);
 }
 
 // Polls like MpiCommunicator::wait: yielding the core for the first second (NCCL's proxy thread and other

@@ -23,9 +23,9 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return bootstrap_.rank(); }
   int size() const override { return bootstrap_.size(); }
   std::string name() const override { return "nccl"; }
-  // Transfer::data are device pointers. Work queued earlier on the stream finishes first; on return
+  // Send::data and Recv::data are device pointers. Work queued earlier on the stream finishes first; on return
   // every message has arrived.
-  void exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) override;
+  void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) override;
   void barrier() override;
   // Prints the message, aborts the NCCL communicator, then the bootstrap's abort ends the job.
   [[noreturn]] void abort(const std::string& message, int status) override;

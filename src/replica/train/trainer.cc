@@ -95,7 +95,7 @@ TrainSummary train(const Recipe& recipe, Communicator& comm, Backend& backend) {
   for (int64_t s = start.step + 1; s <= r.last_step() && !summary.interrupted; s++) {
     for (auto& o : observers) o->before_step(s);
     const auto began = std::chrono::steady_clock::now();
-    const double comm_before = comm.comm_seconds;
+    const double comm_before = comm.comm_seconds();
     StepRecord record{.step = s, .last = s == r.last_step()};
     std::tie(record.epoch, record.batch) = loader.position(s - 1);
     record.result =
@@ -106,7 +106,7 @@ TrainSummary train(const Recipe& recipe, Communicator& comm, Backend& backend) {
     record.tokens = s * r.tokens_per_step();
     record.tokens_per_s = double(r.tokens_per_step()) / record.seconds;
     record.mfu = flops_per_token * record.tokens_per_s / (peak * double(comm.size()));
-    record.comm_seconds = comm.comm_seconds - comm_before;
+    record.comm_seconds = comm.comm_seconds() - comm_before;
     metrics->step(record);
     for (auto& o : observers) o->after_step(record);
     summary.steps = s;
