@@ -1,8 +1,9 @@
-# make: configure + build build/replica.  make test: build + all tests.  make train: the embedded default run.
+# make: configure + build everything.  make test: build + all tests.  make train: the embedded default run, building
+# only the replica binary it runs (not the tests, benchmarks or CUDA checks).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all build deps test train bench clean
+.PHONY: all build binary deps test train bench clean
 
 all: build
 
@@ -12,13 +13,17 @@ $(BUILD)/build.ninja:
 build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
+binary: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target replica
+
 deps:
 	scripts/install-deps.sh
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-train: deps build
+train: deps
+	$(MAKE) binary
 	scripts/train-default.sh
 
 bench: build
