@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "replica/core/bf16.h"
+#include "replica/kernels/adamw_scalars.h"
 #include "replica/kernels/cpu/adamw.h"
 #include "replica/kernels/cpu/attention.h"
 #include "replica/kernels/cpu/embedding.h"
@@ -134,7 +135,7 @@ void check_gemm(Context& ctx, CheckTable& t) {
                                  C0 = random_vector(static_cast<size_t>(M * N), 3);
         const bool accumulate = (ta + tb) % 2 == 1;
         std::vector<float> want = C0;
-        gemm(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, want.data(), ldc, accumulate, p);
+        cpu::gemm(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, want.data(), ldc, accumulate, p);
         DeviceArray<float> dA(ctx, A), dB(ctx, B), dC(ctx, C0);
         cuda::gemm(ctx, ta, tb, M, N, K, dA.p, lda, dB.p, ldb, dC.p, ldc, accumulate, p);
         const std::string shape = shape_text({{"M", M}, {"N", N}, {"K", K}}) + (ta ? " Aᵀ" : "") + (tb ? " Bᵀ" : "") +
@@ -145,11 +146,11 @@ void check_gemm(Context& ctx, CheckTable& t) {
   // Weights rounded once by the caller (B16), as the model does each step.
   const std::vector<float> x = random_vector(static_cast<size_t>(M * K), 4), w = random_vector(static_cast<size_t>(N * K), 5);
   std::vector<float> want(static_cast<size_t>(M * N));
-  linear_forward(want.data(), x.data(), w.data(), M, N, K, Precision::bf16);
+  cpu::gemm(false, true, M, N, K, x.data(), K, w.data(), K, want.data(), N, false, Precision::bf16);
   DeviceArray<float> dx(ctx, x), dw(ctx, w), dy(ctx, size_t(M * N));
   DeviceArray<bf16> dw16(ctx, w.size());
   cuda::convert_to_bf16(ctx, dw.p, dw16.p, int64_t(w.size()));
-  cuda::linear_forward(ctx, dy.p, dx.p, WeightRef(dw.p, dw16.p), M, N, K, Precision::bf16);
+  cuda::gemm(ctx, false, true, M, N, K, dx.p, K, dw.p, K, dy.p, N, false, Precision::bf16, dw16.p);
   t.row("linear_forward bf16 (B16)", shape_text({{"M", M}, {"N", N}, {"K", K}}), "y", rel_error(dy.download(), want),
         kBf16Bound);
   // Activations rounded once too (A16, and B16 for the weight gradient's input), as the model's bf16 path does,
@@ -176,8 +177,8 @@ void check_rmsnorm(Context& ctx, CheckTable& t) {
                            dy = random_vector(static_cast<size_t>(rows * C), 12), dx0 = random_vector(static_cast<size_t>(rows * C), 13),
                            dw0 = random_vector(static_cast<size_t>(C), 14);
   std::vector<float> y(x.size()), rstd(static_cast<size_t>(rows)), dx = dx0, dw = dw0;
-  rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), rows, C, eps);
-  rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), rows, C, true);
+  cpu::rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), rows, C, eps);
+  cpu::rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), rows, C, true);
   DeviceArray<float> d_x(ctx, x), d_w(ctx, w), d_dy(ctx, dy), d_dx(ctx, dx0), d_dw(ctx, dw0), d_y(ctx, x.size()),
       d_rstd(ctx, size_t(rows));
   cuda::rmsnorm_forward(ctx, d_y.p, d_rstd.p, d_x.p, d_w.p, rows, C, eps);
@@ -194,8 +195,8 @@ void check_rope(Context& ctx, CheckTable& t) {
   const RopeTable table(T, D, 500000.0);
   const std::vector<float> x0 = random_vector(static_cast<size_t>(B * T * heads * D), 20);
   std::vector<float> fwd = x0, bwd = x0;
-  rope_forward(fwd.data(), table, B, T, heads, D);
-  rope_backward(bwd.data(), table, B, T, heads, D);
+  cpu::rope_forward(fwd.data(), table, B, T, heads, D);
+  cpu::rope_backward(bwd.data(), table, B, T, heads, D);
   DeviceArray<float> d_cos(ctx, table.cos), d_sin(ctx, table.sin), d_fwd(ctx, x0), d_bwd(ctx, x0);
   cuda::rope_forward(ctx, d_fwd.p, d_cos.p, d_sin.p, B, T, heads, D);
   cuda::rope_backward(ctx, d_bwd.p, d_cos.p, d_sin.p, B, T, heads, D);
@@ -219,9 +220,9 @@ struct AttentionInputs {
 AttentionResult attention_cpu(const AttentionInputs& in, const AttentionShape& s) {
   AttentionResult r{std::vector<float>(in.q.size()), std::vector<float>(size_t(s.B * s.H * s.T)),
                     std::vector<float>(in.q.size()), std::vector<float>(in.k.size()), std::vector<float>(in.k.size())};
-  attention_forward(r.out.data(), r.lse.data(), in.q.data(), in.k.data(), in.v.data(), s);
-  attention_backward(r.dq.data(), r.dk.data(), r.dv.data(), in.dout.data(), r.out.data(), r.lse.data(), in.q.data(),
-                     in.k.data(), in.v.data(), s);
+  cpu::attention_forward(r.out.data(), r.lse.data(), in.q.data(), in.k.data(), in.v.data(), s);
+  cpu::attention_backward(r.dq.data(), r.dk.data(), r.dv.data(), in.dout.data(), r.out.data(), r.lse.data(),
+                          in.q.data(), in.k.data(), in.v.data(), s);
   return r;
 }
 
@@ -358,8 +359,8 @@ void check_swiglu(Context& ctx, CheckTable& t) {
   const std::vector<float> g = random_vector(static_cast<size_t>(n), 40, 3.0f), u = random_vector(static_cast<size_t>(n), 41),
                            ds = random_vector(static_cast<size_t>(n), 42);
   std::vector<float> s(static_cast<size_t>(n)), dg(static_cast<size_t>(n)), du(static_cast<size_t>(n));
-  swiglu_forward(s.data(), g.data(), u.data(), n);
-  swiglu_backward(dg.data(), du.data(), ds.data(), g.data(), u.data(), n);
+  cpu::swiglu_forward(s.data(), g.data(), u.data(), n);
+  cpu::swiglu_backward(dg.data(), du.data(), ds.data(), g.data(), u.data(), n);
   DeviceArray<float> d_g(ctx, g), d_u(ctx, u), d_ds(ctx, ds), d_s(ctx, size_t(n)), d_dg(ctx, size_t(n)),
       d_du(ctx, size_t(n));
   cuda::swiglu_forward(ctx, d_s.p, d_g.p, d_u.p, n);
@@ -378,8 +379,8 @@ void check_embedding(Context& ctx, CheckTable& t) {
   const std::vector<float> table = random_vector(static_cast<size_t>(V * C), 51), dout = random_vector(static_cast<size_t>(N * C), 52),
                            dtable0 = random_vector(static_cast<size_t>(V * C), 53);
   std::vector<float> out(static_cast<size_t>(N * C)), dtable = dtable0;
-  embedding_forward(out.data(), ids.data(), table.data(), N, C);
-  embedding_backward(dtable.data(), ids.data(), dout.data(), N, C);
+  cpu::embedding_forward(out.data(), ids.data(), table.data(), N, C);
+  cpu::embedding_backward(dtable.data(), ids.data(), dout.data(), N, C);
   DeviceArray<int32_t> d_ids(ctx, ids);
   DeviceArray<float> d_table(ctx, table), d_dout(ctx, dout), d_dtable(ctx, dtable0), d_out(ctx, size_t(N * C));
   cuda::embedding_forward(ctx, d_out.p, d_ids.p, d_table.p, N, C);
@@ -400,7 +401,7 @@ void check_lm_head_loss(Context& ctx, CheckTable& t) {
   for (Precision p : {Precision::fp32, Precision::bf16}) {
     std::vector<float> dhidden(static_cast<size_t>(N * C)), dweight = dweight0;
     const LmHeadGrads grads{dhidden.data(), dweight.data(), grad_scale};
-    const LossSums want = lm_head_loss(hidden.data(), weight.data(), targets.data(), N, C, V, z_coef, p, &grads);
+    const LossSums want = cpu::lm_head_loss(hidden.data(), weight.data(), targets.data(), N, C, V, z_coef, p, &grads);
     DeviceArray<float> d_hidden(ctx, hidden), d_weight(ctx, weight), d_dweight(ctx, dweight0),
         d_dhidden(ctx, size_t(N * C));
     DeviceArray<int32_t> d_targets(ctx, targets);
@@ -441,7 +442,7 @@ void check_adamw(Context& ctx, CheckTable& t) {
     const std::vector<float> grads = random_vector(n, uint64_t(70 + step), 1e-3f);
     const double lr = 3e-4 * double(step);
     const AdamWScalars s = adamw_scalars(0.9, 0.95, 1e-8, 0.1, step, lr);
-    adamw_step(params.data(), grads.data(), m.data(), v.data(), 0, chunks.data(), int64_t(chunks.size()), s);
+    cpu::adamw_step(params.data(), grads.data(), m.data(), v.data(), 0, chunks.data(), int64_t(chunks.size()), s);
     d_grads.upload(grads);
     cuda::adamw_step(ctx, d_params.p, d_grads.p, d_m.p, d_v.p, 0, d_chunks.p, int64_t(chunks.size()), s);
   }
@@ -536,9 +537,9 @@ StepEstimate bench_model(Context& ctx, const ModelShape& m, const bool (&verifie
   for (const Linear& l : linears) {
     const WeightRef ref(w.p, w16.p);
     e.gemm_ms += time_ms(ctx, [&] {
-      cuda::linear_forward(ctx, y.p, x.p, ref, N, l.out, l.in, Precision::bf16);
-      cuda::linear_backward_input(ctx, dx.p, y.p, ref, N, l.out, l.in, false, Precision::bf16);
-      cuda::linear_backward_weight(ctx, dw.p, y.p, x.p, N, l.out, l.in, Precision::bf16);
+      cuda::gemm(ctx, false, true, N, l.out, l.in, x.p, l.in, ref.f32, l.in, y.p, l.out, false, Precision::bf16, ref.b16);
+      cuda::gemm(ctx, false, false, N, l.in, l.out, y.p, l.out, ref.f32, l.in, dx.p, l.in, false, Precision::bf16, ref.b16);
+      cuda::gemm(ctx, true, false, l.out, l.in, N, y.p, l.out, x.p, l.in, dw.p, l.in, true, Precision::bf16);
     }, 5);
     e.gemm_bf16_ms += time_ms(ctx, [&] {
       cuda::gemm_bf16(ctx, false, true, N, l.out, l.in, x16.p, l.in, w16.p, l.in, y.p, l.out, false);

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "replica/kernels/cpu/rope.h"
+#include "replica/kernels/rope_table.h"
 #include "replica/kernels/types.h"
 
 namespace replica {

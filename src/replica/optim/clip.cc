@@ -9,7 +9,7 @@ namespace replica {
 
 double sum_of_squares(const float* x, size_t n) {
   double total = 0.0;
-  for (double s : block_sums_of_squares(x, n)) total += s;
+  for (double s : cpu::block_sums_of_squares(x, n)) total += s;
   return total;
 }
 
