@@ -73,7 +73,12 @@ class Backend {
   virtual void rope_forward(float* x, const RopeTable& table, int64_t B, int64_t T, int64_t heads, int64_t D) = 0;
   virtual void rope_backward(float* dx, const RopeTable& table, int64_t B, int64_t T, int64_t heads,
                              int64_t D) = 0;
-  // `precision` lets a backend run the attention products in bf16 on tensor cores; the CPU is always fp32.
+  // Selects the attention kernel of every later attention call and returns the one chosen (never automatic):
+  // the CPU has fp32 only (mma and wgmma are a replica::Error); CUDA runs mma, wgmma or fp32, automatic = mma.
+  // Before any call, as automatic.
+  virtual AttentionKernel use_attention(AttentionKernel wanted) = 0;
+  // `precision` lets a backend run the attention products in bf16 on tensor cores (the kernel use_attention
+  // chose, for the head sizes it has; fp32 otherwise); the CPU is always fp32.
   virtual void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                                  const AttentionShape& s, Precision precision) = 0;
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,

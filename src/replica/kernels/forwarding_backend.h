@@ -81,6 +81,7 @@ class ForwardingBackend : public Backend {
     Call call(*this, "rope_backward");
     inner_.rope_backward(dx, t, B, T, heads, D);
   }
+  AttentionKernel use_attention(AttentionKernel wanted) override { return inner_.use_attention(wanted); }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                          const AttentionShape& s, Precision p) override {
     Call call(*this, [&] { return fmt::format("attention_forward W={}", s.window); });

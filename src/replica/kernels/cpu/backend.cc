@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "replica/core/error.h"
 #include "replica/core/threads.h"
 #include "replica/kernels/backend.h"
 #include "replica/kernels/cpu/adamw.h"
@@ -71,6 +72,12 @@ class CpuBackend final : public Backend {
   }
   void rope_backward(float* dx, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
     cpu::rope_backward(dx, t, B, T, heads, D);
+  }
+  AttentionKernel use_attention(AttentionKernel wanted) override {
+    check(wanted == AttentionKernel::automatic || wanted == AttentionKernel::fp32,
+          "attention kernel {} needs train.device=cuda (the CPU has one attention kernel, fp32)",
+          attention_kernel_name(wanted));
+    return AttentionKernel::fp32;
   }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                          const AttentionShape& s, Precision) override {

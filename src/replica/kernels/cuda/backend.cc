@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <algorithm>
 #include <memory>
@@ -62,13 +61,6 @@ class Staging {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int gpu) : gpu_(gpu), ctx_(gpu), ids_(ctx_), targets_(ctx_) {
-    const char* chosen = std::getenv("REPLICA_ATTENTION");
-    const std::string attention = chosen && *chosen ? chosen : "mma";
-    check(attention == "mma" || attention == "wgmma" || attention == "wmma" || attention == "fp32",
-          "REPLICA_ATTENTION must be mma, wgmma, wmma or fp32, got '{}'", attention);
-    fp32_attention_ = attention == "fp32";
-    wmma_attention_ = attention == "wmma";
-    wgmma_attention_ = attention == "wgmma";
     check_cuda(cudaGetDeviceProperties(&props_, gpu), "cudaGetDeviceProperties");
   }
   ~CudaBackend() override {
@@ -156,27 +148,29 @@ class CudaBackend final : public Backend {
     const float* cs = rope(t);
     cuda::rope_backward(ctx_, dx, cs, cs + t.cos.size(), B, T, heads, D);
   }
-  // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have, on
-  // mma.sync (attention_mma.cu). REPLICA_ATTENTION=wgmma runs them on Hopper's warpgroup products
-  // (attention_wgmma.cu; not yet run on a GPU), =wmma takes the wmma kernels (attention_bf16.cu), =fp32
-  // the fp32 kernels (to tell them apart; bench/gpu/run.sh falls back along that line when a kernel fails its
-  // check on a GPU).
+  // automatic is mma.sync (attention_mma.cu): the wgmma kernels (attention_wgmma.cu) have not yet run on a GPU,
+  // so they run only when asked for by name.
+  AttentionKernel use_attention(AttentionKernel wanted) override {
+    attention_ = wanted == AttentionKernel::automatic ? AttentionKernel::mma : wanted;
+    return attention_;
+  }
+  // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have; the fp32
+  // kernels run everything else, and everything when chosen (to tell the kernels apart).
   bool tensor_core_attention(const AttentionShape& s, Precision p) const {
-    return p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && !fp32_attention_;
+    return p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && attention_ != AttentionKernel::fp32;
   }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                          const AttentionShape& s, Precision p) override {
     if (!tensor_core_attention(s, p)) cuda::attention_forward(ctx_, out, lse, q, k, v, s);
-    else if (wmma_attention_) cuda::attention_forward_bf16(ctx_, out, lse, q, k, v, s);
-    else if (wgmma_attention_) cuda::attention_forward_wgmma(ctx_, out, lse, q, k, v, s);
+    else if (attention_ == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx_, out, lse, q, k, v, s);
     else cuda::attention_forward_mma(ctx_, out, lse, q, k, v, s);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           const float* q, const float* k, const float* v, const AttentionShape& s,
                           Precision p) override {
     if (!tensor_core_attention(s, p)) cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
-    else if (wmma_attention_) cuda::attention_backward_bf16(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
-    else if (wgmma_attention_) cuda::attention_backward_wgmma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
+    else if (attention_ == AttentionKernel::wgmma)
+      cuda::attention_backward_wgmma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
     else cuda::attention_backward_mma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
   }
   void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
@@ -242,7 +236,7 @@ class CudaBackend final : public Backend {
   }
 
   int gpu_;
-  bool fp32_attention_ = false, wmma_attention_ = false, wgmma_attention_ = false;
+  AttentionKernel attention_ = AttentionKernel::mma;  // as use_attention(automatic)
   cuda::Context ctx_;
   cudaDeviceProp props_{};
   Staging<int32_t> ids_, targets_;
