@@ -226,17 +226,14 @@ AttentionResult attention_cpu(const AttentionInputs& in, const AttentionShape& s
   return r;
 }
 
-// The attention kernels: fp32 on CUDA cores; bf16 on tensor cores through wmma, through mma.sync (what the
-// backend runs by default; REPLICA_ATTENTION in kernels/cuda/backend.cc), and through Hopper's wgmma.
-enum class AttentionKernel { fp32, wmma, mma, wgmma };
-constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::fp32, AttentionKernel::wmma, AttentionKernel::mma,
-                                                 AttentionKernel::wgmma};
-constexpr AttentionKernel kTensorCoreAttentionKernels[] = {AttentionKernel::wmma, AttentionKernel::mma,
-                                                           AttentionKernel::wgmma};
+// The attention kernels: fp32 on CUDA cores; bf16 on tensor cores through mma.sync (what the backend runs by
+// default) and through Hopper's wgmma.
+enum class AttentionKernel { fp32, mma, wgmma };
+constexpr AttentionKernel kAttentionKernels[] = {AttentionKernel::fp32, AttentionKernel::mma, AttentionKernel::wgmma};
+constexpr AttentionKernel kTensorCoreAttentionKernels[] = {AttentionKernel::mma, AttentionKernel::wgmma};
 const char* name(AttentionKernel kernel) {
   switch (kernel) {
     case AttentionKernel::fp32: return "fp32";
-    case AttentionKernel::wmma: return "bf16 wmma";
     case AttentionKernel::mma: return "bf16 mma";
     case AttentionKernel::wgmma: return "bf16 wgmma";
   }
@@ -245,7 +242,6 @@ const char* name(AttentionKernel kernel) {
 const char* suffix(AttentionKernel kernel) {
   switch (kernel) {
     case AttentionKernel::fp32: return "";
-    case AttentionKernel::wmma: return "_bf16";
     case AttentionKernel::mma: return "_mma";
     case AttentionKernel::wgmma: return "_wgmma";
   }
@@ -255,7 +251,6 @@ const char* suffix(AttentionKernel kernel) {
 void attention_forward_gpu(Context& ctx, AttentionKernel kernel, float* out, float* lse, const float* q, const float* k,
                            const float* v, const AttentionShape& s) {
   if (kernel == AttentionKernel::fp32) cuda::attention_forward(ctx, out, lse, q, k, v, s);
-  if (kernel == AttentionKernel::wmma) cuda::attention_forward_bf16(ctx, out, lse, q, k, v, s);
   if (kernel == AttentionKernel::mma) cuda::attention_forward_mma(ctx, out, lse, q, k, v, s);
   if (kernel == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx, out, lse, q, k, v, s);
 }
@@ -264,7 +259,6 @@ void attention_backward_gpu(Context& ctx, AttentionKernel kernel, float* dq, flo
                             const float* out, const float* lse, const float* q, const float* k, const float* v,
                             const AttentionShape& s) {
   if (kernel == AttentionKernel::fp32) cuda::attention_backward(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
-  if (kernel == AttentionKernel::wmma) cuda::attention_backward_bf16(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
   if (kernel == AttentionKernel::mma) cuda::attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
   if (kernel == AttentionKernel::wgmma) cuda::attention_backward_wgmma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
 }
@@ -313,7 +307,7 @@ void check_attention(Context& ctx, CheckTable& t) {
 constexpr double kAttentionBf16Bound = 2e-2;
 constexpr AttentionShape kAttentionBf16Bench{1, 300, 8, 2, 128, 64};  // also verified by `bench`
 
-// Both tensor-core variants (wmma, mma.sync).
+// Both tensor-core variants (mma.sync, wgmma).
 void check_attention_bf16(Context& ctx, CheckTable& t, AttentionKernel kernel) {
   const std::string tag = suffix(kernel);
   // Odd lengths (tails of the 64-row tiles), windows shorter and longer than a tile, GQA, and a head dim that
@@ -654,7 +648,7 @@ int run_bench(Context& ctx) {
   std::printf("GPU: %s, %d SMs; cuBLASLt bf16 8192^3: %.0f TFLOP/s (datasheet dense bf16: %.0f)\n", prop.name,
               prop.multiProcessorCount, peak / 1e12, spec / 1e12);
   // A tensor-core attention kernel enters the step only when it matches the CPU kernel in this run too.
-  bool verified[std::size(kAttentionKernels)] = {true, false, false, false};
+  bool verified[std::size(kAttentionKernels)] = {true, false, false};
   const AttentionInputs in(kAttentionBf16Bench);
   const AttentionResult want = attention_cpu(in, kAttentionBf16Bench);
   for (AttentionKernel kernel : kTensorCoreAttentionKernels) {
