@@ -8,7 +8,7 @@
 #  5. runs replica itself on the GPU: the reference parity tests on the CUDA backend, the trainer's GPU-vs-CPU
 #     and exact-resume test, whole training steps of olmo3_1b and olmo3_7b at 1 × 8192 (tokens/s, MFU against
 #     the datasheet peak, GPU memory), the same 1B step in PyTorch, and a profile of both steps (device time
-#     per operation, REPLICA_PROFILE=1: where the time goes).
+#     per operation, bench_model's `profile`: where the time goes).
 # Prints a short table last. Every stage's time limit is cut to what is left of DEADLINE seconds (default 520)
 # so the call ends in time.
 #   bench/gpu/run.sh            BUILD=build-gpu; logs in $BUILD/logs, and with $OUT set (the device tool's
@@ -158,15 +158,15 @@ echo "| model | B×T | remat | tokens/s | MFU (989 TFLOP/s) | step s | optimizer
   >"$logs/train_bench.md"
 echo "|---|---|---|---|---|---|---|---|" >>"$logs/train_bench.md"
 # bench_step MODEL B T REMAT STEPS SECONDS [profile]: one bench_model run, a row of train_bench.md. With
-# `profile`, REPLICA_PROFILE=1: the device time per operation goes to profile.md (the row says "profiled": the
+# `profile` (bench_model's argument): the device time per operation goes to profile.md (the row says "profiled": the
 # events cost the step about 1 %). ATTENTION=KIND in the environment runs it with attention=KIND (else the
 # fallback above, else mma).
 bench_step() {
   local model=$1 B=$2 T=$3 remat=$4 steps=$5 seconds=$6 profile=${7:-} out line name kernel
   name=${model}_$remat${profile:+_profiled}${ATTENTION:+_$ATTENTION}
   kernel=${ATTENTION:-${attention:-mma}}
-  out=$(REPLICA_PROFILE=${profile:+1} timeout "$(limit "$seconds")" "$bundle/bin/bench_model" \
-    "configs/models/$model.yaml" "$B" "$T" bf16 "$steps" "$remat" train cuda "attention=$kernel" 2>"$logs/bench_$name.err")
+  out=$(timeout "$(limit "$seconds")" "$bundle/bin/bench_model" "configs/models/$model.yaml" "$B" "$T" bf16 \
+    "$steps" "$remat" train cuda "attention=$kernel" $profile 2>"$logs/bench_$name.err")
   echo "$out" | tail -1 >"$logs/bench_$name.json"
   if [ -n "$profile" ]; then
     { echo "### $model, ${B}×$T, remat=$remat"; echo; echo "$out" | grep '^|'; echo; } >>"$logs/profile.md"

@@ -53,6 +53,18 @@ train: {max_steps: 312}
 YAML
 "$replica" data audit --config audit_recipe.yaml --world-size 4 > audit_recipe.txt
 cmp <(grep -v fingerprint audit.txt) <(grep -v fingerprint audit_recipe.txt)
+# The audit of a recipe reports the fingerprint its run records (the loader of both: train/recipe.h loader_config),
+# with the instance filter off and on.
+for filter in false true; do
+  "$replica" data audit --config audit_recipe.yaml data.instance_filter=$filter > audit_$filter.txt
+  "$replica" train --config audit_recipe.yaml run.dir=run_$filter data.instance_filter=$filter train.max_steps=1 \
+    train.threads=1 > train_$filter.log
+  audited=$(awk '/^fingerprint/ {print $2}' audit_$filter.txt)
+  recorded=$(/usr/bin/python3 -c "import json; print(json.load(open('run_$filter/checkpoints/step00000001/train_state.json'))['data']['fingerprint'])")
+  [ -n "$audited" ] && [ "$audited" = "$recorded" ] || { echo "audit $audited, run $recorded (filter $filter)"; exit 1; }
+  grep -q "data $recorded" train_$filter.log
+done
+[ "$(awk '/^fingerprint/ {print $2}' audit_false.txt)" != "$(awk '/^fingerprint/ {print $2}' audit_true.txt)" ]
 
 # Corrupt inputs are errors (exit 2) that name the file.
 head -c 10 tokens.npy > short.npy

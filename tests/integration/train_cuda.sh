@@ -56,9 +56,9 @@ for f in model.safetensors optim.safetensors; do
 done
 
 # Sharded weights (one rank: each group gathered from the rank's own shard, rounded to bf16 on the GPU) give the
-# whole-weight run's bits, also while the run is profiled (REPLICA_PROFILE=1: events around every call, which
-# change no bit), and the profile lands in the run directory.
-REPLICA_PROFILE=1 run "$work/gpu_sharded" train.device=cuda train.shard_weights=true
+# whole-weight run's bits, also while the run is profiled (train.profile: events around every call, which change no
+# bit), and the profile lands in the run directory.
+run "$work/gpu_sharded" train.device=cuda train.shard_weights=true train.profile=true
 same_metrics "$work/gpu_bf16/metrics.jsonl" "$work/gpu_sharded/metrics.jsonl" "$steps"
 for f in model.safetensors optim.safetensors; do
   cmp "$work/gpu_bf16/checkpoints/$last/$f" "$work/gpu_sharded/checkpoints/$last/$f"

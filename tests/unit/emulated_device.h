@@ -48,6 +48,11 @@ class EmulatedDevice final : public ForwardingBackend {
   double peak_flops(Precision) override { return 1e12; }  // no measurement: tests do not report MFU
 
   size_t live_allocations() const { return mappings_.size(); }
+  size_t live_bytes() const {
+    size_t bytes = 0;
+    for (const auto& [p, size] : mappings_) bytes += size;
+    return bytes;
+  }
 
   // The memory is open to the host while any backend call or peer exchange is using it (counted, since
   // other ranks' threads open it too).

@@ -73,6 +73,24 @@ TEST(DataLoader, BatchesFollowTheGlobalOrder) {
   EXPECT_THROW(loader.batch(1, 0, 0, 3), Error);
 }
 
+TEST(DataLoader, WithAMicroBatchSizeRowsComeInTheRanksMicroBatchOrder) {
+  // What the trainer reads: rank r's rows [k M, (k + 1) M) are global micro-batch r + W k (data/order.h).
+  DataLoader loader(small_config());
+  const Batch whole = loader.batch(1, 3);
+  for (int world : {1, 2, 4})
+    for (int rank = 0; rank < world; rank++) {
+      const Batch part = loader.batch(1, 3, rank, world, 1);
+      const std::vector<uint64_t> rows = rank_rows(8, 1, rank, world);
+      ASSERT_EQ(part.rows, int64_t(rows.size()));
+      for (size_t k = 0; k < rows.size(); k++) {
+        EXPECT_EQ(part.instances[k], whole.instances[rows[k]]);
+        EXPECT_TRUE(std::equal(part.tokens.begin() + ptrdiff_t(k * 16), part.tokens.begin() + ptrdiff_t((k + 1) * 16),
+                               whole.tokens.begin() + ptrdiff_t(rows[k] * 16)));
+      }
+    }
+  EXPECT_THROW(loader.batch(1, 3, 0, 2, 3), Error);  // 3 × 2 ranks does not divide 8
+}
+
 TEST(DataLoader, PositionsAndEpochs) {
   DataLoader loader(small_config());
   EXPECT_EQ(loader.position(0), std::make_pair(uint64_t(1), int64_t(0)));

@@ -2,6 +2,7 @@
 // and draws, Generator.shuffle, truncation to whole batches and rank slices row[r::W].
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -118,4 +119,54 @@ TEST(Order, EpochsAdvanceTheSeed) {
   EXPECT_FALSE(std::equal(e1.indices().begin(), e1.indices().end(), e2.indices().begin()));
   // seed + epoch is what seeds the generator, as in OLMo-core.
   EXPECT_TRUE(std::equal(e2.indices().begin(), e2.indices().end(), s101.indices().begin()));
+}
+
+TEST(Order, MicroBatchCOfABatchIsRowsGOverMApart) {
+  // Global micro-batch c of G rows in micro-batches of M: rows c, c + G/M, ...; rank r of W computes micro-batches
+  // r, r + W, r + 2W, ... whose rows, taken together, are exactly its row[r::W] slice, for every W dividing G/M.
+  const uint64_t G = 24;
+  for (uint64_t M : {1, 2, 3, 4, 6, 12, 24}) {
+    const uint64_t count = G / M;
+    for (uint64_t c = 0; c < count; c++) {
+      const std::vector<uint64_t> rows = micro_batch_rows(G, M, c);
+      ASSERT_EQ(rows.size(), M);
+      for (uint64_t i = 0; i < M; i++) EXPECT_EQ(rows[i], c + i * count) << "M=" << M << " c=" << c;
+    }
+    for (int world = 1; world <= int(count); world++) {
+      if (count % uint64_t(world) != 0) {
+        EXPECT_THROW(rank_rows(G, M, 0, world), replica::Error) << M << " " << world;
+        continue;
+      }
+      for (int rank = 0; rank < world; rank++) {
+        const std::vector<uint64_t> rows = rank_rows(G, M, rank, world);
+        ASSERT_EQ(rows.size(), G / uint64_t(world));
+        for (uint64_t k = 0; k < rows.size() / M; k++) {  // local micro-batch k is global micro-batch rank + W k
+          const std::vector<uint64_t> global = micro_batch_rows(G, M, uint64_t(rank) + uint64_t(world) * k);
+          EXPECT_TRUE(std::equal(global.begin(), global.end(), rows.begin() + ptrdiff_t(k * M)));
+        }
+        std::vector<uint64_t> as_set = rows, slice;
+        std::sort(as_set.begin(), as_set.end());
+        for (uint64_t g = uint64_t(rank); g < G; g += uint64_t(world)) slice.push_back(g);
+        EXPECT_EQ(as_set, slice) << "M=" << M << " rank " << rank << " of " << world;
+      }
+    }
+  }
+  EXPECT_THROW(micro_batch_rows(G, 5, 0), replica::Error);  // 5 does not divide 24
+  EXPECT_THROW(micro_batch_rows(G, 4, 6), replica::Error);  // 6 micro-batches: 0..5
+}
+
+TEST(Order, RankMicroBatchesReadTheRankSliceInMicroBatchOrder) {
+  GlobalOrder order(1000, 34521, 1, 24);
+  for (int world : {1, 2, 3}) {
+    for (int rank = 0; rank < world; rank++) {
+      const std::vector<uint32_t> got = order.rank_micro_batches(5, rank, world, 2);
+      const std::vector<uint64_t> rows = rank_rows(24, 2, rank, world);
+      ASSERT_EQ(got.size(), rows.size());
+      for (size_t i = 0; i < rows.size(); i++) EXPECT_EQ(got[i], order.batch(5)[rows[i]]);
+      std::vector<uint32_t> sorted = got, slice = order.rank_slice(5, rank, world);
+      std::sort(sorted.begin(), sorted.end());
+      std::sort(slice.begin(), slice.end());
+      EXPECT_EQ(sorted, slice);
+    }
+  }
 }

@@ -2,7 +2,7 @@
 // sharded gradients (group-by-group gradients, loss sums, norm, clipping, AdamW, weight all-gather, moment gather)
 // bitwise equal at W = 1, 2, 3 and 4, and equal to the unsharded norm and AdamW; the same on emulated devices
 // (emulated_device.h), where gradients and weights move between ranks as device memory; and the real model trained
-// with sharded weights (FSDP) to the bits of whole weights.
+// through the training step (train/step.h) with sharded weights (FSDP) to the bits of whole weights.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -14,11 +14,12 @@
 #include "emulated_device.h"
 #include "replica/core/error.h"
 #include "replica/dist/collectives.h"
+#include "replica/data/order.h"
 #include "replica/dist/data_parallel.h"
-#include "replica/train/distributed.h"
+#include "replica/kernels/cpu/sum_of_squares.h"
 #include "replica/model/config.h"
-#include "replica/model/olmo3.h"
-#include "replica/optim/clip.h"
+#include "replica/optim/adamw.h"
+#include "replica/train/step.h"
 #include "thread_communicator.h"
 
 namespace replica {
@@ -92,7 +93,7 @@ float row_gradient(int32_t row, size_t i) {
   return std::ldexp(float(h % 2001) / 1000.0f - 1.0f, int(h % 23) - 11);
 }
 
-struct StepResult {
+struct RankResult {
   std::vector<float> params, exp_avg, exp_avg_sq;
   LossSums sums;
   double norm = 0;
@@ -102,12 +103,12 @@ struct StepResult {
 // each rank on its own emulated device with an emulated NCCL between them. Returns each rank's result (the whole
 // weights: every rank's own copy, or with sharded weights rank 0's gather; moments: rank 0 only). A small
 // `sharding.receive_floats` splits each group's reduction into many pieces.
-std::vector<StepResult> run(int world, bool emulated = false, Sharding sharding = {}) {
+std::vector<RankResult> run(int world, bool emulated = false, Sharding sharding = {}) {
   const ParamTable table(model());
   const size_t n = table.total();
   const int64_t G = 24, M = 2;
   const size_t n_ranks = size_t(world);
-  std::vector<StepResult> results(n_ranks);
+  std::vector<RankResult> results(n_ranks);
   std::vector<std::unique_ptr<EmulatedDevice>> devices;
   std::vector<EmulatedDevice*> all;
   for (size_t r = 0; r < n_ranks; r++) all.push_back(devices.emplace_back(new EmulatedDevice).get());
@@ -115,17 +116,16 @@ std::vector<StepResult> run(int world, bool emulated = false, Sharding sharding 
   group.run([&](Communicator& comm) {
     Backend& backend = emulated ? static_cast<Backend&>(*all[size_t(comm.rank())]) : cpu_backend();
     EmulatedPeerCommunicator peers(comm, all);
-    DataParallel dp(comm, emulated ? static_cast<Communicator&>(peers) : comm, backend, table, AdamWConfig{}, G, M,
-                    sharding);
+    DataParallel dp(comm, emulated ? static_cast<Communicator&>(peers) : comm, backend, table, G, M, sharding);
+    AdamW adamw(table, AdamWConfig{}, dp.shard_parts(), backend);
     EXPECT_EQ(dp.micro_batches(), G / (M * world));
-    StepResult& result = results[size_t(comm.rank())];
+    RankResult& result = results[size_t(comm.rank())];
     DeviceArray<float> micro_batch_grads(backend, n);
     const std::vector<float> half(n, 0.5f);
     dp.load_weights(half.data());
     for (int step = 0; step < 2; step++) {
-      std::vector<int32_t> rows;  // the rank's row[r::W] slice of the global rows (row_len 1: the row id)
-      for (int32_t g = comm.rank(); g < G; g += world) rows.push_back(g + 100 * step);
-      dp.arrange(rows, 1);
+      std::vector<int32_t> rows;  // the rank's rows of the global batch, micro-batch by micro-batch: the row ids
+      for (uint64_t g : data::rank_rows(G, M, comm.rank(), world)) rows.push_back(int32_t(g) + 100 * step);
       result.sums = dp.gradients([&](int64_t k, GradientSink& sink) {
         const int32_t* mb = rows.data() + k * M;
         EXPECT_EQ(mb[1] - mb[0], G / M) << "micro-batch rows are G/M apart";
@@ -155,7 +155,7 @@ std::vector<StepResult> run(int world, bool emulated = false, Sharding sharding 
         return s;
       });
       result.norm = dp.clip(100.0);
-      dp.step(1e-3);
+      dp.step(adamw, 1e-3);
     }
     if (comm.rank() == 0 || !sharding.weights) result.params.resize(n);
     if (sharding.weights) dp.gather_weights(result.params.data());
@@ -164,18 +164,19 @@ std::vector<StepResult> run(int world, bool emulated = false, Sharding sharding 
       result.exp_avg.resize(n);
       result.exp_avg_sq.resize(n);
     }
-    dp.gather_moments(result.exp_avg.data(), result.exp_avg_sq.data());
+    dp.gather_state(adamw, 0, result.exp_avg.data());
+    dp.gather_state(adamw, 1, result.exp_avg_sq.data());
   });
   return results;
 }
 
 TEST(DistDataParallel, StepIsBitwiseIndependentOfWorldSize) {
-  const StepResult one = run(1)[0];
+  const RankResult one = run(1)[0];
   EXPECT_EQ(one.sums.n_labels, 24 * 100 + 276);  // rows 100..123 of the second step
   EXPECT_GT(one.norm, 100.0);                     // so clipping was active
   for (int world : {2, 3, 4}) {
-    const std::vector<StepResult> ranks = run(world);
-    for (const StepResult& r : ranks) {
+    const std::vector<RankResult> ranks = run(world);
+    for (const RankResult& r : ranks) {
       EXPECT_EQ(one.sums.ce, r.sums.ce) << world;
       EXPECT_EQ(one.sums.z, r.sums.z) << world;
       EXPECT_EQ(one.sums.n_labels, r.sums.n_labels) << world;
@@ -189,9 +190,9 @@ TEST(DistDataParallel, StepIsBitwiseIndependentOfWorldSize) {
 }
 
 TEST(DistDataParallel, ReductionInPiecesGivesTheSameBits) {
-  const StepResult one = run(1)[0];
+  const RankResult one = run(1)[0];
   for (int world : {2, 3}) {
-    const std::vector<StepResult> ranks = run(world, false, Sharding{false, 1000});  // pieces of 500 or 333 floats
+    const std::vector<RankResult> ranks = run(world, false, Sharding{false, 1000});  // pieces of 500 or 333 floats
     EXPECT_EQ(one.norm, ranks[0].norm) << world;
     EXPECT_TRUE(one.params == ranks[world - 1].params) << world;
     EXPECT_TRUE(one.exp_avg == ranks[0].exp_avg && one.exp_avg_sq == ranks[0].exp_avg_sq) << world;
@@ -199,11 +200,11 @@ TEST(DistDataParallel, ReductionInPiecesGivesTheSameBits) {
 }
 
 TEST(DistDataParallel, EmulatedDevicesGiveTheCpuBits) {
-  const StepResult cpu = run(1)[0];
+  const RankResult cpu = run(1)[0];
   for (bool shard_weights : {false, true})
     for (int world : {1, 3, 4}) {
-      const std::vector<StepResult> ranks = run(world, true, Sharding{shard_weights});
-      for (const StepResult& r : ranks) {
+      const std::vector<RankResult> ranks = run(world, true, Sharding{shard_weights});
+      for (const RankResult& r : ranks) {
         EXPECT_EQ(cpu.sums.ce, r.sums.ce) << world;
         EXPECT_EQ(cpu.norm, r.norm) << world;
       }
@@ -216,11 +217,11 @@ TEST(DistDataParallel, EmulatedDevicesGiveTheCpuBits) {
 // The real model (tied embeddings, block recomputation), two steps of G = 12 rows of 16 random tokens in
 // micro-batches of 2, at W ranks, with the weights whole or sharded, on the CPU or (`emulated`) each rank on its own
 // emulated device with an emulated NCCL between them: rank 0's loss sums, norm, weights and moments.
-StepResult train_model(int world, Precision precision, bool shard_weights, bool emulated = false) {
+RankResult train_model(int world, Precision precision, bool shard_weights, bool emulated = false) {
   ModelConfig config = model();
   config.tie_embeddings = true;
   const int64_t G = 12, M = 2, T = 16;
-  StepResult result;
+  RankResult result;
   std::vector<std::unique_ptr<EmulatedDevice>> devices;
   std::vector<EmulatedDevice*> all;
   for (int r = 0; r < world; r++) all.push_back(devices.emplace_back(new EmulatedDevice).get());
@@ -228,35 +229,36 @@ StepResult train_model(int world, Precision precision, bool shard_weights, bool 
   group.run([&](Communicator& comm) {
     Backend& backend = emulated ? static_cast<Backend&>(*all[size_t(comm.rank())]) : cpu_backend();
     EmulatedPeerCommunicator peers(comm, all);
-    Olmo3 net(config, precision, Remat::block, backend);
-    const ParamTable& table = net.table();
-    DataParallel dp(comm, emulated ? static_cast<Communicator&>(peers) : comm, backend, table, AdamWConfig{}, G, M,
-                    Sharding{shard_weights});
+    StepConfig c;
+    c.seq_len = T, c.global_batch = G, c.micro_batch = M;
+    c.precision = precision;
+    c.remat = Remat::block;
+    c.sharding.weights = shard_weights;
+    c.schedule = {.type = ScheduleType::constant, .lr = 1e-2};
+    c.skip_step.enabled = false;
+    c.z_loss = 1e-4;
+    TrainStep train_step(config, c, comm, emulated ? static_cast<Communicator&>(peers) : comm, backend);
+    const ParamTable& table = train_step.model().table();
     std::vector<float> params(table.total());
     init_params(config, table, 5, params.data());
-    dp.load_weights(params.data());
-    for (int step = 0; step < 2; step++) {
-      std::vector<int32_t> ids;  // the rank's rows r, r + W, ...
-      for (int64_t row = comm.rank(); row < G; row += world)
-        for (int64_t t = 0; t < T; t++) ids.push_back(int32_t((row * 131 + t * 17 + step * 7) % config.vocab_size));
-      std::vector<int32_t> targets = shifted_targets(ids.data(), G / world, T);
-      dp.arrange(ids, T);
-      dp.arrange(targets, T);
-      WeightSource& weights = step_weights(dp, net);
-      const LossSums sums = dp.gradients([&](int64_t k, GradientSink& sink) {
-        return net.forward_backward(weights, sink, Batch{ids.data() + k * M * T, targets.data() + k * M * T, M, T},
-                                    1e-4f, 1.0f / float(G * T));
-      });
-      const double norm = dp.clip(1.0);
-      dp.step(1e-2);
+    train_step.dp().load_weights(params.data());
+    for (int step = 1; step <= 2; step++) {
+      data::Batch batch{.rows = G / world, .seq_len = T, .tokens = {}, .keep = std::vector<uint8_t>(size_t(G / world), 1),
+                        .instances = {}};  // the rank's rows, micro-batch by micro-batch
+      for (uint64_t row : data::rank_rows(G, M, comm.rank(), world))
+        for (int64_t t = 0; t < T; t++)
+          batch.tokens.push_back(int32_t((int64_t(row) * 131 + t * 17 + step * 7) % config.vocab_size));
+      const LossSums sums = train_step.gradients(batch);
+      const double norm = train_step.update(sums, step).grad_norm;
       if (comm.rank() == 0) {
         result.sums = sums;
         result.norm = norm;
       }
     }
     std::vector<float> w(comm.rank() == 0 ? table.total() : 0), m(w.size()), v(w.size());
-    dp.gather_weights(w.data());
-    dp.gather_moments(m.data(), v.data());
+    train_step.dp().gather_weights(w.data());
+    train_step.dp().gather_state(train_step.optimizer(), 0, m.data());
+    train_step.dp().gather_state(train_step.optimizer(), 1, v.data());
     if (comm.rank() == 0) result = {w, m, v, result.sums, result.norm};
   });
   return result;
@@ -264,10 +266,10 @@ StepResult train_model(int world, Precision precision, bool shard_weights, bool 
 
 TEST(DistDataParallel, ShardedWeightsTrainTheModelToTheSameBits) {
   for (Precision precision : {Precision::fp32, Precision::bf16}) {
-    const StepResult whole = train_model(1, precision, false);
+    const RankResult whole = train_model(1, precision, false);
     EXPECT_GT(whole.sums.n_labels, 0);
     for (int world : {1, 2, 3}) {
-      const StepResult sharded = train_model(world, precision, true);
+      const RankResult sharded = train_model(world, precision, true);
       const std::string what = fmt::format("{} at W = {}", precision_name(precision), world);
       EXPECT_EQ(whole.sums.ce, sharded.sums.ce) << what;
       EXPECT_EQ(whole.norm, sharded.norm) << what;
@@ -279,9 +281,9 @@ TEST(DistDataParallel, ShardedWeightsTrainTheModelToTheSameBits) {
 
 TEST(DistDataParallel, ShardedWeightsOnEmulatedDevicesGiveTheCpuBits) {
   // Groups gathered into device memory the host cannot touch, over the emulated NCCL, and read by the model there.
-  const StepResult cpu = train_model(1, Precision::bf16, false);
+  const RankResult cpu = train_model(1, Precision::bf16, false);
   for (int world : {1, 3}) {
-    const StepResult device = train_model(world, Precision::bf16, true, true);
+    const RankResult device = train_model(world, Precision::bf16, true, true);
     EXPECT_EQ(cpu.sums.ce, device.sums.ce) << world;
     EXPECT_EQ(cpu.norm, device.norm) << world;
     EXPECT_TRUE(cpu.params == device.params) << world;
@@ -296,43 +298,44 @@ TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
   std::vector<float> grads(table.total());
   for (size_t i = 0; i < grads.size(); i++) grads[i] = row_gradient(3, i);
   std::vector<float> params_full(table.total(), 0.25f);
-  AdamW full(table, AdamWConfig{});
+  AdamW full(table, AdamWConfig{}, cpu_backend());
   full.step(params_full.data(), grads.data(), 1e-2);
   double norm = 0.0;
   for (const ShardLayout::Part& g : ShardLayout(table, 1).parts_of(0))  // one part per group
     for (double s : cpu::block_sums_of_squares(grads.data() + g.begin, g.length())) norm += s;
   ThreadGroup group(4);
   group.run([&](Communicator& comm) {
-    DataParallel dp(comm, table, AdamWConfig{}, 4, 1);
+    DataParallel dp(comm, table, 4, 1);
+    AdamW adamw(table, AdamWConfig{}, dp.shard_parts(), cpu_backend());
     for (const ShardLayout::Part& p : dp.layout().parts_of(comm.rank()))
       std::copy_n(grads.begin() + ptrdiff_t(p.begin), p.length(), dp.grads() + p.offset);
     EXPECT_EQ(dp.clip(0.0), std::sqrt(norm));
     std::vector<float> params(table.total(), 0.25f);
     dp.load_weights(params.data());
-    dp.step(1e-2);
+    dp.step(adamw, 1e-2);
     std::copy_n(dp.whole_weights(), params.size(), params.begin());
     EXPECT_TRUE(params == params_full);
     const std::vector<float> full_m(full.exp_avg(), full.exp_avg() + table.total());
     const std::vector<float> full_v(full.exp_avg_sq(), full.exp_avg_sq() + table.total());
     std::vector<float> m(comm.rank() == 0 ? table.total() : 0), v(m.size());
-    dp.gather_moments(m.data(), v.data());
+    dp.gather_state(adamw, 0, m.data());
+    dp.gather_state(adamw, 1, v.data());
     if (comm.rank() == 0) {
       EXPECT_TRUE(m == full_m && v == full_v);
     }
     // Resharding on load: every rank takes its shard of the whole moments.
-    DataParallel loaded(comm, table, AdamWConfig{}, 4, 1);
-    loaded.load_moments(full.exp_avg(), full.exp_avg_sq(), 1);
-    const size_t shard = dp.optimizer().size();
-    EXPECT_TRUE(
-        std::equal(loaded.optimizer().exp_avg(), loaded.optimizer().exp_avg() + shard, dp.optimizer().exp_avg()));
-    EXPECT_EQ(loaded.optimizer().step_count, 1);
+    AdamW loaded(table, AdamWConfig{}, dp.shard_parts(), cpu_backend());
+    dp.load_state(loaded, 0, full.exp_avg());
+    dp.load_state(loaded, 1, full.exp_avg_sq());
+    EXPECT_TRUE(std::equal(loaded.exp_avg(), loaded.exp_avg() + adamw.size(), adamw.exp_avg()));
+    EXPECT_TRUE(std::equal(loaded.exp_avg_sq(), loaded.exp_avg_sq() + adamw.size(), adamw.exp_avg_sq()));
   });
 }
 
 TEST(DistDataParallel, RejectsBatchNotDivisibleByRanksTimesMicroBatch) {
   const ParamTable table(model());
   ThreadGroup group(2);
-  group.run([&](Communicator& comm) { EXPECT_THROW(DataParallel dp(comm, table, AdamWConfig{}, 6, 2), Error); });
+  group.run([&](Communicator& comm) { EXPECT_THROW(DataParallel dp(comm, table, 6, 2), Error); });
 }
 
 }  // namespace

@@ -60,14 +60,15 @@ TEST(EvalReference, AllSurfacesMatchPyTorch) {
   std::ofstream(token_file, std::ios::binary).write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size() * 4));
 
   HfModel a = load_hf_model((dir / "a").string()), b = load_hf_model((dir / "b").string());
-  Olmo3 model(a.config), other(b.config);
+  Olmo3 model(a.config, Precision::fp32, Remat::none, cpu_backend()),
+      other(b.config, Precision::fp32, Remat::none, cpu_backend());
   const std::vector<data::MixEntry> files = {{"docs", token_file}};
 
   data::FslDataset set(files, 48, data::TokenDtype::u32, uint32_t(a.config.vocab_size));
   WeightSource &weights = model.whole_weights(a.params.data()), &other_weights = other.whole_weights(b.params.data());
   const HeldoutResult h = heldout_loss(model, weights, set, 2, 0);
   const PerplexityResult p = domain_perplexity(model, weights, tok, files, 32, 0, 96);
-  const std::vector<DomainKl> kl = kl_surface(model, weights, other, other_weights, files, 32, 100);
+  const std::vector<DomainKl> kl = domain_kl(model, weights, other, other_weights, files, 32, 100);
 
   json jobs = json::array();
   const std::string A = (dir / "a").string();

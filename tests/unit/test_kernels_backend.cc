@@ -72,17 +72,6 @@ TEST(Profile, SumsTakesByOperationAndTabulatesPerStepSlowestFirst) {
   EXPECT_NE(table.find("| the device waiting for the host |  | 5.00 | 50.0 % |"), std::string::npos) << table;
 }
 
-TEST(Profile, RequestIsZeroOrOne) {
-  setenv("REPLICA_PROFILE", "1", 1);
-  EXPECT_TRUE(profile_requested());
-  setenv("REPLICA_PROFILE", "0", 1);
-  EXPECT_FALSE(profile_requested());
-  setenv("REPLICA_PROFILE", "yes", 1);
-  EXPECT_THROW(profile_requested(), Error);
-  unsetenv("REPLICA_PROFILE");
-  EXPECT_FALSE(profile_requested());
-}
-
 TEST(Backend, CpuDoesNotProfile) {
   EXPECT_FALSE(cpu_backend().profile(true));
   EXPECT_TRUE(cpu_backend().profile(false));

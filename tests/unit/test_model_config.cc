@@ -61,6 +61,25 @@ TEST(ModelConfig, HfJsonVariants) {
   EXPECT_EQ(again.norm_placement, NormPlacement::pre);
 }
 
+TEST(ModelConfig, AbsentTensorsHaveNoOffset) {
+  nlohmann::json j = {{"vocab_size", 64}, {"hidden_size", 32}, {"intermediate_size", 48},
+                      {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"sliding_window", 8}};
+  const ParamTable olmo(model_config_from_json(j, "olmo.json"));
+  EXPECT_EQ(olmo.blocks[1].q_norm, olmo.at("model.layers.1.self_attn.q_norm.weight").offset);
+  EXPECT_EQ(olmo.blocks[1].k_norm, olmo.at("model.layers.1.self_attn.k_norm.weight").offset);
+  EXPECT_FALSE(olmo.tied());
+  EXPECT_EQ(olmo.lm_head_range().begin, olmo.head_range().begin);
+  j["qk_norm"] = false;
+  j["tie_word_embeddings"] = true;
+  const ParamTable plain(model_config_from_json(j, "no_qk_norm.json"));
+  for (const BlockOffsets& b : plain.blocks) {
+    EXPECT_FALSE(b.q_norm.has_value());
+    EXPECT_FALSE(b.k_norm.has_value());
+  }
+  EXPECT_TRUE(plain.tied());
+  EXPECT_EQ(plain.lm_head_range().end, plain.embed_range().end);
+}
+
 void expect_error(nlohmann::json j, const std::string& fragment) {
   try {
     model_config_from_json(j, "bad.json");

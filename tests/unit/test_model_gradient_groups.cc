@@ -79,7 +79,7 @@ class GradientGroups : public ::testing::TestWithParam<bool> {};
 TEST_P(GradientGroups, WeightsAndGradientsMoveGroupByGroupWithTheWholeBuffersBits) {
   const bool tied = GetParam();
   const ModelConfig config = model(tied);
-  Olmo3 net(config);
+  Olmo3 net(config, Precision::fp32, Remat::none, cpu_backend());
   const ParamTable& table = net.table();
   std::vector<float> params(table.total());
   init_params(config, table, 7, params.data());

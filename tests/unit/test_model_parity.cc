@@ -91,7 +91,7 @@ std::vector<float> to_host(Backend& backend, const DeviceArray<float>& a) {
 }
 
 void check_logits(const Case& c, Precision precision, const std::string& golden, double tolerance,
-                  Backend& backend = cpu_backend()) {
+                  Backend& backend) {
   Olmo3 model(c.model.config, precision, Remat::none, backend);
   const size_t n = size_t(c.B * c.T * c.model.config.vocab_size);
   std::vector<float> logits(n);
@@ -103,7 +103,7 @@ void check_logits(const Case& c, Precision precision, const std::string& golden,
 }
 
 void check_gradients(const Case& c, Precision precision, const std::string& loss_file, const std::string& grad_file,
-                     double loss_tolerance, double grad_tolerance, Backend& backend = cpu_backend()) {
+                     double loss_tolerance, double grad_tolerance, Backend& backend) {
   Olmo3 model(c.model.config, precision, Remat::none, backend);
   DeviceArray<float> device_grads(backend, model.table().total());
   nlohmann::json ref = c.loss_json(loss_file);
@@ -128,18 +128,19 @@ void check_gradients(const Case& c, Precision precision, const std::string& loss
   }
 }
 
-TEST_P(Parity, LogitsFp32) { check_logits(Case(GetParam()), Precision::fp32, "logits_fp32.npy", 1e-5); }
+TEST_P(Parity, LogitsFp32) { check_logits(Case(GetParam()), Precision::fp32, "logits_fp32.npy", 1e-5, cpu_backend()); }
 
-TEST_P(Parity, LogitsBf16) { check_logits(Case(GetParam()), Precision::bf16, "logits_bf16.npy", 2e-2); }
+TEST_P(Parity, LogitsBf16) { check_logits(Case(GetParam()), Precision::bf16, "logits_bf16.npy", 2e-2, cpu_backend()); }
 
 TEST_P(Parity, LossAndGradientsFp32) {
-  check_gradients(Case(GetParam()), Precision::fp32, "loss.json", "grads.safetensors", 1e-5, 1e-4);
+  check_gradients(Case(GetParam()), Precision::fp32, "loss.json", "grads.safetensors", 1e-5, 1e-4, cpu_backend());
 }
 
 // The reference's bf16 backward keeps output gradients in fp32 (an autograd cast is the identity), while
 // replica rounds both operands of every backward GEMM too, so bf16 gradients agree to bf16 precision.
 TEST_P(Parity, LossAndGradientsBf16) {
-  check_gradients(Case(GetParam()), Precision::bf16, "loss_bf16.json", "grads_bf16.safetensors", 1e-3, 3e-2);
+  check_gradients(Case(GetParam()), Precision::bf16, "loss_bf16.json", "grads_bf16.safetensors", 1e-3, 3e-2,
+                  cpu_backend());
 }
 
 // The GPU: fp32 is true fp32 (no TF32) with the same bounds; bf16 also rounds attention's operands (q, k, v,

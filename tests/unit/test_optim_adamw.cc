@@ -44,9 +44,9 @@ TEST(AdamW, FirstStepIsSignLikeWithDecoupledDecayExceptEmbedding) {
   b.params[mat] = 0.5f, b.grads[mat] = 0.2f;
   b.params[norm] = 1.0f, b.grads[norm] = -0.3f;
   b.params[head] = -0.25f;  // zero gradient: only weight decay moves it
-  AdamW adam(b.table, AdamWConfig{0.9, 0.95, 1e-8, 0.1});
+  AdamW adam(b.table, AdamWConfig{0.9, 0.95, 1e-8, 0.1}, cpu_backend());
   adam.step(b.params.data(), b.grads.data(), 0.01);
-  EXPECT_EQ(adam.step_count, 1);
+  EXPECT_EQ(adam.step_count(), 1);
   // p·(1 - lr·wd) - lr·g/(|g| + eps): m/bc1 = g and sqrt(v/bc2) = |g| on the first step.
   EXPECT_FLOAT_EQ(b.params[mat], 0.4895000005f);
   EXPECT_FLOAT_EQ(b.params[emb], 0.4900000005f);         // no weight decay on the embedding
@@ -63,12 +63,12 @@ TEST(AdamW, SecondStepUsesStepCountForBiasCorrection) {
   size_t emb = b.at("model.embed_tokens.weight", 0), mat = b.at("model.layers.0.mlp.down_proj.weight", 7),
          head = b.at("lm_head.weight", 0);
   b.params[emb] = 0.5f, b.params[mat] = 0.5f, b.params[head] = -0.25f;
-  AdamW adam(b.table, AdamWConfig{0.9, 0.95, 1e-8, 0.1});
+  AdamW adam(b.table, AdamWConfig{0.9, 0.95, 1e-8, 0.1}, cpu_backend());
   b.grads[emb] = 0.2f, b.grads[mat] = 0.2f;
   adam.step(b.params.data(), b.grads.data(), 0.01);
   b.grads[emb] = -0.1f, b.grads[mat] = -0.1f;
   adam.step(b.params.data(), b.grads.data(), 0.005);
-  EXPECT_EQ(adam.step_count, 2);
+  EXPECT_EQ(adam.step_count(), 2);
   // m = 0.9·0.02 - 0.01 = 0.008, v = 0.95·0.002 + 0.05·0.01 = 0.0024, bc1 = 0.19, bc2 = 0.0975.
   EXPECT_FLOAT_EQ(adam.exp_avg()[mat], 0.008f);
   EXPECT_FLOAT_EQ(adam.exp_avg_sq()[mat], 0.0024f);
@@ -86,7 +86,7 @@ TEST(AdamW, PaddingBetweenTensorsIsUntouched) {
   b.params[pad] = 7.0f;
   b.grads[pad] = 1.0f;
   for (size_t i = 0; i < norm.numel; i++) b.grads[norm.offset + i] = 0.5f;
-  AdamW adam(b.table, AdamWConfig{});
+  AdamW adam(b.table, AdamWConfig{}, cpu_backend());
   adam.step(b.params.data(), b.grads.data(), 1e-3);
   EXPECT_EQ(b.params[pad], 7.0f);
   EXPECT_EQ(adam.exp_avg()[pad], 0.0f);
@@ -107,7 +107,7 @@ TEST(AdamW, SameBitsForAnyThreadCount) {
   for (int threads : {1, 2, 3}) {
     omp_set_num_threads(threads);
     std::vector<float> params = b.params;
-    AdamW adam(b.table, AdamWConfig{});
+    AdamW adam(b.table, AdamWConfig{}, cpu_backend());
     for (const auto& g : grads) adam.step(params.data(), g.data(), 1e-3);
     results.push_back(params);
   }
@@ -121,7 +121,7 @@ struct WholeStep {
   Buffers b;
   std::vector<float> whole;  // the weights after the step
   AdamW full;
-  explicit WholeStep(uint32_t seed) : b(vocab_5000()), full(b.table, AdamWConfig{}) {
+  explicit WholeStep(uint32_t seed) : b(vocab_5000()), full(b.table, AdamWConfig{}, cpu_backend()) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> dist(0.0f, 1.0f);
     for (float& p : b.params) p = dist(rng);
@@ -147,7 +147,8 @@ TEST(AdamW, ShardsUpdateExactlyTheirRangeAsTheWholeBufferWould) {
   const size_t split = b.table.at("model.embed_tokens.weight").numel - 100;  // inside the embedding
   std::vector<float> sharded = b.params;
   for (auto [begin, end] : {std::pair<size_t, size_t>{0, split}, {split, b.table.total()}}) {
-    AdamW shard(b.table, AdamWConfig{}, {{begin, end, 0}}), same_shard(b.table, AdamWConfig{}, {{begin, end, 0}});
+    AdamW shard(b.table, AdamWConfig{}, {{begin, end, 0}}, cpu_backend()),
+        same_shard(b.table, AdamWConfig{}, {{begin, end, 0}}, cpu_backend());
     std::vector<float> alone = b.params;
     const std::vector<float> shard_grads(b.grads.begin() + ptrdiff_t(begin), b.grads.begin() + ptrdiff_t(end));
     shard.step(alone.data() + begin, shard_grads.data(), 1e-2);
@@ -174,7 +175,7 @@ TEST(AdamW, AShardOfSeveralPartsStoresThemOneAfterTheOther) {
     grads.insert(grads.end(), b.grads.begin() + ptrdiff_t(p.begin), b.grads.begin() + ptrdiff_t(p.end));
     shard_params.insert(shard_params.end(), b.params.begin() + ptrdiff_t(p.begin), b.params.begin() + ptrdiff_t(p.end));
   }
-  AdamW in_place(b.table, AdamWConfig{}, parts), on_shard(b.table, AdamWConfig{}, parts);
+  AdamW in_place(b.table, AdamWConfig{}, parts, cpu_backend()), on_shard(b.table, AdamWConfig{}, parts, cpu_backend());
   std::vector<float> params = b.params;
   in_place.step(params.data(), grads.data(), 1e-2, true);
   on_shard.step(shard_params.data(), grads.data(), 1e-2);

@@ -43,14 +43,15 @@ TEST(Recipe, Stage1HoldsThePublishedNumbers) {
   EXPECT_EQ(r.data.global_batch_size, 512);
   EXPECT_EQ(r.tokens_per_step(), 4194304);
   EXPECT_EQ(r.data.seed, 34521);
-  EXPECT_EQ(r.optim.lr, 3e-4);
-  EXPECT_EQ(r.optim.weight_decay, 0.1);
-  EXPECT_EQ(r.optim.betas, (std::vector<double>{0.9, 0.95}));
-  EXPECT_EQ(r.optim.eps, 1e-8);
+  EXPECT_EQ(r.schedule.steps.lr, 3e-4);
+  EXPECT_EQ(r.optim.adamw.weight_decay, 0.1);
+  EXPECT_EQ(r.optim.adamw.beta1, 0.9);
+  EXPECT_EQ(r.optim.adamw.beta2, 0.95);
+  EXPECT_EQ(r.optim.adamw.eps, 1e-8);
   EXPECT_EQ(r.optim.clip, 1.0);
-  EXPECT_TRUE(r.optim.skip_step);
-  EXPECT_EQ(r.optim.skip_step_window, 128);
-  EXPECT_EQ(r.optim.skip_step_sigma, 6.0);
+  EXPECT_TRUE(r.optim.skip_step.enabled);
+  EXPECT_EQ(r.optim.skip_step.window, 128);
+  EXPECT_EQ(r.optim.skip_step.sigma, 6.0);
   EXPECT_EQ(r.optim.z_loss, 1e-5);
   EXPECT_EQ(r.train.max_steps, 1413814);
   EXPECT_EQ(r.train.precision, Precision::bf16);
@@ -62,7 +63,7 @@ TEST(Recipe, Stage1HoldsThePublishedNumbers) {
   EXPECT_EQ(s.part2_warmup, 597046);
   EXPECT_NEAR(learning_rate(s, 597046), 1.65e-4, 1e-18);
   EXPECT_NEAR(learning_rate(s, 1413814), 3.93e-5, 0.005e-5);
-  AdamWConfig a = adamw_config(r);
+  const AdamWConfig& a = r.optim.adamw;
   EXPECT_EQ(a.beta1, 0.9);
   EXPECT_EQ(a.beta2, 0.95);
   EXPECT_NO_THROW(check_trainable(r));
@@ -70,7 +71,7 @@ TEST(Recipe, Stage1HoldsThePublishedNumbers) {
 
 TEST(Recipe, Stage2And3) {
   Recipe s2 = load_recipe(recipe_path("olmo3_7b_stage2.yaml"), {}, false);
-  EXPECT_EQ(s2.optim.lr, 2.0712352850360292e-4);
+  EXPECT_EQ(s2.schedule.steps.lr, 2.0712352850360292e-4);
   EXPECT_EQ(s2.data.global_batch_size, 256);
   EXPECT_EQ(s2.data.seed, 1337);
   EXPECT_EQ(s2.train.max_steps, 47684);
@@ -99,7 +100,7 @@ TEST(Recipe, TinyLoadsWithItsFilesAndExpandsGlobs) {
   EXPECT_EQ(r.data.mix_file, dir + "/train.mix");
   EXPECT_EQ(r.data.validation_paths, (std::vector<std::string>{dir + "/code/heldout.npy", dir + "/web/heldout.npy"}));
   EXPECT_EQ(r.data.global_batch_size % r.data.micro_batch_size, 0);
-  EXPECT_EQ(r.schedule.type, ScheduleType::cosine);
+  EXPECT_EQ(r.schedule.steps.type, ScheduleType::cosine);
   EXPECT_NO_THROW(check_trainable(r));
   std::string missing = error_of([&] {
     load_recipe(recipe_path("tiny.yaml"),
@@ -122,15 +123,39 @@ TEST(Recipe, OverridesAreParsedAsYaml) {
   EXPECT_TRUE(r.train.shard_weights);
   EXPECT_NE(r.to_yaml().find("shard_weights: true"), std::string::npos);
   EXPECT_EQ(r.data.paths, (std::vector<std::string>{"a.npy", "b.npy"}));
-  EXPECT_EQ(r.optim.lr, 1e-3);
-  EXPECT_EQ(r.optim.betas, (std::vector<double>{0.8, 0.99}));
+  EXPECT_EQ(r.schedule.steps.lr, 1e-3);
+  EXPECT_EQ(r.optim.adamw.beta1, 0.8);
+  EXPECT_EQ(r.optim.adamw.beta2, 0.99);
   EXPECT_EQ(r.train.precision, Precision::bf16);
-  EXPECT_EQ(r.schedule.type, ScheduleType::wsd);
-  EXPECT_EQ(r.schedule.decay_steps, 20);
-  EXPECT_FALSE(r.optim.skip_step);
+  EXPECT_EQ(r.schedule.steps.type, ScheduleType::wsd);
+  EXPECT_EQ(r.schedule.steps.decay, 20);
+  EXPECT_FALSE(r.optim.skip_step.enabled);
   EXPECT_EQ(r.run.name, "my run");
   EXPECT_EQ(r.model.init_from, "");
   EXPECT_EQ(schedule_config(r).t_max, 100);  // from train.max_steps
+}
+
+TEST(Recipe, NumericsAndDataSettingsAreKeys) {
+  // What changes a run's numbers or data is in the recipe (and so in config.yaml and every checkpoint), not in the
+  // environment: the attention kernel, the profile, the instance filter. The defaults: auto, off, off.
+  const Recipe defaults = load_recipe_text(kMinimal, "minimal", {}, false);
+  EXPECT_EQ(defaults.train.attention, AttentionKernel::automatic);
+  EXPECT_FALSE(defaults.train.profile);
+  EXPECT_FALSE(defaults.data.instance_filter.enabled);
+  const Recipe r = load_recipe_text(
+      kMinimal, "minimal", {"train.attention=wgmma", "train.profile=true", "data.instance_filter=true"}, false);
+  EXPECT_EQ(r.train.attention, AttentionKernel::wgmma);
+  EXPECT_TRUE(r.train.profile);
+  EXPECT_TRUE(r.data.instance_filter.enabled);
+  const std::string yaml = r.to_yaml();
+  for (const char* line : {"attention: wgmma", "profile: true", "instance_filter: true"})
+    EXPECT_NE(yaml.find(line), std::string::npos) << line << "\n" << yaml;
+  EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
+  EXPECT_NE(error_of([] { load_recipe_text(kMinimal, "m", {"train.attention=wmma"}, false); }).find("train.attention"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_recipe_text(kMinimal, "m", {"data.instance_filter=often"}, false); })
+                .find("data.instance_filter"),
+            std::string::npos);
 }
 
 TEST(Recipe, ErrorsNameTheKey) {
@@ -168,7 +193,7 @@ TEST(Recipe, ToYamlRoundTrips) {
   std::string yaml = r.to_yaml();
   Recipe back = load_recipe_text(yaml, "resolved", {}, false);
   EXPECT_EQ(back.to_yaml(), yaml);
-  EXPECT_EQ(back.optim.lr, 0.1234567890123);
+  EXPECT_EQ(back.schedule.steps.lr, 0.1234567890123);
   EXPECT_EQ(back.schedule.t_max_tokens, 5e12);
   EXPECT_EQ(back.data.validation_paths, r.data.validation_paths);
   EXPECT_NE(yaml.find("type: olmo3_stitched"), std::string::npos) << yaml;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "replica/cli/command.h"
@@ -12,6 +13,7 @@
 #include "replica/data/audit.h"
 #include "replica/data/loader.h"
 #include "replica/data/tokenize.h"
+#include "replica/train/checkpointing.h"
 #include "replica/train/recipe.h"
 
 namespace {
@@ -44,6 +46,7 @@ struct Options {
   // tokenize
   std::vector<std::string> inputs;
   std::string input_list, output, tokenizer, recipe;
+  std::vector<std::string> overrides;  // of the recipe
   int jobs = 0;
   // datasets and orders
   DatasetOptions dataset;
@@ -53,7 +56,8 @@ struct Options {
   bool filter = false, scan = false;
 };
 
-LoaderConfig loader_config(const Options& o) {
+// The loader the command-line flags describe (without --config).
+LoaderConfig flags_loader_config(const Options& o) {
   LoaderConfig config;
   config.files = o.dataset.entries();
   config.seq_len = o.dataset.seq_len;
@@ -108,7 +112,7 @@ int run_info(const Options& o) {
   if (o.dataset.seq_len > 0) fmt::print(", {} instances of {}", total_instances, o.dataset.seq_len);
   fmt::print("\n");
   if (o.dataset.seq_len > 0 && o.global_batch > 0)
-    fmt::print("fingerprint  {}\n", DataLoader(loader_config(o)).fingerprint());
+    fmt::print("fingerprint  {}\n", DataLoader(flags_loader_config(o)).fingerprint());
   return 0;
 }
 
@@ -127,7 +131,7 @@ int run_show(const Options& o) {
 }
 
 int run_order(const Options& o) {
-  DataLoader loader(loader_config(o));
+  DataLoader loader(flags_loader_config(o));
   auto order = loader.order(o.epoch);
   std::vector<int64_t> shape = {int64_t(order->num_batches()), int64_t(order->global_batch())};
   write_npy(o.output, NpyType::u32, shape, order->indices().data());
@@ -138,24 +142,24 @@ int run_order(const Options& o) {
 }
 
 int run_audit(Options o) {
-  if (!o.recipe.empty()) {  // the planned run's data settings come from its recipe
-    const Recipe r = load_recipe(o.recipe);
-    o.dataset.paths = r.data.paths;
-    o.dataset.mix = r.data.mix_file;
-    o.dataset.seq_len = r.data.seq_len;
-    o.seed = uint64_t(r.data.seed);
-    o.global_batch = r.data.global_batch_size;
+  AuditPlan plan;
+  std::optional<LoaderConfig> config;
+  if (!o.recipe.empty()) {  // the planned run's loader, exactly as `replica train` builds it
+    const Recipe r = load_recipe(o.recipe, o.overrides);
+    config = replica::loader_config(r, recipe_model_config(r));
     o.steps = r.train.max_steps;
     o.micro_batch = r.data.micro_batch_size;
+  } else {
+    check(o.overrides.empty(), "data audit: recipe overrides ({} ...) need --config RECIPE", o.overrides.front());
+    check(o.dataset.seq_len > 0 && o.global_batch > 0 && o.steps > 0,
+          "data audit: give --config RECIPE, or --seq-len, --global-batch and --steps");
+    config = flags_loader_config(o);
   }
-  check(o.dataset.seq_len > 0 && o.global_batch > 0 && o.steps > 0,
-        "data audit: give --config RECIPE, or --seq-len, --global-batch and --steps");
-  DataLoader loader(loader_config(o));
+  DataLoader loader(*config);
   fmt::print("fingerprint           {}\nbatches per epoch     {}\n", loader.fingerprint(), loader.batches_per_epoch());
-  AuditPlan plan;
   plan.steps = o.steps;
   plan.world_size = o.world_size;
-  plan.micro_batch = o.micro_batch;
+  if (o.micro_batch > 0) plan.micro_batch = o.micro_batch;
   plan.first_epoch = o.first_epoch;
   AuditReport report = audit(loader, plan);
   fmt::print("{}", report.text());
@@ -194,7 +198,8 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   order->add_option("--out", o->output, "Output .npy")->required();
 
   auto* audit_cmd = app.add_subcommand("audit", "Replay a planned run's data reads and report repeats (exit 1)");
-  audit_cmd->add_option("--config", o->recipe, "The run's recipe: data files, seq_len, seed, batch sizes, steps");
+  audit_cmd->add_option("--config", o->recipe, "The run's recipe: its data loader (the run's fingerprint), steps");
+  audit_cmd->add_option("overrides", o->overrides, "section.key=value overrides of the recipe, as `replica train`");
   o->dataset.add_to(audit_cmd, false);
   audit_cmd->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str();
   audit_cmd->add_option("--global-batch", o->global_batch, "Instances per step");

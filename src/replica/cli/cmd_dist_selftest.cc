@@ -11,9 +11,8 @@
 
 #include "replica/cli/command.h"
 #include "replica/core/threads.h"
-#include "replica/dist/data_parallel.h"
-#include "replica/train/distributed.h"
-#include "replica/model/olmo3.h"
+#include "replica/data/order.h"
+#include "replica/train/step.h"
 
 namespace replica::cli {
 
@@ -44,41 +43,41 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
          {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 8},
          {"sliding_window", 4}, {"layer_types", {"sliding_attention", "full_attention"}}},
         "dist-selftest model");
-    Olmo3 model(config);
-    const ParamTable& table = model.table();
+    const int64_t G = o->global_batch, M = o->micro_batch, T = 16;
+    StepConfig c;
+    c.seq_len = T, c.global_batch = G, c.micro_batch = M;
+    c.sharding.weights = o->shard_weights;
+    c.schedule = {.type = ScheduleType::constant, .lr = 1e-2};
+    c.skip_step.enabled = false;
+    c.z_loss = 1e-4;
+    TrainStep train_step(config, c, *comm, *comm, cpu_backend());
+    const ParamTable& table = train_step.model().table();
     std::vector<float> params(table.total(), 0.0f);
     init_params(config, table, 0, params.data());
-    const int64_t G = o->global_batch, M = o->micro_batch, T = 16;
-    DataParallel dp(*comm, table, AdamWConfig{}, G, M, Sharding{o->shard_weights});
-    dp.load_weights(params.data());
+    train_step.dp().load_weights(params.data());
     const int rank = comm->rank(), world = comm->size();
     for (int64_t step = 1; step <= o->steps; step++) {
       if (rank == o->fault_rank && step == o->fault_step) {
         if (o->fault == "die") raise(SIGKILL);
         if (o->fault == "hang") pause();
       }
-      std::vector<int32_t> ids;  // rows r, r + W, ... of this step's global batch: token (row, t) is a hash
-      for (int64_t row = rank; row < G; row += world)
+      // This rank's rows of the step's global batch, micro-batch by micro-batch: token (row, t) is a hash.
+      data::Batch batch{.rows = G / world, .seq_len = T, .tokens = {}, .keep = std::vector<uint8_t>(size_t(G / world), 1),
+                        .instances = {}};
+      for (uint64_t row : data::rank_rows(uint64_t(G), uint64_t(M), rank, world))
         for (int64_t t = 0; t < T; t++)
-          ids.push_back(int32_t(XXH3_64bits_withSeed(&t, sizeof t, uint64_t(step * 1000 + row)) % 1024));
-      std::vector<int32_t> targets = shifted_targets(ids.data(), G / world, T);
-      dp.arrange(ids, T);
-      dp.arrange(targets, T);
-      const float scale = 1.0f / float(G * (T - 1));
-      WeightSource& weights = step_weights(dp, model);
-      const LossSums sums = dp.gradients([&](int64_t k, GradientSink& sink) {
-        const Batch micro_batch{ids.data() + k * M * T, targets.data() + k * M * T, M, T};
-        return model.forward_backward(weights, sink, micro_batch, 1e-4f, scale);
-      });
-      const double norm = dp.clip(1.0);
-      dp.step(1e-2);
+          batch.tokens.push_back(int32_t(XXH3_64bits_withSeed(&t, sizeof t, uint64_t(step * 1000 + int64_t(row))) % 1024));
+      const LossSums sums = train_step.gradients(batch);
+      const StepResult result = train_step.update(sums, step);
       if (rank == 0)
         fmt::print("step {} loss {:.17g} z {:.17g} labels {} grad_norm {:.17g}\n", step, sums.ce / double(G * (T - 1)),
-                   sums.z, sums.n_labels, norm);
+                   sums.z, sums.n_labels, result.grad_norm);
     }
+    DataParallel& dp = train_step.dp();
     std::vector<float> m(rank == 0 ? params.size() : 0), v(m.size());
     dp.gather_weights(params.data());
-    dp.gather_moments(m.data(), v.data());
+    dp.gather_state(train_step.optimizer(), 0, m.data());
+    dp.gather_state(train_step.optimizer(), 1, v.data());
     if (rank == 0)
       fmt::print("ranks {} weights {:016x} exp_avg {:016x} exp_avg_sq {:016x} comm {:.3f} s\n", world,
                  XXH3_64bits(params.data(), params.size() * sizeof(float)),

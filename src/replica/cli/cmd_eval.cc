@@ -50,12 +50,14 @@ static Command eval_command(
         data::Tokenizer tokenizer = data::Tokenizer::load(o->tokenizer.empty() ? data::default_ranks_path() : o->tokenizer);
         auto log = [](const std::string& line) { fmt::print(stderr, "eval: {}\n", line); };
         const OnBackend params(backend, hf.params);
-        nlohmann::json results = eval::run_suite(model, model.whole_weights(params.data()), spec, tokenizer, log);
+        const eval::SuiteResults results =
+            eval::run_suite(model, model.whole_weights(params.data()), spec, tokenizer, log);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (o->json) {
-          results["model"] = o->model;
-          results["seconds"] = seconds;
-          fmt::print("{}\n", results.dump());
+          nlohmann::json j = results.to_json();
+          j["model"] = o->model;
+          j["seconds"] = seconds;
+          fmt::print("{}\n", j.dump());
         } else {
           fmt::print("replica eval {} ({}, {:.1f} s)\n{}", o->model, o->precision, seconds, eval::format_results(results));
         }

@@ -37,7 +37,7 @@ class LogitSource {
       HfModel m = load_model_source(path);
       V_ = m.config.vocab_size;
       params_ = std::move(m.params);
-      model_ = std::make_unique<Olmo3>(m.config, precision);
+      model_ = std::make_unique<Olmo3>(m.config, precision, Remat::none, cpu_backend());
       buffer_.resize(size_t(T * V_));
     }
   }
@@ -103,12 +103,12 @@ static Command parity_command(
         LogitSource ref(o->reference, parse_precision(o->reference_precision.c_str()), B, T);
         LogitSource cand(o->candidate, parse_precision(o->precision.c_str()), B, T);
         const int64_t V = std::min(ref.vocab(), cand.vocab());
-        ParityStats stats;
+        eval::ParityStats stats;
         std::vector<float> ref_cols, cand_cols;
         for (int64_t b = 0; b < B; b++) {
           const float* r = first_columns(ref.logits(ids, b), T, ref.vocab(), V, ref_cols);
           const float* c = first_columns(cand.logits(ids, b), T, cand.vocab(), V, cand_cols);
-          stats += compare_logits(r, c, T, V);
+          stats += eval::compare_logits(r, c, T, V);
         }
         std::string failure;
         if (o->max_kl >= 0 && stats.kl_mean() > o->max_kl)

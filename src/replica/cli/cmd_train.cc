@@ -33,9 +33,9 @@ static Command train_command("train", "Train a model from a recipe: replica trai
     fmt::print("\nrun directory: {}  (config.yaml, metrics.jsonl, tb/)\n", s.run_dir);
     fmt::print("steps: {}{}   final training loss: {:.4f}\n", s.steps, s.interrupted ? " (interrupted)" : "",
                s.final_loss);
-    if (s.heldout_initial >= 0)
-      fmt::print("held-out loss: {:.4f} at step 0 -> {:.4f} at step {} ({:+.4f})\n", s.heldout_initial,
-                 s.heldout_final, s.steps, s.heldout_final - s.heldout_initial);
+    if (s.heldout_initial && s.heldout_final)
+      fmt::print("held-out loss: {:.4f} at step 0 -> {:.4f} at step {} ({:+.4f})\n", *s.heldout_initial,
+                 *s.heldout_final, s.steps, *s.heldout_final - *s.heldout_initial);
     return s.interrupted ? 130 : 0;
   });
 });

@@ -16,8 +16,6 @@ AuditReport audit(const DataLoader& loader, const AuditPlan& plan, const RankRea
   check(plan.world_size > 0 && global_batch % plan.world_size == 0, "global batch {} is not divisible by world size {}",
         global_batch, plan.world_size);
   const int64_t rank_rows = global_batch / plan.world_size;
-  const int64_t micro = plan.micro_batch > 0 ? plan.micro_batch : rank_rows;
-  check(rank_rows % micro == 0, "rank batch {} is not a multiple of micro-batch {}", rank_rows, micro);
 
   AuditReport report;
   report.num_instances = dataset.num_instances();
@@ -28,20 +26,18 @@ AuditReport audit(const DataLoader& loader, const AuditPlan& plan, const RankRea
     auto [epoch, b] = loader.position(step, plan.first_epoch);
     if (epoch != current_epoch) std::fill(epoch_seen.begin(), epoch_seen.end(), 0), current_epoch = epoch;
     for (int rank = 0; rank < plan.world_size; rank++) {
+      // What the trainer's rank reads: the same call, micro-batch order included (counting ignores the order).
       std::vector<uint32_t> rows =
-          reader ? reader(step, rank) : loader.batch_instances(epoch, b, rank, plan.world_size);
+          reader ? reader(step, rank) : loader.batch_instances(epoch, b, rank, plan.world_size, plan.micro_batch);
       check(int64_t(rows.size()) == rank_rows, "step {} rank {}: {} rows, expected {}", step, rank, rows.size(),
             rank_rows);
-      for (int64_t start = 0; start < rank_rows; start += micro) {  // one micro-batch at a time
-        for (int64_t i = start; i < start + micro; i++) {
-          uint32_t id = rows[size_t(i)];
-          check(id < report.num_instances, "step {} rank {}: instance {} out of range", step, rank, id);
-          report.deliveries++;
-          if (run_count[id] < 255) run_count[id]++;
-          if (epoch_seen[id]) report.repeats_within_epoch++;
-          epoch_seen[id] = 1;
-          file_reads[dataset.locate(id).file]++;
-        }
+      for (uint32_t id : rows) {
+        check(id < report.num_instances, "step {} rank {}: instance {} out of range", step, rank, id);
+        report.deliveries++;
+        if (run_count[id] < 255) run_count[id]++;
+        if (epoch_seen[id]) report.repeats_within_epoch++;
+        epoch_seen[id] = 1;
+        file_reads[dataset.locate(id).file]++;
       }
     }
   }

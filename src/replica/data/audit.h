@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,9 +13,10 @@
 namespace replica::data {
 
 struct AuditPlan {
-  int64_t steps = 0;        // optimizer steps in the planned run
-  int world_size = 1;       // data-parallel ranks
-  int64_t micro_batch = 0;  // rows per micro-batch on one rank (0 = the whole rank batch)
+  int64_t steps = 0;   // optimizer steps in the planned run
+  int world_size = 1;  // data-parallel ranks
+  // Instances per micro-batch (DataLoader::batch); none: the whole rank batch.
+  std::optional<int64_t> micro_batch = std::nullopt;
   uint64_t first_epoch = 1;
 };
 

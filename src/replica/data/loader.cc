@@ -1,4 +1,4 @@
-// DataLoader: epoch orders, rank slices, instance reads and the dataset fingerprint.
+// DataLoader: epoch orders, rank micro-batches, instance reads and the dataset fingerprint.
 #include "replica/data/loader.h"
 
 #include <xxhash.h>
@@ -32,13 +32,16 @@ std::shared_ptr<const GlobalOrder> DataLoader::order(uint64_t epoch) const {
   return cached_order_;
 }
 
-std::vector<uint32_t> DataLoader::batch_instances(uint64_t epoch, int64_t b, int rank, int world) const {
-  return order(epoch)->rank_slice(uint64_t(b), rank, world);
+std::vector<uint32_t> DataLoader::batch_instances(uint64_t epoch, int64_t b, int rank, int world,
+                                                  std::optional<int64_t> micro_batch) const {
+  if (!micro_batch) return order(epoch)->rank_slice(uint64_t(b), rank, world);
+  check(*micro_batch > 0, "micro-batch size must be positive, got {}", *micro_batch);
+  return order(epoch)->rank_micro_batches(uint64_t(b), rank, world, uint64_t(*micro_batch));
 }
 
-Batch DataLoader::batch(uint64_t epoch, int64_t b, int rank, int world) const {
+Batch DataLoader::batch(uint64_t epoch, int64_t b, int rank, int world, std::optional<int64_t> micro_batch) const {
   Batch out;
-  out.instances = batch_instances(epoch, b, rank, world);
+  out.instances = batch_instances(epoch, b, rank, world, micro_batch);
   out.rows = int64_t(out.instances.size());
   out.seq_len = config_.seq_len;
   out.tokens.resize(size_t(out.rows * out.seq_len));

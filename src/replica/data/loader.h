@@ -1,6 +1,7 @@
 // The trainer's data API. A DataLoader serves, for (epoch, batch b, rank r of W), the instances OLMo-core's
 // NumpyFSLDataLoader would: row b of the epoch's global order, strided by rank (row[r::W]), read from the
-// memory-mapped token files, with the instance filter's keep flags. Epochs are 1-based as in OLMo-core
+// memory-mapped token files, with the instance filter's keep flags, in the order of the rank's micro-batches
+// (data/order.h: local micro-batch k is global micro-batch r + W k). Epochs are 1-based as in OLMo-core
 // (the order of epoch e is seeded with seed + e). The loader has no hidden position: the trainer stores
 // (epoch, batches consumed) and the fingerprint in its checkpoint, and refuses to resume on a different
 // fingerprint unless told to.
@@ -9,11 +10,12 @@
 //   config.files = read_mix_file("train.mix"), config.seq_len = 8192, config.seed = 34521, config.global_batch = 512;
 //   DataLoader loader(config);
 //   auto [epoch, b] = loader.position(step);            // step -> (epoch, batch within the epoch)
-//   Batch batch = loader.batch(epoch, b, rank, world);  // [512 / world, 8192] int32 ids
+//   Batch batch = loader.batch(epoch, b, rank, world, micro_batch);  // [512 / world, 8192] int32 ids
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,10 +55,14 @@ class DataLoader {
   // The epoch (from first_epoch) and batch within it that training step `step` (0-based) reads.
   std::pair<uint64_t, int64_t> position(int64_t step, uint64_t first_epoch = 1) const;
 
-  // The rows of global batch `b` of `epoch` read by data-parallel `rank` of `world` (global_batch / world
-  // rows; split them into micro-batches in order). Thread-safe.
-  Batch batch(uint64_t epoch, int64_t b, int rank = 0, int world = 1) const;
-  std::vector<uint32_t> batch_instances(uint64_t epoch, int64_t b, int rank = 0, int world = 1) const;
+  // The rows of global batch `b` of `epoch` read by data-parallel `rank` of `world` (global_batch / world rows)
+  // for micro-batches of `micro_batch` instances: rows [k M, (k + 1) M) are global micro-batch rank + world k
+  // (GlobalOrder::rank_micro_batches). Without a micro-batch size, the rank's rows in row order (row[r::W], one
+  // micro-batch). Thread-safe.
+  Batch batch(uint64_t epoch, int64_t b, int rank = 0, int world = 1,
+              std::optional<int64_t> micro_batch = std::nullopt) const;
+  std::vector<uint32_t> batch_instances(uint64_t epoch, int64_t b, int rank = 0, int world = 1,
+                                        std::optional<int64_t> micro_batch = std::nullopt) const;
 
   // 32 hex digits: XXH3-128 of (version, seq_len, dtype, vocab size, filter, seed, and each file's base
   // name, size in bytes and content hash). The global batch and world size are not part of it.

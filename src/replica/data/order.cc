@@ -1,4 +1,4 @@
-// Global order: numpy-exact shuffle, truncation, batch rows and rank slices.
+// Global order: numpy-exact shuffle, truncation, batch rows, rank slices and micro-batches.
 #include "replica/data/order.h"
 
 #include <numeric>
@@ -35,6 +35,35 @@ std::vector<uint32_t> GlobalOrder::rank_slice(uint64_t b, int rank, int world) c
   out.reserve(row.size() / world);
   for (size_t i = size_t(rank); i < row.size(); i += size_t(world)) out.push_back(row[i]);
   return out;
+}
+
+std::vector<uint32_t> GlobalOrder::rank_micro_batches(uint64_t b, int rank, int world, uint64_t micro_batch) const {
+  std::span<const uint32_t> row = batch(b);
+  std::vector<uint32_t> out;
+  for (uint64_t i : rank_rows(global_batch_, micro_batch, rank, world)) out.push_back(row[i]);
+  return out;
+}
+
+std::vector<uint64_t> micro_batch_rows(uint64_t global_batch, uint64_t micro_batch, uint64_t c) {
+  check(micro_batch > 0 && global_batch % micro_batch == 0, "global batch {} is not a multiple of micro-batch {}",
+        global_batch, micro_batch);
+  const uint64_t count = global_batch / micro_batch;  // micro-batches per batch
+  check(c < count, "micro-batch {} is past the end of the batch ({} micro-batches)", c, count);
+  std::vector<uint64_t> rows;
+  for (uint64_t i = c; i < global_batch; i += count) rows.push_back(i);
+  return rows;
+}
+
+std::vector<uint64_t> rank_rows(uint64_t global_batch, uint64_t micro_batch, int rank, int world) {
+  check(world > 0 && rank >= 0 && rank < world, "rank {} of world size {} is invalid", rank, world);
+  check(micro_batch > 0 && global_batch % (micro_batch * uint64_t(world)) == 0,
+        "global batch {} is not a multiple of micro-batch {} times world size {}", global_batch, micro_batch, world);
+  std::vector<uint64_t> rows;
+  for (uint64_t c = uint64_t(rank); c < global_batch / micro_batch; c += uint64_t(world)) {
+    const std::vector<uint64_t> micro = micro_batch_rows(global_batch, micro_batch, c);
+    rows.insert(rows.end(), micro.begin(), micro.end());
+  }
+  return rows;
 }
 
 }  // namespace replica::data

@@ -7,6 +7,7 @@
 
 #include "replica/core/error.h"
 #include "replica/dist/collectives.h"
+#include "replica/optim/clip.h"
 
 namespace replica {
 
@@ -20,23 +21,16 @@ static int64_t local_micro_batches(int64_t global_batch, int64_t micro_batch, in
 
 static size_t length(ParamTable::Range r) { return r.end - r.begin; }
 
-static std::vector<AdamW::Part> adamw_parts(const ShardLayout& layout, int rank) {
-  std::vector<AdamW::Part> parts;
-  for (const ShardLayout::Part& p : layout.parts_of(rank)) parts.push_back({p.begin, p.end, p.offset});
-  return parts;
-}
-
 DataParallel::DataParallel(Communicator& control, Communicator& data, Backend& backend, const ParamTable& table,
-                           AdamWConfig config, int64_t global_batch, int64_t micro_batch, Sharding sharding)
+                           int64_t global_batch, int64_t micro_batch, Sharding sharding)
     : control_(control),
       data_(data),
       be_(backend),
       local_micro_(local_micro_batches(global_batch, micro_batch, control.size())),
       layout_(table, control.size()),
-      adamw_(table, config, adamw_parts(layout_, control.rank()), backend),
       sharding_(sharding),
-      weights_(backend, sharding.weights ? adamw_.size() : table.total()),
-      grads_(backend, adamw_.size()),
+      weights_(backend, sharding.weights ? layout_.shard_size(control.rank()) : table.total()),
+      grads_(backend, layout_.shard_size(control.rank())),
       largest_group_(table.largest_group()),
       piece_(piece_floats(control.size(), sharding.receive_floats)) {
   check(data.size() == control.size() && data.rank() == control.rank(),
@@ -56,13 +50,10 @@ size_t DataParallel::receive_buffer_floats(const ShardLayout& layout, int rank, 
   return size_t(W - 1) * std::min(piece_floats(W, receive_floats), largest_part);
 }
 
-void DataParallel::arrange(std::vector<int32_t>& rows, int64_t row_len) const {
-  const int64_t L = local_micro_, M = int64_t(rows.size()) / (row_len * L);
-  std::vector<int32_t> out(rows.size());
-  for (int64_t k = 0; k < L; k++)
-    for (int64_t i = 0; i < M; i++)
-      std::copy_n(rows.begin() + (k + L * i) * row_len, row_len, out.begin() + (k * M + i) * row_len);
-  rows.swap(out);
+std::vector<Optimizer::Part> DataParallel::shard_parts() const {
+  std::vector<Optimizer::Part> parts;
+  for (const ShardLayout::Part& p : layout_.parts_of(control_.rank())) parts.push_back({p.begin, p.end, p.offset});
+  return parts;
 }
 
 // Which group each of a few reusable buffers holds (at most two at once: a block or the head, and the embedding when
@@ -176,6 +167,7 @@ void DataParallel::load_weights(const float* whole) {
     broadcast(control_, root ? const_cast<float*>(whole) : host.data(), n * sizeof(float));
   }
   be_.to_device(weights_.data(), host.empty() ? whole : host.data(), n * sizeof(float));
+  weights_version_.bump();
 }
 
 void DataParallel::gather_weights(float* whole) {
@@ -265,29 +257,29 @@ LossSums DataParallel::gradients(const std::function<LossSums(int64_t k, Gradien
 
 double DataParallel::clip(double max_norm) {
   const double norm = std::sqrt(sum_of_squares());
-  const double coef = std::min(1.0, max_norm / (norm + 1e-6));
-  if (max_norm > 0 && coef < 1.0) be_.scale(grads_.data(), grads_.size(), float(coef));  // as optim/clip.cc
+  const double coef = clip_coefficient(norm, max_norm);
+  if (coef < 1.0) be_.scale(grads_.data(), grads_.size(), float(coef));  // multiplying by 1 would change nothing
   return norm;
 }
 
-void DataParallel::step(double lr) {
-  adamw_.step(weights_.data(), grads_.data(), lr, !sharding_.weights);
+void DataParallel::step(Optimizer& optimizer, double lr) {
+  check(optimizer.size() == grads_.size(), "DataParallel: the optimizer holds {} floats, the shard {}",
+        optimizer.size(), grads_.size());
+  optimizer.step(weights_.data(), grads_.data(), lr, !sharding_.weights);
   if (!sharding_.weights && data_.size() > 1) all_gather_weights();
+  weights_version_.bump();
 }
 
-void DataParallel::gather_moments(float* exp_avg, float* exp_avg_sq) {
-  std::vector<float> m(adamw_.size()), v(m.size());
-  adamw_.moments_to_host(m.data(), v.data());
-  gather_shards(m.data(), exp_avg);
-  gather_shards(v.data(), exp_avg_sq);
+void DataParallel::gather_state(const Optimizer& optimizer, size_t i, float* whole) {
+  std::vector<float> shard(optimizer.size());
+  optimizer.state_to_host(i, shard.data());
+  gather_shards(shard.data(), whole);
 }
 
-void DataParallel::load_moments(const float* exp_avg, const float* exp_avg_sq, int64_t step_count) {
-  std::vector<float> m(adamw_.size()), v(m.size());
-  scatter_shards(exp_avg, m.data());
-  scatter_shards(exp_avg_sq, v.data());
-  adamw_.moments_from_host(m.data(), v.data());
-  adamw_.step_count = step_count;
+void DataParallel::load_state(Optimizer& optimizer, size_t i, const float* whole) {
+  std::vector<float> shard(optimizer.size());
+  scatter_shards(whole, shard.data());
+  optimizer.state_from_host(i, shard.data());
 }
 
 // The norm's block sums: each rank's of its parts, in flat order, sent to every rank, which places them by block

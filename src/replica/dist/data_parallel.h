@@ -1,31 +1,22 @@
 // Data parallelism with sharded gradients and optimizer state (ZeRO-2), and optionally sharded weights (FSDP): every
-// rank computes the micro-batches of its row[r::W] slice of the global batch and owns one shard, its part of every
-// parameter group (dist/shard_layout.h), for which it holds the summed gradient and the Adam moments (and, with
-// sharded weights, the fp32 weights) and does the update. One step:
+// rank computes its micro-batches of the global batch (data/order.h: global micro-batches c = rank + W k) and owns one
+// shard, its part of every parameter group (dist/shard_layout.h), for which it holds the summed gradient (and, with
+// sharded weights, the fp32 weights); the optimizer it is given holds its state for the same shard. One step:
 //   gradients(): the model acquires each group of weights (a block, the head, the embedding) as it needs them
 //                (model/weight_source.h): pointers into the whole buffer, or with sharded weights the group
 //                gathered from every rank's part. The backward hands over each group's gradient as soon as it is
 //                complete (model/gradient_sink.h); every rank's part of it goes at once to that rank, which adds
 //                the W copies into its shard's sum;
-//   clip():      global norm from every shard's block sums (the same for every W), clip shard;
-//   step():      AdamW on the shard; with whole weights on every rank, the new weights are then all-gathered.
+//   clip():      global norm from every shard's block sums (the same for every W), clip shard (optim/clip.h);
+//   step():      the optimizer on the shard; with whole weights on every rank, the new weights are then all-gathered.
 // The sum runs over micro-batch c = rank + W k in increasing c: one chain of fp32 additions that every W computes
 // alike, so with the same global and micro-batch size (and threads per rank) the result is bitwise independent of W,
 // and of whether the weights are sharded (gathering copies bits). A micro-batch needs one group's gradient memory,
 // not a whole gradient buffer, and the accumulation over micro-batches needs only the shard. W = 1 runs the same code
 // with a LocalCommunicator.
-// Weights, gradients and moments live in the backend's memory. Two communicators: `data` moves backend memory
+// Weights, gradients and optimizer state live in the backend's memory. Two communicators: `data` moves backend memory
 // (gradient groups, weights: NCCL on GPUs), `control` moves host memory (loss sums, norm block sums, checkpoint
-// gathers: MPI). On the CPU both are the same object.
-//
-//   DataParallel dp(comm, table, adamw_config, G, M);
-//   dp.load_weights(host_weights);                                        // the whole buffer, on every rank
-//   Batch b = loader.batch(epoch, step_batch, comm.rank(), comm.size());   // G / W rows
-//   dp.arrange(tokens, T); dp.arrange(targets, T);                       // micro-batch k = rows [kM, (k+1)M)
-//   WeightSource& w = sharded ? dp.gathered_weights() : model.whole_weights(dp.whole_weights());
-//   LossSums s = dp.gradients([&](int64_t k, GradientSink& sink) { return model.forward_backward(w, sink,
-//                             Batch{tokens + k*M*T, targets + k*M*T, M, T}, z, 1.0f / labels); });
-//   double norm = dp.clip(1.0);  if (!skip) dp.step(lr);
+// gathers: MPI). On the CPU both are the same object. train/step.h runs a whole step with it.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -39,7 +30,7 @@
 #include "replica/kernels/backend.h"
 #include "replica/model/gradient_sink.h"
 #include "replica/model/weight_source.h"
-#include "replica/optim/adamw.h"
+#include "replica/optim/optimizer.h"
 
 namespace replica {
 
@@ -54,12 +45,12 @@ struct Sharding {
 class DataParallel {
  public:
   // Raises Error unless micro_batch × world divides global_batch.
-  DataParallel(Communicator& control, Communicator& data, Backend& backend, const ParamTable& table, AdamWConfig config,
+  DataParallel(Communicator& control, Communicator& data, Backend& backend, const ParamTable& table,
                int64_t global_batch, int64_t micro_batch, Sharding sharding = {});
-  // One communicator for both, on the CPU.
-  DataParallel(Communicator& comm, const ParamTable& table, AdamWConfig config, int64_t global_batch,
-               int64_t micro_batch, Sharding sharding = {})
-      : DataParallel(comm, comm, cpu_backend(), table, config, global_batch, micro_batch, sharding) {}
+  // On the CPU: one communicator for both.
+  DataParallel(Communicator& comm, const ParamTable& table, int64_t global_batch, int64_t micro_batch,
+               Sharding sharding = {})
+      : DataParallel(comm, comm, cpu_backend(), table, global_batch, micro_batch, sharding) {}
   ~DataParallel();
 
   // Floats per rank pair and round of a group's reduction (W = 1: no reduction, one round).
@@ -73,7 +64,8 @@ class DataParallel {
   Backend& backend() { return be_; }
   int64_t micro_batches() const { return local_micro_; }  // per rank: L = G / (W M)
   const ShardLayout& layout() const { return layout_; }   // which floats each rank's shard holds
-  AdamW& optimizer() { return adamw_; }
+  // This rank's parts of the flat buffer, for the optimizer of its shard.
+  std::vector<Optimizer::Part> shard_parts() const;
   bool shards_weights() const { return sharding_.weights; }
 
   // Rank 0's whole weights (host memory; ignored elsewhere) go to every rank: all of them, or with sharded weights
@@ -82,18 +74,16 @@ class DataParallel {
   // Without sharded weights: this rank's whole weights (backend memory), which the model reads directly
   // (Olmo3::whole_weights, which also keeps their bf16 copy).
   const float* whole_weights() const { return sharding_.weights ? nullptr : weights_.data(); }
+  // Bumped whenever this rank's weights change (load_weights, step), so the model's bf16 copy of them follows.
+  const WeightsVersion& weights_version() const { return weights_version_; }
   // With sharded weights: the model's view of them, each group gathered from its owners on acquire.
   WeightSource& gathered_weights();
   // Rank 0 gets the whole weights into host memory `whole` (total floats; other ranks pass nullptr). Every rank must
   // call it: with sharded weights it gathers the shards.
   void gather_weights(float* whole);
 
-  // Reorders the rank's G / W rows of `row_len` values each (as DataLoader::batch returns them) so that micro-batch k
-  // is rows [k M, (k + 1) M): the rank's rows k, k + L, k + 2L, ..., which are the global rows ≡ c (mod G / M) of
-  // micro-batch c = rank + W k.
-  void arrange(std::vector<int32_t>& rows, int64_t row_len) const;
-
-  // The global batch's gradient: backward(k, sink) must run local micro-batch k's backward into `sink` (every rank
+  // The global batch's gradient: backward(k, sink) must run local micro-batch k (global micro-batch rank + W k,
+  // DataLoader::batch's rows [k M, (k + 1) M)) backward into `sink` (every rank
   // opens and closes the same groups in the same order) and return its loss sums. Afterwards grads() holds this rank's
   // shard of the sum over all micro-batches of all ranks. Returns the global loss sums, added in the same order (in
   // double; identical on every rank).
@@ -101,17 +91,18 @@ class DataParallel {
   // This rank's shard of the summed gradient: its parts of the flat buffer one after the other (ShardLayout).
   float* grads() { return grads_.data(); }
 
-  // The global gradient norm (before clipping); with max_norm > 0 the shard is clipped as clip_grad_norm does.
+  // The global gradient norm (before clipping); the shard is scaled by clip_coefficient(norm, max_norm).
   double clip(double max_norm);
 
-  // AdamW on this rank's shard of the weights from grads(); with whole weights every rank then gets the new ones.
-  void step(double lr);
+  // `optimizer` (made for shard_parts()) updates this rank's shard of the weights from grads(); with whole weights
+  // every rank then gets the new ones.
+  void step(Optimizer& optimizer, double lr);
 
-  // Checkpoints hold whole tensors, in host memory. gather_moments: rank 0 gets both moments of the whole buffer into
-  // exp_avg and exp_avg_sq (total floats each; other ranks pass nullptr). load_moments: every rank takes its shard of
-  // rank 0's whole-buffer moments (ignored elsewhere).
-  void gather_moments(float* exp_avg, float* exp_avg_sq);
-  void load_moments(const float* exp_avg, const float* exp_avg_sq, int64_t step_count);
+  // Checkpoints hold whole tensors, in host memory. gather_state: rank 0 gets state tensor i of the optimizer for the
+  // whole buffer into `whole` (total floats; other ranks pass nullptr). load_state: every rank takes its shard of rank
+  // 0's whole-buffer state tensor i (ignored elsewhere).
+  void gather_state(const Optimizer& optimizer, size_t i, float* whole);
+  void load_state(Optimizer& optimizer, size_t i, const float* whole);
 
  private:
   class Groups;
@@ -128,9 +119,9 @@ class DataParallel {
   Backend& be_;
   int64_t local_micro_;
   ShardLayout layout_;
-  AdamW adamw_;
   Sharding sharding_;
   DeviceArray<float> weights_;                   // fp32: the whole buffer, or this rank's shard
+  WeightsVersion weights_version_;
   std::unique_ptr<Gathered> gathered_;           // the model's view of sharded weights
   DeviceArray<float> grads_;                     // this rank's shard of the summed gradient
   size_t largest_group_;                         // floats

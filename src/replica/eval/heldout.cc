@@ -6,7 +6,7 @@
 #include "replica/eval/documents.h"
 #include "replica/eval/score.h"
 
-namespace replica {
+namespace replica::eval {
 
 HeldoutResult heldout_loss(Olmo3& model, WeightSource& weights, const data::FslDataset& set, int64_t micro_batch,
                            int64_t max_docs) {
@@ -16,12 +16,12 @@ HeldoutResult heldout_loss(Olmo3& model, WeightSource& weights, const data::FslD
   double total_nll = 0.0;
   for (size_t f = 0; f < set.num_files(); f++) {
     const data::TokenFile& file = set.file(f);
-    std::vector<eval::Sequence> seqs;
+    std::vector<Sequence> seqs;
     HeldoutFile h;
     h.label = set.label(f);
-    for (eval::DocRange d : eval::split_documents(file, eos, true, max_docs)) {
+    for (DocRange d : split_documents(file, eos, true, max_docs)) {
       d.end = std::min(d.end, d.begin + uint64_t(T));
-      eval::Sequence s{eval::read_tokens(file, d, set.vocab_size()), {}};
+      Sequence s{read_tokens(file, d, set.vocab_size()), {}};
       h.docs++;
       h.doc_tokens += int64_t(s.ids.size());
       if (s.ids.size() < 2) continue;
@@ -29,7 +29,7 @@ HeldoutResult heldout_loss(Olmo3& model, WeightSource& weights, const data::FslD
       h.tokens += int64_t(s.ids.size()) - 1;
       seqs.push_back(std::move(s));
     }
-    for (const eval::SpanScore& sc : eval::score_sequences(model, weights, seqs, micro_batch * T)) h.nll -= sc.logprob;
+    for (const SpanScore& sc : score_sequences(model, weights, seqs, micro_batch * T)) h.nll -= sc.logprob;
     if (h.tokens == 0) continue;
     h.loss = h.nll / double(h.tokens);
     total_nll += h.nll;
@@ -40,4 +40,4 @@ HeldoutResult heldout_loss(Olmo3& model, WeightSource& weights, const data::FslD
   return result;
 }
 
-}  // namespace replica
+}  // namespace replica::eval

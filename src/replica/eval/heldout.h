@@ -9,7 +9,7 @@
 #include "replica/data/dataset.h"
 #include "replica/model/olmo3.h"
 
-namespace replica {
+namespace replica::eval {
 
 struct HeldoutFile {
   std::string label;
@@ -31,4 +31,4 @@ struct HeldoutResult {
 HeldoutResult heldout_loss(Olmo3& model, WeightSource& weights, const data::FslDataset& set, int64_t micro_batch,
                            int64_t max_docs);
 
-}  // namespace replica
+}  // namespace replica::eval

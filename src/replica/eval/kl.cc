@@ -25,8 +25,8 @@ void head_rows(Olmo3& m, WeightSource& weights, int64_t row0, int64_t n, int64_t
 
 }  // namespace
 
-std::vector<DomainKl> kl_surface(Olmo3& reference, WeightSource& reference_weights, Olmo3& model, WeightSource& weights,
-                                 const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions) {
+std::vector<DomainKl> domain_kl(Olmo3& reference, WeightSource& reference_weights, Olmo3& model, WeightSource& weights,
+                                const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions) {
   const ModelConfig &rc = reference.config(), &mc = model.config();
   check(rc.eos_token_id == mc.eos_token_id, "kl: the models' eos_token_id differ ({} vs {})", rc.eos_token_id,
         mc.eos_token_id);

@@ -18,7 +18,7 @@ struct DomainKl {
 };
 
 // At most `max_positions` scored positions per file (0 = every token of every document).
-std::vector<DomainKl> kl_surface(Olmo3& reference, WeightSource& reference_weights, Olmo3& model, WeightSource& weights,
-                                 const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions);
+std::vector<DomainKl> domain_kl(Olmo3& reference, WeightSource& reference_weights, Olmo3& model, WeightSource& weights,
+                                const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions);
 
 }  // namespace replica::eval

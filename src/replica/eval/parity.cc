@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-namespace replica {
+namespace replica::eval {
 
 ParityStats& ParityStats::operator+=(const ParityStats& o) {
   positions += o.positions;
@@ -74,4 +74,4 @@ ParityStats compare_logits(const float* reference, const float* candidate, int64
   return total;
 }
 
-}  // namespace replica
+}  // namespace replica::eval

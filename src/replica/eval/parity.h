@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 
-namespace replica {
+namespace replica::eval {
 
 struct ParityStats {
   int64_t positions = 0;
@@ -24,4 +24,4 @@ struct ParityStats {
 // Compares `rows` positions of logits [rows, V] (float32, row-major). Computed in double.
 ParityStats compare_logits(const float* reference, const float* candidate, int64_t rows, int64_t V);
 
-}  // namespace replica
+}  // namespace replica::eval

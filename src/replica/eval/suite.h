@@ -1,9 +1,10 @@
-// An evaluation suite: which of the four surfaces to run (held-out loss, domain perplexity, downstream tasks,
-// KL against a reference model) on which files, read from a YAML spec (docs/evaluation.md) or the default;
-// results as one JSON object, a console table, and flat scalars for TensorBoard.
+// An evaluation suite: which of the four surfaces (eval/surface.h: held-out loss, domain perplexity, downstream
+// tasks, KL against a reference model) to run on which files, read from a YAML spec (docs/evaluation.md) or the
+// default; results as one JSON object, a console table, and flat scalars for TensorBoard.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -11,11 +12,13 @@
 
 #include "replica/data/dataset.h"
 #include "replica/data/tokenizer.h"
+#include "replica/eval/surface.h"
 #include "replica/eval/tasks.h"
 #include "replica/model/olmo3.h"
 
 namespace replica::eval {
 
+// One section per surface; each surface reads and runs its own.
 struct SuiteSpec {
   int64_t batch_tokens = 8192;  // padded tokens per forward
   struct Heldout {
@@ -47,6 +50,9 @@ struct SuiteSpec {
 // Token files from paths or glob patterns (a path ending in .mix is a mix file), labelled by stem, or by
 // directory when stems repeat (data/tokens/<domain>/heldout.npy → <domain>).
 std::vector<data::MixEntry> labelled_files(const std::vector<std::string>& patterns);
+// labelled_files of a suite section's `key` (its `files`), which must name at least one file.
+std::vector<data::MixEntry> section_files(const std::vector<std::string>& patterns, const std::string& where,
+                                          const std::string& key);
 
 // Every task with a <task>.jsonl in `tasks_dir`; mmlu 5-shot from mmlu_dev.jsonl there.
 std::vector<TaskSpec> tasks_in_dir(const std::string& tasks_dir);
@@ -57,14 +63,24 @@ SuiteSpec default_suite(const std::string& tasks_dir, const std::string& referen
 // Reads a suite YAML file; unknown keys and bad values raise replica::Error naming the file and key.
 SuiteSpec load_suite(const std::string& path);
 
-// Runs every enabled surface. `tokenizer` is needed for perplexity (bytes) and tasks; `log` gets one line per
-// surface as it finishes.
-nlohmann::json run_suite(Olmo3& model, WeightSource& weights, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
-                         const std::function<void(const std::string&)>& log);
+// Each enabled surface's result, in the order of surfaces().
+struct SuiteResults {
+  struct Entry {
+    std::string surface;  // Surface::name()
+    std::unique_ptr<SurfaceResult> result;
+  };
+  std::vector<Entry> entries;
+  nlohmann::json to_json() const;  // {"<surface>": {...}, ...}
+};
 
-// A readable table of run_suite's result.
-std::string format_results(const nlohmann::json& results);
-// Every number in the result as ("eval/<path>", value), for TensorBoard.
+// Runs every enabled surface. `tokenizer` is needed for perplexity (bytes) and tasks; `log` gets one line per
+// surface (per task) as it finishes.
+SuiteResults run_suite(Olmo3& model, WeightSource& weights, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
+                       const std::function<void(const std::string&)>& log);
+
+// A readable table per surface of run_suite's result.
+std::string format_results(const SuiteResults& results);
+// Every number in the results' JSON (SuiteResults::to_json) as ("eval/<path>", value), for TensorBoard.
 std::vector<std::pair<std::string, double>> flat_scalars(const nlohmann::json& results);
 
 }  // namespace replica::eval

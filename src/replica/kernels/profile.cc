@@ -1,20 +1,11 @@
+// ProfileSum: device time per operation summed over takes, tabulated as Markdown.
 #include "replica/kernels/profile.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <cstdlib>
-
-#include "replica/core/error.h"
 
 namespace replica {
-
-bool profile_requested() {
-  const char* text = std::getenv("REPLICA_PROFILE");
-  const std::string value = text ? text : "";
-  check(value.empty() || value == "0" || value == "1", "REPLICA_PROFILE='{}': expected 0 or 1", value);
-  return value == "1";
-}
 
 void ProfileSum::add(const std::vector<OpTime>& ops) {
   for (const OpTime& t : ops) {

@@ -1,5 +1,5 @@
 // A device-time profile summed over training steps (Backend::profile records it per call), and its table.
-// REPLICA_PROFILE=1 asks `replica train` and bench_model for one.
+// The recipe key train.profile asks `replica train` for one, the argument `profile` bench_model.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -8,9 +8,6 @@
 #include "replica/kernels/backend.h"
 
 namespace replica {
-
-// True for REPLICA_PROFILE=1, false when it is unset, empty or 0; any other value is a replica::Error.
-bool profile_requested();
 
 class ProfileSum {
  public:

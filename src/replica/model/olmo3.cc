@@ -7,9 +7,8 @@
 // mlp(x)  = down_proj(silu(gate_proj x) · up_proj x)
 #include "replica/model/olmo3.h"
 
-#include <algorithm>
-
 #include "replica/core/error.h"
+#include "replica/model/activations.h"
 
 namespace replica {
 
@@ -30,120 +29,18 @@ std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T) {
   return targets;
 }
 
-using Buffer = DeviceArray<float>;
-using Buffer16 = DeviceArray<bf16>;
-
-// Saved activations of one block (N = B·T rows).
-struct Olmo3::BlockActs {
-  Buffer q, k, v;          // projections [N, H·D], [N, K·D], [N, K·D]
-  Buffer qr, kr;           // after QK-norm and RoPE: attention inputs
-  Buffer rstd_q, rstd_k;   // [N]
-  Buffer att, lse;         // attention output [N, H·D], log-sum-exp [B, H, T] (per layer under keep_attention)
-  Buffer ao;               // o_proj output [N, C]
-  Buffer n1, rstd1;        // norm1 output [N, C] and its rstd
-  Buffer h;                // residual after the attention branch [N, C]
-  Buffer g, u, s;          // gate, up, silu(gate)·up [N, F]
-  Buffer m;                // down_proj output [N, C]
-  Buffer n2, rstd2;        // norm2 output and its rstd
-  // bf16: the four GEMM inputs rounded once, for their forward products and the weight gradients.
-  Buffer16 attn_in16, att16, mlp_in16, s16;
-
-  // `attention_out`: whether att and lse live here (not under Remat::keep_attention, which keeps them per layer).
-  void allocate(Backend& be, const ModelConfig& c, int64_t B, int64_t T, Precision p, bool attention_out) {
-    const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
-    const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
-    for (Buffer* b : {&q, &qr}) *b = Buffer(be, N * HD);
-    for (Buffer* b : {&k, &v, &kr}) *b = Buffer(be, N * KD);
-    for (Buffer* b : {&rstd_q, &rstd_k, &rstd1, &rstd2}) *b = Buffer(be, N);
-    if (attention_out) {
-      att = Buffer(be, N * HD);
-      lse = Buffer(be, size_t(B * c.n_heads * T));
-    }
-    for (Buffer* b : {&ao, &n1, &h, &m, &n2}) *b = Buffer(be, N * C);
-    for (Buffer* b : {&g, &u, &s}) *b = Buffer(be, N * F);
-    if (p != Precision::bf16) return;
-    for (Buffer16* b : {&attn_in16, &mlp_in16}) *b = Buffer16(be, N * C);
-    att16 = Buffer16(be, N * HD);
-    s16 = Buffer16(be, N * F);
-  }
-  static size_t bytes(const ModelConfig& c, int64_t B, int64_t T, Precision p, bool attention_out) {
-    const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
-    const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
-    const size_t attention = N * HD + size_t(B * c.n_heads * T);
-    const size_t floats = N * (2 * HD + 3 * KD + 4 + 5 * C + 3 * F) + (attention_out ? attention : 0);
-    return 4 * floats + (p == Precision::bf16 ? 2 * N * (2 * C + HD + F) : 0);
-  }
-};
-
-// Everything sized by (B, T): residual stream per layer, block activations, backward scratch.
-struct Olmo3::Workspace {
-  int64_t B = 0, T = 0;
-  bool training = false;
-  std::unique_ptr<RopeTable> rope;
-  std::vector<Buffer> resid;  // [L + 1][N, C]: block inputs, then the last block's output
-  std::vector<BlockActs> acts;
-  std::vector<Buffer> kept_att, kept_lse;  // Remat::keep_attention: every layer's attention output and lse
-  Buffer final_out, final_rstd;
-  // Backward scratch.
-  Buffer dres, dfinal, dq, dk, dv, dqr, dkr, datt, dao, dx_branch, dg, du, ds, dm;
-  Buffer16 dy16;  // bf16: each output gradient rounded once for both of its products
-  // Evaluation: rows of final_out gathered for the LM head, and their logits off the host.
-  Buffer head_rows, head_logits;
-};
-
 Olmo3::Olmo3(ModelConfig config, Precision precision, Remat remat, Backend& backend)
     : config_(std::move(config)), table_(config_), precision_(precision), remat_(remat), be_(backend),
-      ws_(std::make_unique<Workspace>()),
       whole_(backend, table_.total()) {}
 
 Olmo3::~Olmo3() = default;
 
-size_t Olmo3::activation_bytes(const ModelConfig& c, Remat remat, int64_t B, int64_t T, Precision p) {
-  const size_t N = size_t(B * T), C = size_t(c.d_model);
-  const size_t widest = std::max({C, size_t(c.ffn_hidden), size_t(c.q_width())});
-  size_t blocks = remat == Remat::none ? size_t(c.n_layers) : 1;
-  size_t resid = size_t(c.n_layers + 1) * N * C;
-  if (remat == Remat::keep_attention)  // the kept attention outputs and lse
-    resid += size_t(c.n_layers) * (N * size_t(c.q_width()) + size_t(B * c.n_heads * T));
-  size_t scratch = N * (3 * size_t(c.q_width()) + 4 * size_t(c.kv_width()) + 3 * C + 3 * size_t(c.ffn_hidden));
-  return blocks * BlockActs::bytes(c, B, T, p, remat != Remat::keep_attention) + 4 * (resid + scratch + 2 * N * C) +
-         (p == Precision::bf16 ? 2 * N * widest : 0);
-}
-
 void Olmo3::prepare(int64_t B, int64_t T, bool for_training) {
   check(T <= config_.max_seq_len, "sequence length {} exceeds max_position_embeddings {}", T, config_.max_seq_len);
-  Workspace& w = *ws_;
-  const bool keep_all = for_training && remat_ == Remat::none;
-  const size_t want_acts = keep_all ? size_t(config_.n_layers) : 1;
-  const size_t want_kept = for_training && remat_ == Remat::keep_attention ? size_t(config_.n_layers) : 0;
-  if (w.B == B && w.T == T && w.acts.size() == want_acts && w.kept_att.size() == want_kept &&
-      (w.training || !for_training))
-    return;
-  const ModelConfig& c = config_;
-  const size_t N = size_t(B * T), C = size_t(c.d_model), F = size_t(c.ffn_hidden);
-  const size_t HD = size_t(c.q_width()), KD = size_t(c.kv_width());
-  w.B = B;
-  w.T = T;
-  w.training = for_training;
-  w.rope = std::make_unique<RopeTable>(T, c.head_dim, c.rope_theta);
-  w.resid.clear();
-  for (int64_t l = 0; l <= c.n_layers; l++) w.resid.emplace_back(be_, N * C);
-  w.acts.resize(want_acts);
-  for (BlockActs& a : w.acts) a.allocate(be_, c, B, T, precision_, want_kept == 0);
-  w.kept_att.clear();
-  w.kept_lse.clear();
-  for (size_t l = 0; l < want_kept; l++) {
-    w.kept_att.emplace_back(be_, N * HD);
-    w.kept_lse.emplace_back(be_, size_t(B * c.n_heads * T));
-  }
-  w.final_out = Buffer(be_, N * C);
-  w.final_rstd = Buffer(be_, N);
-  if (!for_training) return;
-  for (Buffer* b : {&w.dq, &w.dqr, &w.datt}) *b = Buffer(be_, N * HD);
-  for (Buffer* b : {&w.dk, &w.dv, &w.dkr}) *b = Buffer(be_, N * KD);
-  for (Buffer* b : {&w.dres, &w.dfinal, &w.dao, &w.dx_branch, &w.dm}) *b = Buffer(be_, N * C);
-  for (Buffer* b : {&w.dg, &w.du, &w.ds}) *b = Buffer(be_, N * F);
-  if (precision_ == Precision::bf16) w.dy16 = Buffer16(be_, N * std::max({C, F, HD, KD}));
+  const ActivationShape shape(config_, B, T, remat_, precision_, for_training);
+  if (ws_ && ws_->shape.serves(shape)) return;
+  ws_.reset();  // the old buffers go before the new ones come
+  ws_ = std::make_unique<Workspace>(be_, config_, shape);
 }
 
 WeightRef Olmo3::rounded(const float* x, bf16* x16, size_t n) {
@@ -164,25 +61,61 @@ Olmo3::AttentionOut Olmo3::attention_out(int64_t layer, BlockActs& a) {
   return {w.kept_att[size_t(layer)].data(), w.kept_lse[size_t(layer)].data()};
 }
 
-void Olmo3::block_forward(const GroupWeights& P, int64_t layer, const float* x, float* out, BlockActs& a,
-                          bool recompute) {
+// ---- one block: two branches, each forward beside its backward ---------------------------------------------
+// A branch adds a sublayer (attention, MLP) to the residual stream with its norm around the sublayer's input
+// (pre-norm) or its output (reordered); only the branch_norm_* helpers below look at which.
+
+const float* Olmo3::branch_input(const BranchNorm& n, const float* x) const { return reordered() ? x : n.y; }
+
+const float* Olmo3::branch_norm_in(const GroupWeights& P, const BranchNorm& n, const float* x) {
+  if (!reordered()) be_.rmsnorm_forward(n.y, n.rstd, x, P(n.weight), ws_->shape.N, config_.d_model, eps());
+  return branch_input(n, x);
+}
+
+void Olmo3::branch_norm_out(const GroupWeights& P, const BranchNorm& n, float* out, const float* x,
+                            const float* sublayer) {
+  const int64_t N = ws_->shape.N, C = config_.d_model;
+  if (reordered()) {
+    be_.rmsnorm_forward(n.y, n.rstd, sublayer, P(n.weight), N, C, eps());
+    sublayer = n.y;
+  }
+  be_.add(out, x, sublayer, N * C);
+}
+
+const float* Olmo3::branch_norm_out_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n,
+                                             const float* dout, const float* sublayer, float* scratch) {
+  if (!reordered()) return dout;
+  be_.rmsnorm_backward(scratch, G(n.weight), dout, sublayer, P(n.weight), n.rstd, ws_->shape.N, config_.d_model,
+                       false);
+  return scratch;
+}
+
+void Olmo3::branch_norm_in_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n, float* dres,
+                                    const float* dinput, const float* x) {
+  const int64_t N = ws_->shape.N, C = config_.d_model;
+  if (reordered()) {
+    be_.add(dres, dres, dinput, N * C);
+  } else {
+    be_.rmsnorm_backward(dres, G(n.weight), dinput, x, P(n.weight), n.rstd, N, C, true);
+  }
+}
+
+// a.h = x + the attention branch.
+void Olmo3::attention_branch_forward(const GroupWeights& P, int64_t layer, const float* x, BlockActs& a,
+                                     bool recompute) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
-  const int64_t B = ws_->B, T = ws_->T, N = B * T, C = c.d_model, F = c.ffn_hidden;
-  const int64_t HD = c.q_width(), KD = c.kv_width();
-  const float eps = float(c.norm_eps);
-  const bool reordered = c.norm_placement == NormPlacement::reordered;
+  const int64_t B = ws_->shape.B, T = ws_->shape.T, N = B * T, C = c.d_model, HD = c.q_width(), KD = c.kv_width();
   const Precision p = precision_;
+  const BranchNorm norm{o.norm1, a.n1.data(), a.rstd1.data()};
 
-  // Attention branch.
-  if (!reordered) be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), x, P(o.norm1), N, C, eps);
-  const WeightRef attn_in = rounded(reordered ? x : a.n1.data(), a.attn_in16.data(), size_t(N * C));
+  const WeightRef attn_in = rounded(branch_norm_in(P, norm, x), a.attn_in16.data(), size_t(N * C));
   be_.linear_forward(a.q.data(), attn_in, P.matrix(o.wq), N, HD, C, p);
   be_.linear_forward(a.k.data(), attn_in, P.matrix(o.wk), N, KD, C, p);
   be_.linear_forward(a.v.data(), attn_in, P.matrix(o.wv), N, KD, C, p);
   if (c.qk_norm) {
-    be_.rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P(o.q_norm), N, HD, eps);
-    be_.rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P(o.k_norm), N, KD, eps);
+    be_.rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P(o.q_norm.value()), N, HD, eps());
+    be_.rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P(o.k_norm.value()), N, KD, eps());
   } else {
     be_.copy(a.qr.data(), a.q.data(), size_t(N * HD));
     be_.copy(a.kr.data(), a.k.data(), size_t(N * KD));
@@ -195,70 +128,21 @@ void Olmo3::block_forward(const GroupWeights& P, int64_t layer, const float* x, 
   if (!(recompute && remat_ == Remat::keep_attention))
     be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, p);
   be_.linear_forward(a.ao.data(), rounded(att.att, a.att16.data(), size_t(N * HD)), P.matrix(o.wo), N, C, HD, p);
-  const float* attn_out = a.ao.data();
-  if (reordered) {
-    be_.rmsnorm_forward(a.n1.data(), a.rstd1.data(), a.ao.data(), P(o.norm1), N, C, eps);
-    attn_out = a.n1.data();
-  }
-  be_.add(a.h.data(), x, attn_out, N * C);
-
-  // MLP branch.
-  if (!reordered) be_.rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.h.data(), P(o.norm2), N, C, eps);
-  const WeightRef mlp_in = rounded(reordered ? a.h.data() : a.n2.data(), a.mlp_in16.data(), size_t(N * C));
-  be_.linear_forward(a.g.data(), mlp_in, P.matrix(o.w_gate), N, F, C, p);
-  be_.linear_forward(a.u.data(), mlp_in, P.matrix(o.w_up), N, F, C, p);
-  be_.swiglu_forward(a.s.data(), a.g.data(), a.u.data(), N * F);
-  be_.linear_forward(a.m.data(), rounded(a.s.data(), a.s16.data(), size_t(N * F)), P.matrix(o.w_down), N, C, F, p);
-  const float* mlp_out = a.m.data();
-  if (reordered) {
-    be_.rmsnorm_forward(a.n2.data(), a.rstd2.data(), a.m.data(), P(o.norm2), N, C, eps);
-    mlp_out = a.n2.data();
-  }
-  be_.add(out, a.h.data(), mlp_out, N * C);
+  branch_norm_out(P, norm, a.h.data(), x, a.ao.data());
 }
 
-// On entry dres = d(loss)/d(block output); on exit d(loss)/d(block input x). Each output gradient dy is rounded
-// once (bf16) into w.dy16 for its two products, input and weight gradient, which therefore run one after the
-// other; the inputs' rounded copies come from the forward pass.
-void Olmo3::block_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x, BlockActs& a,
-                           float* dres) {
+// On entry dres = d(loss)/d(a.h); on exit d(loss)/dx.
+void Olmo3::attention_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x,
+                                      BlockActs& a, float* dres) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   Workspace& w = *ws_;
-  const int64_t B = w.B, T = w.T, N = B * T, C = c.d_model, F = c.ffn_hidden;
-  const int64_t HD = c.q_width(), KD = c.kv_width();
-  const bool reordered = c.norm_placement == NormPlacement::reordered;
+  const int64_t B = w.shape.B, T = w.shape.T, N = B * T, C = c.d_model, HD = c.q_width(), KD = c.kv_width();
   const Precision p = precision_;
+  const BranchNorm norm{o.norm1, a.n1.data(), a.rstd1.data()};
 
-  // MLP branch: out = h + norm2(m) (reordered) or h + m(norm2(h)) (pre).
-  const float* dm = dres;
-  if (reordered) {
-    be_.rmsnorm_backward(w.dm.data(), G(o.norm2), dres, a.m.data(), P(o.norm2), a.rstd2.data(), N, C, false);
-    dm = w.dm.data();
-  }
-  const WeightRef dm16 = rounded(dm, w.dy16.data(), size_t(N * C));
-  be_.linear_backward_input(w.ds.data(), dm16, P.matrix(o.w_down), N, C, F, false, p);
-  be_.linear_backward_weight(G(o.w_down), dm16, {a.s.data(), a.s16.data()}, N, C, F, p);
-  be_.swiglu_backward(w.dg.data(), w.du.data(), w.ds.data(), a.g.data(), a.u.data(), N * F);
-  const WeightRef mlp_in{reordered ? a.h.data() : a.n2.data(), a.mlp_in16.data()};
-  const WeightRef dg = rounded(w.dg.data(), w.dy16.data(), size_t(N * F));
-  be_.linear_backward_input(w.dx_branch.data(), dg, P.matrix(o.w_gate), N, F, C, false, p);
-  be_.linear_backward_weight(G(o.w_gate), dg, mlp_in, N, F, C, p);
-  const WeightRef du = rounded(w.du.data(), w.dy16.data(), size_t(N * F));
-  be_.linear_backward_input(w.dx_branch.data(), du, P.matrix(o.w_up), N, F, C, true, p);
-  be_.linear_backward_weight(G(o.w_up), du, mlp_in, N, F, C, p);
-  if (reordered) {
-    be_.add(dres, dres, w.dx_branch.data(), N * C);
-  } else {
-    be_.rmsnorm_backward(dres, G(o.norm2), w.dx_branch.data(), a.h.data(), P(o.norm2), a.rstd2.data(), N, C, true);
-  }
-  // dres is now d(loss)/dh. Attention branch: h = x + norm1(ao) (reordered) or x + ao(norm1(x)) (pre).
-  const float* dao = dres;
-  if (reordered) {
-    be_.rmsnorm_backward(w.dao.data(), G(o.norm1), dres, a.ao.data(), P(o.norm1), a.rstd1.data(), N, C, false);
-    dao = w.dao.data();
-  }
-  const WeightRef dao16 = rounded(dao, w.dy16.data(), size_t(N * C));
+  const WeightRef dao16 =
+      rounded(branch_norm_out_backward(P, G, norm, dres, a.ao.data(), w.dao.data()), w.dy16.data(), size_t(N * C));
   const AttentionOut att = attention_out(layer, a);
   be_.linear_backward_input(w.datt.data(), dao16, P.matrix(o.wo), N, C, HD, false, p);
   be_.linear_backward_weight(G(o.wo), dao16, {att.att, a.att16.data()}, N, C, HD, p);
@@ -270,14 +154,14 @@ void Olmo3::block_backward(const GroupWeights& P, const GroupGrads& G, int64_t l
   const float* dq = w.dqr.data();
   const float* dk = w.dkr.data();
   if (c.qk_norm) {
-    be_.rmsnorm_backward(w.dq.data(), G(o.q_norm), w.dqr.data(), a.q.data(), P(o.q_norm), a.rstd_q.data(), N, HD,
-                         false);
-    be_.rmsnorm_backward(w.dk.data(), G(o.k_norm), w.dkr.data(), a.k.data(), P(o.k_norm), a.rstd_k.data(), N, KD,
-                         false);
+    be_.rmsnorm_backward(w.dq.data(), G(o.q_norm.value()), w.dqr.data(), a.q.data(), P(o.q_norm.value()),
+                         a.rstd_q.data(), N, HD, false);
+    be_.rmsnorm_backward(w.dk.data(), G(o.k_norm.value()), w.dkr.data(), a.k.data(), P(o.k_norm.value()),
+                         a.rstd_k.data(), N, KD, false);
     dq = w.dq.data();
     dk = w.dk.data();
   }
-  const WeightRef attn_in{reordered ? x : a.n1.data(), a.attn_in16.data()};
+  const WeightRef attn_in{branch_input(norm, x), a.attn_in16.data()};
   const WeightRef dq16 = rounded(dq, w.dy16.data(), size_t(N * HD));
   be_.linear_backward_input(w.dx_branch.data(), dq16, P.matrix(o.wq), N, HD, C, false, p);
   be_.linear_backward_weight(G(o.wq), dq16, attn_in, N, HD, C, p);
@@ -287,16 +171,66 @@ void Olmo3::block_backward(const GroupWeights& P, const GroupGrads& G, int64_t l
   const WeightRef dv16 = rounded(w.dv.data(), w.dy16.data(), size_t(N * KD));
   be_.linear_backward_input(w.dx_branch.data(), dv16, P.matrix(o.wv), N, KD, C, true, p);
   be_.linear_backward_weight(G(o.wv), dv16, attn_in, N, KD, C, p);
-  if (reordered) {
-    be_.add(dres, dres, w.dx_branch.data(), N * C);
-  } else {
-    be_.rmsnorm_backward(dres, G(o.norm1), w.dx_branch.data(), x, P(o.norm1), a.rstd1.data(), N, C, true);
-  }
+  branch_norm_in_backward(P, G, norm, dres, w.dx_branch.data(), x);
+}
+
+// out = a.h + the MLP branch.
+void Olmo3::mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out, BlockActs& a) {
+  const BlockOffsets& o = table_.blocks[size_t(layer)];
+  const int64_t N = ws_->shape.N, C = config_.d_model, F = config_.ffn_hidden;
+  const Precision p = precision_;
+  const BranchNorm norm{o.norm2, a.n2.data(), a.rstd2.data()};
+
+  const WeightRef mlp_in = rounded(branch_norm_in(P, norm, a.h.data()), a.mlp_in16.data(), size_t(N * C));
+  be_.linear_forward(a.g.data(), mlp_in, P.matrix(o.w_gate), N, F, C, p);
+  be_.linear_forward(a.u.data(), mlp_in, P.matrix(o.w_up), N, F, C, p);
+  be_.swiglu_forward(a.s.data(), a.g.data(), a.u.data(), N * F);
+  be_.linear_forward(a.m.data(), rounded(a.s.data(), a.s16.data(), size_t(N * F)), P.matrix(o.w_down), N, C, F, p);
+  branch_norm_out(P, norm, out, a.h.data(), a.m.data());
+}
+
+// On entry dres = d(loss)/d(block output); on exit d(loss)/d(a.h).
+void Olmo3::mlp_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, BlockActs& a,
+                                float* dres) {
+  const BlockOffsets& o = table_.blocks[size_t(layer)];
+  Workspace& w = *ws_;
+  const int64_t N = w.shape.N, C = config_.d_model, F = config_.ffn_hidden;
+  const Precision p = precision_;
+  const BranchNorm norm{o.norm2, a.n2.data(), a.rstd2.data()};
+
+  const WeightRef dm16 =
+      rounded(branch_norm_out_backward(P, G, norm, dres, a.m.data(), w.dm.data()), w.dy16.data(), size_t(N * C));
+  be_.linear_backward_input(w.ds.data(), dm16, P.matrix(o.w_down), N, C, F, false, p);
+  be_.linear_backward_weight(G(o.w_down), dm16, {a.s.data(), a.s16.data()}, N, C, F, p);
+  be_.swiglu_backward(w.dg.data(), w.du.data(), w.ds.data(), a.g.data(), a.u.data(), N * F);
+  const WeightRef mlp_in{branch_input(norm, a.h.data()), a.mlp_in16.data()};
+  const WeightRef dg = rounded(w.dg.data(), w.dy16.data(), size_t(N * F));
+  be_.linear_backward_input(w.dx_branch.data(), dg, P.matrix(o.w_gate), N, F, C, false, p);
+  be_.linear_backward_weight(G(o.w_gate), dg, mlp_in, N, F, C, p);
+  const WeightRef du = rounded(w.du.data(), w.dy16.data(), size_t(N * F));
+  be_.linear_backward_input(w.dx_branch.data(), du, P.matrix(o.w_up), N, F, C, true, p);
+  be_.linear_backward_weight(G(o.w_up), du, mlp_in, N, F, C, p);
+  branch_norm_in_backward(P, G, norm, dres, w.dx_branch.data(), a.h.data());
+}
+
+void Olmo3::block_forward(const GroupWeights& P, int64_t layer, const float* x, float* out, BlockActs& a,
+                          bool recompute) {
+  attention_branch_forward(P, layer, x, a, recompute);
+  mlp_branch_forward(P, layer, out, a);
+}
+
+// On entry dres = d(loss)/d(block output); on exit d(loss)/d(block input x). Each output gradient dy is rounded
+// once (bf16) into w.dy16 for its two products, input and weight gradient, which therefore run one after the
+// other; the inputs' rounded copies come from the forward pass.
+void Olmo3::block_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x, BlockActs& a,
+                           float* dres) {
+  mlp_branch_backward(P, G, layer, a, dres);
+  attention_branch_backward(P, G, layer, x, a, dres);
 }
 
 void Olmo3::forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_all) {
   Workspace& w = *ws_;
-  const int64_t N = w.B * w.T, C = config_.d_model;
+  const int64_t N = w.shape.N, C = config_.d_model;
   check_ids(ids, N);
   const ParamTable::Range embed_range = table_.embed_range();
   be_.embedding_forward(w.resid[0].data(), ids, acquire(weights, embed_range)(table_.embed), N, C);
@@ -312,7 +246,21 @@ void Olmo3::forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_
 void Olmo3::final_norm(const GroupWeights& head) {
   Workspace& w = *ws_;
   be_.rmsnorm_forward(w.final_out.data(), w.final_rstd.data(), w.resid.back().data(), head(table_.final_norm),
-                      w.B * w.T, config_.d_model, float(config_.norm_eps));
+                      w.shape.N, config_.d_model, eps());
+}
+
+WeightRef Olmo3::lm_head_weights(WeightSource& weights, const GroupWeights& head) {
+  return (table_.tied() ? acquire(weights, table_.embed_range()) : head).matrix(table_.lm_head);
+}
+
+LossSums Olmo3::head_loss(WeightSource& weights, const GroupWeights& head, const int32_t* targets, float z_coef,
+                          const LmHeadGrads* grads) {
+  const WeightRef lm_head = lm_head_weights(weights, head);
+  final_norm(head);
+  const LossSums sums = be_.lm_head_loss(ws_->final_out.data(), lm_head, targets, ws_->shape.N, config_.d_model,
+                                         config_.vocab_size, z_coef, precision_, grads);
+  if (table_.tied()) weights.release(table_.embed_range());
+  return sums;
 }
 
 LossSums Olmo3::forward_backward(const float* P, float* grads, const Batch& batch, float z_coef, float grad_scale) {
@@ -331,17 +279,12 @@ LossSums Olmo3::forward_backward(WeightSource& weights, GradientSink& sink, cons
 
   // Head: final norm, LM head and loss, and their backward.
   auto open = [&](ParamTable::Range r) { return GroupGrads{sink.open(r), r.begin}; };
-  const bool tied = table_.lm_head == table_.embed;
   const ParamTable::Range embed_range = table_.embed_range(), head_range = table_.head_range();
-  GroupGrads embed = tied ? open(embed_range) : GroupGrads{};
+  GroupGrads embed = table_.tied() ? open(embed_range) : GroupGrads{};
   const GroupGrads head = open(head_range);
   const GroupWeights head_w = acquire(weights, head_range);
-  const WeightRef lm_head = tied ? acquire(weights, embed_range).matrix(table_.lm_head) : head_w.matrix(table_.lm_head);
-  final_norm(head_w);
-  LmHeadGrads head_grads{w.dfinal.data(), tied ? embed(table_.lm_head) : head(table_.lm_head), grad_scale};
-  LossSums sums = be_.lm_head_loss(w.final_out.data(), lm_head, batch.targets, N, C, c.vocab_size, z_coef, precision_,
-                                   &head_grads);
-  if (tied) weights.release(embed_range);
+  const LmHeadGrads head_grads{w.dfinal.data(), (table_.tied() ? embed : head)(table_.lm_head), grad_scale};
+  const LossSums sums = head_loss(weights, head_w, batch.targets, z_coef, &head_grads);
   be_.rmsnorm_backward(w.dres.data(), head(table_.final_norm), w.dfinal.data(), w.resid.back().data(),
                        head_w(table_.final_norm), w.final_rstd.data(), N, C, false);
   weights.release(head_range);
@@ -357,7 +300,7 @@ LossSums Olmo3::forward_backward(WeightSource& weights, GradientSink& sink, cons
     weights.release(range);
     sink.close(range);
   }
-  if (!tied) embed = open(embed_range);
+  if (!table_.tied()) embed = open(embed_range);
   be_.embedding_backward(embed(table_.embed), batch.ids, w.dres.data(), N, C);
   sink.close(embed_range);
   return sums;
@@ -370,14 +313,8 @@ LossSums Olmo3::forward_loss(const float* P, const Batch& batch, float z_coef) {
 LossSums Olmo3::forward_loss(WeightSource& weights, const Batch& batch, float z_coef) {
   prepare(batch.B, batch.T, false);
   forward_blocks(weights, batch.ids, false);
-  const bool tied = table_.lm_head == table_.embed;
-  const ParamTable::Range embed_range = table_.embed_range(), head_range = table_.head_range();
-  const GroupWeights head_w = acquire(weights, head_range);
-  const WeightRef lm_head = tied ? acquire(weights, embed_range).matrix(table_.lm_head) : head_w.matrix(table_.lm_head);
-  final_norm(head_w);
-  const LossSums sums = be_.lm_head_loss(ws_->final_out.data(), lm_head, batch.targets, batch.B * batch.T,
-                                         config_.d_model, config_.vocab_size, z_coef, precision_, nullptr);
-  if (tied) weights.release(embed_range);
+  const ParamTable::Range head_range = table_.head_range();
+  const LossSums sums = head_loss(weights, acquire(weights, head_range), batch.targets, z_coef, nullptr);
   weights.release(head_range);
   return sums;
 }
@@ -390,17 +327,18 @@ void Olmo3::forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B,
 }
 
 void Olmo3::head_logits(WeightSource& weights, const int64_t* rows, int64_t n, float* logits) {
+  check(ws_ != nullptr, "head_logits: call forward_hidden first");
   Workspace& w = *ws_;
   const int64_t C = config_.d_model, V = config_.vocab_size;
   if (w.head_rows.size() < size_t(n * C)) w.head_rows = Buffer(be_, size_t(n * C));
   for (int64_t i = 0; i < n; i++) {
-    check(rows[i] >= 0 && rows[i] < w.B * w.T, "head_logits: row {} is outside the {} positions", rows[i], w.B * w.T);
+    check(rows[i] >= 0 && rows[i] < w.shape.N, "head_logits: row {} is outside the {} positions", rows[i], w.shape.N);
     be_.copy(w.head_rows.data() + i * C, w.final_out.data() + rows[i] * C, size_t(C));
   }
   const size_t n_logits = size_t(n * V);
   if (!be_.host_memory() && w.head_logits.size() < n_logits) w.head_logits = Buffer(be_, n_logits);
   float* out = be_.host_memory() ? logits : w.head_logits.data();
-  const ParamTable::Range lm_head_range = table_.lm_head == table_.embed ? table_.embed_range() : table_.head_range();
+  const ParamTable::Range lm_head_range = table_.lm_head_range();
   const WeightRef lm_head = acquire(weights, lm_head_range).matrix(table_.lm_head);
   be_.linear_forward(out, w.head_rows.data(), lm_head, n, V, C, precision_);
   weights.release(lm_head_range);

@@ -35,8 +35,8 @@ std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T);
 
 class Olmo3 {
  public:
-  Olmo3(ModelConfig config, Precision precision = Precision::fp32, Remat remat = Remat::none,
-        Backend& backend = cpu_backend());
+  // The backend runs every kernel and holds every buffer (weights and gradients passed in are its memory).
+  Olmo3(ModelConfig config, Precision precision, Remat remat, Backend& backend);
   ~Olmo3();
 
   const ModelConfig& config() const { return config_; }
@@ -55,8 +55,14 @@ class Olmo3 {
   LossSums forward_backward(WeightSource& weights, GradientSink& sink, const Batch& batch, float z_coef,
                             float grad_scale);
   // The model's view of a whole weight buffer (backend memory), with the bf16 copy it keeps for bf16 GEMMs, rounded
-  // at the first use after this call: call it again once the weights have changed. The calls that take
-  // `const float* params` use the same view and copy.
+  // at the first use after the weights changed. `version`: the counter the buffer's owner bumps whenever it changes
+  // them (WholeWeights), so the view may be taken again, or kept, across updates.
+  WeightSource& whole_weights(const float* params, const WeightsVersion& version) {
+    whole_.set(params, version);
+    return whole_;
+  }
+  // Weights without a version: each call counts as a change, so call it again once the weights have changed. The
+  // calls that take `const float* params` go through it.
   WeightSource& whole_weights(const float* params) {
     whole_.set(params);
     return whole_;
@@ -72,13 +78,15 @@ class Olmo3 {
   void forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T);
   void head_logits(WeightSource& weights, const int64_t* rows, int64_t n, float* logits);
 
-  // Bytes of activation memory one micro-batch of [B, T] needs under `remat` (for the memory plan).
-  static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T,
-                                 Precision precision = Precision::fp32);
+  // Bytes of activation memory one micro-batch of [B, T] needs under `remat` in training: exactly what
+  // forward_backward allocates (for the memory plan).
+  static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision);
 
  private:
-  struct Workspace;
+  // The activation memory (model/activations.h).
+  struct ActivationShape;
   struct BlockActs;
+  struct Workspace;
   void prepare(int64_t B, int64_t T, bool for_training);
   void check_ids(const int32_t* ids, int64_t n) const;
   // An activation as a GEMM operand: in bf16, rounded once into x16 (n values) for every product that reads it.
@@ -86,26 +94,61 @@ class Olmo3 {
   GroupWeights acquire(WeightSource& weights, ParamTable::Range range) const {
     return weights.acquire(range, precision_);
   }
+  bool reordered() const { return config_.norm_placement == NormPlacement::reordered; }
+  float eps() const { return float(config_.norm_eps); }
   // Embedding and blocks: ws_->resid.back() holds the last block's output.
   void forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_all);
   // The final norm of the last block's output into ws_->final_out (`head`: the head group's weights).
   void final_norm(const GroupWeights& head);
-  // `recompute`: the backward's rerun of a block, which under Remat::keep_attention reuses the kept attention.
-  void block_forward(const GroupWeights& params, int64_t layer, const float* x, float* out, BlockActs& a,
-                     bool recompute = false);
-  struct AttentionOut {
-    float* att;  // [N, H·D]
-    float* lse;  // [B, H, T]
-  };
-  AttentionOut attention_out(int64_t layer, BlockActs& a);  // the block's own, or the layer's kept copy
+  // The LM head: in the head group (`head`), or tied, the embedding matrix, whose group this acquires.
+  WeightRef lm_head_weights(WeightSource& weights, const GroupWeights& head);
+  // Final norm, LM head and loss, with `grads` the LM head's backward too; a tied LM head's group is released after.
+  LossSums head_loss(WeightSource& weights, const GroupWeights& head, const int32_t* targets, float z_coef,
+                     const LmHeadGrads* grads);
+
   // One group's gradient memory, addressed by flat-buffer offsets.
   struct GroupGrads {
     float* base;
     size_t begin;
     float* operator()(size_t offset) const { return base + (offset - begin); }
   };
-  void block_backward(const GroupWeights& params, const GroupGrads& grads, int64_t layer, const float* x, BlockActs& a,
+  // A block is two branches, attention then MLP (olmo3.cc's header). `recompute`: the backward's rerun of a block,
+  // which under Remat::keep_attention reuses the kept attention. In the backward, dres holds the gradient of the
+  // branch's (block's) output on entry and of its input on exit.
+  void block_forward(const GroupWeights& P, int64_t layer, const float* x, float* out, BlockActs& a,
+                     bool recompute = false);
+  void block_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x, BlockActs& a,
                       float* dres);
+  void attention_branch_forward(const GroupWeights& P, int64_t layer, const float* x, BlockActs& a, bool recompute);
+  void attention_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x,
+                                 BlockActs& a, float* dres);
+  void mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out, BlockActs& a);
+  void mlp_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, BlockActs& a, float* dres);
+  struct AttentionOut {
+    float* att;  // [N, H·D]
+    float* lse;  // [B, H, T]
+  };
+  AttentionOut attention_out(int64_t layer, BlockActs& a);  // the block's own, or the layer's kept copy
+
+  // A branch's norm (norm1 around attention, norm2 around the MLP): its weight's offset, its output and its rstd.
+  struct BranchNorm {
+    size_t weight;
+    float* y;
+    float* rstd;
+  };
+  // The input of the branch's sublayer: norm(x) (pre-norm, computed here) or x itself (reordered).
+  const float* branch_norm_in(const GroupWeights& P, const BranchNorm& n, const float* x);
+  const float* branch_input(const BranchNorm& n, const float* x) const;  // the same, as the forward left it
+  // out = x + sublayer (pre-norm) or x + norm(sublayer) (reordered).
+  void branch_norm_out(const GroupWeights& P, const BranchNorm& n, float* out, const float* x, const float* sublayer);
+  // Backward of branch_norm_out: d(sublayer) from dout = d(out), which is dout itself (pre-norm) or goes through the
+  // norm into `scratch` (reordered, adding the norm weight's gradient).
+  const float* branch_norm_out_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n,
+                                        const float* dout, const float* sublayer, float* scratch);
+  // Backward of branch_norm_in: adds to dres (which holds d(out) through the residual) the gradient that reaches x
+  // through the sublayer's input, dinput.
+  void branch_norm_in_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n, float* dres,
+                               const float* dinput, const float* x);
 
   ModelConfig config_;
   ParamTable table_;

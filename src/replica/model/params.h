@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,12 @@ struct ParamEntry {
 
 // Offsets of one transformer block's tensors in the flat buffer. For reordered norms (OLMo), norm1 is
 // post_attention_layernorm and norm2 post_feedforward_layernorm; for pre-norm (Llama) norm1 is
-// input_layernorm and norm2 post_attention_layernorm (the norm before the MLP).
+// input_layernorm and norm2 post_attention_layernorm (the norm before the MLP). A tensor the model does not have
+// (q_norm and k_norm without QK-norm) has no offset, so reading it fails instead of reading the embedding at 0.
 struct BlockOffsets {
-  size_t wq, wk, wv, wo, q_norm, k_norm, w_gate, w_up, w_down, norm1, norm2;
+  size_t wq, wk, wv, wo;
+  std::optional<size_t> q_norm, k_norm;
+  size_t w_gate, w_up, w_down, norm1, norm2;
 };
 
 class ParamTable {
@@ -39,6 +43,7 @@ class ParamTable {
 
   size_t embed = 0, final_norm = 0, lm_head = 0;  // lm_head == embed when tied
   std::vector<BlockOffsets> blocks;
+  bool tied() const { return lm_head == embed; }
 
   // The model reads its weights and completes its gradient group by group: the embedding, each block, and the head
   // group (final norm and untied LM head). Each group is one contiguous range of the flat buffer, and together they
@@ -52,6 +57,7 @@ class ParamTable {
             layer + 1 < blocks.size() ? blocks[layer + 1].wq : final_norm};
   }
   Range head_range() const { return {final_norm, total_}; }
+  Range lm_head_range() const { return tied() ? embed_range() : head_range(); }  // the group holding the LM head
   std::vector<Range> groups() const;  // all of them, in the backward's order
   size_t largest_group() const;       // floats
 

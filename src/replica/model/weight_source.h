@@ -2,6 +2,8 @@
 // ParamTable) just before they use them and release them right after, so a fully sharded data-parallel trainer can
 // gather one group at a time (dist/data_parallel.h) while a single process simply points into its whole buffer.
 #pragma once
+#include <cstdint>
+
 #include "replica/kernels/backend.h"
 #include "replica/model/params.h"
 
@@ -25,26 +27,54 @@ class WeightSource {
   virtual void release(ParamTable::Range range) = 0;
 };
 
-// The whole flat buffer (table.total() floats of backend memory). Its bf16 copy is rounded at the first acquire in bf16
-// after set(), once for all groups.
+// The version of a weight buffer: its owner bumps it whenever it changes the weights, so that what is derived from
+// them (WholeWeights' bf16 copy) knows when it is stale.
+class WeightsVersion {
+ public:
+  void bump() { value_++; }
+  uint64_t value() const { return value_; }
+
+ private:
+  uint64_t value_ = 0;
+};
+
+// The whole flat buffer (table.total() floats of backend memory). Its bf16 copy is rounded once for all groups, at
+// the first acquire in bf16 after the weights changed.
 class WholeWeights final : public WeightSource {
  public:
   WholeWeights(Backend& backend, size_t total) : be_(backend), total_(total) {}
-  // New weights (or the same buffer after an update): the bf16 copy is stale.
-  void set(const float* params) {
+  WholeWeights(const WholeWeights&) = delete;  // set(params) points at its own version
+  WholeWeights& operator=(const WholeWeights&) = delete;
+  // `params` with the version its owner bumps on every change: the copy follows the version, so setting the same
+  // weights again costs nothing and an update the owner has bumped cannot leave the copy stale.
+  void set(const float* params, const WeightsVersion& version) {
     params_ = params;
-    rounded_ = false;
+    version_ = &version;
+  }
+  // Weights without a version: every call counts as a change, so call it again after changing them.
+  void set(const float* params) {
+    unversioned_.bump();
+    set(params, unversioned_);
   }
 
   GroupWeights acquire(ParamTable::Range range, Precision precision) override;
   void release(ParamTable::Range) override {}
 
  private:
+  // Which weights, at which version, the bf16 copy holds.
+  struct Stamp {
+    const float* params = nullptr;
+    const WeightsVersion* version = nullptr;
+    uint64_t value = 0;
+    bool operator==(const Stamp&) const = default;
+  };
   Backend& be_;
   size_t total_;
   const float* params_ = nullptr;
+  const WeightsVersion* version_ = nullptr;
+  WeightsVersion unversioned_;
   DeviceArray<bf16> params16_;
-  bool rounded_ = false;
+  Stamp rounded_;
 };
 
 }  // namespace replica

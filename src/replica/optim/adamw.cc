@@ -39,9 +39,9 @@ AdamW::AdamW(const ParamTable& table, AdamWConfig config, std::vector<Part> part
 // One backend call per part: the kernels index the shard's arrays from the part's first element (shard_begin), so
 // the arrays are passed from the part's offset, and whole-buffer weights from the part's flat start.
 void AdamW::step(float* params, const float* grads, double lr, bool whole_params) {
-  step_count++;
+  step_count_++;
   const AdamWConfig& c = config_;
-  const AdamWScalars s = adamw_scalars(c.beta1, c.beta2, c.eps, c.weight_decay, step_count, lr);
+  const AdamWScalars s = adamw_scalars(c.beta1, c.beta2, c.eps, c.weight_decay, step_count_, lr);
   for (const PartChunks& pc : parts_) {
     const Part& p = pc.part;
     be_.adamw_step(params + (whole_params ? p.begin : p.offset), grads + p.offset, exp_avg_.data() + p.offset,
@@ -49,14 +49,14 @@ void AdamW::step(float* params, const float* grads, double lr, bool whole_params
   }
 }
 
-void AdamW::moments_to_host(float* exp_avg, float* exp_avg_sq) const {
-  be_.to_host(exp_avg, exp_avg_.data(), exp_avg_.size() * sizeof(float));
-  be_.to_host(exp_avg_sq, exp_avg_sq_.data(), exp_avg_sq_.size() * sizeof(float));
+void AdamW::state_to_host(size_t i, float* host) const {
+  check(i < 2, "AdamW has two state tensors, not {}", i + 1);
+  be_.to_host(host, (i == 0 ? exp_avg_ : exp_avg_sq_).data(), size() * sizeof(float));
 }
 
-void AdamW::moments_from_host(const float* exp_avg, const float* exp_avg_sq) {
-  be_.to_device(exp_avg_.data(), exp_avg, exp_avg_.size() * sizeof(float));
-  be_.to_device(exp_avg_sq_.data(), exp_avg_sq, exp_avg_sq_.size() * sizeof(float));
+void AdamW::state_from_host(size_t i, const float* host) {
+  check(i < 2, "AdamW has two state tensors, not {}", i + 1);
+  be_.to_device((i == 0 ? exp_avg_ : exp_avg_sq_).data(), host, size() * sizeof(float));
 }
 
 }  // namespace replica

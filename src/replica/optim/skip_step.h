@@ -8,10 +8,17 @@
 
 namespace replica {
 
+// The recipe's optim.skip_step, optim.skip_step_window and optim.skip_step_sigma.
+struct SkipStepConfig {
+  bool enabled = true;
+  int64_t window = 128;  // previous values kept (rolling_interval_length)
+  double sigma = 6.0;    // sigma_factor
+};
+
 class SkipStep {
  public:
-  // window: previous values kept (rolling_interval_length); sigma: sigma_factor.
   explicit SkipStep(int64_t window = 128, double sigma = 6.0);
+  explicit SkipStep(const SkipStepConfig& config) : SkipStep(config.window, config.sigma) {}
 
   // Records this step's loss (global-batch mean CE, no z-loss) and, when clipping computed one, its grad
   // norm (before clipping); returns true when the optimizer should step. Values are recorded whether or

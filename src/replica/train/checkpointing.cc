@@ -97,7 +97,7 @@ static nlohmann::json schedule_json(const ScheduleConfig& c) {
 }
 
 TrainState train_state(const Recipe& r, const ModelConfig& config, int64_t step, const data::DataLoader& loader,
-                       const AdamW& adamw, const SkipStep& skip_step) {
+                       const Optimizer& optimizer, const SkipStep& skip_step) {
   TrainState s;
   s.step = step;
   s.tokens = step * r.tokens_per_step();
@@ -106,7 +106,7 @@ TrainState train_state(const Recipe& r, const ModelConfig& config, int64_t step,
   s.global_batch_size = r.data.global_batch_size;
   s.seq_len = r.data.seq_len;
   s.data_fingerprint = loader.fingerprint();
-  s.adam_step_count = adamw.step_count;
+  s.adam_step_count = optimizer.step_count();
   s.schedule = schedule_json(schedule_config(r));
   s.skip_step = skip_step.to_json();
   s.world_size = 1;

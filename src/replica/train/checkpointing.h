@@ -7,7 +7,7 @@
 
 #include "replica/ckpt/checkpoint.h"
 #include "replica/data/loader.h"
-#include "replica/optim/adamw.h"
+#include "replica/optim/optimizer.h"
 #include "replica/optim/skip_step.h"
 #include "replica/train/recipe.h"
 
@@ -41,7 +41,7 @@ RunStart start_run(const Recipe& recipe, const ParamTable& table, const data::Da
 
 // What the checkpoint after `step` records besides the tensors.
 TrainState train_state(const Recipe& recipe, const ModelConfig& config, int64_t step, const data::DataLoader& loader,
-                       const AdamW& adamw, const SkipStep& skip_step);
+                       const Optimizer& optimizer, const SkipStep& skip_step);
 
 // Rewrites `path` (atomically) keeping the lines whose "step" is at most `step`; partial or unreadable lines
 // (a crash mid-write) are dropped. A missing file is left missing.

@@ -22,12 +22,10 @@ std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backe
 #endif
 }
 
-WeightSource& step_weights(DataParallel& dp, Olmo3& model) {
-  return dp.shards_weights() ? dp.gathered_weights() : model.whole_weights(dp.whole_weights());
-}
-
-RunStart start_run_all_ranks(const Recipe& r, DataParallel& dp, const ParamTable& table,
-                             const data::DataLoader& loader, SkipStep& skip_step) {
+RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataLoader& loader) {
+  DataParallel& dp = step.dp();
+  const ParamTable& table = step.model().table();
+  SkipStep& skip_step = step.skip_step();
   Communicator& comm = dp.comm();
   const bool root = comm.rank() == 0;
   std::vector<float> host_params(root ? table.total() : 0);
@@ -48,20 +46,27 @@ RunStart start_run_all_ranks(const Recipe& r, DataParallel& dp, const ParamTable
   }
   // Rank 0's weights and moments: to every rank, or each rank's shard of them.
   dp.load_weights(host_params.data());
-  if (counters[2]) dp.load_moments(start.exp_avg.data(), start.exp_avg_sq.data(), start.adam_step_count);
+  if (counters[2]) {
+    dp.load_state(step.optimizer(), 0, start.exp_avg.data());
+    dp.load_state(step.optimizer(), 1, start.exp_avg_sq.data());
+    step.optimizer().set_step_count(start.adam_step_count);
+  }
   start.exp_avg = {};  // the optimizer holds them now
   start.exp_avg_sq = {};
   return start;
 }
 
-std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, DataParallel& dp, const ParamTable& table,
-                                          TrainState state) {
+std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, TrainStep& step, TrainState state) {
+  DataParallel& dp = step.dp();
+  const Optimizer& optimizer = step.optimizer();
+  const ParamTable& table = step.model().table();
   Communicator& comm = dp.comm();
   state.world_size = comm.size();
   if (comm.size() == 1)
     return saver.save(table, [&](float* p, float* m, float* v) {
       dp.gather_weights(p);
-      dp.optimizer().moments_to_host(m, v);
+      optimizer.state_to_host(0, m);
+      optimizer.state_to_host(1, v);
     }, std::move(state));
   // Several ranks: every rank takes part in the gathers now; rank 0 copies the result into the snapshot.
   std::vector<float> w, m, v;
@@ -71,7 +76,8 @@ std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, DataParallel& 
     v.resize(table.total());
   }
   dp.gather_weights(w.data());
-  dp.gather_moments(m.data(), v.data());
+  dp.gather_state(optimizer, 0, m.data());
+  dp.gather_state(optimizer, 1, v.data());
   if (comm.rank() != 0) return std::nullopt;
   return saver.save(table, [&](float* p, float* m_out, float* v_out) {
     std::copy(w.begin(), w.end(), p);

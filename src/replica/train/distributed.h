@@ -7,9 +7,8 @@
 #include <optional>
 
 #include "replica/ckpt/saver.h"
-#include "replica/dist/data_parallel.h"
-#include "replica/model/olmo3.h"
 #include "replica/train/checkpointing.h"
+#include "replica/train/step.h"
 
 namespace replica {
 
@@ -17,18 +16,12 @@ namespace replica {
 // the CPU); NCCL for several ranks on GPUs (raises replica::Error in a build without NCCL).
 std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backend);
 
-// The weights `model` reads in a step: this rank's whole buffer through the model's own view (each call marks its
-// bf16 copy stale, so call it once per step), or with sharded weights the groups gathered from the shards.
-WeightSource& step_weights(DataParallel& dp, Olmo3& model);
+// start_run() on rank 0, then its result shared with every rank: the step's weights (all of them, or its shard), its
+// shard of the optimizer state loaded from rank 0 (other ranks never hold more than that) and the skip-step history.
+RunStart start_run_all_ranks(const Recipe& recipe, TrainStep& step, const data::DataLoader& loader);
 
-// start_run() on rank 0, then its result shared with every rank: dp's weights (all of them, or its shard) and its
-// shard of the moments loaded from rank 0 (other ranks never hold more than that).
-RunStart start_run_all_ranks(const Recipe& recipe, DataParallel& dp, const ParamTable& table,
-                             const data::DataLoader& loader, SkipStep& skip_step);
-
-// Gathers the weights and moments to rank 0, which starts saving them with `state` (world_size set); other ranks
-// only take part in the gathers.
-std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, DataParallel& dp, const ParamTable& table,
-                                          TrainState state);
+// Gathers the weights and optimizer state to rank 0, which starts saving them with `state` (world_size set); other
+// ranks only take part in the gathers.
+std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, TrainStep& step, TrainState state);
 
 }  // namespace replica

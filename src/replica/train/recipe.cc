@@ -3,112 +3,25 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <glob.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <functional>
-#include <type_traits>
 
+#include "replica/core/config_fields.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/core/glob.h"
 
 namespace replica {
 namespace {
 
-// One recipe key: how to read it from a YAML node and how to write it back.
-struct Field {
-  std::string key;  // "section.name"
-  std::function<void(const YAML::Node&, const std::string& where)> set;
-  std::function<YAML::Node()> get;
-};
-
-[[noreturn]] void wrong_type(const std::string& where, const std::string& key, const char* expected,
-                             const YAML::Node& node) {
-  fail("{}: '{}' expects {}, got {}", where, key, expected, YAML::Dump(node));
-}
-
-template <typename T>
-T scalar(const YAML::Node& node, const std::string& where, const std::string& key, const char* expected) {
-  if (!node.IsScalar()) wrong_type(where, key, expected, node);
-  try {
-    return node.as<T>();
-  } catch (const YAML::Exception&) {
-    wrong_type(where, key, expected, node);
-  }
-}
-
-Field number(std::string key, double& ref) {
-  return {key, [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<double>(n, w, key, "a number"); },
-          [&ref] { return YAML::Node(fmt::format("{}", ref)); }};
-}
-
-Field integer(std::string key, int64_t& ref) {
-  return {key,
-          [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<int64_t>(n, w, key, "an integer"); },
-          [&ref] { return YAML::Node(ref); }};
-}
-
-Field boolean(std::string key, bool& ref) {
-  return {key,
-          [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<bool>(n, w, key, "true or false"); },
-          [&ref] { return YAML::Node(ref); }};
-}
-
-Field text(std::string key, std::string& ref) {
-  return {key,
-          [&ref, key](const YAML::Node& n, const std::string& w) {
-            ref = n.IsNull() ? "" : scalar<std::string>(n, w, key, "a string");
-          },
-          [&ref] { return YAML::Node(ref); }};
-}
-
-// A list; a single scalar is read as a one-element list, null as an empty one.
-template <typename T>
-Field list(std::string key, std::vector<T>& ref, const char* expected) {
-  return {key,
-          [&ref, key, expected](const YAML::Node& n, const std::string& w) {
-            ref.clear();
-            if (n.IsNull()) return;
-            if (n.IsScalar()) {
-              ref.push_back(scalar<T>(n, w, key, expected));
-              return;
-            }
-            if (!n.IsSequence()) wrong_type(w, key, expected, n);
-            for (const YAML::Node& item : n) ref.push_back(scalar<T>(item, w, key, expected));
-          },
-          [&ref] {
-            YAML::Node n(YAML::NodeType::Sequence);
-            for (const T& v : ref) {
-              if constexpr (std::is_same_v<T, double>)
-                n.push_back(fmt::format("{}", v));
-              else
-                n.push_back(v);
-            }
-            n.SetStyle(YAML::EmitterStyle::Flow);
-            return n;
-          }};
-}
-
-// An enum read through its parse function (which raises replica::Error for a bad name).
-template <typename E, typename Parse, typename Name>
-Field choice(std::string key, E& ref, Parse parse, Name name) {
-  return {key,
-          [&ref, key, parse](const YAML::Node& n, const std::string& w) {
-            std::string value = scalar<std::string>(n, w, key, "a string");
-            try {
-              ref = parse(value);
-            } catch (const Error& e) {
-              fail("{}: '{}': {}", w, key, e.what());
-            }
-          },
-          [&ref, name] { return YAML::Node(std::string(name(ref))); }};
-}
+using namespace config;  // Field and its kinds (number, integer, text, list, choice, ...)
 
 std::vector<Field> fields(Recipe& r) {
   auto precision = [](const std::string& s) { return parse_precision(s.c_str()); };
+  ScheduleConfig& schedule = r.schedule.steps;
   return {
       text("run.dir", r.run.dir),
       text("run.name", r.run.name),
@@ -123,25 +36,26 @@ std::vector<Field> fields(Recipe& r) {
       integer("data.micro_batch_size", r.data.micro_batch_size),
       list("data.validation_paths", r.data.validation_paths, "a list of token files"),
       boolean("data.allow_fingerprint_change", r.data.allow_fingerprint_change),
-      number("optim.lr", r.optim.lr),
-      number("optim.weight_decay", r.optim.weight_decay),
-      list("optim.betas", r.optim.betas, "a list of two numbers [beta1, beta2]"),
-      number("optim.eps", r.optim.eps),
+      boolean("data.instance_filter", r.data.instance_filter.enabled),
+      number("optim.lr", schedule.lr),
+      number("optim.weight_decay", r.optim.adamw.weight_decay),
+      number_pair("optim.betas", r.optim.adamw.beta1, r.optim.adamw.beta2, "a list of two numbers [beta1, beta2]"),
+      number("optim.eps", r.optim.adamw.eps),
       number("optim.clip", r.optim.clip),
-      boolean("optim.skip_step", r.optim.skip_step),
-      number("optim.skip_step_sigma", r.optim.skip_step_sigma),
-      integer("optim.skip_step_window", r.optim.skip_step_window),
+      boolean("optim.skip_step", r.optim.skip_step.enabled),
+      number("optim.skip_step_sigma", r.optim.skip_step.sigma),
+      integer("optim.skip_step_window", r.optim.skip_step.window),
       number("optim.z_loss", r.optim.z_loss),
       boolean("optim.load_state", r.optim.load_state),
-      choice("schedule.type", r.schedule.type, parse_schedule_type, schedule_type_name),
-      integer("schedule.warmup_steps", r.schedule.warmup_steps),
-      number("schedule.alpha_f", r.schedule.alpha_f),
-      integer("schedule.t_max", r.schedule.t_max),
+      choice("schedule.type", schedule.type, parse_schedule_type, schedule_type_name),
+      integer("schedule.warmup_steps", schedule.warmup),
+      number("schedule.alpha_f", schedule.alpha_f),
+      integer("schedule.t_max", schedule.t_max),
       number("schedule.t_max_tokens", r.schedule.t_max_tokens),
-      integer("schedule.decay_steps", r.schedule.decay_steps),
-      integer("schedule.stitch_step", r.schedule.stitch_step),
-      integer("schedule.part2_warmup_steps", r.schedule.part2_warmup_steps),
-      integer("schedule.part2_t_max", r.schedule.part2_t_max),
+      integer("schedule.decay_steps", schedule.decay),
+      integer("schedule.stitch_step", schedule.stitch_step),
+      integer("schedule.part2_warmup_steps", schedule.part2_warmup),
+      integer("schedule.part2_t_max", schedule.part2_t_max),
       number("schedule.part2_t_max_tokens", r.schedule.part2_t_max_tokens),
       integer("train.max_steps", r.train.max_steps),
       integer("train.stop_at", r.train.stop_at),
@@ -152,6 +66,8 @@ std::vector<Field> fields(Recipe& r) {
       integer("train.seed", r.train.seed),
       choice("train.remat", r.train.remat, parse_remat, remat_name),
       boolean("train.shard_weights", r.train.shard_weights),
+      choice("train.attention", r.train.attention, parse_attention_kernel, attention_kernel_name),
+      boolean("train.profile", r.train.profile),
       integer("train.log_every", r.train.log_every),
       integer("checkpoint.every", r.checkpoint.every),
       integer("checkpoint.keep", r.checkpoint.keep),
@@ -234,24 +150,24 @@ void validate(const Recipe& r, const std::string& source) {
   require(r.data.global_batch_size % r.data.micro_batch_size == 0, "data.global_batch_size",
           fmt::format("({}) must be a multiple of data.micro_batch_size ({})", r.data.global_batch_size,
                       r.data.micro_batch_size));
-  require(r.optim.lr > 0, "optim.lr", fmt::format("must be positive, got {}", r.optim.lr));
-  require(r.optim.weight_decay >= 0, "optim.weight_decay", fmt::format("must be >= 0, got {}", r.optim.weight_decay));
-  require(r.optim.betas.size() == 2 && r.optim.betas[0] >= 0 && r.optim.betas[0] < 1 && r.optim.betas[1] >= 0 &&
-              r.optim.betas[1] < 1,
-          "optim.betas", "must be two numbers [beta1, beta2] in [0, 1)");
-  require(r.optim.eps > 0, "optim.eps", fmt::format("must be positive, got {}", r.optim.eps));
+  const AdamWConfig& adamw = r.optim.adamw;
+  require(r.schedule.steps.lr > 0, "optim.lr", fmt::format("must be positive, got {}", r.schedule.steps.lr));
+  require(adamw.weight_decay >= 0, "optim.weight_decay", fmt::format("must be >= 0, got {}", adamw.weight_decay));
+  require(adamw.beta1 >= 0 && adamw.beta1 < 1 && adamw.beta2 >= 0 && adamw.beta2 < 1, "optim.betas",
+          "must be two numbers [beta1, beta2] in [0, 1)");
+  require(adamw.eps > 0, "optim.eps", fmt::format("must be positive, got {}", adamw.eps));
   require(r.optim.clip >= 0, "optim.clip", fmt::format("must be >= 0 (0 = no clipping), got {}", r.optim.clip));
-  require(r.optim.skip_step_sigma > 0, "optim.skip_step_sigma",
-          fmt::format("must be positive, got {}", r.optim.skip_step_sigma));
-  require(r.optim.skip_step_window >= 2, "optim.skip_step_window",
-          fmt::format("must be >= 2, got {}", r.optim.skip_step_window));
+  require(r.optim.skip_step.sigma > 0, "optim.skip_step_sigma",
+          fmt::format("must be positive, got {}", r.optim.skip_step.sigma));
+  require(r.optim.skip_step.window >= 2, "optim.skip_step_window",
+          fmt::format("must be >= 2, got {}", r.optim.skip_step.window));
   require(r.optim.z_loss >= 0, "optim.z_loss", fmt::format("must be >= 0, got {}", r.optim.z_loss));
   require(!r.optim.load_state || !r.model.init_from.empty(), "optim.load_state",
           "needs model.init_from (the checkpoint holding the optimizer state)");
   const Recipe::Schedule& s = r.schedule;
-  require(s.t_max >= 0 && s.t_max_tokens >= 0, "schedule.t_max", "must be >= 0");
-  require(s.t_max == 0 || s.t_max_tokens == 0, "schedule.t_max", "and schedule.t_max_tokens cannot both be set");
-  require(s.part2_t_max == 0 || s.part2_t_max_tokens == 0, "schedule.part2_t_max",
+  require(s.steps.t_max >= 0 && s.t_max_tokens >= 0, "schedule.t_max", "must be >= 0");
+  require(s.steps.t_max == 0 || s.t_max_tokens == 0, "schedule.t_max", "and schedule.t_max_tokens cannot both be set");
+  require(s.steps.part2_t_max == 0 || s.part2_t_max_tokens == 0, "schedule.part2_t_max",
           "and schedule.part2_t_max_tokens cannot both be set");
   require(r.train.max_steps > 0, "train.max_steps", fmt::format("must be positive, got {}", r.train.max_steps));
   require(r.train.stop_at >= 0 && r.train.stop_at <= r.train.max_steps, "train.stop_at",
@@ -271,24 +187,6 @@ void validate(const Recipe& r, const std::string& source) {
   } catch (const Error& e) {
     fail("{}: {}", source, e.what());
   }
-}
-
-// Entries with glob characters (data/tokens/heldout/*.npy) become the files they match, in name order.
-std::vector<std::string> expand_globs(const std::vector<std::string>& paths, const std::string& source,
-                                      const char* key) {
-  std::vector<std::string> out;
-  for (const std::string& p : paths) {
-    if (p.find_first_of("*?[") == std::string::npos) {
-      out.push_back(p);
-      continue;
-    }
-    glob_t matches{};
-    int rc = glob(p.c_str(), 0, nullptr, &matches);
-    for (size_t i = 0; rc == 0 && i < matches.gl_pathc; i++) out.push_back(matches.gl_pathv[i]);
-    globfree(&matches);
-    check(rc == 0, "{}: '{}': no file matches {}", source, key, p);
-  }
-  return out;
 }
 
 void check_files_exist(Recipe& r, const std::string& source) {
@@ -330,7 +228,8 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
 }
 
 std::string Recipe::to_yaml() const {
-  std::vector<Field> table = fields(const_cast<Recipe&>(*this));
+  Recipe copy = *this;  // the table's fields write as well as read
+  std::vector<Field> table = fields(copy);
   YAML::Node root(YAML::NodeType::Map);
   for (const Field& f : table) {
     size_t dot = f.key.find('.');
@@ -355,29 +254,24 @@ static int64_t steps_for_tokens(double tokens, int64_t tokens_per_step) {
 
 ScheduleConfig schedule_config(const Recipe& r) {
   const Recipe::Schedule& s = r.schedule;
-  ScheduleConfig c;
-  c.type = s.type;
-  c.lr = r.optim.lr;
-  c.warmup = s.warmup_steps;
-  c.alpha_f = s.alpha_f;
-  c.t_max = s.t_max > 0          ? s.t_max
+  ScheduleConfig c = s.steps;
+  c.t_max = s.steps.t_max > 0    ? s.steps.t_max
             : s.t_max_tokens > 0 ? steps_for_tokens(s.t_max_tokens, r.tokens_per_step())
                                  : r.train.max_steps;
-  c.decay = s.decay_steps;
-  c.stitch_step = s.stitch_step;
-  c.part2_warmup = s.part2_warmup_steps;
-  c.part2_t_max = s.part2_t_max > 0          ? s.part2_t_max
+  c.part2_t_max = s.steps.part2_t_max > 0    ? s.steps.part2_t_max
                   : s.part2_t_max_tokens > 0 ? steps_for_tokens(s.part2_t_max_tokens, r.tokens_per_step())
                                              : r.train.max_steps;
   return c;
 }
 
-AdamWConfig adamw_config(const Recipe& r) {
-  AdamWConfig c;
-  c.beta1 = r.optim.betas.at(0);
-  c.beta2 = r.optim.betas.at(1);
-  c.eps = r.optim.eps;
-  c.weight_decay = r.optim.weight_decay;
+data::LoaderConfig loader_config(const Recipe& r, const ModelConfig& model) {
+  data::LoaderConfig c;
+  c.files = r.data.mix_file.empty() ? data::mix_from_paths(r.data.paths) : data::read_mix_file(r.data.mix_file);
+  c.seq_len = r.data.seq_len;
+  c.seed = uint64_t(r.data.seed);
+  c.global_batch = r.data.global_batch_size;
+  c.vocab_size = uint32_t(model.vocab_size);
+  c.filter = r.data.instance_filter;
   return c;
 }
 

@@ -1,15 +1,20 @@
 // Recipe: every setting of a training run, in sections (run, model, data, optim, schedule, train,
 // checkpoint, eval), read from YAML with `section.key=value` overrides; to_yaml() writes it back resolved.
+// Where a module has its own config struct the recipe holds it (the keys point into it), and one function builds
+// each composite config the modules need: loader_config (data/), schedule_config and step_config (train/step.h).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "replica/data/instance_filter.h"
+#include "replica/data/loader.h"
 #include "replica/kernels/backend.h"
-#include "replica/kernels/cpu/gemm.h"
 #include "replica/model/olmo3.h"
 #include "replica/optim/adamw.h"
 #include "replica/optim/schedule.h"
+#include "replica/optim/skip_step.h"
 
 namespace replica {
 
@@ -33,29 +38,22 @@ struct Recipe {
     int64_t micro_batch_size = 1;               // instances per forward/backward (gradient accumulation)
     std::vector<std::string> validation_paths;  // held-out token files for eval.every
     bool allow_fingerprint_change = false;      // resume even though the data fingerprint changed
+    // data.instance_filter: OLMo-core's repeated n-gram filter with its default periods and count (off, as in the
+    // OLMo 3 7B recipe); part of the data fingerprint.
+    data::InstanceFilterConfig instance_filter;
   } data;
   struct Optim {
-    double lr = 3e-4;  // peak LR
-    double weight_decay = 0.1;
-    std::vector<double> betas = {0.9, 0.95};
-    double eps = 1e-8;
+    AdamWConfig adamw;  // optim.weight_decay, optim.betas: [beta1, beta2], optim.eps (the peak LR is optim.lr)
     double clip = 1.0;  // max global grad norm; 0 = no clipping (then skip-step watches the loss only)
-    bool skip_step = true;
-    double skip_step_sigma = 6.0;
-    int64_t skip_step_window = 128;
+    SkipStepConfig skip_step;  // optim.skip_step, optim.skip_step_window, optim.skip_step_sigma
     double z_loss = 1e-5;
     bool load_state = false;  // load Adam moments from model.init_from (a replica checkpoint)
   } optim;
   struct Schedule {
-    ScheduleType type = ScheduleType::cosine;
-    int64_t warmup_steps = 0;
-    double alpha_f = 0.1;
-    int64_t t_max = 0;        // horizon in steps; 0: from t_max_tokens, else train.max_steps
+    // schedule.type, warmup_steps, alpha_f, t_max, decay_steps, stitch_step, part2_warmup_steps, part2_t_max; the
+    // peak LR is optim.lr. A horizon of 0 here comes from its *_tokens key, else train.max_steps (schedule_config).
+    ScheduleConfig steps;
     double t_max_tokens = 0;  // horizon in tokens: t_max = ceil(t_max_tokens / tokens per step)
-    int64_t decay_steps = 0;  // wsd
-    int64_t stitch_step = 0;  // olmo3_stitched: last step of part 1
-    int64_t part2_warmup_steps = 0;
-    int64_t part2_t_max = 0;  // or part2_t_max_tokens
     double part2_t_max_tokens = 0;
   } schedule;
   struct Train {
@@ -68,6 +66,9 @@ struct Recipe {
     int64_t seed = 0;     // parameter init seed
     Remat remat = Remat::none;
     bool shard_weights = false;  // FSDP: shard the fp32 weights over the ranks too (dist/data_parallel.h)
+    // The attention kernel: auto is the backend's best measured one (the run records what it resolved to).
+    AttentionKernel attention = AttentionKernel::automatic;
+    bool profile = false;  // the device time per operation of every step after the first, to run.dir/profile.md
     int64_t log_every = 1;
   } train;
   struct Checkpoint {
@@ -83,6 +84,8 @@ struct Recipe {
   } eval;
 
   int64_t tokens_per_step() const { return data.global_batch_size * data.seq_len; }
+  // The step this invocation stops after: train.stop_at when set, else train.max_steps.
+  int64_t last_step() const { return train.stop_at > 0 ? std::min(train.stop_at, train.max_steps) : train.max_steps; }
   std::string to_yaml() const;  // every key, resolved; load_recipe_text(to_yaml()) gives the same recipe
 };
 
@@ -98,6 +101,10 @@ Recipe load_recipe_text(const std::string& yaml, const std::string& source,
 void check_trainable(const Recipe& recipe);
 
 ScheduleConfig schedule_config(const Recipe& recipe);  // horizons resolved to steps
-AdamWConfig adamw_config(const Recipe& recipe);
+
+// The data loader of the run: the recipe's files, sequence length, seed, global batch and instance filter, and the
+// model's vocabulary (ids at or above it are corrupt data). The trainer and `replica data ... --config` use it, so
+// both report the same fingerprint.
+data::LoaderConfig loader_config(const Recipe& recipe, const ModelConfig& model);
 
 }  // namespace replica

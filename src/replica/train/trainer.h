@@ -1,9 +1,10 @@
-// The training loop: data order → micro-batches (gradient accumulation) → global-norm clipping →
-// skip-step rule → AdamW with the scheduled LR, with metrics.jsonl, TensorBoard scalars, a progress line and
-// held-out loss every eval.every steps, and checkpoints every checkpoint.every steps and at the end; a run
-// resumes from its newest checkpoint. SIGINT/SIGTERM finish the current step, save a checkpoint and stop.
+// The training loop: data order → this rank's micro-batches → one TrainStep (gradients, clipping, skip-step,
+// AdamW with the scheduled LR) → observers: metrics.jsonl, TensorBoard scalars and a progress line, held-out loss
+// every eval.every steps, checkpoints every checkpoint.every steps and at the end; a run resumes from its newest
+// checkpoint. SIGINT/SIGTERM finish the current step, save a checkpoint and stop.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "replica/dist/communicator.h"
@@ -12,11 +13,11 @@
 namespace replica {
 
 struct TrainSummary {
-  std::string run_dir;
+  std::string run_dir = "";
   int64_t steps = 0;               // optimizer steps taken (skipped ones included)
   double final_loss = 0.0;         // training loss of the last step
-  double heldout_initial = -1.0;   // held-out loss before the first step (-1: no validation data)
-  double heldout_final = -1.0;
+  std::optional<double> heldout_initial = std::nullopt;  // held-out loss before the first step (none: no held-out data)
+  std::optional<double> heldout_final = std::nullopt;
   bool interrupted = false;
 };
 

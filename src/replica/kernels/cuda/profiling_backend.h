@@ -1,4 +1,4 @@
-// Device time per operation, for a profile of the training step (Backend::profile, REPLICA_PROFILE=1) on the
+// Device time per operation, for a profile of the training step (Backend::profile; train.profile) on the
 // CUDA backend: a decorator that records a pair of CUDA events around every forwarded call, on the stream, so
 // nothing waits on the way and the step runs as it does unprofiled (a record costs the host about a
 // microsecond). The events are read, and recycled, when the profile is taken. The gaps between one call's end

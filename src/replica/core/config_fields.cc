@@ -1,0 +1,71 @@
+// The scalar Field kinds and the mapping reader that refuses unknown keys.
+#include "replica/core/config_fields.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace replica::config {
+
+void wrong_type(const std::string& where, const std::string& key, const char* expected, const YAML::Node& node) {
+  fail("{}: '{}' expects {}, got {}", where, key, expected, YAML::Dump(node));
+}
+
+Field number(std::string key, double& ref) {
+  return {key, [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<double>(n, w, key, "a number"); },
+          [&ref] { return YAML::Node(fmt::format("{}", ref)); }};
+}
+
+Field number_pair(std::string key, double& first, double& second, const char* expected) {
+  return {key,
+          [&first, &second, key, expected](const YAML::Node& n, const std::string& w) {
+            if (!n.IsSequence() || n.size() != 2) wrong_type(w, key, expected, n);
+            first = scalar<double>(n[0], w, key, expected);
+            second = scalar<double>(n[1], w, key, expected);
+          },
+          [&first, &second] {
+            YAML::Node n(YAML::NodeType::Sequence);
+            n.push_back(fmt::format("{}", first));
+            n.push_back(fmt::format("{}", second));
+            n.SetStyle(YAML::EmitterStyle::Flow);
+            return n;
+          }};
+}
+
+Field integer(std::string key, int64_t& ref) {
+  return {key,
+          [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<int64_t>(n, w, key, "an integer"); },
+          [&ref] { return YAML::Node(ref); }};
+}
+
+Field boolean(std::string key, bool& ref) {
+  return {key,
+          [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<bool>(n, w, key, "true or false"); },
+          [&ref] { return YAML::Node(ref); }};
+}
+
+Field text(std::string key, std::string& ref) {
+  return {key,
+          [&ref, key](const YAML::Node& n, const std::string& w) {
+            ref = n.IsNull() ? "" : scalar<std::string>(n, w, key, "a string");
+          },
+          [&ref] { return YAML::Node(ref); }};
+}
+
+void read_mapping(const YAML::Node& node, const std::string& prefix, const std::vector<Field>& fields,
+                  const std::string& where) {
+  if (node.IsNull()) return;  // a key written with nothing after it: no settings
+  std::vector<std::string> known;
+  for (const Field& f : fields) known.push_back(f.key);
+  check(node.IsMap(), "{}: {} must be a mapping of keys ({})", where,
+        prefix.empty() ? std::string("the file") : fmt::format("'{}'", prefix.substr(0, prefix.size() - 1)),
+        fmt::join(known, ", "));
+  for (const auto& item : node) {
+    const std::string key = prefix + item.first.as<std::string>();
+    const auto f = std::find_if(fields.begin(), fields.end(), [&](const Field& x) { return x.key == key; });
+    check(f != fields.end(), "{}: unknown key '{}' (expected one of {})", where, key, fmt::join(known, ", "));
+    f->set(item.second, where);
+  }
+}
+
+}  // namespace replica::config

@@ -1,0 +1,92 @@
+// Config keys as a table of Fields: each says how to read its key from YAML (typed errors naming the source and
+// the key) and how to write it back. The recipe and the eval suite are read through these tables.
+#pragma once
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "replica/core/error.h"
+
+namespace replica::config {
+
+// One key: how to read it from a YAML node and how to write it back. `where` names the source (a file, an
+// override) in error messages. `get` is empty for keys nothing writes back (a section, a list of mappings).
+struct Field {
+  std::string key;  // "section.name"
+  std::function<void(const YAML::Node&, const std::string& where)> set;
+  std::function<YAML::Node()> get;
+};
+
+[[noreturn]] void wrong_type(const std::string& where, const std::string& key, const char* expected,
+                             const YAML::Node& node);
+
+template <typename T>
+T scalar(const YAML::Node& node, const std::string& where, const std::string& key, const char* expected) {
+  if (!node.IsScalar()) wrong_type(where, key, expected, node);
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    wrong_type(where, key, expected, node);
+  }
+}
+
+Field number(std::string key, double& ref);
+Field integer(std::string key, int64_t& ref);
+Field boolean(std::string key, bool& ref);
+Field text(std::string key, std::string& ref);  // null reads as ""
+// Two numbers written as the list [first, second] (the recipe's optim.betas).
+Field number_pair(std::string key, double& first, double& second, const char* expected);
+
+// A list; a single scalar is read as a one-element list, null as an empty one.
+template <typename T>
+Field list(std::string key, std::vector<T>& ref, const char* expected) {
+  return {key,
+          [&ref, key, expected](const YAML::Node& n, const std::string& w) {
+            ref.clear();
+            if (n.IsNull()) return;
+            if (n.IsScalar()) {
+              ref.push_back(scalar<T>(n, w, key, expected));
+              return;
+            }
+            if (!n.IsSequence()) wrong_type(w, key, expected, n);
+            for (const YAML::Node& item : n) ref.push_back(scalar<T>(item, w, key, expected));
+          },
+          [&ref] {
+            YAML::Node n(YAML::NodeType::Sequence);
+            for (const T& v : ref) {
+              if constexpr (std::is_same_v<T, double>)
+                n.push_back(fmt::format("{}", v));
+              else
+                n.push_back(v);
+            }
+            n.SetStyle(YAML::EmitterStyle::Flow);
+            return n;
+          }};
+}
+
+// An enum read through its parse function (which raises replica::Error for a bad name).
+template <typename E, typename Parse, typename Name>
+Field choice(std::string key, E& ref, Parse parse, Name name) {
+  return {key,
+          [&ref, key, parse](const YAML::Node& n, const std::string& w) {
+            std::string value = scalar<std::string>(n, w, key, "a string");
+            try {
+              ref = parse(value);
+            } catch (const Error& e) {
+              fail("{}: '{}': {}", w, key, e.what());
+            }
+          },
+          [&ref, name] { return YAML::Node(std::string(name(ref))); }};
+}
+
+// Reads every key of the mapping `node` through the field named `prefix + key`. A key without a field raises
+// "<where>: unknown key '<prefix><key>' (expected one of ...)"; null reads as an empty mapping, any other
+// node that is not a mapping raises.
+void read_mapping(const YAML::Node& node, const std::string& prefix, const std::vector<Field>& fields,
+                  const std::string& where);
+
+}  // namespace replica::config

@@ -1,0 +1,109 @@
+// The downstream tasks surface (eval/tasks.h, eval/downstream.h): multiple-choice accuracy per task.
+#include <fmt/format.h>
+
+#include "replica/core/config_fields.h"
+#include "replica/eval/downstream.h"
+#include "replica/eval/suite.h"
+
+namespace replica::eval {
+namespace {
+
+struct ScoredTask {
+  TaskSpec spec;
+  TaskResult result;
+};
+
+struct TasksSurfaceResult final : SurfaceResult {
+  TaskFormat format_used = TaskFormat::lm_eval;
+  std::vector<ScoredTask> tasks;
+
+  nlohmann::json to_json() const override {
+    nlohmann::json out = {{"format", task_format_name(format_used)}};
+    for (const ScoredTask& t : tasks) {
+      const TaskResult& r = t.result;
+      nlohmann::json j = {{"docs", r.docs}, {"requests", r.requests}, {"forwards", r.forwards}, {"path", t.spec.path}};
+      for (const MetricValue& m : r.metrics) {
+        j[m.name] = m.value;
+        j[m.name + "_stderr"] = m.stderr;
+      }
+      out[t.spec.name] = j;
+    }
+    return out;
+  }
+
+  std::string format() const override {
+    std::string s = fmt::format("downstream tasks ({} format)\n", task_format_name(format_used));
+    s += fmt::format("  {:<14} {:>6} {:<9} {:>8}   {:>8}\n", "task", "docs", "metric", "value", "stderr");
+    for (const ScoredTask* t : by_label(tasks, [](const ScoredTask& x) { return x.spec.name; }))
+      for (const MetricValue& m : t->result.metrics)
+        s += fmt::format("  {:<14} {:>6} {:<9} {:8.4f} ± {:8.4f}\n", t->spec.name, t->result.docs, m.name, m.value,
+                         m.stderr);
+    return s;
+  }
+};
+
+class TasksSurface final : public Surface {
+ public:
+  const char* name() const override { return "tasks"; }
+
+  void parse(const YAML::Node& section, const std::string& where, SuiteSpec& spec) const override {
+    SuiteSpec::Tasks& t = spec.tasks;
+    std::string dir;
+    int64_t limit = 0;
+    std::vector<TaskSpec> listed;
+    config::read_mapping(section, "tasks.",
+                         {config::choice("tasks.format", t.format, parse_task_format, task_format_name),
+                          config::integer("tasks.max_length", t.max_length), config::integer("tasks.limit", limit),
+                          config::text("tasks.dir", dir), {"tasks.list", list_reader(listed), {}}},
+                         where);
+    t.list = dir.empty() ? std::vector<TaskSpec>{} : tasks_in_dir(dir);
+    t.list.insert(t.list.end(), listed.begin(), listed.end());
+    for (TaskSpec& task : t.list)
+      if (task.limit == 0) task.limit = limit;
+    t.enabled = !t.list.empty();
+  }
+
+  bool enabled(const SuiteSpec& spec) const override { return spec.tasks.enabled; }
+
+  std::unique_ptr<SurfaceResult> run(Olmo3& model, WeightSource& weights, const SurfaceContext& ctx) const override {
+    const SuiteSpec::Tasks& spec = ctx.spec.tasks;
+    auto r = std::make_unique<TasksSurfaceResult>();
+    r->format_used = spec.format;
+    for (const TaskSpec& t : spec.list) {
+      TaskResult result = evaluate_task(model, weights, ctx.tokenizer, load_task(t, spec.format), spec.max_length,
+                                        ctx.spec.batch_tokens);
+      ctx.log(fmt::format("task {}: acc {:.4f} over {} docs", t.name, result.metrics[0].value, result.docs));
+      r->tasks.push_back({t, std::move(result)});
+    }
+    return r;
+  }
+
+ private:
+  // tasks.list: explicit entries {name, path, fewshot, num_fewshot, limit}.
+  static std::function<void(const YAML::Node&, const std::string&)> list_reader(std::vector<TaskSpec>& out) {
+    return [&out](const YAML::Node& list, const std::string& where) {
+      check(list.IsSequence(), "{}: tasks.list must be a list of {{name, path, ...}}", where);
+      for (size_t i = 0; i < list.size(); i++) {
+        const std::string key = fmt::format("tasks.list[{}].", i);
+        TaskSpec spec;
+        config::read_mapping(list[i], key,
+                             {config::text(key + "name", spec.name), config::text(key + "path", spec.path),
+                              config::text(key + "fewshot", spec.fewshot_path),
+                              config::integer(key + "num_fewshot", spec.num_fewshot),
+                              config::integer(key + "limit", spec.limit)},
+                             where);
+        check(!spec.name.empty() && !spec.path.empty(), "{}: every tasks.list entry needs a name and a path", where);
+        out.push_back(spec);
+      }
+    };
+  }
+};
+
+}  // namespace
+
+const Surface& tasks_surface() {
+  static const TasksSurface surface;
+  return surface;
+}
+
+}  // namespace replica::eval

@@ -1,0 +1,72 @@
+// The model's activation memory from one table (llm.c's act_sizes): Workspace::each lists every buffer that
+// Olmo3::prepare allocates for a micro-batch with its length, and Olmo3::activation_bytes (the memory plan, `replica
+// plan`) sums the same list, so what is allocated and what is planned cannot drift apart. Internal to the model.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "replica/model/olmo3.h"
+
+namespace replica {
+
+using Buffer = DeviceArray<float>;
+using Buffer16 = DeviceArray<bf16>;
+
+// What a workspace is sized for: a micro-batch of [B, T], for training (with the backward's scratch) or evaluation.
+struct Olmo3::ActivationShape {
+  ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision, bool training);
+  // Whether a workspace of this shape holds every buffer `other` needs: the same ones, or training's for evaluation.
+  bool serves(const ActivationShape& other) const;
+
+  int64_t B, T, N;            // N = B·T rows
+  size_t C, F, HD, KD, lse;   // widths, and the log-sum-exp's B·H·T
+  size_t layers;              // L
+  size_t block_acts;          // BlockActs: one per layer (training under Remat::none), else one the blocks share
+  size_t kept_attention;      // layers whose attention output and lse are kept (training under Remat::keep_attention)
+  bool training, bf16;
+};
+
+// Saved activations of one block (N = B·T rows).
+struct Olmo3::BlockActs {
+  Buffer q, k, v;          // projections [N, H·D], [N, K·D], [N, K·D]
+  Buffer qr, kr;           // after QK-norm and RoPE: attention inputs
+  Buffer rstd_q, rstd_k;   // [N]
+  Buffer att, lse;         // attention output [N, H·D], log-sum-exp [B, H, T] (per layer under keep_attention)
+  Buffer ao;               // o_proj output [N, C]
+  Buffer n1, rstd1;        // norm1 output [N, C] and its rstd
+  Buffer h;                // residual after the attention branch [N, C]
+  Buffer g, u, s;          // gate, up, silu(gate)·up [N, F]
+  Buffer m;                // down_proj output [N, C]
+  Buffer n2, rstd2;        // norm2 output and its rstd
+  // bf16: the four GEMM inputs rounded once, for their forward products and the weight gradients.
+  Buffer16 attn_in16, att16, mlp_in16, s16;
+
+  template <typename Visit>
+  void each(const ActivationShape& shape, Visit&& visit);  // visit(buffer, length) for every buffer of the shape
+};
+
+// Everything sized by (B, T): residual stream per layer, block activations, backward scratch.
+struct Olmo3::Workspace {
+  Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape);  // allocates the table's buffers
+  static size_t bytes(const ActivationShape& shape);                                  // what that allocates
+
+  ActivationShape shape;
+  std::unique_ptr<RopeTable> rope;  // host memory, outside the table
+  std::vector<Buffer> resid;        // [L + 1][N, C]: block inputs, then the last block's output
+  std::vector<BlockActs> acts;
+  std::vector<Buffer> kept_att, kept_lse;  // Remat::keep_attention: every layer's attention output and lse
+  Buffer final_out, final_rstd;
+  // Backward scratch.
+  Buffer dres, dfinal, dq, dk, dv, dqr, dkr, datt, dao, dx_branch, dg, du, ds, dm;
+  Buffer16 dy16;  // bf16: each output gradient rounded once for both of its products
+  // Evaluation, outside the table (sized by the rows head_logits scores): rows of final_out gathered for the LM
+  // head, and their logits off the host.
+  Buffer head_rows, head_logits;
+
+ private:
+  explicit Workspace(const ActivationShape& shape) : shape(shape) {}  // the table, nothing allocated
+  template <typename Visit>
+  void each(Visit&& visit);  // sizes the vectors, then visit(buffer, length) for every buffer of the table
+};
+
+}  // namespace replica

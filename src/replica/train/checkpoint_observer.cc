@@ -1,0 +1,36 @@
+// CheckpointObserver: the cadence of checkpoints and the line each one prints.
+#include "replica/train/checkpoint_observer.h"
+
+#include <fmt/core.h>
+
+#include "replica/train/checkpointing.h"
+#include "replica/train/distributed.h"
+
+namespace replica {
+
+CheckpointObserver::CheckpointObserver(const Recipe& r, const ModelConfig& model, TrainStep& step,
+                                       const data::DataLoader& loader, Progress& console)
+    : recipe_(r),
+      model_(model),
+      step_(step),
+      loader_(loader),
+      console_(console),
+      saver_(checkpoint_root(r), r.checkpoint.keep, step.dp().comm().rank() == 0 ? step.model().table().total() : 0) {}
+
+void CheckpointObserver::after_step(const StepRecord& r) {
+  const int64_t every = recipe_.checkpoint.every;
+  if ((every > 0 && r.step % every == 0) || r.last || r.stop)
+    report(save_from_rank0(saver_, step_,
+                           train_state(recipe_, model_, r.step, loader_, step_.optimizer(), step_.skip_step())));
+  report(saver_.poll());
+}
+
+void CheckpointObserver::at_end() { report(saver_.wait()); }
+
+void CheckpointObserver::report(const std::optional<SaveResult>& s) {
+  if (s)
+    console_.line(fmt::format("checkpoint {} (loop paused {:.3f} s to snapshot, written in {:.2f} s)", s->dir,
+                              s->snapshot_s, s->write_s));
+}
+
+}  // namespace replica

@@ -1,0 +1,37 @@
+// EvalObserver: the held-out set and suite of the recipe, evaluated on the step's weights.
+#include "replica/train/eval_observer.h"
+
+namespace replica {
+
+EvalObserver::EvalObserver(const Recipe& r, const ModelConfig& model, TrainStep& step, Publish publish)
+    : step_(step),
+      every_(r.eval.every),
+      max_docs_(r.eval.batches * r.data.micro_batch_size),
+      root_(step.dp().comm().rank() == 0),
+      evaluates_(root_ || step.dp().shards_weights()),
+      publish_(std::move(publish)) {
+  if (!r.data.validation_paths.empty())
+    heldout_ = std::make_unique<data::FslDataset>(eval::labelled_files(r.data.validation_paths), r.data.seq_len,
+                                                  data::TokenDtype::u32, uint32_t(model.vocab_size));
+  if (!r.eval.suite.empty() && evaluates_) {
+    suite_ = eval::load_suite(r.eval.suite);
+    tokenizer_.emplace(data::Tokenizer::load_default());
+  }
+}
+
+std::optional<double> EvalObserver::evaluate(int64_t step) {
+  if (!heldout_ || !evaluates_) return std::nullopt;
+  WeightSource& weights = step_.weights();
+  EvalRecord record;
+  record.step = step;
+  record.heldout = eval::heldout_loss(step_.model(), weights, *heldout_, step_.config().micro_batch, max_docs_);
+  if (suite_) record.suite = eval::run_suite(step_.model(), weights, *suite_, *tokenizer_, [](const std::string&) {});
+  if (root_) publish_(record);
+  return record.heldout.loss;
+}
+
+void EvalObserver::after_step(const StepRecord& r) {
+  if (every_ > 0 && r.step % every_ == 0 && !r.last) evaluate(r.step);
+}
+
+}  // namespace replica

@@ -1,0 +1,98 @@
+// The three destinations of a run's metrics, each formatting a step and an evaluation for its medium.
+#include "replica/train/metrics_sinks.h"
+
+#include <fmt/core.h>
+
+#include <filesystem>
+
+#include "replica/eval/suite.h"
+#include "replica/metrics/metrics_log.h"
+#include "replica/metrics/tensorboard.h"
+
+namespace replica {
+namespace {
+
+// One JSON object per step and per evaluation (DESIGN.md §4), losses at round-trip precision.
+class JsonlSink final : public MetricsSink {
+ public:
+  explicit JsonlSink(const std::string& path) : log_(path) {}
+  void step(const StepRecord& r) override {
+    const StepResult& s = r.result;
+    log_.write({{"step", r.step}, {"tokens", r.tokens}, {"loss", s.loss()}, {"ce", s.ce}, {"z_loss", s.z_loss},
+                {"lr", s.lr}, {"grad_norm", s.grad_norm}, {"skipped", s.skipped}, {"tokens_per_s", r.tokens_per_s},
+                {"mfu", r.mfu}, {"epoch", r.epoch}, {"batch", r.batch}, {"comm_s", r.comm_seconds}});
+  }
+  void evaluation(const EvalRecord& e) override {
+    nlohmann::json record = {{"heldout_loss", e.heldout.loss}, {"heldout_tokens", e.heldout.tokens}};
+    if (e.suite) record["suite"] = e.suite->to_json();
+    if (const std::optional<eval::AlarmReport>& a = e.alarm)
+      record["memorisation_alarm"] = {{"from_step", a->first_step},
+                                      {"train_loss", {a->train_before, a->train_now}},
+                                      {"heldout_loss", {a->heldout_before, a->heldout_now}}};
+    nlohmann::json files = nlohmann::json::object();
+    for (const eval::HeldoutFile& f : e.heldout.files) files[f.label] = f.loss;
+    record["files"] = files;
+    log_.write({{"step", e.step}, {"eval", record}});
+  }
+
+ private:
+  MetricsLog log_;
+};
+
+class TensorBoardSink final : public MetricsSink {
+ public:
+  explicit TensorBoardSink(const std::string& dir) : tb_(dir) {}
+  void step(const StepRecord& r) override {
+    tb_.scalar("train/loss", r.result.loss(), r.step);
+    tb_.scalar("train/lr", r.result.lr, r.step);
+    tb_.scalar("train/grad_norm", r.result.grad_norm, r.step);
+    tb_.scalar("train/tokens_per_s", r.tokens_per_s, r.step);
+  }
+  void evaluation(const EvalRecord& e) override {
+    if (e.suite)
+      for (const auto& [name, value] : eval::flat_scalars(e.suite->to_json())) tb_.scalar(name, value, e.step);
+    if (e.alarm) tb_.scalar("eval/memorisation_alarm", 1.0, e.step);
+    for (const eval::HeldoutFile& f : e.heldout.files) tb_.scalar("heldout/" + f.label, f.loss, e.step);
+    tb_.scalar("heldout/loss", e.heldout.loss, e.step);
+  }
+  void flush() override { tb_.flush(); }
+
+ private:
+  TensorBoardWriter tb_;
+};
+
+class ConsoleSink final : public MetricsSink {
+ public:
+  ConsoleSink(Progress& progress, int64_t last_step) : progress_(progress), last_step_(last_step) {}
+  void step(const StepRecord& r) override {
+    const StepResult& s = r.result;
+    progress_.step({r.step, last_step_, s.loss(), s.lr, s.grad_norm, r.tokens_per_s, r.mfu, s.skipped});
+  }
+  void evaluation(const EvalRecord& e) override {
+    if (e.suite) progress_.line(fmt::format("eval step {}:\n{}", e.step, eval::format_results(*e.suite)));
+    if (e.alarm) progress_.line(e.alarm->message());
+    std::string per_file;
+    for (const eval::HeldoutFile& f : e.heldout.files) per_file += fmt::format("  {} {:.4f}", f.label, f.loss);
+    progress_.line(fmt::format("eval step {}: held-out loss {:.4f} over {} tokens |{}", e.step, e.heldout.loss,
+                               e.heldout.tokens, per_file));
+  }
+
+ private:
+  Progress& progress_;
+  int64_t last_step_;
+};
+
+}  // namespace
+
+std::unique_ptr<MetricsSink> run_metrics(const Recipe& r, bool root, Progress& console) {
+  namespace fs = std::filesystem;
+  auto sinks = std::make_unique<FanOutSink>();
+  if (root) {
+    sinks->add(std::make_unique<JsonlSink>((fs::path(r.run.dir) / "metrics.jsonl").string()));
+    sinks->add(std::make_unique<TensorBoardSink>((fs::path(r.run.dir) / "tb").string()));
+  }
+  sinks->add(std::make_unique<ConsoleSink>(console, r.last_step()));
+  return sinks;
+}
+
+}  // namespace replica

@@ -1,0 +1,15 @@
+// The run's metric destinations: metrics.jsonl and TensorBoard events (rank 0, in run.dir) and the console.
+#pragma once
+#include <memory>
+
+#include "replica/metrics/progress.h"
+#include "replica/train/observer.h"
+#include "replica/train/recipe.h"
+
+namespace replica {
+
+// metrics.jsonl and tb/ in run.dir on rank 0 (`root`), and the console on every rank (evaluations are published on
+// rank 0 only).
+std::unique_ptr<MetricsSink> run_metrics(const Recipe& recipe, bool root, Progress& console);
+
+}  // namespace replica

@@ -1,0 +1,76 @@
+// The trainer's loop is position → batch → TrainStep → observers: what each step (and each evaluation) did goes to
+// the observers, which act on their own cadence (evaluation, checkpoints, profile, memorisation alarm), and to one
+// MetricsSink, which fans the numbers out to their destinations (metrics.jsonl, TensorBoard, the console).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "replica/eval/alarm.h"
+#include "replica/eval/heldout.h"
+#include "replica/eval/suite.h"
+#include "replica/train/step.h"
+
+namespace replica {
+
+// One optimizer step as the loop saw it.
+struct StepRecord {
+  int64_t step = 0;  // 1-based
+  uint64_t epoch = 0;
+  int64_t batch = 0;   // within the epoch
+  int64_t tokens = 0;  // trained on so far, over all ranks
+  StepResult result{};
+  double seconds = 0, tokens_per_s = 0, mfu = 0;
+  double comm_seconds = 0;  // of this step, in the control communicator
+  bool last = false;        // the run's last step (train.stop_at or train.max_steps)
+  bool stop = false;        // a signal asked the run to stop: the loop ends after this step
+};
+
+// One evaluation: the held-out loss, the suite's results and the alarm's report, when they exist.
+struct EvalRecord {
+  int64_t step = 0;  // after this many steps
+  eval::HeldoutResult heldout{};
+  std::optional<eval::SuiteResults> suite = std::nullopt;  // each surface's result (eval::run_suite)
+  std::optional<eval::AlarmReport> alarm = std::nullopt;
+};
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void before_step(int64_t /*step*/) {}
+  virtual void after_step(const StepRecord& /*record*/) {}
+  // Every evaluation passes every observer before it is written, so an observer may add to it.
+  virtual void after_evaluation(EvalRecord& /*record*/) {}
+  virtual void at_end() {}  // after the last step
+};
+
+// Where metrics go. A destination is one class of this interface (train/metrics_sinks.h).
+class MetricsSink {
+ public:
+  virtual ~MetricsSink() = default;
+  virtual void step(const StepRecord& record) = 0;
+  virtual void evaluation(const EvalRecord& record) = 0;
+  virtual void flush() {}
+};
+
+// Every destination, in order.
+class FanOutSink final : public MetricsSink {
+ public:
+  void add(std::unique_ptr<MetricsSink> sink) { sinks_.push_back(std::move(sink)); }
+  void step(const StepRecord& r) override {
+    for (auto& s : sinks_) s->step(r);
+  }
+  void evaluation(const EvalRecord& r) override {
+    for (auto& s : sinks_) s->evaluation(r);
+  }
+  void flush() override {
+    for (auto& s : sinks_) s->flush();
+  }
+
+ private:
+  std::vector<std::unique_ptr<MetricsSink>> sinks_;
+};
+
+}  // namespace replica

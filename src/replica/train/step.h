@@ -1,0 +1,85 @@
+// One optimizer step on a global batch, the training step's one home (OLMo-core's TrainModule): the model, its
+// data-parallel state, the optimizer, the skip-step rule, the schedule and the loss settings. The trainer's loop,
+// bench_model, dist-selftest and the data-parallel tests all step through it.
+//
+//   TrainStep step(model_config, step_config(recipe), control, data, backend);
+//   data::Batch batch = loader.batch(epoch, b, rank, world, micro_batch);  // this rank's micro-batches
+//   StepResult result = step.run(batch, s);                               // s = 1, 2, ...: the schedule's step
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "replica/data/loader.h"
+#include "replica/dist/data_parallel.h"
+#include "replica/model/olmo3.h"
+#include "replica/optim/adamw.h"
+#include "replica/optim/schedule.h"
+#include "replica/optim/skip_step.h"
+#include "replica/train/recipe.h"
+
+namespace replica {
+
+// Everything a step depends on besides the model's shape (train/recipe.h's step_config builds it from a recipe).
+struct StepConfig {
+  int64_t seq_len = 0;       // T
+  int64_t global_batch = 0;  // G instances per step, over all ranks
+  int64_t micro_batch = 0;   // M instances per forward/backward
+  Precision precision = Precision::fp32;
+  Remat remat = Remat::none;
+  Sharding sharding;
+  AdamWConfig adamw;
+  ScheduleConfig schedule;  // horizons in steps
+  SkipStepConfig skip_step;
+  double clip = 1.0;     // max global grad norm; 0 = no clipping
+  double z_loss = 1e-5;  // coefficient of logsumexp² in the loss
+};
+
+// The recipe's step settings: data sizes, precision, remat, sharding, optimizer, schedule, skip-step and loss.
+StepConfig step_config(const Recipe& recipe);
+
+// What one step did. Losses are global-batch means over the labels the batch has without the instance filter.
+struct StepResult {
+  double ce = 0, z_loss = 0;  // z_loss: coefficient × mean logsumexp²
+  double loss() const { return ce + z_loss; }
+  double grad_norm = 0;  // before clipping
+  double lr = 0;         // of this step (also when it was skipped)
+  bool skipped = false;  // the skip-step rule kept the weights
+};
+
+class TrainStep {
+ public:
+  // Raises replica::Error unless micro_batch × ranks divides global_batch. The weights are zero until
+  // dp().load_weights (train/distributed.h's start_run_all_ranks, or the caller's own init).
+  TrainStep(const ModelConfig& model, const StepConfig& config, Communicator& control, Communicator& data,
+            Backend& backend);
+
+  // Optimizer step `step` (1-based, the schedule's s) on `batch`: gradients(batch), then update(its sums, step).
+  StepResult run(const data::Batch& batch, int64_t step);
+
+  // The two halves of a step (OLMo-core's train_batch and optim_step), public for benchmarks. gradients: `batch` is
+  // this rank's G / W rows in micro-batch order (DataLoader::batch with the micro-batch size); targets are the shifted
+  // ids, instances the filter masks keep no labels, and the loss is scaled by 1 / (G (T - 1)) as OLMo-core does (the
+  // labels without the filter); returns the loss sums over every rank's micro-batches. update: the clip, the
+  // skip-step rule and the optimizer with the scheduled LR.
+  LossSums gradients(const data::Batch& batch);
+  StepResult update(const LossSums& sums, int64_t step);
+
+  const StepConfig& config() const { return config_; }
+  Olmo3& model() { return model_; }
+  const ParamTable& table() const { return model_.table(); }
+  DataParallel& dp() { return dp_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  SkipStep& skip_step() { return skip_step_; }
+  // The weights the model reads, in a step or for an evaluation between steps.
+  WeightSource& weights();
+
+ private:
+  StepConfig config_;
+  Olmo3 model_;
+  DataParallel dp_;
+  std::unique_ptr<Optimizer> optimizer_;
+  SkipStep skip_step_;
+  std::vector<int32_t> targets_;
+};
+
+}  // namespace replica
