@@ -12,6 +12,7 @@
 namespace {
 
 using namespace replica;
+using namespace replica::cpu;
 
 std::vector<float> random_floats(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -26,7 +27,7 @@ void BM_Gemm(benchmark::State& state) {
   const Precision p = state.range(1) ? Precision::bf16 : Precision::fp32;
   auto a = random_floats(size_t(n * n), 1), b = random_floats(size_t(n * n), 2);
   std::vector<float> c(size_t(n * n));
-  for (auto _ : state) linear_forward(c.data(), a.data(), b.data(), n, n, n, p);
+  for (auto _ : state) gemm(false, true, n, n, n, a.data(), n, b.data(), n, c.data(), n, false, p);
   state.counters["FLOPS"] = benchmark::Counter(2.0 * double(n) * double(n) * double(n),
                                                benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(precision_name(p));

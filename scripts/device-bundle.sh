@@ -15,7 +15,7 @@ ninja -C "$build" replica unit_tests bench_model check_kernels reference_fixture
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
-cp "$build/replica" "$build/tests/unit_tests" "$build/bench/bench_model" "$build/bench/gpu/check_kernels" "$stage/bin/"
+cp "$build/replica" "$build/tests/unit_tests" "$build/bench/bench_model" "$build/tests/gpu/check_kernels" "$stage/bin/"
 cp -r "$build/fixtures" "$stage/fixtures"
 # Every shared library the binaries load except the C runtime (glibc, present everywhere and tied to the
 # loader) and CUDA's (the GPU machine's own, matching its driver).

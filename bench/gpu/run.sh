@@ -3,18 +3,17 @@
 #  1. checks the tools (nvcc with cuBLASLt, CMake, Ninja, g++, nvidia-smi);
 #  2. unpacks .device/bundle.tar.xz when it was carried (scripts/device-bundle.sh: replica's binaries built on a
 #     CPU machine, with the libraries this machine lacks);
-#  3. takes the bundle's check_kernels, or builds it standalone (bench/gpu needs only the CUDA toolkit);
-#  4. checks every CUDA kernel against the CPU kernel;
+#  3. takes the bundle's check_kernels, or builds it standalone (tests/gpu needs only the CUDA toolkit);
+#  4. checks every CUDA kernel against the CPU kernel (tests/gpu/check_kernels.cu);
 #  5. runs replica itself on the GPU: the reference parity tests on the CUDA backend, the trainer's GPU-vs-CPU
 #     and exact-resume test, whole training steps of olmo3_1b and olmo3_7b at 1 × 8192 (tokens/s, MFU against
 #     the datasheet peak, GPU memory), the same 1B step in PyTorch, and a profile of both steps (device time
-#     per operation, REPLICA_PROFILE=1);
-#  6. times a 1B- and a 7B-class step from its pieces, to say where the time goes.
+#     per operation, bench_model's `profile`: where the time goes).
 # Prints a short table last. Every stage's time limit is cut to what is left of DEADLINE seconds (default 520)
 # so the call ends in time.
 #   bench/gpu/run.sh            BUILD=build-gpu; logs in $BUILD/logs, and with $OUT set (the device tool's
 #                               folder, which returns at most 8 files) the tables plus logs.tar.gz there
-# Exit status: 0 all passed, 1 a kernel check failed, 2 the build or the benchmark failed, 3 a tool is missing.
+# Exit status: 0 all passed, 1 a kernel check failed, 2 the build or a training step failed, 3 a tool is missing.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 deadline=${DEADLINE:-520}
@@ -30,27 +29,13 @@ finish() {
   echo "| stage | result |"
   echo "|---|---|"
   printf '%s\n' "${summary[@]}"
-  [ -s "$logs/bench.md" ] && { echo; grep -E '^\| (model|---|olmo3)' "$logs/bench.md"; }
   [ -s "$logs/train_bench.md" ] && { echo; cat "$logs/train_bench.md"; }
   printf '%s\n' "${summary[@]}" >"$logs/summary.md"
   if [ -n "${OUT:-}" ]; then
-    for f in summary.md check.md bench.md train_bench.md profile.md; do [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"; done
+    for f in summary.md check.md train_bench.md profile.md; do [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"; done
     tar -C "$logs" -czf "$OUT/logs.tar.gz" .
   fi
   exit "$1"
-}
-
-# Stage 6, run last: the step benchmark from timed pieces (check_kernels bench). replica's own training steps
-# (stage 5) are the measurement that counts; this one says where the time goes.
-kernel_bench() {
-  timeout "$(limit 120)" "$check_kernels" bench | tee "$logs/bench.md"
-  bench_rc=${PIPESTATUS[0]}
-  if [ "$bench_rc" -eq 0 ]; then
-    row benchmark "ok: $(sed -n 's/^GPU: //p' "$logs/bench.md")"
-  else
-    row benchmark "**FAILED** (exit $bench_rc$([ "$bench_rc" -eq 124 ] && echo ', timed out'))"
-    [ "$status" -eq 0 ] && status=2
-  fi
 }
 
 # 1. Tools. nvcc: $CUDACXX, then PATH, then /usr/local/cuda.
@@ -99,7 +84,7 @@ if [ -f .device/bundle.tar.xz ]; then
 fi
 
 # 3. check_kernels: the bundle's when it loads here (no device time spent compiling), else built standalone
-# (bench/gpu/CMakeLists.txt).
+# (tests/gpu/CMakeLists.txt).
 start=$SECONDS
 if [ -n "$bundle" ] && ! ldd "$bundle/bin/check_kernels" 2>&1 | grep -q "not found"; then
   check_kernels=$bundle/bin/check_kernels
@@ -107,7 +92,7 @@ if [ -n "$bundle" ] && ! ldd "$bundle/bin/check_kernels" 2>&1 | grep -q "not fou
 else
   check_kernels=$build/check_kernels
   echo "building check_kernels in $build (log: $logs/build.log) ..."
-  if timeout "$(limit 240)" cmake -S bench/gpu -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  if timeout "$(limit 240)" cmake -S tests/gpu -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_COMPILER="$nvcc" >"$logs/build.log" 2>&1 &&
     timeout "$(limit 240)" cmake --build "$build" --target check_kernels >>"$logs/build.log" 2>&1; then
     row build "ok in $((SECONDS - start)) s"
@@ -120,7 +105,7 @@ fi
 
 # 4. Kernel checks against the CPU kernels.
 status=0
-timeout "$(limit 90)" "$check_kernels" check | tee "$logs/check.md"
+timeout "$(limit 90)" "$check_kernels" | tee "$logs/check.md"
 check_rc=${PIPESTATUS[0]}
 passed=$(sed -n 's/^CHECKS: //p' "$logs/check.md")
 case $check_rc in
@@ -133,20 +118,18 @@ esac
 # 5. replica itself on the GPU, from the bundle.
 if [ -z "$bundle" ]; then
   row "replica on GPU" "not run: no .device/bundle.tar.xz (scripts/device-bundle.sh, then carry .device)"
-  kernel_bench
   finish "$status"
 fi
 # A failing tensor-core attention check would fail everything below for the same reason: run the rest on the
-# next kernel down (mma.sync forward, then the wmma forward, then fp32) so the other results still come back.
+# fp32 attention kernels (the recipe key train.attention, bench_model's attention=) so the other results still
+# come back. The parity unit tests keep the default (mma.sync).
+attention=""
 if [ "$check_rc" -ne 0 ] && [ "$check_rc" -ne 1 ]; then
-  export REPLICA_ATTENTION=wmma
-  row "attention for replica" "**wmma forward** (check_kernels did not finish; the mma.sync kernels are the newest)"
-elif grep -E '^\| attention(_[a-z]*)?_bf16 ' "$logs/check.md" 2>/dev/null | grep -q 'NO'; then
-  export REPLICA_ATTENTION=fp32
-  row "attention for replica" "**fp32 kernels** (the wmma attention failed its check)"
+  attention=fp32
+  row "attention for replica" "**fp32 kernels** (check_kernels did not finish)"
 elif grep -E '^\| attention(_[a-z]*)?_mma ' "$logs/check.md" 2>/dev/null | grep -q 'NO'; then
-  export REPLICA_ATTENTION=wmma
-  row "attention for replica" "**wmma forward** (the mma.sync forward failed its check)"
+  attention=fp32
+  row "attention for replica" "**fp32 kernels** (the mma.sync attention failed its check)"
 fi
 export FIXTURES=$bundle/fixtures PYTHON=${PYTHON:-python3} OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 if ! "$bundle/bin/replica" --help >/dev/null 2>"$logs/bundle.err"; then
@@ -162,7 +145,8 @@ if [ $rc -eq 0 ]; then row "parity on CUDA (gtest *Cuda*)" "ok: $summary_line"; 
   grep -E 'FAILED|Failure|error|Expected|Which is' "$logs/unit_cuda.log" | head -30
   row "parity on CUDA (gtest *Cuda*)" "**FAILED** (exit $rc): $summary_line (unit_cuda.log)"; status=1; fi
 
-timeout "$(limit 150)" bash tests/integration/train_cuda.sh "$bundle/bin/replica" . >"$logs/train_cuda.log" 2>&1
+TRAIN_CUDA_OVERRIDES=${attention:+train.attention=$attention} timeout "$(limit 150)" \
+  bash tests/integration/train_cuda.sh "$bundle/bin/replica" . >"$logs/train_cuda.log" 2>&1
 rc=$?
 if [ $rc -eq 0 ]; then row "train on CUDA vs CPU, exact resume" "ok: $(grep -E 'worst relative' "$logs/train_cuda.log" |
   sed 's/ over 40 steps.*//' | tr '\n' ';')"; else
@@ -174,14 +158,15 @@ echo "| model | B×T | remat | tokens/s | MFU (989 TFLOP/s) | step s | optimizer
   >"$logs/train_bench.md"
 echo "|---|---|---|---|---|---|---|---|" >>"$logs/train_bench.md"
 # bench_step MODEL B T REMAT STEPS SECONDS [profile]: one bench_model run, a row of train_bench.md. With
-# `profile`, REPLICA_PROFILE=1: the device time per operation goes to profile.md (the row says "profiled": the
-# events cost the step about 1 %). ATTENTION=KIND in the environment runs it with REPLICA_ATTENTION=KIND.
+# `profile` (bench_model's argument): the device time per operation goes to profile.md (the row says "profiled": the
+# events cost the step about 1 %). ATTENTION=KIND in the environment runs it with attention=KIND (else the
+# fallback above, else mma).
 bench_step() {
-  local model=$1 B=$2 T=$3 remat=$4 steps=$5 seconds=$6 profile=${7:-} out line name
+  local model=$1 B=$2 T=$3 remat=$4 steps=$5 seconds=$6 profile=${7:-} out line name kernel
   name=${model}_$remat${profile:+_profiled}${ATTENTION:+_$ATTENTION}
-  out=$(REPLICA_ATTENTION=${ATTENTION:-${REPLICA_ATTENTION:-}} REPLICA_PROFILE=${profile:+1} \
-    timeout "$(limit "$seconds")" "$bundle/bin/bench_model" \
-    "configs/models/$model.yaml" "$B" "$T" bf16 "$steps" "$remat" train cuda 2>"$logs/bench_$name.err")
+  kernel=${ATTENTION:-${attention:-mma}}
+  out=$(timeout "$(limit "$seconds")" "$bundle/bin/bench_model" "configs/models/$model.yaml" "$B" "$T" bf16 \
+    "$steps" "$remat" train cuda "attention=$kernel" $profile 2>"$logs/bench_$name.err")
   echo "$out" | tail -1 >"$logs/bench_$name.json"
   if [ -n "$profile" ]; then
     { echo "### $model, ${B}×$T, remat=$remat"; echo; echo "$out" | grep '^|'; echo; } >>"$logs/profile.md"
@@ -222,7 +207,7 @@ PY
 echo "${line:-| olmo3_1b, PyTorch | 1×8192 | - | **failed** ($(tail -c 200 "$logs/bench_torch.err" | tr '\n' ' ')) | | | | |}" \
   >>"$logs/train_bench.md"
 # 7B again keeping every layer's attention output (no attention in the recomputation; 137 of 139 GiB by the
-# plan), then both models profiled, only with time to spare: the kernel benchmark keeps 100 s.
+# plan), then both models profiled, only with time to spare.
 if ((deadline - SECONDS > 160)); then
   bench_step olmo3_7b 1 8192 keep_attention 3 $((deadline - SECONDS - 100))
 else
@@ -233,5 +218,4 @@ fi
 cat "$logs/train_bench.md"
 measured=$(grep '^| olmo3' "$logs/train_bench.md" | grep -vEc 'failed|not run')
 row "training steps (bench_model)" "$measured measured (train_bench.md; per operation: profile.md)"
-kernel_bench
 finish "$status"

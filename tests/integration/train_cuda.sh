@@ -29,8 +29,9 @@ assert worst <= tol, "the GPU run does not track the CPU run"
 PY
 }
 
-# run RUN_DIR [overrides...]: ckpt_lib's train, for $steps steps.
-run() { train "$@" train.max_steps="$steps"; }
+# run RUN_DIR [overrides...]: ckpt_lib's train, for $steps steps, with $TRAIN_CUDA_OVERRIDES (bench/gpu/run.sh's
+# attention fallback).
+run() { train "$@" train.max_steps="$steps" ${TRAIN_CUDA_OVERRIDES:-}; }
 
 # The skip-step rule is off while comparing curves: a loss within rounding of its threshold could be skipped
 # on one device and not the other, and the curves would part for a reason that is not the arithmetic.

@@ -302,7 +302,7 @@ TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
   full.step(params_full.data(), grads.data(), 1e-2);
   double norm = 0.0;
   for (const ShardLayout::Part& g : ShardLayout(table, 1).parts_of(0))  // one part per group
-    for (double s : block_sums_of_squares(grads.data() + g.begin, g.length())) norm += s;
+    for (double s : cpu::block_sums_of_squares(grads.data() + g.begin, g.length())) norm += s;
   ThreadGroup group(4);
   group.run([&](Communicator& comm) {
     DataParallel dp(comm, table, 4, 1);

@@ -17,7 +17,7 @@
 #include "replica/kernels/cpu/rope.h"
 #include "replica/kernels/cpu/swiglu.h"
 
-namespace replica {
+namespace replica::cpu {
 namespace {
 
 using Vec = std::vector<double>;
@@ -259,7 +259,7 @@ TEST(Gemm, Bf16RoundsOperandsAndAccumulatesInFp32) {
   const int64_t M = 4, N = 5, K = 300;
   auto A = random_floats(size_t(M * K), 24), B = random_floats(size_t(N * K), 25);
   std::vector<float> out(size_t(M * N));
-  linear_forward(out.data(), A.data(), B.data(), M, N, K, Precision::bf16);
+  gemm(false, true, M, N, K, A.data(), K, B.data(), K, out.data(), N, false, Precision::bf16);
   for (int64_t i = 0; i < M; i++)
     for (int64_t j = 0; j < N; j++) {
       double sum = 0;
@@ -309,4 +309,4 @@ TEST(LmHeadLoss, LossAndGradientsMatchNaive) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::cpu

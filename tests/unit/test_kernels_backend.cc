@@ -103,5 +103,65 @@ TEST(Backend, CudaProfileTimesEveryCallByOperationAndShape) {
   EXPECT_TRUE(gpu.take_profile().empty()) << "stopping drops what was not taken, and nothing more is timed";
 }
 
+TEST(Backend, AttentionKernelNamesParseAndBadNamesAreRefused) {
+  for (AttentionKernel k : {AttentionKernel::automatic, AttentionKernel::mma, AttentionKernel::wgmma,
+                            AttentionKernel::fp32})
+    EXPECT_EQ(parse_attention_kernel(attention_kernel_name(k)), k);
+  EXPECT_STREQ(attention_kernel_name(AttentionKernel::automatic), "auto");
+  try {
+    parse_attention_kernel("wmma");
+    FAIL() << "wmma parsed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'auto', 'mma', 'wgmma' or 'fp32'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Backend, CpuAttentionIsFp32AndTensorCoreKernelsNeedCuda) {
+  EXPECT_EQ(cpu_backend().use_attention(AttentionKernel::automatic), AttentionKernel::fp32);
+  EXPECT_EQ(cpu_backend().use_attention(AttentionKernel::fp32), AttentionKernel::fp32);
+  for (AttentionKernel k : {AttentionKernel::mma, AttentionKernel::wgmma}) {
+    try {
+      cpu_backend().use_attention(k);
+      FAIL() << attention_kernel_name(k) << " accepted on the CPU";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("needs train.device=cuda"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// attention_forward's out on `backend` for random q, k, v of shape s.
+std::vector<float> attention_out(Backend& backend, const AttentionShape& s, Precision p) {
+  const size_t nq = size_t(s.B * s.T * s.H * s.D), nk = size_t(s.B * s.T * s.K * s.D);
+  std::vector<float> host(nq + 2 * nk);
+  for (size_t i = 0; i < host.size(); i++) host[i] = float(int((i * 2654435761u >> 16) % 2001) - 1000) / 500.0f;
+  DeviceArray<float> qkv(backend, host.size()), out(backend, nq), lse(backend, size_t(s.B * s.H * s.T));
+  backend.to_device(qkv.data(), host.data(), host.size() * sizeof(float));
+  backend.attention_forward(out.data(), lse.data(), qkv.data(), qkv.data() + nq, qkv.data() + nq + nk, s, p);
+  std::vector<float> result(nq);
+  backend.to_host(result.data(), out.data(), nq * sizeof(float));
+  return result;
+}
+
+TEST(Backend, CudaAttentionKernelIsTheOneChosen) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU visible (CI runs this on the CPU emulation of CUDA)";
+  Backend& gpu = backend_for(Device::cuda);
+  const AttentionShape tensor_core{1, 40, 2, 1, 16, 0}, odd_head{1, 40, 2, 1, 8, 0};
+  EXPECT_EQ(gpu.use_attention(AttentionKernel::fp32), AttentionKernel::fp32);
+  const std::vector<float> fp32 = attention_out(gpu, tensor_core, Precision::fp32);
+  EXPECT_EQ(attention_out(gpu, tensor_core, Precision::bf16), fp32) << "fp32 chosen: bf16 calls run the fp32 kernel";
+  const std::vector<float> fp32_odd = attention_out(gpu, odd_head, Precision::fp32);
+
+  EXPECT_EQ(gpu.use_attention(AttentionKernel::automatic), AttentionKernel::mma);
+  const std::vector<float> mma = attention_out(gpu, tensor_core, Precision::bf16);
+  EXPECT_NE(mma, fp32) << "mma chosen: bf16 calls round their operands on tensor cores";
+  for (size_t i = 0; i < mma.size(); i++) ASSERT_NEAR(mma[i], fp32[i], 2e-2) << i;
+  EXPECT_EQ(attention_out(gpu, tensor_core, Precision::fp32), fp32) << "fp32 calls stay fp32";
+  EXPECT_EQ(attention_out(gpu, odd_head, Precision::bf16), fp32_odd) << "a head size mma lacks falls back to fp32";
+
+  EXPECT_EQ(gpu.use_attention(AttentionKernel::wgmma), AttentionKernel::wgmma);
+  EXPECT_EQ(gpu.use_attention(AttentionKernel::mma), AttentionKernel::mma);
+  gpu.use_attention(AttentionKernel::automatic);  // the process's backend: as the other tests expect it
+}
+
 }  // namespace
 }  // namespace replica

@@ -19,30 +19,6 @@ Device parse_device(const std::string& text) {
   fail("device must be 'cpu' or 'cuda', got '{}'", text);
 }
 
-const char* attention_kernel_name(AttentionKernel k) {
-  switch (k) {
-    case AttentionKernel::automatic: return "auto";
-    case AttentionKernel::mma: return "mma";
-    case AttentionKernel::wgmma: return "wgmma";
-    case AttentionKernel::fp32: return "fp32";
-  }
-  return "?";
-}
-
-AttentionKernel parse_attention_kernel(const std::string& text) {
-  for (AttentionKernel k : {AttentionKernel::automatic, AttentionKernel::mma, AttentionKernel::wgmma,
-                            AttentionKernel::fp32})
-    if (text == attention_kernel_name(k)) return k;
-  fail("attention kernel must be auto, mma, wgmma or fp32, got '{}'", text);
-}
-
-AttentionKernel Backend::use_attention(AttentionKernel wanted) {
-  check(wanted == AttentionKernel::automatic || wanted == AttentionKernel::fp32,
-        "attention kernel {} runs on tensor cores and needs train.device=cuda; the {} backend has fp32 only",
-        attention_kernel_name(wanted), device_name(device()));
-  return AttentionKernel::fp32;
-}
-
 Backend& backend_for(Device device, int gpu) {
   if (device == Device::cpu) return cpu_backend();
 #ifdef REPLICA_HAVE_CUDA_BACKEND

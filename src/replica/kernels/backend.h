@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "replica/kernels/cpu/rope.h"
+#include "replica/kernels/rope_table.h"
 #include "replica/kernels/types.h"
 
 namespace replica {
@@ -73,7 +73,12 @@ class Backend {
   virtual void rope_forward(float* x, const RopeTable& table, int64_t B, int64_t T, int64_t heads, int64_t D) = 0;
   virtual void rope_backward(float* dx, const RopeTable& table, int64_t B, int64_t T, int64_t heads,
                              int64_t D) = 0;
-  // `precision` lets a backend run the attention products in bf16 on tensor cores; the CPU is always fp32.
+  // Selects the attention kernel of every later attention call and returns the one chosen (never automatic):
+  // the CPU has fp32 only (mma and wgmma are a replica::Error); CUDA runs mma, wgmma or fp32, automatic = mma.
+  // Before any call, as automatic.
+  virtual AttentionKernel use_attention(AttentionKernel wanted) = 0;
+  // `precision` lets a backend run the attention products in bf16 on tensor cores (the kernel use_attention
+  // chose, for the head sizes it has; fp32 otherwise); the CPU is always fp32.
   virtual void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                                  const AttentionShape& s, Precision precision) = 0;
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
@@ -98,11 +103,6 @@ class Backend {
                           const AdamWScalars& s) = 0;
   // Σ x² in double per kSquareSumBlock block, in block order, on the host (the gradient norm's partial sums).
   virtual std::vector<double> block_sums_of_squares(const float* x, size_t n) = 0;
-
-  // ---- kernel choice ------------------------------------------------------------------------------------
-  // Selects the attention kernel of later calls and returns the one it resolved to (never automatic). The CPU has
-  // one (fp32); asking it for a tensor-core kernel is a replica::Error.
-  virtual AttentionKernel use_attention(AttentionKernel wanted);
 
   // ---- profile ------------------------------------------------------------------------------------------
   // Starts timing every call on the device, or stops and drops what was not taken; false when the backend

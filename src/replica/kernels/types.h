@@ -1,6 +1,6 @@
 // Device-neutral types of the kernel layer, shared by the CPU kernels (kernels/cpu), the CUDA kernels
-// (kernels/cuda) and the code above them (kernels/backend.h). Header-only, so the CUDA library and the
-// standalone GPU checks (bench/gpu) use them without linking libreplica.
+// (kernels/cuda) and the code above them (kernels/backend.h). The types need nothing linked, so the CUDA library
+// and the standalone GPU checks (tests/gpu) use them without libreplica; the name functions are in types.cc.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -17,10 +17,12 @@ enum class Precision { fp32, bf16 };
 const char* precision_name(Precision p);
 Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::Error
 
-// The attention kernel (the recipe's train.attention; Backend::use_attention resolves `automatic`).
+// Which kernel runs attention (the recipe's train.attention; Backend::use_attention resolves it): fp32 on
+// CUDA cores or the CPU, or, in bf16 precision, tensor cores through mma.sync or Hopper's wgmma. automatic
+// is the backend's default choice.
 enum class AttentionKernel { automatic, mma, wgmma, fp32 };
 const char* attention_kernel_name(AttentionKernel k);            // "auto", "mma", "wgmma", "fp32"
-AttentionKernel parse_attention_kernel(const std::string& text);  // replica::Error naming the choices otherwise
+AttentionKernel parse_attention_kernel(const std::string& text);  // one of those names, else replica::Error
 
 // A weight matrix operand: its fp32 values and, in bf16 precision, optionally the same values rounded
 // (weights are rounded once per step, not per product).

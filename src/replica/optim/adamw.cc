@@ -1,10 +1,10 @@
-// AdamW: the chunks of the shard, the step's scalars (kernels/cpu/adamw.h) and the backend's update.
+// AdamW: the chunks of the shard, the step's scalars (kernels/adamw_scalars.h) and the backend's update.
 #include "replica/optim/adamw.h"
 
 #include <algorithm>
 
 #include "replica/core/error.h"
-#include "replica/kernels/cpu/adamw.h"
+#include "replica/kernels/adamw_scalars.h"
 
 namespace replica {
 

@@ -15,7 +15,7 @@ double clip_coefficient(double norm, double max_norm) {
 
 double sum_of_squares(const float* x, size_t n) {
   double total = 0.0;
-  for (double s : block_sums_of_squares(x, n)) total += s;
+  for (double s : cpu::block_sums_of_squares(x, n)) total += s;
   return total;
 }
 

@@ -10,7 +10,7 @@
 
 #include "replica/kernels/cpu/simd.h"
 
-namespace replica {
+namespace replica::cpu {
 
 namespace {
 
@@ -275,4 +275,4 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
   }
 }
 
-}  // namespace replica
+}  // namespace replica::cpu

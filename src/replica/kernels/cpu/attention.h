@@ -7,7 +7,7 @@
 
 #include "replica/kernels/types.h"
 
-namespace replica {
+namespace replica::cpu {
 
 // q, out: [B, T, H, D]; k, v: [B, T, K, D]; lse: [B, H, T] (log-sum-exp of the scaled scores, saved).
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
@@ -18,4 +18,4 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                         const float* q, const float* k, const float* v, const AttentionShape& s);
 
-}  // namespace replica
+}  // namespace replica::cpu

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "replica/core/error.h"
 #include "replica/core/threads.h"
 #include "replica/kernels/backend.h"
 #include "replica/kernels/cpu/adamw.h"
@@ -13,6 +14,7 @@
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/lm_head_loss.h"
 #include "replica/kernels/cpu/rmsnorm.h"
+#include "replica/kernels/cpu/rope.h"
 #include "replica/kernels/cpu/sum_of_squares.h"
 #include "replica/kernels/cpu/swiglu.h"
 
@@ -40,7 +42,7 @@ class CpuBackend final : public Backend {
   void zero(float* x, size_t n) override { zero_bytes(x, n * sizeof(float)); }
   void synchronize() override {}
   void* native_stream() override { return nullptr; }
-  double peak_flops(Precision p) override { return measure_gemm_peak(p); }
+  double peak_flops(Precision p) override { return cpu::measure_gemm_peak(p); }
   double device_memory_used() override { return 0.0; }
 
   void add(float* out, const float* a, const float* b, int64_t n) override {
@@ -55,54 +57,60 @@ class CpuBackend final : public Backend {
 
   void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
             int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16, const bf16* A16) override {
-    replica::gemm(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16, A16);
+    cpu::gemm(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16, A16);
   }
   void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                        float eps) override {
-    replica::rmsnorm_forward(y, rstd, x, w, rows, C, eps);
+    cpu::rmsnorm_forward(y, rstd, x, w, rows, C, eps);
   }
   void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
                         int64_t rows, int64_t C, bool acc) override {
-    replica::rmsnorm_backward(dx, dw, dy, x, w, rstd, rows, C, acc);
+    cpu::rmsnorm_backward(dx, dw, dy, x, w, rstd, rows, C, acc);
   }
   void rope_forward(float* x, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
-    replica::rope_forward(x, t, B, T, heads, D);
+    cpu::rope_forward(x, t, B, T, heads, D);
   }
   void rope_backward(float* dx, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
-    replica::rope_backward(dx, t, B, T, heads, D);
+    cpu::rope_backward(dx, t, B, T, heads, D);
+  }
+  AttentionKernel use_attention(AttentionKernel wanted) override {
+    check(wanted == AttentionKernel::automatic || wanted == AttentionKernel::fp32,
+          "attention kernel {} needs train.device=cuda (the CPU has one attention kernel, fp32)",
+          attention_kernel_name(wanted));
+    return AttentionKernel::fp32;
   }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                          const AttentionShape& s, Precision) override {
-    replica::attention_forward(out, lse, q, k, v, s);
+    cpu::attention_forward(out, lse, q, k, v, s);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           const float* q, const float* k, const float* v, const AttentionShape& s,
                           Precision) override {
-    replica::attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s);
+    cpu::attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s);
   }
   void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
-    replica::swiglu_forward(s, g, u, n);
+    cpu::swiglu_forward(s, g, u, n);
   }
   void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n) override {
-    replica::swiglu_backward(dg, du, ds, g, u, n);
+    cpu::swiglu_backward(dg, du, ds, g, u, n);
   }
   void embedding_forward(float* out, const int32_t* ids, const float* table, int64_t N, int64_t C) override {
-    replica::embedding_forward(out, ids, table, N, C);
+    cpu::embedding_forward(out, ids, table, N, C);
   }
   void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int64_t N, int64_t C) override {
-    replica::embedding_backward(dtable, ids, dout, N, C);
+    cpu::embedding_backward(dtable, ids, dout, N, C);
   }
   LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C,
                         int64_t V, float z_coef, Precision p, const LmHeadGrads* grads) override {
-    return replica::lm_head_loss(hidden, weight, targets, N, C, V, z_coef, p, grads);
+    return cpu::lm_head_loss(hidden, weight, targets, N, C, V, z_coef, p, grads);
   }
 
   void adamw_step(float* params, const float* grads, float* m, float* v, size_t shard_begin,
                   const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) override {
-    replica::adamw_step(params, grads, m, v, shard_begin, chunks, n_chunks, s);
+    cpu::adamw_step(params, grads, m, v, shard_begin, chunks, n_chunks, s);
   }
   std::vector<double> block_sums_of_squares(const float* x, size_t n) override {
-    return replica::block_sums_of_squares(x, n);
+    return cpu::block_sums_of_squares(x, n);
   }
 
  private:

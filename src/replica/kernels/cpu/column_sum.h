@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace replica {
+namespace replica::cpu {
 
 constexpr int64_t kRowBlock = 64;
 
@@ -27,4 +27,4 @@ void column_sum(float* out, int64_t rows, int64_t C, Value value) {
   }
 }
 
-}  // namespace replica
+}  // namespace replica::cpu

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace replica {
+namespace replica::cpu {
 
 void embedding_forward(float* out, const int32_t* ids, const float* table, int64_t N, int64_t C) {
 #pragma omp parallel for schedule(static)
@@ -24,4 +24,4 @@ void embedding_backward(float* dtable, const int32_t* ids, const float* dout, in
   }
 }
 
-}  // namespace replica
+}  // namespace replica::cpu

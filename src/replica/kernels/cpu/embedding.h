@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-namespace replica {
+namespace replica::cpu {
 
 // out[n, :] = table[ids[n], :] for n < N. Ids are checked against V by the caller.
 void embedding_forward(float* out, const int32_t* ids, const float* table, int64_t N, int64_t C);
@@ -10,4 +10,4 @@ void embedding_forward(float* out, const int32_t* ids, const float* table, int64
 // repeated ids accumulate deterministically.
 void embedding_backward(float* dtable, const int32_t* ids, const float* dout, int64_t N, int64_t C);
 
-}  // namespace replica
+}  // namespace replica::cpu

@@ -7,23 +7,12 @@
 #include <map>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <string_view>
 #include <tuple>
 #include <vector>
 
 #include "replica/core/bf16.h"
-#include "replica/core/error.h"
 
-namespace replica {
-
-const char* precision_name(Precision p) { return p == Precision::fp32 ? "fp32" : "bf16"; }
-
-Precision parse_precision(const char* text) {
-  std::string_view t(text);
-  if (t == "fp32") return Precision::fp32;
-  if (t == "bf16") return Precision::bf16;
-  fail("precision must be 'fp32' or 'bf16', got '{}'", t);
-}
+namespace replica::cpu {
 
 namespace {
 
@@ -105,11 +94,11 @@ double measure_gemm_peak(Precision precision) {
   double best = 0.0;
   for (int i = 0; i < 10; i++) {
     const auto start = std::chrono::steady_clock::now();
-    linear_forward(c.data(), a.data(), b.data(), n, n, n, precision);
+    gemm(false, true, n, n, n, a.data(), n, b.data(), n, c.data(), n, false, precision);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     best = std::max(best, 2.0 * double(n) * double(n) * double(n) / seconds);
   }
   return best;
 }
 
-}  // namespace replica
+}  // namespace replica::cpu

@@ -6,7 +6,7 @@
 
 #include "replica/kernels/types.h"
 
-namespace replica {
+namespace replica::cpu {
 
 // C[M,N] = A[M,K] · op(B) (+ C if accumulate), where op(B) = B^T for B stored [N,K] (trans_b) or B for
 // B stored [K,N]. A may be transposed too: trans_a means A is stored [K,M].
@@ -22,19 +22,4 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
 // MFU everywhere is measured against it.
 double measure_gemm_peak(Precision precision);
 
-// The three products of a Linear layer y = x · W^T with x [M,K], W [N,K]:
-inline void linear_forward(float* y, const float* x, WeightRef w, int64_t M, int64_t N, int64_t K, Precision p) {
-  gemm(false, true, M, N, K, x, K, w.f32, K, y, N, false, p, w.b16);
-}
-// dx[M,K] (+)= dy[M,N] · W[N,K]
-inline void linear_backward_input(float* dx, const float* dy, WeightRef w, int64_t M, int64_t N, int64_t K,
-                                  bool accumulate, Precision p) {
-  gemm(false, false, M, K, N, dy, N, w.f32, K, dx, K, accumulate, p, w.b16);
-}
-// dW[N,K] += dy[M,N]^T · x[M,K]
-inline void linear_backward_weight(float* dw, const float* dy, const float* x, int64_t M, int64_t N, int64_t K,
-                                   Precision p) {
-  gemm(true, false, N, K, M, dy, N, x, K, dw, K, true, p);
-}
-
-}  // namespace replica
+}  // namespace replica::cpu

@@ -7,7 +7,7 @@
 
 #include "replica/kernels/cpu/simd.h"
 
-namespace replica {
+namespace replica::cpu {
 
 namespace {
 
@@ -62,7 +62,8 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
 
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t rows = std::min(chunk, N - n0);
-    linear_forward(logits, hidden + n0 * C, weight, rows, V, C, precision);
+    // logits = hidden · Wᵀ
+    gemm(false, true, rows, V, C, hidden + n0 * C, C, weight.f32, C, logits, V, false, precision, weight.b16);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; r++) {
       const int32_t target = targets[n0 + r];
@@ -88,7 +89,7 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
         for (int64_t j = 0; j < V; j++) grad16[r * V + j] = to_bf16(l[j]);
     }
     if (!grads) continue;
-    // dhidden = dlogits · W,  dW += dlogitsᵀ · hidden  (linear_backward_input / _weight, with the bf16 copy)
+    // dhidden = dlogits · W,  dW += dlogitsᵀ · hidden  (with the bf16 copy of dlogits)
     gemm(false, false, rows, C, V, logits, V, weight.f32, C, grads->dhidden + n0 * C, C, false, precision, weight.b16,
          grad16);
     gemm(true, false, V, C, rows, logits, V, hidden + n0 * C, C, grads->dweight, C, true, precision, nullptr, grad16);
@@ -104,4 +105,4 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
   return sums;
 }
 
-}  // namespace replica
+}  // namespace replica::cpu

@@ -6,11 +6,11 @@
 
 #include "replica/kernels/cpu/gemm.h"
 
-namespace replica {
+namespace replica::cpu {
 
 // hidden [N, C] (after the final norm), weight [V, C], targets [N] (kIgnoreLabel = no label).
 // With grads, also computes the backward pass in the same sweep.
 LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C,
                       int64_t V, float z_coef, Precision precision, const LmHeadGrads* grads);
 
-}  // namespace replica
+}  // namespace replica::cpu

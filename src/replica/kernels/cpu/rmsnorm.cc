@@ -6,7 +6,7 @@
 
 #include "replica/kernels/cpu/column_sum.h"
 
-namespace replica {
+namespace replica::cpu {
 
 void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C, float eps) {
 #pragma omp parallel for schedule(static)
@@ -42,4 +42,4 @@ void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, con
   column_sum(dw, rows, C, [&](int64_t r, int64_t c) { return dy[r * C + c] * x[r * C + c] * rstd[r]; });
 }
 
-}  // namespace replica
+}  // namespace replica::cpu

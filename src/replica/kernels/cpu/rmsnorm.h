@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-namespace replica {
+namespace replica::cpu {
 
 // x, y: [rows, C]; rstd: [rows] saved for the backward pass.
 void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C, float eps);
@@ -12,4 +12,4 @@ void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int6
 void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
                       int64_t rows, int64_t C, bool accumulate);
 
-}  // namespace replica
+}  // namespace replica::cpu

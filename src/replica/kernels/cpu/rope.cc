@@ -1,22 +1,9 @@
 // RoPE forward and backward (in place).
 #include "replica/kernels/cpu/rope.h"
 
-#include <atomic>
 #include <cmath>
 
-namespace replica {
-
-static std::atomic<uint64_t> rope_tables{0};
-
-RopeTable::RopeTable(int64_t T_, int64_t D_, double theta)
-    : T(T_), D(D_), cos(size_t(T_ * D_ / 2)), sin(cos.size()), serial(++rope_tables) {
-  for (int64_t t = 0; t < T; t++)
-    for (int64_t i = 0; i < D / 2; i++) {
-      double angle = double(t) / std::pow(theta, double(2 * i) / double(D));
-      cos[size_t(t * D / 2 + i)] = float(std::cos(angle));
-      sin[size_t(t * D / 2 + i)] = float(std::sin(angle));
-    }
-}
+namespace replica::cpu {
 
 static void rotate(float* x, const RopeTable& table, int64_t B, int64_t T, int64_t heads, int64_t D, float sign) {
   const int64_t half = D / 2;
@@ -44,4 +31,4 @@ void rope_backward(float* dx, const RopeTable& table, int64_t B, int64_t T, int6
   rotate(dx, table, B, T, heads, D, -1.0f);
 }
 
-}  // namespace replica
+}  // namespace replica::cpu

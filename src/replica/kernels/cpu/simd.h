@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace replica::simd {
+namespace replica::cpu::simd {
 
 typedef float f16v __attribute__((vector_size(64)));
 typedef int32_t i16v __attribute__((vector_size(64)));
@@ -48,4 +48,4 @@ inline f16v exp(f16v x) {
   return x < -87.3f ? f16v{} : result;
 }
 
-}  // namespace replica::simd
+}  // namespace replica::cpu::simd

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace replica {
+namespace replica::cpu {
 
 std::vector<double> block_sums_of_squares(const float* x, size_t n) {
   const int64_t n_blocks = int64_t((n + kSquareSumBlock - 1) / kSquareSumBlock);
@@ -19,4 +19,4 @@ std::vector<double> block_sums_of_squares(const float* x, size_t n) {
   return partial;
 }
 
-}  // namespace replica
+}  // namespace replica::cpu

@@ -6,9 +6,9 @@
 
 #include "replica/kernels/types.h"
 
-namespace replica {
+namespace replica::cpu {
 
 // Σ x² in double of each kSquareSumBlock-float block of x, in index order (the last block may be short).
 std::vector<double> block_sums_of_squares(const float* x, size_t n);
 
-}  // namespace replica
+}  // namespace replica::cpu

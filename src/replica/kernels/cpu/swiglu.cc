@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-namespace replica {
+namespace replica::cpu {
 
 void swiglu_forward(float* s, const float* g, const float* u, int64_t n) {
 #pragma omp parallel for simd schedule(static)
@@ -23,4 +23,4 @@ void swiglu_backward(float* dg, float* du, const float* ds, const float* g, cons
   }
 }
 
-}  // namespace replica
+}  // namespace replica::cpu

@@ -5,7 +5,8 @@
 //   forward:   block (query tile, head, batch): online softmax over the visible key tiles.
 //   backward:  delta_i = Σ_d dO·O;  block (key tile, KV head, batch) accumulates dK, dV over the visible
 //              query tiles of every head in the group;  block (query tile, head, batch) accumulates dQ.
-// This is the correct, deterministic baseline; attention_bf16.cu is the tensor-core variant (docs/gpu.md).
+// This is the correct, deterministic baseline; attention_mma.cu and attention_wgmma.cu are the tensor-core
+// variants (docs/gpu.md).
 #include <cmath>
 #include <stdexcept>
 

@@ -2,7 +2,7 @@
 // kernels/cpu/attention.h: query i sees keys max(0, i − W + 1) ≤ j ≤ i (W = window, 0 = full causal), query
 // head h reads KV head h / (H / K), lse saved. Flash style: tiles of queries and keys in shared memory, an
 // online softmax, and only the key tiles a query tile can see are visited (O(T · min(T, W))). Variants with the
-// same arguments: fp32 on CUDA cores (the baseline) and bf16 operands on tensor cores (wmma, and mma.sync).
+// same arguments: fp32 on CUDA cores (the baseline) and bf16 operands on tensor cores (mma.sync, and wgmma).
 #pragma once
 #include <cstdint>
 
@@ -21,20 +21,12 @@ void attention_forward(Context& ctx, float* out, float* lse, const float* q, con
 void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                         const float* lse, const float* q, const float* k, const float* v, const AttentionShape& s);
 
-// Tensor-core variant (attention_bf16.cu), same arrays (fp32 in device memory) and the same lse (natural log of
-// the scaled scores, scale = 1/√D). Inside, q, k, v, dout and the probabilities P and dS are rounded to bf16
-// (RNE) as they enter shared memory; every product accumulates in fp32, softmax statistics are fp32.
-// D must be a multiple of 16 in [16, 128] (std::invalid_argument otherwise); q, k, v and dout 16-byte
-// aligned. Deterministic without atomics, split like attention_backward.
-void attention_forward_bf16(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
-                            const AttentionShape& s);
-void attention_backward_bf16(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
-                             const float* lse, const float* q, const float* k, const float* v,
-                             const AttentionShape& s);
-
-// The same on tensor cores through mma.sync with register-resident scores and probabilities
-// (attention_mma.cu, FlashAttention-2 style): the same arguments, requirements, rounding points and outputs as
-// the wmma pair above, and interchangeable with it (either backward consumes either forward's out and lse).
+// The same on tensor cores through mma.sync with register-resident scores and probabilities (attention_mma.cu,
+// FlashAttention-2 style), same arrays (fp32 in device memory) and the same lse (natural log of the scaled
+// scores, scale = 1/√D). Inside, q, k, v, dout and the probabilities P and dS are rounded to bf16 (RNE); every
+// product accumulates in fp32, softmax statistics are fp32. D must be a multiple of 16 in [16, 128]
+// (std::invalid_argument otherwise); q, k, v and dout 16-byte aligned. Deterministic without atomics, split
+// like attention_backward.
 void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
                            const AttentionShape& s);
 void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,

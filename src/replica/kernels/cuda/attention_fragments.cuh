@@ -185,7 +185,7 @@ __device__ inline void online_softmax(float (&s)[kTile / 8][4], float (&o)[D / 8
       row_max[e / 2] = fmaxf(row_max[e / 2], x);
     }
     // A row that has seen no visible key yet keeps m = −inf; subtracting 0 instead keeps exp(−inf − (−inf)) =
-    // NaN out (attention_bf16.cu does the same).
+    // NaN out.
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     const float m_new = fmaxf(m[r], quad_max(row_max[r]));

@@ -1,9 +1,8 @@
 // Flash attention with bf16 operands on tensor cores through mma.sync (mma.cuh), FlashAttention-2 style:
 // every warp owns 16 rows and keeps their scores, probabilities and accumulators in registers, where the
-// fragment layout is documented, so a tile costs no shared-memory round trip (attention_bf16.cu's wmma kernels
-// stage S, P and dS in shared memory because wmma's layout is unspecified). Same contract, arguments, rounding
-// points and outputs as attention_forward_bf16 / attention_backward_bf16, and the same deterministic two-pass
-// backward. An accumulator pair of 8-column tiles is one bf16 A fragment of the next product.
+// fragment layout is documented, so a tile costs no shared-memory round trip (wmma's layout is unspecified, so
+// wmma kernels must stage S, P and dS in shared memory). Same contract as attention_forward / attention_backward
+// (attention.h), with bf16 operands, and the fp32 kernels' deterministic two-pass backward. An accumulator pair of 8-column tiles is one bf16 A fragment of the next product.
 //
 // Data movement, the part that decides the speed: q, k, v (and dout) are rounded to bf16 once, into scratch
 // (the same RNE rounding the contract names, so the same bits enter the products); every tile is then a plain

@@ -1,5 +1,5 @@
-// What the tensor-core attention kernels share (attention_bf16.cu: wmma; attention_mma.cu: mma.sync): the
-// visibility rules, bf16 tiles in shared memory, and the host-side checks and per-head-dim dispatch.
+// What the tensor-core attention kernels share (attention_mma.cu: mma.sync; attention_wgmma.cu: wgmma): the
+// visibility rules, the tile shapes, and the host-side checks and per-head-dim dispatch.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -39,29 +39,6 @@ __device__ inline bool needs_mask(int64_t i0, int64_t nq, int rows, int64_t j0, 
   const bool causal_ok = j0 + cols - 1 <= i0;                        // last key ≤ first query
   const bool window_ok = window == 0 || j0 >= i0 + rows - window;    // first key ≥ first_key(last query)
   return !(full && causal_ok && window_ok);
-}
-
-// Elements [c, c + 4) of row t0 + r of head `head` of x [T, heads, D] (offset to the batch); zero for r ≥ n.
-template <int D>
-__device__ inline float4 row_vector(const float* x, int64_t t0, int r, int c, int64_t n, int64_t heads,
-                                    int64_t head) {
-  if (r >= n) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  return *reinterpret_cast<const float4*>(x + ((t0 + r) * heads + head) * D + c);
-}
-
-// Rows [t0, t0 + n) of head `head` of x [T, heads, D] (offset to the batch), rounded to bf16 (RNE), into
-// tile[rows][ld_head<D>]; rows ≥ n are zeroed so that they contribute nothing to any product.
-template <int D>
-__device__ void load_rows_bf16(bf16_t* tile, int rows, const float* x, int64_t t0, int64_t n, int64_t heads,
-                               int64_t head) {
-  constexpr int kVectors = D / 4;  // float4 per row
-  for (int e = threadIdx.x; e < rows * kVectors; e += blockDim.x) {
-    const int r = e / kVectors, c = (e % kVectors) * 4;
-    const float4 value = row_vector<D>(x, t0, r, c, n, heads, head);
-    __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(tile + r * ld_head<D> + c);
-    dst[0] = __floats2bfloat162_rn(value.x, value.y);
-    dst[1] = __floats2bfloat162_rn(value.z, value.w);
-  }
 }
 
 // Copies lse and delta of rows [t0, t0 + n) of one (batch, head) (offset `base`); rows ≥ n get 0.
@@ -127,45 +104,8 @@ inline bool check_inputs(const AttentionShape& s, std::initializer_list<std::pai
 
 inline float softmax_scale(const AttentionShape& s) { return 1.0f / std::sqrt(float(s.D)); }
 
-// The launches of a tensor-core attention implementation, given as Kernels<D> with the kernels `forward`, `dkdv`
-// and `dq` (the attention.h contract, blocks of kBlockRows queries or keys, kThreads threads), their shared
-// memory `forward_bytes`, `dkdv_bytes`, `dq_bytes`, and the names used in errors: `forward_name`, `dkdv_name`,
-// `dq_name`.
-constexpr int kThreads = 128;   // 4 warps of 16 rows
+// The block shape of the tensor-core kernels: 4 warps of 16 rows.
+constexpr int kThreads = 128;
 constexpr int kBlockRows = 64;  // queries per forward and dQ block, keys per dK/dV block
-
-template <template <int> class Kernels>
-void launch_forward(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
-                    const AttentionShape& s) {
-  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
-  const float scale = softmax_scale(s);
-  const dim3 grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
-  with_head_dim(s.D, [&](auto head_dim) {
-    using Kernel = Kernels<decltype(head_dim)::value>;
-    static const size_t bytes = prepare_kernel(Kernel::forward, Kernel::forward_bytes, Kernel::forward_name);
-    launch(Kernel::forward_name, Kernel::forward, grid, kThreads, bytes, ctx.stream(), out, lse, q, k, v, s.T, s.H,
-           s.K, s.window, scale);
-  });
-}
-
-template <template <int> class Kernels>
-void launch_backward(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
-                     const float* lse, const float* q, const float* k, const float* v, const AttentionShape& s) {
-  if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
-  const float scale = softmax_scale(s);
-  Scratch<float> delta(ctx, size_t(s.B * s.H * s.T));
-  attention_delta(ctx, delta.get(), dout, out, s);
-  const dim3 kv_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.K), unsigned(s.B));
-  const dim3 q_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B));
-  with_head_dim(s.D, [&](auto head_dim) {
-    using Kernel = Kernels<decltype(head_dim)::value>;
-    static const size_t dkdv_bytes = prepare_kernel(Kernel::dkdv, Kernel::dkdv_bytes, Kernel::dkdv_name);
-    static const size_t dq_bytes = prepare_kernel(Kernel::dq, Kernel::dq_bytes, Kernel::dq_name);
-    launch(Kernel::dkdv_name, Kernel::dkdv, kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv, dout, lse,
-           delta.get(), q, k, v, s.T, s.H, s.K, s.window, scale);
-    launch(Kernel::dq_name, Kernel::dq, q_grid, kThreads, dq_bytes, ctx.stream(), dq, dout, lse, delta.get(), q, k, v,
-           s.T, s.H, s.K, s.window, scale);
-  });
-}
 
 }  // namespace replica::cuda::attention_tiles

@@ -5,9 +5,9 @@
 #include <fmt/core.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <map>
-#include <utility>
+#include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "replica/core/error.h"
@@ -20,7 +20,7 @@
 #include "replica/kernels/cuda/gemm.h"
 #include "replica/kernels/cuda/grad_norm.h"
 #include "replica/kernels/cuda/lm_head_loss.h"
-#include "replica/kernels/cuda/profiler.h"
+#include "replica/kernels/cuda/profiling_backend.h"
 #include "replica/kernels/cuda/rmsnorm.h"
 #include "replica/kernels/cuda/rope.h"
 #include "replica/kernels/cuda/swiglu.h"
@@ -61,13 +61,6 @@ class Staging {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int gpu) : gpu_(gpu), ctx_(gpu), ids_(ctx_), targets_(ctx_) {
-    const char* chosen = std::getenv("REPLICA_ATTENTION");
-    const std::string attention = chosen && *chosen ? chosen : "mma";
-    check(attention == "mma" || attention == "wgmma" || attention == "wmma" || attention == "fp32",
-          "REPLICA_ATTENTION must be mma, wgmma, wmma or fp32, got '{}'", attention);
-    fp32_attention_ = attention == "fp32";
-    wmma_attention_ = attention == "wmma";
-    wgmma_attention_ = attention == "wgmma";
     check_cuda(cudaGetDeviceProperties(&props_, gpu), "cudaGetDeviceProperties");
   }
   ~CudaBackend() override {
@@ -95,21 +88,17 @@ class CudaBackend final : public Backend {
   }
   void release(void* p) override { ctx_.release(p); }
   void to_device(void* dst, const void* host, size_t bytes) override {
-    const auto timed = time("to_device");
     check_cuda(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, ctx_.stream()), "copy to the GPU");
     ctx_.synchronize();  // the host buffer may go away when this returns
   }
   void to_host(void* host, const void* src, size_t bytes) override {
-    const auto timed = time("to_host");
     check_cuda(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, ctx_.stream()), "copy to the host");
     ctx_.synchronize();
   }
   void copy(float* dst, const float* src, size_t n) override {
-    const auto timed = time("copy");
     check_cuda(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, ctx_.stream()), "copy");
   }
   void zero(float* x, size_t n) override {
-    const auto timed = time("zero");
     check_cuda(cudaMemsetAsync(x, 0, n * sizeof(float), ctx_.stream()), "zero");
   }
   void synchronize() override { ctx_.synchronize(); }
@@ -130,115 +119,86 @@ class CudaBackend final : public Backend {
   }
 
   void add(float* out, const float* a, const float* b, int64_t n) override {
-    const auto timed = time("add");
     cuda::add(ctx_, out, a, b, n);
   }
   void scale(float* x, size_t n, float s) override {
-    const auto timed = time("scale");
     cuda::scale(ctx_, x, n, s);
   }
   void convert_to_bf16(const float* src, bf16* dst, size_t n) override {
-    const auto timed = time("convert_to_bf16");
     cuda::convert_to_bf16(ctx_, src, dst, int64_t(n));
   }
 
   void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
             int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16, const bf16* A16) override {
-    const auto timed = time("gemm {}×{}×{} {}{}{}", M, N, K, ta ? 'T' : 'N', tb ? 'T' : 'N', acc ? " +=" : "");
     cuda::gemm(ctx_, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16, A16);
   }
   void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                        float eps) override {
-    const auto timed = time("rmsnorm_forward C={}", C);
     cuda::rmsnorm_forward(ctx_, y, rstd, x, w, rows, C, eps);
   }
   void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
                         int64_t rows, int64_t C, bool acc) override {
-    const auto timed = time("rmsnorm_backward C={}", C);
     cuda::rmsnorm_backward(ctx_, dx, dw, dy, x, w, rstd, rows, C, acc);
   }
   void rope_forward(float* x, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
-    const auto timed = time("rope_forward");
     const float* cs = rope(t);
     cuda::rope_forward(ctx_, x, cs, cs + t.cos.size(), B, T, heads, D);
   }
   void rope_backward(float* dx, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
-    const auto timed = time("rope_backward");
     const float* cs = rope(t);
     cuda::rope_backward(ctx_, dx, cs, cs + t.cos.size(), B, T, heads, D);
   }
-  // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have, on
-  // mma.sync (attention_mma.cu). REPLICA_ATTENTION=wgmma runs them on Hopper's warpgroup products
-  // (attention_wgmma.cu; not yet run on a GPU), =wmma takes the wmma kernels (attention_bf16.cu), =fp32
-  // the fp32 kernels (to tell them apart; bench/gpu/run.sh falls back along that line when a kernel fails its
-  // check on a GPU).
+  // automatic is mma.sync (attention_mma.cu): the wgmma kernels (attention_wgmma.cu) have not yet run on a GPU,
+  // so they run only when asked for by name.
+  AttentionKernel use_attention(AttentionKernel wanted) override {
+    attention_ = wanted == AttentionKernel::automatic ? AttentionKernel::mma : wanted;
+    return attention_;
+  }
+  // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have; the fp32
+  // kernels run everything else, and everything when chosen (to tell the kernels apart).
   bool tensor_core_attention(const AttentionShape& s, Precision p) const {
-    return p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && !fp32_attention_;
+    return p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && attention_ != AttentionKernel::fp32;
   }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                          const AttentionShape& s, Precision p) override {
-    const auto timed = time("attention_forward W={}", s.window);
     if (!tensor_core_attention(s, p)) cuda::attention_forward(ctx_, out, lse, q, k, v, s);
-    else if (wmma_attention_) cuda::attention_forward_bf16(ctx_, out, lse, q, k, v, s);
-    else if (wgmma_attention_) cuda::attention_forward_wgmma(ctx_, out, lse, q, k, v, s);
+    else if (attention_ == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx_, out, lse, q, k, v, s);
     else cuda::attention_forward_mma(ctx_, out, lse, q, k, v, s);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           const float* q, const float* k, const float* v, const AttentionShape& s,
                           Precision p) override {
-    const auto timed = time("attention_backward W={}", s.window);
     if (!tensor_core_attention(s, p)) cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
-    else if (wmma_attention_) cuda::attention_backward_bf16(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
-    else if (wgmma_attention_) cuda::attention_backward_wgmma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
+    else if (attention_ == AttentionKernel::wgmma)
+      cuda::attention_backward_wgmma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
     else cuda::attention_backward_mma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
   }
   void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
-    const auto timed = time("swiglu_forward");
     cuda::swiglu_forward(ctx_, s, g, u, n);
   }
   void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n) override {
-    const auto timed = time("swiglu_backward");
     cuda::swiglu_backward(ctx_, dg, du, ds, g, u, n);
   }
   void embedding_forward(float* out, const int32_t* host_ids, const float* table, int64_t N, int64_t C) override {
-    const auto timed = time("embedding_forward");
     cuda::embedding_forward(ctx_, out, ids_.upload(host_ids, size_t(N)), table, N, C);
   }
   void embedding_backward(float* dtable, const int32_t* host_ids, const float* dout, int64_t N, int64_t C) override {
-    const auto timed = time("embedding_backward");
     cuda::embedding_backward(ctx_, dtable, host_ids, dout, N, C);
   }
   LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* host_targets, int64_t N, int64_t C,
                         int64_t V, float z_coef, Precision p, const LmHeadGrads* grads) override {
-    const auto timed = time(grads ? "lm_head_loss (with gradients)" : "lm_head_loss");
     const int32_t* targets = targets_.upload(host_targets, size_t(N));
     return cuda::lm_head_loss(ctx_, hidden, weight, targets, N, C, V, z_coef, p, grads);
   }
 
   void adamw_step(float* params, const float* grads, float* m, float* v, size_t shard_begin,
                   const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) override {
-    const auto timed = time("adamw_step");
     cuda::adamw_step(ctx_, params, grads, m, v, shard_begin, chunks, n_chunks, s);
   }
   std::vector<double> block_sums_of_squares(const float* x, size_t n) override {
-    const auto timed = time("block_sums_of_squares");
     return cuda::block_sums_of_squares(ctx_, x, n);
   }
-  bool profile(bool on) override {
-    if (!on) profiler_.reset();
-    else if (!profiler_) profiler_ = std::make_unique<cuda::Profiler>(ctx_.stream());
-    return true;
-  }
-  std::vector<OpTime> take_profile() override { return profiler_ ? profiler_->take() : std::vector<OpTime>{}; }
-
  private:
-  // The profile scope of one call, its name formatted only when profiling.
-  cuda::Profiler::Scope time(const char* op) { return {profiler_.get(), profiler_ ? op : ""}; }
-  template <typename... Args>
-  cuda::Profiler::Scope time(fmt::format_string<Args...> op, Args&&... args) {
-    return {profiler_.get(), profiler_ ? fmt::format(op, std::forward<Args>(args)...) : std::string()};
-  }
-
   // cos then sin of `t` on the device, uploaded once per table (the model makes one per sequence length).
   const float* rope(const RopeTable& t) {
     auto it = rope_.find(t.serial);
@@ -276,16 +236,18 @@ class CudaBackend final : public Backend {
   }
 
   int gpu_;
-  bool fp32_attention_ = false, wmma_attention_ = false, wgmma_attention_ = false;
+  AttentionKernel attention_ = AttentionKernel::mma;  // as use_attention(automatic)
   cuda::Context ctx_;
   cudaDeviceProp props_{};
   Staging<int32_t> ids_, targets_;
   std::map<uint64_t, float*> rope_;  // RopeTable::serial → cos then sin on the device
-  std::unique_ptr<cuda::Profiler> profiler_;  // while profiling
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(int gpu) { return std::make_unique<CudaBackend>(gpu); }
+// Behind its profiler, which times the calls when asked (kernels/cuda/profiling_backend.h).
+std::unique_ptr<Backend> make_cuda_backend(int gpu) {
+  return std::make_unique<cuda::ProfilingBackend>(std::make_unique<CudaBackend>(gpu));
+}
 
 }  // namespace replica

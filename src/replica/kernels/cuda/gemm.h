@@ -14,7 +14,7 @@ namespace replica::cuda {
 // dst[i] = bf16(src[i]), round to nearest even.
 void convert_to_bf16(Context& ctx, const float* src, bf16* dst, int64_t n);
 
-// Same arguments as replica::gemm. In bf16, each operand is rounded into scratch on every call unless its
+// Same arguments as cpu::gemm. In bf16, each operand is rounded into scratch on every call unless its
 // rounded copy (same layout) is given: B16 for weights rounded once per step, A16 (and B16) for activations
 // the model rounds once and uses in several products.
 void gemm(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
@@ -24,19 +24,5 @@ void gemm(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
 // The bf16 core: operands already bf16, fp32 accumulation and output.
 void gemm_bf16(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const bf16* A, int64_t lda,
                const bf16* B, int64_t ldb, float* C, int64_t ldc, bool accumulate);
-
-// The three products of a Linear layer y = x · Wᵀ, x [M,K], W [N,K], as in kernels/cpu/gemm.h.
-inline void linear_forward(Context& ctx, float* y, const float* x, WeightRef w, int64_t M, int64_t N, int64_t K,
-                           Precision p) {
-  gemm(ctx, false, true, M, N, K, x, K, w.f32, K, y, N, false, p, w.b16);
-}
-inline void linear_backward_input(Context& ctx, float* dx, const float* dy, WeightRef w, int64_t M, int64_t N,
-                                  int64_t K, bool accumulate, Precision p) {
-  gemm(ctx, false, false, M, K, N, dy, N, w.f32, K, dx, K, accumulate, p, w.b16);
-}
-inline void linear_backward_weight(Context& ctx, float* dw, const float* dy, const float* x, int64_t M, int64_t N,
-                                   int64_t K, Precision p) {
-  gemm(ctx, true, false, N, K, M, dy, N, x, K, dw, K, true, p);
-}
 
 }  // namespace replica::cuda

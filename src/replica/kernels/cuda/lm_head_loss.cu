@@ -64,12 +64,16 @@ LossSums lm_head_loss(Context& ctx, const float* hidden, WeightRef weight, const
   double* row_z = row_ce + N;
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t rows = std::min(chunk, N - n0);
-    linear_forward(ctx, logits.get(), hidden + n0 * C, weight, rows, V, C, precision);
+    // logits = hidden · Wᵀ
+    gemm(ctx, false, true, rows, V, C, hidden + n0 * C, C, weight.f32, C, logits.get(), V, false, precision,
+         weight.b16);
     launch("lm_head loss_rows", loss_rows_kernel, unsigned(rows), kThreads, 0, ctx.stream(), logits.get(), row_ce + n0,
            row_z + n0, targets + n0, V, z_coef, grads != nullptr, grads ? grads->grad_scale : 0.0f);
     if (!grads) continue;
-    linear_backward_input(ctx, grads->dhidden + n0 * C, logits.get(), weight, rows, V, C, false, precision);
-    linear_backward_weight(ctx, grads->dweight, logits.get(), hidden + n0 * C, rows, V, C, precision);
+    // dhidden = dlogits · W,  dW += dlogitsᵀ · hidden
+    gemm(ctx, false, false, rows, C, V, logits.get(), V, weight.f32, C, grads->dhidden + n0 * C, C, false, precision,
+         weight.b16);
+    gemm(ctx, true, false, V, C, rows, logits.get(), V, hidden + n0 * C, C, grads->dweight, C, true, precision);
   }
 
   std::vector<double> host_values(size_t(2 * N));

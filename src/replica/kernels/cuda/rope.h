@@ -6,7 +6,7 @@
 
 namespace replica::cuda {
 
-// x: [B, T, heads, D]. cos, sin: [T, D/2] on the device, copied from a RopeTable (kernels/cpu/rope.h) so
+// x: [B, T, heads, D]. cos, sin: [T, D/2] on the device, copied from a RopeTable (kernels/rope_table.h) so
 // both backends use the same rounded angles.
 void rope_forward(Context& ctx, float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                   int64_t D);

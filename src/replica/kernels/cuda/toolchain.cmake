@@ -1,4 +1,4 @@
-# CUDA toolchain settings shared by the main build and the standalone GPU bench build (bench/gpu):
+# CUDA toolchain settings shared by the main build and the standalone GPU checks build (tests/gpu):
 # finds nvcc (also at /usr/local/cuda when it is not on PATH), fixes the target architectures, and enables
 # CUDA when it works. Sets REPLICA_HAVE_CUDA. Include it from the top directory of the build.
 include(CheckLanguage)

@@ -5,7 +5,7 @@
 #include "replica/core/bf16.h"
 #include "replica/kernels/cpu/gemm.h"
 
-namespace replica {
+namespace replica::cpu {
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16,
@@ -30,4 +30,4 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
     }
 }
 
-}  // namespace replica
+}  // namespace replica::cpu

@@ -1,0 +1,171 @@
+// A Backend that hands every call to an inner Backend: the base of decorators that change what happens around
+// the calls and nothing else (the emulated device of the tests opens its memory for each call, the CUDA
+// profiler times each), so a decorator overrides only what it changes and a new kernel is forwarded here once.
+#pragma once
+#include <fmt/core.h>
+
+#include <concepts>
+#include <string>
+#include <vector>
+
+#include "replica/kernels/backend.h"
+
+namespace replica {
+
+class ForwardingBackend : public Backend {
+ public:
+  explicit ForwardingBackend(Backend& inner) : inner_(inner) {}
+
+  Device device() const override { return inner_.device(); }
+  std::string describe() const override { return inner_.describe(); }
+  bool host_memory() const override { return inner_.host_memory(); }
+
+  // Memory management and queries are forwarded bare; copies and kernels run between enter() and leave().
+  void* allocate(size_t bytes) override { return inner_.allocate(bytes); }
+  void release(void* p) override { inner_.release(p); }
+  void to_device(void* dst, const void* host, size_t bytes) override {
+    Call call(*this, "to_device");
+    inner_.to_device(dst, host, bytes);
+  }
+  void to_host(void* host, const void* src, size_t bytes) override {
+    Call call(*this, "to_host");
+    inner_.to_host(host, src, bytes);
+  }
+  void copy(float* dst, const float* src, size_t n) override {
+    Call call(*this, "copy");
+    inner_.copy(dst, src, n);
+  }
+  void zero(float* x, size_t n) override {
+    Call call(*this, "zero");
+    inner_.zero(x, n);
+  }
+  void synchronize() override { inner_.synchronize(); }
+  void* native_stream() override { return inner_.native_stream(); }
+  double peak_flops(Precision precision) override { return inner_.peak_flops(precision); }
+  double device_memory_used() override { return inner_.device_memory_used(); }
+
+  void add(float* out, const float* a, const float* b, int64_t n) override {
+    Call call(*this, "add");
+    inner_.add(out, a, b, n);
+  }
+  void scale(float* x, size_t n, float s) override {
+    Call call(*this, "scale");
+    inner_.scale(x, n, s);
+  }
+  void convert_to_bf16(const float* src, bf16* dst, size_t n) override {
+    Call call(*this, "convert_to_bf16");
+    inner_.convert_to_bf16(src, dst, n);
+  }
+
+  void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+            int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16, const bf16* A16) override {
+    Call call(*this, [&] { return fmt::format("gemm {}×{}×{} {}{}{}", M, N, K, ta ? 'T' : 'N', tb ? 'T' : 'N',
+                                              acc ? " +=" : ""); });
+    inner_.gemm(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16, A16);
+  }
+  void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
+                       float eps) override {
+    Call call(*this, [&] { return fmt::format("rmsnorm_forward C={}", C); });
+    inner_.rmsnorm_forward(y, rstd, x, w, rows, C, eps);
+  }
+  void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
+                        int64_t rows, int64_t C, bool acc) override {
+    Call call(*this, [&] { return fmt::format("rmsnorm_backward C={}", C); });
+    inner_.rmsnorm_backward(dx, dw, dy, x, w, rstd, rows, C, acc);
+  }
+  void rope_forward(float* x, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
+    Call call(*this, "rope_forward");
+    inner_.rope_forward(x, t, B, T, heads, D);
+  }
+  void rope_backward(float* dx, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
+    Call call(*this, "rope_backward");
+    inner_.rope_backward(dx, t, B, T, heads, D);
+  }
+  AttentionKernel use_attention(AttentionKernel wanted) override { return inner_.use_attention(wanted); }
+  void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                         const AttentionShape& s, Precision p) override {
+    Call call(*this, [&] { return fmt::format("attention_forward W={}", s.window); });
+    inner_.attention_forward(out, lse, q, k, v, s, p);
+  }
+  void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
+                          const float* q, const float* k, const float* v, const AttentionShape& s,
+                          Precision p) override {
+    Call call(*this, [&] { return fmt::format("attention_backward W={}", s.window); });
+    inner_.attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, p);
+  }
+  void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
+    Call call(*this, "swiglu_forward");
+    inner_.swiglu_forward(s, g, u, n);
+  }
+  void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n) override {
+    Call call(*this, "swiglu_backward");
+    inner_.swiglu_backward(dg, du, ds, g, u, n);
+  }
+  void embedding_forward(float* out, const int32_t* host_ids, const float* table, int64_t N, int64_t C) override {
+    Call call(*this, "embedding_forward");
+    inner_.embedding_forward(out, host_ids, table, N, C);
+  }
+  void embedding_backward(float* dtable, const int32_t* host_ids, const float* dout, int64_t N, int64_t C) override {
+    Call call(*this, "embedding_backward");
+    inner_.embedding_backward(dtable, host_ids, dout, N, C);
+  }
+  LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* host_targets, int64_t N, int64_t C,
+                        int64_t V, float z_coef, Precision p, const LmHeadGrads* grads) override {
+    Call call(*this, grads ? "lm_head_loss (with gradients)" : "lm_head_loss");
+    return inner_.lm_head_loss(hidden, weight, host_targets, N, C, V, z_coef, p, grads);
+  }
+
+  void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, size_t shard_begin,
+                  const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) override {
+    Call call(*this, "adamw_step");
+    inner_.adamw_step(params, grads, exp_avg, exp_avg_sq, shard_begin, chunks, n_chunks, s);
+  }
+  std::vector<double> block_sums_of_squares(const float* x, size_t n) override {
+    Call call(*this, "block_sums_of_squares");
+    return inner_.block_sums_of_squares(x, n);
+  }
+
+  bool profile(bool on) override { return inner_.profile(on); }
+  std::vector<OpTime> take_profile() override { return inner_.take_profile(); }
+
+ protected:
+  // A forwarded call's name, with the shape that tells its instances apart ("gemm 8192×4096×4096 NT"): a
+  // string, or a function that formats it, run only by a decorator that asks (the profiler). Valid during enter().
+  class CallName {
+   public:
+    std::string str() const { return fixed_ ? std::string(fixed_) : format_(formatter_); }
+
+   private:
+    friend class ForwardingBackend;
+    explicit CallName(const char* fixed) : fixed_(fixed) {}
+    template <typename Format>
+    explicit CallName(const Format& format)
+        : formatter_(&format), format_([](const void* f) { return (*static_cast<const Format*>(f))(); }) {}
+    const char* fixed_ = nullptr;
+    const void* formatter_ = nullptr;
+    std::string (*format_)(const void*) = nullptr;
+  };
+  // What a decorator does around each forwarded copy and kernel call (leave() also when the call throws).
+  virtual void enter(const CallName&) {}
+  virtual void leave() {}
+
+ private:
+  class Call {
+   public:
+    Call(ForwardingBackend& backend, const char* name) : backend_(backend) { backend_.enter(CallName(name)); }
+    template <std::invocable Format>
+    Call(ForwardingBackend& backend, const Format& format) : backend_(backend) {
+      backend_.enter(CallName(format));
+    }
+    ~Call() { backend_.leave(); }
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+
+   private:
+    ForwardingBackend& backend_;
+  };
+
+  Backend& inner_;
+};
+
+}  // namespace replica
