@@ -19,7 +19,7 @@
 
 namespace replica {
 
-// Everything a step depends on besides the model's shape (train/recipe.h's step_config builds it from a recipe).
+// Everything a step depends on besides the model's shape (step_config, below, builds it from a recipe).
 struct StepConfig {
   int64_t seq_len = 0;       // T
   int64_t global_batch = 0;  // G instances per step, over all ranks
