@@ -271,13 +271,17 @@ void DataParallel::step(Optimizer& optimizer, double lr) {
   weights_version_.bump();
 }
 
+// One rank's shard is the whole buffer in flat order (its parts tile it), so the state goes straight to or from
+// `whole`, without a shard-sized staging copy on the host.
 void DataParallel::gather_state(const Optimizer& optimizer, size_t i, float* whole) {
+  if (control_.size() == 1) return optimizer.state_to_host(i, whole);
   std::vector<float> shard(optimizer.size());
   optimizer.state_to_host(i, shard.data());
   gather_shards(shard.data(), whole);
 }
 
 void DataParallel::load_state(Optimizer& optimizer, size_t i, const float* whole) {
+  if (control_.size() == 1) return optimizer.state_from_host(i, whole);
   std::vector<float> shard(optimizer.size());
   scatter_shards(whole, shard.data());
   optimizer.state_from_host(i, shard.data());
