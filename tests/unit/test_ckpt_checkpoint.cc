@@ -168,10 +168,25 @@ TEST(CkptCheckpoint, LatestAndIncompleteCheckpoints) {
   EXPECT_EQ(find_latest_checkpoint(d.path.string()), (d.path / "step00000008").string());
   fs::remove(d.path / "latest");  // a crash between the rename and `latest`: the highest complete step
   EXPECT_EQ(find_latest_checkpoint(d.path.string()), (d.path / "step00000008").string());
-  remove_incomplete_checkpoints(d.path.string());
+  fs::copy(d.path / "step00000008", d.path / "step00000020");  // the one train.resume_from names
+  fs::remove(d.path / "step00000020" / "MANIFEST.json");
+  const std::vector<std::string> said =
+      set_aside_incomplete_checkpoints(d.path.string(), (d.path / "step00000020").string());
   EXPECT_FALSE(fs::exists(d.path / "step00000012.partial"));
   EXPECT_FALSE(fs::exists(d.path / "step00000016"));
   EXPECT_TRUE(fs::exists(d.path / "step00000004"));
+  // Nothing a user may want is deleted: a step directory without a manifest is set aside, and said so.
+  EXPECT_TRUE(fs::exists(d.path / "step00000016.incomplete" / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(d.path / "step00000020" / "model.safetensors"));
+  ASSERT_EQ(said.size(), 2u);
+  EXPECT_NE(said[0].find("step00000012.partial"), std::string::npos);
+  EXPECT_NE(said[1].find("step00000016.incomplete"), std::string::npos);
+  // A second one of the same name does not overwrite the first.
+  fs::copy(d.path / "step00000008", d.path / "step00000016");
+  fs::remove(d.path / "step00000016" / "MANIFEST.json");
+  set_aside_incomplete_checkpoints(d.path.string(), "");
+  EXPECT_TRUE(fs::exists(d.path / "step00000016.incomplete.2"));
+  EXPECT_FALSE(fs::exists(d.path / "step00000020"));
 }
 
 TEST(CkptCheckpoint, SaverWritesTheSnapshot) {

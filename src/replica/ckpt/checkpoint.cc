@@ -147,15 +147,32 @@ std::string find_latest_checkpoint(const std::string& root) {
   return all.empty() ? "" : all.front().second.string();
 }
 
-void remove_incomplete_checkpoints(const std::string& root) {
-  if (!fs::is_directory(root)) return;
-  std::vector<fs::path> doomed;
+std::vector<std::string> set_aside_incomplete_checkpoints(const std::string& root, const std::string& keep) {
+  std::vector<std::string> said;
+  if (!fs::is_directory(root)) return said;
+  std::vector<fs::path> partial, incomplete;
   for (const fs::directory_entry& e : fs::directory_iterator(root)) {
-    const std::string name = e.path().filename().string();
-    if (e.is_directory() && (name.ends_with(".partial") || (step_of(e.path()) >= 0 && !is_complete(e.path()))))
-      doomed.push_back(e.path());
+    if (!e.is_directory()) continue;
+    if (e.path().filename().string().ends_with(".partial")) partial.push_back(e.path());
+    std::error_code same;
+    if (step_of(e.path()) >= 0 && !is_complete(e.path()) && !(!keep.empty() && fs::equivalent(e.path(), keep, same)))
+      incomplete.push_back(e.path());
   }
-  for (const fs::path& p : doomed) fs::remove_all(p);
+  std::sort(partial.begin(), partial.end());
+  std::sort(incomplete.begin(), incomplete.end());
+  for (const fs::path& p : partial) {
+    fs::remove_all(p);
+    said.push_back(fmt::format("removed {} (a save cut short)", p.string()));
+  }
+  for (const fs::path& p : incomplete) {
+    fs::path aside = p.string() + ".incomplete";
+    for (int n = 2; fs::exists(aside); n++) aside = fmt::format("{}.incomplete.{}", p.string(), n);
+    fs::rename(p, aside);
+    said.push_back(fmt::format("set aside {} as {}: it has no MANIFEST.json (a save or deletion cut short); "
+                               "delete it when you no longer need it",
+                               p.string(), aside.filename().string()));
+  }
+  return said;
 }
 
 bool is_checkpoint_dir(const std::string& path) {

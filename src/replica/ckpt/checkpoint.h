@@ -55,8 +55,11 @@ std::string write_checkpoint(const std::string& root, const CheckpointTensors& t
 // (MANIFEST.json present) with the highest step; "" when there is none.
 std::string find_latest_checkpoint(const std::string& root);
 
-// Removes what a crash can leave under root: *.partial directories and step directories without a manifest.
-void remove_incomplete_checkpoints(const std::string& root);
+// Makes safe what a crash can leave under root before a run starts, and says what it did (one line each):
+// *.partial directories (a save cut short; only write_checkpoint makes them) are removed; a step directory without
+// a manifest (a save or a deletion cut short, or an edited checkpoint) is renamed to <name>.incomplete, never
+// deleted, unless it is `keep` (train.resume_from), which stays as it is.
+std::vector<std::string> set_aside_incomplete_checkpoints(const std::string& root, const std::string& keep);
 
 // True when `path` is a replica checkpoint directory (holds train_state.json).
 bool is_checkpoint_dir(const std::string& path);

@@ -3,7 +3,11 @@
 
 #include <fmt/core.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -76,8 +80,21 @@ HfModel load_hf_model(const std::string& dir) {
   return model;
 }
 
+// A fresh directory beside `target` for the export to be written in before it is renamed onto `target`: made by
+// mkdtemp, so it never is (or removes) anything that already exists.
+static fs::path fresh_partial_dir(const fs::path& target) {
+  std::string name = target.string() + ".partial.XXXXXX";
+  const bool made = ::mkdtemp(name.data()) != nullptr;
+  const std::string why = made ? "" : std::strerror(errno);
+  check(made, "{}: cannot create a directory beside it to write into ({})", target.string(), why);
+  return name;
+}
+
 void export_hf(const model::ModelConfig& config, const model::ParamTable& table, const float* params,
-               const std::string& out, const HfExportOptions& options) {
+               const std::string& out_arg, const HfExportOptions& options) {
+  fs::path target = fs::path(out_arg).lexically_normal();  // "DIR/" is DIR
+  if (!target.has_filename()) target = target.parent_path();
+  const std::string out = target.string();
   const int64_t V = options.vocab > 0 ? options.vocab : config.vocab_size;
   check(V <= config.vocab_size, "export: vocab {} is larger than the model's vocabulary ({})", V, config.vocab_size);
   check(!fs::exists(out) || (fs::is_directory(out) && fs::is_empty(out)),
@@ -104,24 +121,30 @@ void export_hf(const model::ModelConfig& config, const model::ParamTable& table,
     total_bytes += bytes;
   }
 
-  const fs::path partial = out + ".partial";
-  fs::remove_all(partial);
-  fs::create_directories(partial);
-  write_text_file_atomic((partial / "config.json").string(), hf_config.dump(2) + "\n");
-  const std::map<std::string, std::string> metadata = {{"format", "pt"}};
-  if (shards.size() == 1) {
-    write_safetensors((partial / "model.safetensors").string(), shards[0], metadata);
-  } else {
-    nlohmann::json weight_map = nlohmann::json::object();
-    for (size_t k = 0; k < shards.size(); k++) {
-      const std::string file = fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, shards.size());
-      write_safetensors((partial / file).string(), shards[k], metadata);
-      for (const StTensorOut& t : shards[k]) weight_map[t.name] = file;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  const fs::path partial = fresh_partial_dir(target);
+  fs::permissions(partial, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  try {
+    write_text_file_atomic((partial / "config.json").string(), hf_config.dump(2) + "\n");
+    const std::map<std::string, std::string> metadata = {{"format", "pt"}};
+    if (shards.size() == 1) {
+      write_safetensors((partial / "model.safetensors").string(), shards[0], metadata);
+    } else {
+      nlohmann::json weight_map = nlohmann::json::object();
+      for (size_t k = 0; k < shards.size(); k++) {
+        const std::string file = fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, shards.size());
+        write_safetensors((partial / file).string(), shards[k], metadata);
+        for (const StTensorOut& t : shards[k]) weight_map[t.name] = file;
+      }
+      const nlohmann::json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};
+      write_text_file_atomic((partial / "model.safetensors.index.json").string(), index.dump(2) + "\n");
     }
-    const nlohmann::json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};
-    write_text_file_atomic((partial / "model.safetensors.index.json").string(), index.dump(2) + "\n");
+    fsync_directory(partial.string());
+  } catch (...) {
+    fs::remove_all(partial);  // ours alone (fresh_partial_dir): a failed export leaves nothing behind
+    throw;
   }
-  fsync_directory(partial.string());
   if (fs::exists(out)) fs::remove(out);  // an empty directory
   fs::rename(partial, out);
   const fs::path parent = fs::absolute(out).parent_path();

@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <cstdio>
+#include <exception>
 
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
@@ -26,13 +27,16 @@ static Command train_command("train", "Train a model from a recipe: replica trai
     train::TrainSummary s;
     try {
       s = train::train(train::load_recipe(o->config, o->overrides), *comm);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       if (comm->size() == 1) throw;
       comm->abort(e.what(), 2);
     }
     fmt::print("\nrun directory: {}  (config.yaml, metrics.jsonl, tb/)\n", s.run_dir);
-    fmt::print("steps: {}{}   final training loss: {:.4f}\n", s.steps, s.interrupted ? " (interrupted)" : "",
-               s.final_loss);
+    if (s.final_loss)
+      fmt::print("steps: {}{}   final training loss: {:.4f}\n", s.steps, s.interrupted ? " (interrupted)" : "",
+                 *s.final_loss);
+    else
+      fmt::print("steps: {} (none run now: the run was already there)\n", s.steps);
     if (s.heldout_initial && s.heldout_final)
       fmt::print("held-out loss: {:.4f} at step 0 -> {:.4f} at step {} ({:+.4f})\n", *s.heldout_initial,
                  *s.heldout_final, s.steps, *s.heldout_final - *s.heldout_initial);

@@ -1,4 +1,5 @@
-// replica: one binary, git-style subcommands. Bad input (replica::Error) exits with status 2.
+// replica: one binary, git-style subcommands. Every error that reaches main (bad input is a replica::Error naming the
+// file or key; anything else is reported as it is) prints one line and exits with status 2.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, run] : runners)
       if (sub->parsed()) return run();
-  } catch (const replica::Error& e) {
+  } catch (const std::exception& e) {
     fmt::print(stderr, "replica: error: {}\n", e.what());
     return 2;
   }

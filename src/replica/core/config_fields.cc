@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace replica::config {
 
@@ -11,8 +12,17 @@ void wrong_type(const std::string& where, const std::string& key, const char* ex
   fail("{}: '{}' expects {}, got {}", where, key, expected, YAML::Dump(node));
 }
 
+// Every number a config holds is finite: `.inf` or `.nan` would train on NaN without a word.
+static double finite_number(const YAML::Node& n, const std::string& where, const std::string& key,
+                            const char* expected) {
+  const double value = scalar<double>(n, where, key, expected);
+  if (!std::isfinite(value)) wrong_type(where, key, "a finite number", n);
+  return value;
+}
+
 Field number(std::string key, double& ref) {
-  return {key, [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<double>(n, w, key, "a number"); },
+  return {key,
+          [&ref, key](const YAML::Node& n, const std::string& w) { ref = finite_number(n, w, key, "a number"); },
           [&ref] { return YAML::Node(fmt::format("{}", ref)); }};
 }
 
@@ -20,8 +30,8 @@ Field number_pair(std::string key, double& first, double& second, const char* ex
   return {key,
           [&first, &second, key, expected](const YAML::Node& n, const std::string& w) {
             if (!n.IsSequence() || n.size() != 2) wrong_type(w, key, expected, n);
-            first = scalar<double>(n[0], w, key, expected);
-            second = scalar<double>(n[1], w, key, expected);
+            first = finite_number(n[0], w, key, expected);
+            second = finite_number(n[1], w, key, expected);
           },
           [&first, &second] {
             YAML::Node n(YAML::NodeType::Sequence);

@@ -42,19 +42,35 @@ AtomicFile::~AtomicFile() {
   }
 }
 
-void AtomicFile::write(const void* data, size_t size) {
-  if (size == 0) return;
-  check(std::fwrite(data, 1, size, file_) == size, "{}: write failed ({})", temp_path_, std::strerror(errno));
-}
+// The errno of a failed call, read before anything else can change it (a check's message arguments are
+// evaluated in an unspecified order relative to the call).
+static std::string error_text(bool ok) { return ok ? std::string() : std::strerror(errno); }
+
+void AtomicFile::write(const void* data, size_t size) { write_all(file_, data, size, temp_path_); }
 
 void AtomicFile::commit() {
-  check(std::fflush(file_) == 0 && ::fsync(fileno(file_)) == 0, "{}: flush failed ({})", temp_path_,
-        std::strerror(errno));
+  bool ok = std::fflush(file_) == 0 && ::fsync(fileno(file_)) == 0;
+  std::string why = error_text(ok);
+  check(ok, "{}: flush failed ({})", temp_path_, why);
   std::fclose(file_);
   file_ = nullptr;
-  check(std::rename(temp_path_.c_str(), path_.c_str()) == 0, "{}: rename failed ({})", path_, std::strerror(errno));
+  ok = std::rename(temp_path_.c_str(), path_.c_str()) == 0;
+  why = error_text(ok);
+  check(ok, "{}: rename failed ({})", path_, why);
   std::filesystem::path parent = std::filesystem::path(path_).parent_path();
   fsync_directory(parent.empty() ? "." : parent.string());
+}
+
+void write_all(std::FILE* file, const void* data, size_t size, const std::string& path) {
+  const bool ok = size == 0 || std::fwrite(data, 1, size, file) == size;
+  const std::string why = error_text(ok);
+  check(ok, "{}: write failed ({})", path, why);
+}
+
+void flush_all(std::FILE* file, const std::string& path) {
+  const bool ok = std::fflush(file) == 0;
+  const std::string why = error_text(ok);
+  check(ok, "{}: write failed ({})", path, why);
 }
 
 void write_text_file_atomic(const std::string& path, const std::string& text) {

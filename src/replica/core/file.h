@@ -28,6 +28,11 @@ class AtomicFile {
 
 void write_text_file_atomic(const std::string& path, const std::string& text);
 
+// For files appended to as a run goes (metrics.jsonl, TensorBoard events): a failed write or flush (a full disk)
+// raises replica::Error naming `path` and the reason, so no line is lost silently.
+void write_all(std::FILE* file, const void* data, size_t size, const std::string& path);
+void flush_all(std::FILE* file, const std::string& path);
+
 // fsync a directory so that a rename inside it is durable.
 void fsync_directory(const std::string& dir);
 

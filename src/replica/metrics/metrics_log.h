@@ -13,9 +13,10 @@ class MetricsLog {
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
-  void write(const nlohmann::json& record);
+  void write(const nlohmann::json& record);  // raises replica::Error when the line cannot be written
 
  private:
+  std::string path_;
   std::FILE* file_;
 };
 

@@ -90,10 +90,10 @@ TensorBoardWriter::~TensorBoardWriter() {
 void TensorBoardWriter::write_record(const std::string& payload) {
   const uint64_t length = payload.size();
   const uint32_t length_crc = masked_crc32c(&length, 8), payload_crc = masked_crc32c(payload.data(), payload.size());
-  std::fwrite(&length, 8, 1, file_);
-  std::fwrite(&length_crc, 4, 1, file_);
-  std::fwrite(payload.data(), 1, payload.size(), file_);
-  std::fwrite(&payload_crc, 4, 1, file_);
+  write_all(file_, &length, 8, path_);
+  write_all(file_, &length_crc, 4, path_);
+  write_all(file_, payload.data(), payload.size(), path_);
+  write_all(file_, &payload_crc, 4, path_);
 }
 
 void TensorBoardWriter::scalar(const std::string& tag, double value, int64_t step) {
@@ -107,7 +107,7 @@ void TensorBoardWriter::scalar(const std::string& tag, double value, int64_t ste
   write_record(e);
 }
 
-void TensorBoardWriter::flush() { std::fflush(file_); }
+void TensorBoardWriter::flush() { flush_all(file_, path_); }
 
 namespace {
 

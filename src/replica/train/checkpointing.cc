@@ -2,6 +2,7 @@
 #include "replica/train/checkpointing.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "replica/ckpt/model_source.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/train/resume_check.h"
 
 namespace replica::train {
 
@@ -21,6 +23,48 @@ model::ModelConfig recipe_model_config(const Recipe& r) {
                                 : model::load_model_config(r.model.config);
 }
 
+static nlohmann::json schedule_json(const optim::ScheduleConfig& c) {
+  return {{"type", optim::schedule_type_name(c.type)},
+          {"lr", c.lr},
+          {"warmup", c.warmup},
+          {"alpha_f", c.alpha_f},
+          {"t_max", c.t_max},
+          {"decay", c.decay},
+          {"stitch_step", c.stitch_step},
+          {"part2_warmup", c.part2_warmup},
+          {"part2_t_max", c.part2_t_max}};
+}
+
+// A step-0 start in a run directory whose metrics.jsonl already holds training steps (and no checkpoint is left to
+// resume from) would empty that history. That is right only when it is this same run restarting before its first
+// checkpoint: its steps are recomputed bit for bit. Anything else is refused rather than erased.
+static void check_fresh_start_keeps_history(const Recipe& r, const std::vector<std::string>& set_aside) {
+  const fs::path metrics = fs::path(r.run.dir) / "metrics.jsonl", config = fs::path(r.run.dir) / "config.yaml";
+  if (!fs::exists(metrics)) return;
+  int64_t steps = 0;
+  std::istringstream in(read_text_file(metrics.string()));
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("loss") && j.contains("step") && j["step"].is_number_integer()) steps++;
+  }
+  if (steps == 0) return;
+  std::vector<std::string> changed;
+  if (fs::exists(config))
+    for (const RecipeChange& c : recipe_changes(read_text_file(config.string()), r))
+      if (!neutral_on_resume(c.key, false)) changed.push_back(c.key);
+  std::string why;
+  if (!set_aside.empty())
+    why = fmt::format("its checkpoints were set aside as incomplete ({})", fmt::join(set_aside, "; "));
+  else if (!fs::exists(config))
+    why = "there is no config.yaml to show that it is this run";
+  else if (!changed.empty())
+    why = fmt::format("config.yaml is another recipe ({} differ)", fmt::join(changed, ", "));
+  check(why.empty(),
+        "{}: holds {} training steps, no checkpoint is left to resume from, and {}; starting at step 0 would erase "
+        "them: resume from a checkpoint (train.resume_from), use another run.dir, or move metrics.jsonl away",
+        metrics.string(), steps, why);
+}
+
 // The weights and the Adam state of checkpoint `dir` into params and start.
 static void read_weights_and_moments(const std::string& dir, const model::ParamTable& table, float* params,
                                      RunStart& start, int64_t adam_step_count) {
@@ -31,9 +75,12 @@ static void read_weights_and_moments(const std::string& dir, const model::ParamT
 }
 
 static RunStart resume(const Recipe& r, const std::string& dir, const model::ParamTable& table,
-                       const data::DataLoader& loader, float* params, optim::SkipStep& skip_step) {
+                       const data::DataLoader& loader, float* params, optim::SkipStep& skip_step,
+                       std::vector<std::string> notes) {
   const ckpt::TrainState s = ckpt::read_checkpoint_state(dir);
   ckpt::check_same_model(s.model, recipe_model_config(r), dir);
+  check(s.step <= r.last_step(), "{}: {}={} is before the checkpoint's step {}", dir,
+        r.train.stop_at > 0 ? "train.stop_at" : "train.max_steps", r.last_step(), s.step);
   check(s.global_batch_size == r.data.global_batch_size && s.seq_len == r.data.seq_len,
         "{}: saved with data.global_batch_size={} and data.seq_len={}, the recipe has {} and {} (the data "
         "position would not carry over)",
@@ -43,11 +90,17 @@ static RunStart resume(const Recipe& r, const std::string& dir, const model::Par
   } catch (const Error& e) {
     fail("{}: {} (data.allow_fingerprint_change=true)", dir, e.what());
   }
+  if (s.data_fingerprint != loader.fingerprint())
+    notes.push_back(fmt::format("data changed (data.allow_fingerprint_change=true): fingerprint {} -> {}",
+                                s.data_fingerprint, loader.fingerprint()));
+  const bool schedule_unchanged = s.schedule == schedule_json(schedule_config(r));
+  for (std::string& line : check_resume_changes(dir, s.recipe, r, schedule_unchanged)) notes.push_back(line);
   const auto [epoch, batch] = loader.position(s.step);
   check(epoch == s.epoch && batch == s.batch,
         "{}: data position (epoch {}, batch {}) does not match step {} (epoch {}, batch {})", dir, s.epoch, s.batch,
         s.step, epoch, batch);
-  RunStart start{s.step, fmt::format("resuming from {} (step {}, {} tokens)", dir, s.step, s.tokens), {}, {}, 0};
+  notes.push_back(fmt::format("resuming from {} (step {}, {} tokens)", dir, s.step, s.tokens));
+  RunStart start{s.step, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
   read_weights_and_moments(dir, table, params, start, s.adam_step_count);
   try {
     skip_step.load_json(s.skip_step);
@@ -61,46 +114,40 @@ static RunStart resume(const Recipe& r, const std::string& dir, const model::Par
 RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::DataLoader& loader, float* params,
                    optim::SkipStep& skip_step) {
   const std::string root = checkpoint_root(r);
-  ckpt::remove_incomplete_checkpoints(root);
+  check(!fs::exists(root) || fs::is_directory(root),
+        "{}: exists and is not a directory (run.dir={} keeps its checkpoints there)", root, r.run.dir);
+  std::vector<std::string> notes = ckpt::set_aside_incomplete_checkpoints(root, r.train.resume_from);
   if (!r.train.resume_from.empty()) {
     check(ckpt::is_checkpoint_dir(r.train.resume_from), "train.resume_from: {} is not a replica checkpoint directory",
           r.train.resume_from);
-    return resume(r, r.train.resume_from, table, loader, params, skip_step);
+    return resume(r, r.train.resume_from, table, loader, params, skip_step, notes);
   }
   const std::string latest = ckpt::find_latest_checkpoint(root);
-  if (!latest.empty()) return resume(r, latest, table, loader, params, skip_step);
+  if (!latest.empty()) return resume(r, latest, table, loader, params, skip_step, notes);
+  check_fresh_start_keeps_history(r, notes);
   truncate_metrics((fs::path(r.run.dir) / "metrics.jsonl").string(), -1);  // a run killed before its first save
 
   const std::string& from = r.model.init_from;
   if (from.empty()) {
     model::init_params(recipe_model_config(r), table, uint64_t(r.train.seed), params);
-    return {0, fmt::format("fresh initialisation (train.seed={})", r.train.seed), {}, {}, 0};
+    notes.push_back(fmt::format("fresh initialisation (train.seed={})", r.train.seed));
+    return {0, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
   }
   if (!r.optim.load_state) {
     ckpt::load_model_source_params(from, table, params);
-    return {0, fmt::format("weights from {}", from), {}, {}, 0};
+    notes.push_back(fmt::format("weights from {}", from));
+    return {0, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
   }
   check(ckpt::is_checkpoint_dir(from),
         "optim.load_state: model.init_from={} is not a replica checkpoint (an HF directory "
         "holds weights only)",
         from);
   const ckpt::TrainState s = ckpt::read_checkpoint_state(from);
-  RunStart start{0, fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule "
-                                "and data start afresh", s.adam_step_count, from, s.step), {}, {}, 0};
+  notes.push_back(fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule and "
+                              "data start afresh", s.adam_step_count, from, s.step));
+  RunStart start{0, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
   read_weights_and_moments(from, table, params, start, s.adam_step_count);
   return start;
-}
-
-static nlohmann::json schedule_json(const optim::ScheduleConfig& c) {
-  return {{"type", optim::schedule_type_name(c.type)},
-          {"lr", c.lr},
-          {"warmup", c.warmup},
-          {"alpha_f", c.alpha_f},
-          {"t_max", c.t_max},
-          {"decay", c.decay},
-          {"stitch_step", c.stitch_step},
-          {"part2_warmup", c.part2_warmup},
-          {"part2_t_max", c.part2_t_max}};
 }
 
 ckpt::TrainState train_state(const Recipe& r, const model::ModelConfig& config, int64_t step,

@@ -13,6 +13,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/glob.h"
+#include "replica/core/threads.h"
 
 namespace replica::train {
 namespace {
@@ -60,6 +61,7 @@ std::vector<Field> fields(Recipe& r) {
       integer("train.max_steps", r.train.max_steps),
       integer("train.stop_at", r.train.stop_at),
       text("train.resume_from", r.train.resume_from),
+      list("train.allow_change", r.train.allow_change, "a list of recipe keys"),
       choice("train.device", r.train.device, parse_device, device_name),
       choice("train.precision", r.train.precision, precision, precision_name),
       integer("train.threads", r.train.threads),
@@ -135,6 +137,10 @@ void validate(const Recipe& r, const std::string& source) {
     check(ok, "{}: '{}' {}", source, key, what);
   };
   require(!r.run.dir.empty(), "run.dir", "must name the run directory");
+  Recipe copy = r;
+  const std::vector<Field> table = fields(copy);
+  for (const std::string& key : r.train.allow_change)
+    require(find(table, key) != nullptr, "train.allow_change", fmt::format("names an unknown key '{}'", key));
   require(r.model.rope_scaling == "none" || r.model.rope_scaling == "yarn", "model.rope_scaling",
           fmt::format("must be none or yarn, got '{}'", r.model.rope_scaling));
   require(!r.model.config.empty() || !r.model.init_from.empty(), "model.config",
@@ -173,7 +179,8 @@ void validate(const Recipe& r, const std::string& source) {
   require(r.train.stop_at >= 0 && r.train.stop_at <= r.train.max_steps, "train.stop_at",
           fmt::format("must be in [0, train.max_steps = {}] (0 = run to max_steps), got {}", r.train.max_steps,
                       r.train.stop_at));
-  require(r.train.threads >= 0, "train.threads", fmt::format("must be >= 0 (0 = all cores), got {}", r.train.threads));
+  require(r.train.threads >= 0 && r.train.threads <= kMaxThreads, "train.threads",
+          fmt::format("must be 0 (all cores) to {}, got {}", kMaxThreads, r.train.threads));
   require(r.train.seed >= 0, "train.seed", fmt::format("must be >= 0, got {}", r.train.seed));
   require(r.train.log_every > 0, "train.log_every", fmt::format("must be positive, got {}", r.train.log_every));
   require(r.checkpoint.every >= 0, "checkpoint.every", fmt::format("must be >= 0, got {}", r.checkpoint.every));

@@ -60,6 +60,9 @@ struct Recipe {
     int64_t max_steps = 1000;  // the run's length (and the schedule horizon unless the schedule sets one)
     int64_t stop_at = 0;       // stop after this step without changing the horizon; 0 = max_steps
     std::string resume_from;   // checkpoint to resume from; empty: run.dir/checkpoints/latest if there is one
+    // Keys a resume may change although they change what the run computes (train/resume_check.h); others are
+    // refused.
+    std::vector<std::string> allow_change;
     Device device = Device::cpu;  // where the model, optimizer and loss run (kernels/backend.h)
     Precision precision = Precision::fp32;
     int64_t threads = 0;  // 0 = all cores

@@ -2,6 +2,7 @@
 #include "replica/train/step.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "replica/core/error.h"
 
@@ -67,6 +68,12 @@ StepResult TrainStep::update(const LossSums& sums, int64_t step) {
   const std::optional<double> watched_norm = config_.clip > 0 ? std::optional(result.grad_norm) : std::nullopt;
   result.skipped = config_.skip_step.enabled && !skip_step_.record(result.ce, watched_norm);
   result.lr = optim::learning_rate(config_.schedule, step);
+  // A non-finite loss or gradient would make every weight NaN from here on; stop before the update instead, so the
+  // weights (and every checkpoint the run has written) stay those of the last finite step.
+  check(result.skipped || (std::isfinite(result.loss()) && std::isfinite(result.grad_norm)),
+        "step {}: the loss is {} and the gradient norm {}; stopping before the update, so the newest checkpoint is "
+        "the last finite state of the run (resume from it with a lower optim.lr, or with optim.skip_step)",
+        step, result.loss(), result.grad_norm);
   if (!result.skipped) dp_.step(*optimizer_, result.lr);
   return result;
 }

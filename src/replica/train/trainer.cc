@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
+#include "replica/core/directory_lock.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/threads.h"
@@ -48,38 +50,50 @@ TrainSummary train(const Recipe& r, dist::Communicator& comm) {
 TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& backend) {
   namespace fs = std::filesystem;
   check_trainable(recipe);
-  set_num_threads(int(recipe.train.threads));
+  set_num_threads(recipe.train.threads);
   const bool root = comm.rank() == 0;
-  fs::create_directories(recipe.run.dir);
   Recipe r = recipe;  // as run: the kernel the backend resolved is what config.yaml and checkpoints record
   r.train.attention = backend.use_attention(recipe.train.attention);
 
+  // Everything that can be refused is checked before the run directory is touched.
   const model::ModelConfig config = recipe_model_config(r);
+  check(r.data.seq_len <= config.max_seq_len, "data.seq_len={} exceeds max_position_embeddings={} of the model ({})",
+        r.data.seq_len, config.max_seq_len, r.model.config.empty() ? r.model.init_from : r.model.config);
   const std::unique_ptr<dist::Communicator> device_comm = connect_data(comm, backend);  // NCCL on GPUs
   dist::Communicator& data_comm = device_comm ? *device_comm : comm;
   TrainStep step(config, step_config(r), comm, data_comm, backend);
   data::DataLoader loader(loader_config(r, config));
   check(loader.batches_per_epoch() > 0, "data: {} instances of {} tokens are fewer than one global batch of {}",
         loader.dataset().num_instances(), r.data.seq_len, r.data.global_batch_size);
+  std::optional<DirectoryLock> lock;  // held until every observer (the checkpoint saver's thread) is gone
+  // Observers, in the order they see each step: the alarm takes the step's loss before an evaluation compares it.
+  // Each evaluation passes every observer, then goes to the metrics.
+  std::vector<std::unique_ptr<Observer>> observers;
+  std::unique_ptr<MetricsSink> metrics;
+  auto publish = [&](EvalRecord& e) {
+    for (auto& o : observers) o->after_evaluation(e);
+    metrics->evaluation(e);
+  };
+  auto evaluation = std::make_unique<EvalObserver>(r, config, step, publish);  // loads the held-out set and suite
+  EvalObserver& eval = *evaluation;
+
+  // One process at a time in a run directory (rank 0 writes it).
+  if (root) {
+    check(!fs::exists(r.run.dir) || fs::is_directory(r.run.dir), "run.dir: {} exists and is not a directory",
+          r.run.dir);
+    fs::create_directories(r.run.dir);
+    lock.emplace(r.run.dir, fmt::format("run.dir {}", r.run.dir));
+  }
   const RunStart start = start_run_all_ranks(r, step, loader);
   // config.yaml once the start is known to be valid: a refused resume overwrites nothing.
   if (root) write_text_file_atomic((fs::path(r.run.dir) / "config.yaml").string(), r.to_yaml());
 
   metrics::Progress console(r.train.log_every);
-  const std::unique_ptr<MetricsSink> metrics = run_metrics(r, root, console);
+  metrics = run_metrics(r, root, console);
   const double flops_per_token = model::training_flops_per_token(config, r.data.seq_len);
   const double peak = root ? backend.peak_flops(r.train.precision) : 1.0;  // per rank; only rank 0 reports MFU
   print_header(console, r, step, loader, start, comm, data_comm, backend, peak, flops_per_token);
 
-  // Observers, in the order they see each step: the alarm takes the step's loss before an evaluation compares it.
-  // Each evaluation passes every observer, then goes to the metrics.
-  std::vector<std::unique_ptr<Observer>> observers;
-  auto publish = [&](EvalRecord& e) {
-    for (auto& o : observers) o->after_evaluation(e);
-    metrics->evaluation(e);
-  };
-  auto evaluation = std::make_unique<EvalObserver>(r, config, step, publish);
-  EvalObserver& eval = *evaluation;
   observers.push_back(std::make_unique<AlarmObserver>(r.eval.alarm_window, r.eval.alarm_margin));
   observers.push_back(std::move(evaluation));
   observers.push_back(std::make_unique<CheckpointObserver>(r, config, step, loader, console));
@@ -88,6 +102,8 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
         backend, start.step + 1, root ? (fs::path(r.run.dir) / "profile.md").string() : "", console));
   else if (r.train.profile)
     console.line(fmt::format("train.profile: the {} backend does not profile; ignored", device_name(backend.device())));
+  if (start.step == r.last_step())
+    console.line(fmt::format("nothing to train: the run is at step {} of {}", start.step, r.last_step()));
 
   TrainSummary summary{.run_dir = r.run.dir, .steps = start.step};
   if (start.step == 0) summary.heldout_initial = eval.evaluate(0);

@@ -15,7 +15,7 @@ namespace replica::train {
 struct TrainSummary {
   std::string run_dir = "";
   int64_t steps = 0;               // optimizer steps taken (skipped ones included)
-  double final_loss = 0.0;         // training loss of the last step
+  std::optional<double> final_loss = std::nullopt;  // training loss of the last step (none: no step ran)
   std::optional<double> heldout_initial = std::nullopt;  // held-out loss before the first step (none: no held-out data)
   std::optional<double> heldout_final = std::nullopt;
   bool interrupted = false;

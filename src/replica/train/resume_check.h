@@ -1,0 +1,31 @@
+// What a resume may change. A checkpoint stores the recipe it was trained with; resuming compares it with the
+// recipe given now, key by key. Keys that only say how or where the run goes on (threads, logging, cadences,
+// device, the run's name) may change and are reported; keys that change what the run computes (optimizer,
+// schedule, precision, seed, data) are refused unless train.allow_change names them. docs/checkpoints.md holds
+// the rule.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "replica/train/recipe.h"
+
+namespace replica::train {
+
+struct RecipeChange {
+  std::string key, before, after;
+};
+
+// The keys whose values differ between the recipe a checkpoint saved (its YAML) and `now`, in key order.
+std::vector<RecipeChange> recipe_changes(const std::string& saved_yaml, const Recipe& now);
+
+// True for keys that do not change what the run computes from the checkpoint on. The model is compared
+// structurally and the data by its fingerprint, elsewhere; train.max_steps counts as neutral when the schedule
+// it resolves to is unchanged (`schedule_unchanged`).
+bool neutral_on_resume(const std::string& key, bool schedule_unchanged);
+
+// Raises replica::Error naming `checkpoint` and every refused change (key, saved value, new value) unless
+// train.allow_change lists it; returns one line per change made, for the log.
+std::vector<std::string> check_resume_changes(const std::string& checkpoint, const std::string& saved_yaml,
+                                              const Recipe& now, bool schedule_unchanged);
+
+}  // namespace replica::train
