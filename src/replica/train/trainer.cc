@@ -47,14 +47,14 @@ TrainSummary train(const Recipe& r, Communicator& comm) {
 
 TrainSummary train(const Recipe& recipe, Communicator& comm, Backend& backend) {
   namespace fs = std::filesystem;
-  check_trainable(recipe);
+  const ModelConfig config = recipe_model_config(recipe);
+  check_trainable(recipe, config);
   set_num_threads(int(recipe.train.threads));
   const bool root = comm.rank() == 0;
   fs::create_directories(recipe.run.dir);
   Recipe r = recipe;  // as run: the kernel the backend resolved is what config.yaml and checkpoints record
   r.train.attention = backend.use_attention(recipe.train.attention);
 
-  const ModelConfig config = recipe_model_config(r);
   const std::unique_ptr<Communicator> device_comm = connect_data(comm, backend);  // NCCL on GPUs
   Communicator& data_comm = device_comm ? *device_comm : comm;
   TrainStep step(config, step_config(r), comm, data_comm, backend);
