@@ -51,9 +51,9 @@ expect_failure() {
 }
 
 ref_tools="$2/tools/reference"
-make_broken() {  # name, python statement editing `params` (a dict name -> tensor)
+make_broken() {  # name, python statement editing `params` (a dict name -> tensor) or `config`, [model directory]
   mkdir -p "$work/$1"
-  /usr/bin/python3 - "$ref_tools" "$fixture" "$work/$1" "$2" <<'PY'
+  /usr/bin/python3 - "$ref_tools" "${3:-$fixture}" "$work/$1" "$2" <<'PY'
 import sys, json
 sys.path.insert(0, sys.argv[1])
 import olmo3_ref as ref
@@ -81,19 +81,10 @@ make_broken badconfig "config['num_hidden_layerz'] = 2"
 expect_failure "unknown model config key 'num_hidden_layerz'" \
   "$replica" forward --model "$work/badconfig" --tokens "$fixture/tokens.npy" --out "$work/x.npy"
 
-edit_config() {  # name, python statement editing `config` of the released-config fixture
-  mkdir -p "$work/$1" && cp "$released/model.safetensors" "$work/$1/"
-  /usr/bin/python3 - "$released/config.json" "$work/$1/config.json" "$2" <<'PY'
-import json, sys
-config = json.load(open(sys.argv[1]))
-exec(sys.argv[3])
-json.dump(config, open(sys.argv[2], "w"))
-PY
-}
-edit_config linear "config['rope_scaling']['rope_type'] = 'linear'"
+make_broken linear "config['rope_scaling']['rope_type'] = 'linear'" "$released"
 expect_failure "'rope_scaling.rope_type' is 'linear'" \
   "$replica" forward --model "$work/linear" --tokens "$released/tokens.npy" --out "$work/x.npy"
-edit_config factor "config['rope_scaling']['factor'] = 0.0"
+make_broken factor "config['rope_scaling']['factor'] = 0.0" "$released"
 expect_failure "rope_scaling.factor must be positive" \
   "$replica" forward --model "$work/factor" --tokens "$released/tokens.npy" --out "$work/x.npy"
 
