@@ -8,7 +8,7 @@
 #include "emulated_device.h"
 #include "replica/model/transformer.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 // GQA and untied, so that no two widths coincide: C 32, F 64, H·D 32, K·D 16; `extra` keys on top.
@@ -58,4 +58,4 @@ TEST(ModelActivations, ActivationBytesAreWhatTheModelAllocates) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model

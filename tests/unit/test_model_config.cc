@@ -11,7 +11,7 @@
 #include "replica/model/flops.h"
 #include "replica/model/params.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 std::string config_path(const std::string& name) { return std::string(REPLICA_SOURCE_DIR) + "/configs/models/" + name; }
@@ -244,4 +244,4 @@ TEST(Flops, CountsMatmulsAndCausalWindowedAttention) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model
