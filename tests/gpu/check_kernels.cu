@@ -12,6 +12,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "replica/core/bf16.h"
@@ -33,6 +34,7 @@
 #include "replica/kernels/cuda/rmsnorm.h"
 #include "replica/kernels/cuda/rope.h"
 #include "replica/kernels/cuda/swiglu.h"
+#include "replica/kernels/rope_table.h"
 #include "replica/optim/clip.h"
 
 namespace {
@@ -188,19 +190,26 @@ void check_rmsnorm(Context& ctx, CheckTable& t) {
   t.row("rmsnorm_backward", shape, "dw", rel_error(d_dw.download(), dw), kFp32Bound);
 }
 
+// Both tables a model rotates with: plain RoPE, and YaRN (OLMo 3 stage 3's settings, the original context scaled
+// down so that T = 67 reaches past it and every band of the ramp is used).
 void check_rope(Context& ctx, CheckTable& t) {
   const int64_t B = 2, T = 67, heads = 3, D = 64;
-  const RopeTable table(T, D, 500000.0);
+  YarnScaling yarn;
+  yarn.original_max_position_embeddings = 32;
+  const std::vector<std::pair<std::string, RopeTable>> tables = {{"plain", RopeTable(T, D, 500000.0)},
+                                                                 {"yarn", RopeTable(T, D, 500000.0, yarn)}};
   const std::vector<float> x0 = random_vector(static_cast<size_t>(B * T * heads * D), 20);
-  std::vector<float> fwd = x0, bwd = x0;
-  cpu::rope_forward(fwd.data(), table, B, T, heads, D);
-  cpu::rope_backward(bwd.data(), table, B, T, heads, D);
-  GpuArray<float> d_cos(ctx, table.cos), d_sin(ctx, table.sin), d_fwd(ctx, x0), d_bwd(ctx, x0);
-  cuda::rope_forward(ctx, d_fwd.p, d_cos.p, d_sin.p, B, T, heads, D);
-  cuda::rope_backward(ctx, d_bwd.p, d_cos.p, d_sin.p, B, T, heads, D);
-  const std::string shape = shape_text({{"B", B}, {"T", T}, {"heads", heads}, {"D", D}});
-  t.row("rope_forward", shape, "x", rel_error(d_fwd.download(), fwd), kFp32Bound);
-  t.row("rope_backward", shape, "dx", rel_error(d_bwd.download(), bwd), kFp32Bound);
+  for (const auto& [name, table] : tables) {
+    std::vector<float> fwd = x0, bwd = x0;
+    cpu::rope_forward(fwd.data(), table.cos.data(), table.sin.data(), B, T, heads, D);
+    cpu::rope_backward(bwd.data(), table.cos.data(), table.sin.data(), B, T, heads, D);
+    GpuArray<float> d_cos(ctx, table.cos), d_sin(ctx, table.sin), d_fwd(ctx, x0), d_bwd(ctx, x0);
+    cuda::rope_forward(ctx, d_fwd.p, d_cos.p, d_sin.p, B, T, heads, D);
+    cuda::rope_backward(ctx, d_bwd.p, d_cos.p, d_sin.p, B, T, heads, D);
+    const std::string shape = shape_text({{"B", B}, {"T", T}, {"heads", heads}, {"D", D}}) + " " + name;
+    t.row("rope_forward", shape, "x", rel_error(d_fwd.download(), fwd), kFp32Bound);
+    t.row("rope_backward", shape, "dx", rel_error(d_bwd.download(), bwd), kFp32Bound);
+  }
 }
 
 // Attention outputs of one run: forward (out, lse) and backward (dq, dk, dv) on the same inputs.

@@ -16,6 +16,7 @@
 #include "replica/kernels/cpu/rmsnorm.h"
 #include "replica/kernels/cpu/rope.h"
 #include "replica/kernels/cpu/swiglu.h"
+#include "replica/kernels/rope_table.h"
 
 namespace replica::cpu {
 namespace {
@@ -190,7 +191,7 @@ TEST(Rope, RotatesHalvesAndInvertsExactly) {
   RopeTable table(T, D, theta);
   auto x = random_floats(size_t(B * T * heads * D), 15);
   std::vector<float> y = x;
-  rope_forward(y.data(), table, B, T, heads, D);
+  rope_forward(y.data(), table.cos.data(), table.sin.data(), B, T, heads, D);
   for (int64_t b = 0; b < B; b++)
     for (int64_t t = 0; t < T; t++)
       for (int64_t h = 0; h < heads; h++)
@@ -202,7 +203,7 @@ TEST(Rope, RotatesHalvesAndInvertsExactly) {
           EXPECT_NEAR(y[base + size_t(i + D / 2)], x2 * std::cos(angle) + x1 * std::sin(angle), 1e-6);
         }
   // The backward pass is the transpose (inverse) rotation: it maps y back to x.
-  rope_backward(y.data(), table, B, T, heads, D);
+  rope_backward(y.data(), table.cos.data(), table.sin.data(), B, T, heads, D);
   for (size_t i = 0; i < x.size(); i++) EXPECT_NEAR(y[i], x[i], 1e-6);
 }
 

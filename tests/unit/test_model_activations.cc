@@ -11,32 +11,50 @@
 namespace replica::model {
 namespace {
 
-ModelConfig model() {  // GQA and untied, so that no two widths coincide: C 32, F 64, H·D 32, K·D 16
-  return model_config_from_json({{"model_type", "olmo3"}, {"vocab_size", 300}, {"hidden_size", 32},
-                                 {"intermediate_size", 64}, {"num_hidden_layers", 3}, {"num_attention_heads", 4},
-                                 {"num_key_value_heads", 2}, {"head_dim", 8}, {"sliding_window", 4}},
-                                "test model");
+// GQA and untied, so that no two widths coincide: C 32, F 64, H·D 32, K·D 16; `extra` keys on top.
+ModelConfig model(const nlohmann::json& extra = nlohmann::json::object()) {
+  nlohmann::json j = {{"model_type", "olmo3"}, {"vocab_size", 300}, {"hidden_size", 32}, {"intermediate_size", 64},
+                      {"num_hidden_layers", 3}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                      {"head_dim", 8}, {"sliding_window", 4}};
+  j.update(extra);
+  return model_config_from_json(j, "test model");
+}
+
+// The same with a full-attention layer in the middle, which YaRN scales.
+ModelConfig yarn_model() {
+  return model({{"layer_types", {"sliding_attention", "full_attention", "sliding_attention"}},
+                {"rope_scaling", {{"rope_type", "yarn"}, {"factor", 8.0}}}});
+}
+
+// With YaRN on its full layer the model keeps a second RoPE table, cos and sin [T, D/2], in the activation table.
+TEST(ModelActivations, AYarnModelCountsItsSecondRopeTable) {
+  const int64_t B = 2, T = 12;
+  for (Remat remat : {Remat::none, Remat::block})
+    EXPECT_EQ(Transformer::activation_bytes(yarn_model(), remat, B, T, Precision::fp32) -
+                  Transformer::activation_bytes(model(), remat, B, T, Precision::fp32),
+              2 * size_t(T) * 4 * sizeof(float));
 }
 
 TEST(ModelActivations, ActivationBytesAreWhatTheModelAllocates) {
-  const ModelConfig config = model();
   const int64_t B = 2, T = 12;
   std::vector<int32_t> ids(size_t(B * T));
   for (size_t i = 0; i < ids.size(); i++) ids[i] = int32_t(i * 37 % 300);
   const std::vector<int32_t> targets = shifted_targets(ids.data(), B, T);
-  for (Precision precision : {Precision::fp32, Precision::bf16})
-    for (Remat remat : {Remat::none, Remat::block, Remat::keep_attention}) {
-      EmulatedDevice device;
-      Transformer net(config, precision, remat, device);
-      const ParamTable& table = net.table();
-      DeviceArray<float> params(device, table.total()), grads(device, table.total());
-      // The bf16 copy of the weights is weights, not activations: made before counting.
-      net.whole_weights(params.data()).acquire(table.embed_range(), precision);
-      const size_t before = device.live_bytes();
-      net.forward_backward(params.data(), grads.data(), MicroBatch{ids.data(), targets.data(), B, T}, 1e-4f, 1.0f);
-      EXPECT_EQ(device.live_bytes() - before, Transformer::activation_bytes(config, remat, B, T, precision))
-          << remat_name(remat) << (precision == Precision::bf16 ? " bf16" : " fp32");
-    }
+  for (const ModelConfig& config : {model(), yarn_model()})
+    for (Precision precision : {Precision::fp32, Precision::bf16})
+      for (Remat remat : {Remat::none, Remat::block, Remat::keep_attention}) {
+        EmulatedDevice device;
+        Transformer net(config, precision, remat, device);
+        const ParamTable& table = net.table();
+        DeviceArray<float> params(device, table.total()), grads(device, table.total());
+        // The bf16 copy of the weights is weights, not activations: made before counting.
+        net.whole_weights(params.data()).acquire(table.embed_range(), precision);
+        const size_t before = device.live_bytes();
+        net.forward_backward(params.data(), grads.data(), MicroBatch{ids.data(), targets.data(), B, T}, 1e-4f, 1.0f);
+        EXPECT_EQ(device.live_bytes() - before, Transformer::activation_bytes(config, remat, B, T, precision))
+            << remat_name(remat) << (precision == Precision::bf16 ? " bf16" : " fp32")
+            << (config.rope_scaling ? " yarn" : "");
+      }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "replica/core/error.h"
 #include "replica/model/config.h"
@@ -107,6 +108,98 @@ TEST(ModelConfig, BadConfigsNameTheKey) {
   expect_error(with("sliding_window", 0), "sliding_window");
   expect_error(with("norm_placement", "post"), "norm_placement");
   expect_error(with("head_dim", 7), "head_dim");
+}
+
+TEST(ModelConfig, Olmo3_7bStage3IsStage2WithYarnOnTheFullLayers) {
+  const ModelConfig c = load_model_config(config_path("olmo3_7b_stage3.yaml"));
+  ASSERT_TRUE(c.rope_scaling.has_value());
+  EXPECT_EQ(*c.rope_scaling, (YarnScaling{8.0, 8192, 32.0, 1.0, 1.2079441541679836}));
+  EXPECT_EQ(c.max_seq_len, 65536);
+  for (int64_t l = 0; l < 32; l++) EXPECT_EQ(c.yarn_layer(l), (l + 1) % 4 == 0) << "layer " << l;
+  // Every other key, and so every weight, is stage 2's.
+  nlohmann::json stage3 = model_config_to_hf_json(c);
+  nlohmann::json stage2 = model_config_to_hf_json(load_model_config(config_path("olmo3_7b.yaml")));
+  EXPECT_EQ(stage2["rope_scaling"], nullptr);
+  for (const char* key : {"rope_scaling", "max_position_embeddings"}) {
+    stage3.erase(key);
+    stage2.erase(key);
+  }
+  EXPECT_EQ(stage3, stage2);
+}
+
+// A small olmo3 config with `extra` keys.
+nlohmann::json small_with(const nlohmann::json& extra) {
+  nlohmann::json j = {{"vocab_size", 64}, {"hidden_size", 32}, {"intermediate_size", 48}, {"num_hidden_layers", 4},
+                      {"num_attention_heads", 4}, {"sliding_window", 8}, {"max_position_embeddings", 4096}};
+  if (!extra.is_null()) j.update(extra);  // {} is null in nlohmann's initializer lists
+  return j;
+}
+
+const nlohmann::json kReleasedYarn = {{"rope_type", "yarn"}, {"factor", 8.0},
+                                      {"original_max_position_embeddings", 8192}, {"beta_fast", 32.0},
+                                      {"beta_slow", 1.0}, {"attention_factor", 1.2079441541679836}};
+
+TEST(ModelConfig, RopeScalingReadsEveryHfForm) {
+  const YarnScaling released{8.0, 8192, 32.0, 1.0, 1.2079441541679836};
+  auto scaling = [](const nlohmann::json& extra) {
+    return model_config_from_json(small_with(extra), "c").rope_scaling;
+  };
+  EXPECT_FALSE(scaling({}).has_value());
+  EXPECT_FALSE(scaling({{"rope_scaling", nullptr}}).has_value());
+  EXPECT_FALSE(scaling({{"rope_scaling", {{"rope_type", "default"}}}}).has_value());
+  EXPECT_EQ(scaling({{"rope_scaling", kReleasedYarn}}), released);  // transformers 4.5x, the released config.json
+  nlohmann::json flat = kReleasedYarn;
+  flat["rope_theta"] = 250000.0;
+  EXPECT_EQ(scaling({{"rope_parameters", flat}}), released);  // 5.x, one entry
+  EXPECT_EQ(model_config_from_json(small_with({{"rope_parameters", flat}}), "c").rope_theta, 250000.0);
+  const nlohmann::json per_type = {{"full_attention", flat}, {"sliding_attention", {{"rope_type", "default"},
+                                                                                     {"rope_theta", 250000.0}}}};
+  EXPECT_EQ(scaling({{"rope_parameters", per_type}}), released);  // 5.x per layer type (Olmo3 after #46911)
+  EXPECT_EQ(scaling({{"rope_scaling", kReleasedYarn}, {"rope_parameters", per_type}}), released);
+  // HF's defaults: "type" for rope_type, beta 32 and 1, the original context = max_position_embeddings, the
+  // attention factor 0.1·ln(factor) + 1.
+  const std::optional<YarnScaling> minimal = scaling({{"rope_scaling", {{"type", "yarn"}, {"factor", 4.0}}}});
+  ASSERT_TRUE(minimal.has_value());
+  EXPECT_EQ(*minimal, (YarnScaling{4.0, 4096, 32.0, 1.0, 0.1 * std::log(4.0) + 1.0}));
+}
+
+TEST(ModelConfig, RopeScalingRoundTripsThroughHfJsonAndYaml) {
+  const ModelConfig c = model_config_from_json(small_with({{"rope_scaling", kReleasedYarn}}), "c");
+  const nlohmann::json hf = model_config_to_hf_json(c);
+  EXPECT_EQ(hf["rope_scaling"], kReleasedYarn);  // what export-hf writes: the released block, key for key
+  const ModelConfig again = model_config_from_json(hf, "round trip");
+  EXPECT_EQ(again.rope_scaling, c.rope_scaling);
+  EXPECT_EQ(model_config_to_hf_json(again), hf);
+}
+
+TEST(ModelConfig, BadRopeScalingNamesTheKey) {
+  auto yarn_with = [](const char* key, nlohmann::json value) {
+    nlohmann::json block = kReleasedYarn;
+    block[key] = value;
+    return small_with({{"rope_scaling", block}});
+  };
+  expect_error(yarn_with("rope_type", "linear"), "'rope_scaling.rope_type' is 'linear'");
+  expect_error(small_with({{"rope_scaling", {{"factor", 8.0}}}}), "'rope_scaling.rope_type' is ''");
+  expect_error(yarn_with("factor", 0.0), "rope_scaling.factor must be positive");
+  expect_error(yarn_with("factor", -2.0), "rope_scaling.factor must be positive");
+  expect_error(yarn_with("factor", nullptr), "'rope_scaling.factor' is required");
+  expect_error(yarn_with("original_max_position_embeddings", 0), "rope_scaling.original_max_position_embeddings");
+  expect_error(yarn_with("beta_slow", 0.0), "beta_slow");
+  expect_error(yarn_with("attention_factor", -1.0), "rope_scaling.attention_factor");
+  expect_error(yarn_with("mscale", 1.0), "unknown key 'rope_scaling.mscale'");
+  expect_error(yarn_with("truncate", false), "'rope_scaling.truncate' is false");
+  expect_error(yarn_with("factor", "eight"), "'factor'");
+  expect_error(small_with({{"rope_scaling", "yarn"}}), "'rope_scaling' must be a mapping");
+  expect_error(small_with({{"rope_parameters", {{"sliding_attention", kReleasedYarn}}}}),
+               "applies YaRN to the full-attention layers only");
+  expect_error(small_with({{"rope_parameters", {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}},
+                                                {"sliding_attention", {{"rope_type", "default"}}}}}}),
+               "one rope_theta");
+  expect_error(small_with({{"rope_parameters", {{"global", kReleasedYarn}}}}), "'rope_parameters.global'");
+  nlohmann::json other = kReleasedYarn;
+  other["factor"] = 4.0;
+  expect_error(small_with({{"rope_scaling", kReleasedYarn}, {"rope_parameters", other}}),
+               "rope_scaling and rope_parameters give different YaRN settings");
 }
 
 TEST(Init, TruncatedNormalIndependentOfThreads) {

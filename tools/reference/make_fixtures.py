@@ -58,6 +58,47 @@ CASES = {
 }
 
 
+# The released Olmo-3-1025-7B config.json (the post-stage-3 model), every key as transformers 4.57 writes an
+# Olmo3Config (shared/reference/olmo3.md §1.7, stage3.md §1). RELEASED_CASES shrink only what a tiny shape must.
+RELEASED_7B = {
+    "architectures": ["Olmo3ForCausalLM"],
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "dtype": "bfloat16",
+    "eos_token_id": 100257,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "initializer_range": 0.02,
+    "intermediate_size": 11008,
+    "layer_types": [S, S, S, F] * 8,
+    "max_position_embeddings": 65536,
+    "model_type": "olmo3",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 32,
+    "pad_token_id": 100277,
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": {"attention_factor": 1.2079441541679836, "beta_fast": 32.0, "beta_slow": 1.0, "factor": 8.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "yarn"},
+    "rope_theta": 500000,
+    "sliding_window": 4096,
+    "tie_word_embeddings": False,
+    "transformers_version": "4.57.1",
+    "use_cache": True,
+    "vocab_size": 100278,
+}
+
+# name: (changes to RELEASED_7B, B, T, seed).
+RELEASED_CASES = {
+    # D = 128/4 = 32 and an original context of 64 put the YaRN ramp at low 0, high 3 (dims 0 kept, 1-2 blended,
+    # 3-15 divided by 8); T = 100 runs past the original context; the window shrinks below T so that it masks.
+    "released_7b_yarn": (dict(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=4,
+                              num_hidden_layers=4, layer_types=[S, S, S, F], vocab_size=256, sliding_window=48,
+                              rope_scaling=dict(RELEASED_7B["rope_scaling"], original_max_position_embeddings=64)),
+                         2, 100, 10),
+}
+
+
 def make_config(overrides: dict) -> dict:
     c = {
         "architectures": ["Olmo3ForCausalLM"],
@@ -113,8 +154,7 @@ def write_npy(path, arr):
     os.replace(tmp, path)
 
 
-def make_case(out_dir, name, overrides, B, T, seed):
-    config = make_config(overrides)
+def make_case(out_dir, name, config, B, T, seed):
     cfg = ref.load_config(config)
     params = ref.init_params(cfg, seed, std=FIXTURE_STD, norm_jitter=0.1)
     g = torch.Generator().manual_seed(1000 + seed)
@@ -145,9 +185,12 @@ def main():
     t0 = time.time()
     os.makedirs(args.out, exist_ok=True)
     for name, (overrides, B, T, seed) in CASES.items():
-        make_case(args.out, name, overrides, B, T, seed)
-    write_json(os.path.join(args.out, "cases.json"), list(CASES))
-    print(f"make_fixtures: {len(CASES)} cases written to {args.out} in {time.time() - t0:.1f} s")
+        make_case(args.out, name, make_config(overrides), B, T, seed)
+    for name, (changes, B, T, seed) in RELEASED_CASES.items():
+        make_case(args.out, name, dict(RELEASED_7B, **changes), B, T, seed)
+    names = list(CASES) + list(RELEASED_CASES)
+    write_json(os.path.join(args.out, "cases.json"), names)
+    print(f"make_fixtures: {len(names)} cases written to {args.out} in {time.time() - t0:.1f} s")
 
 
 if __name__ == "__main__":

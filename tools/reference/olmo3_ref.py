@@ -25,6 +25,16 @@ Params = Dict[str, torch.Tensor]
 
 
 @dataclass
+class Yarn:
+    """YaRN RoPE scaling (HF rope_scaling {"rope_type": "yarn"}; OLMo-core YaRNRoPEScalingConfig)."""
+    factor: float
+    original_max_position_embeddings: int  # OLMo-core old_context_len
+    beta_fast: float
+    beta_slow: float
+    attention_factor: float  # multiplies cos and sin
+
+
+@dataclass
 class Config:
     model_type: str  # "olmo3" | "olmo2" | "llama"
     vocab_size: int  # V
@@ -40,6 +50,7 @@ class Config:
     layer_types: List[str]  # "sliding_attention" | "full_attention", one per layer
     tie_word_embeddings: bool
     max_position_embeddings: int
+    yarn: Optional[Yarn] = None  # applied to the full-attention layers only (OLMo-core); sliding keep plain RoPE
     raw: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -49,10 +60,49 @@ class Config:
     def window(self, layer: int) -> Optional[int]:
         return self.sliding_window if self.layer_types[layer] == "sliding_attention" else None
 
+    def yarn_layer(self, layer: int) -> bool:
+        return self.yarn is not None and self.layer_types[layer] == "full_attention"
+
 
 def default_layer_types(n_layers: int) -> List[str]:
     """HF Olmo3Config default: every 4th layer (3, 7, 11, ...) is full attention."""
     return ["sliding_attention" if (i + 1) % 4 != 0 else "full_attention" for i in range(n_layers)]
+
+
+def _rope_block(block: dict, max_positions: int) -> Optional[Yarn]:
+    """One HF rope block (rope_scaling, or a rope_parameters entry): None for "default", a Yarn for "yarn"."""
+    kind = block.get("rope_type", block.get("type"))
+    if kind == "default":
+        return None
+    if kind != "yarn":
+        raise ValueError(f"config: rope type {kind!r} is not supported by the reference (yarn or default)")
+    if not block.get("truncate", True):
+        raise ValueError("config: YaRN with truncate=false is not OLMo-core's (it always floors/ceils the range)")
+    factor = float(block["factor"])
+    # HF: beta_fast/beta_slow default to 32/1; attention_factor to get_mscale(factor) = 0.1 ln(factor) + 1.
+    attention_factor = block.get("attention_factor")
+    if attention_factor is None:
+        attention_factor = 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
+    return Yarn(factor=factor,
+                original_max_position_embeddings=int(block.get("original_max_position_embeddings") or max_positions),
+                beta_fast=float(block.get("beta_fast") or 32), beta_slow=float(block.get("beta_slow") or 1),
+                attention_factor=float(attention_factor))
+
+
+def _rope(d: dict, max_positions: int):
+    """(rope_theta, Yarn or None) from transformers 4.5x (rope_theta + rope_scaling) or 5.x (rope_parameters, flat
+    or per layer type). Only the full-attention layers may be scaled."""
+    theta = float(d.get("rope_theta", 10000.0))
+    yarn = _rope_block(d["rope_scaling"], max_positions) if d.get("rope_scaling") is not None else None
+    rp = d.get("rope_parameters")
+    if rp is not None:
+        per_type = "full_attention" in rp or "sliding_attention" in rp
+        if per_type and rp.get("sliding_attention") and _rope_block(rp["sliding_attention"], max_positions):
+            raise ValueError("config: scaled sliding-attention RoPE (OLMo-core scales the full layers only)")
+        block = rp.get("full_attention", {"rope_type": "default"}) if per_type else rp
+        theta = float(block.get("rope_theta", theta))
+        yarn = _rope_block(block, max_positions) or yarn
+    return theta, yarn
 
 
 def load_config(src) -> Config:
@@ -65,8 +115,6 @@ def load_config(src) -> Config:
     mt = d.get("model_type")
     if mt not in ("olmo3", "olmo2", "llama"):
         raise ValueError(f"config: unsupported model_type {mt!r} (expected olmo3, olmo2 or llama)")
-    if d.get("rope_scaling") is not None:
-        raise ValueError("config: rope_scaling is not supported by the reference")
     if d.get("attention_bias", False) or d.get("mlp_bias", False):
         raise ValueError("config: biases are not supported")
     if d.get("hidden_act", "silu") != "silu":
@@ -85,6 +133,8 @@ def load_config(src) -> Config:
         layer_types, window = ["full_attention"] * L, None
     if len(layer_types) != L or any(t not in ("sliding_attention", "full_attention") for t in layer_types):
         raise ValueError(f"config: bad layer_types {layer_types}")
+    max_positions = int(d.get("max_position_embeddings", 4096))
+    theta, yarn = _rope(d, max_positions)
     if "sliding_attention" not in layer_types:
         window = None
     elif window < 1:
@@ -99,11 +149,12 @@ def load_config(src) -> Config:
         num_key_value_heads=K,
         head_dim=D,
         rms_norm_eps=float(d.get("rms_norm_eps", 1e-6)),
-        rope_theta=float(d.get("rope_theta", 10000.0)),
+        rope_theta=theta,
         sliding_window=window,
         layer_types=layer_types,
         tie_word_embeddings=bool(d.get("tie_word_embeddings", False)),
-        max_position_embeddings=int(d.get("max_position_embeddings", 4096)),
+        max_position_embeddings=max_positions,
+        yarn=yarn,
         raw=d,
     )
 
@@ -234,6 +285,40 @@ def rope_cos_sin(cfg: Config, T: int):
     return emb.cos().float(), emb.sin().float()
 
 
+def yarn_inv_freq(cfg: Config) -> torch.Tensor:
+    """OLMo-core's YaRNRoPEScalingConfig.compute_scaled_inv_freq, transcribed: fp32 torch throughout.
+
+    extrapolation = 1 / theta^(arange(0, D, 2) / D) (fp32 pow), interpolation = extrapolation / factor,
+    d(n) = D ln(original / (n 2 pi)) / (2 ln theta) in Python floats, low = max(floor(d(beta_fast)), 0),
+    high = min(ceil(d(beta_slow)), D/2 - 1), ramp = clamp((j - low) / max(high - low, 1e-3), 0, 1),
+    inv_freq = interpolation * ramp + extrapolation * (1 - ramp).
+    (HF's _compute_yarn_parameters with truncate=True gives the same low/high for OLMo 3; it clamps high to D - 1 and
+    blends as interpolation * (1 - (1 - ramp)) + extrapolation * (1 - ramp).)
+    """
+    y, D, theta = cfg.yarn, cfg.head_dim, cfg.rope_theta
+    extrapolation = 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+    interpolation = extrapolation / y.factor
+    half = extrapolation.shape[0]
+    j = torch.arange(half, dtype=torch.float32)
+
+    def dim_from_rotations(n):
+        return D * math.log(y.original_max_position_embeddings / (n * 2.0 * math.pi)) / (2.0 * math.log(theta))
+
+    low = max(math.floor(dim_from_rotations(y.beta_fast)), 0)
+    high = min(math.ceil(dim_from_rotations(y.beta_slow)), half - 1)
+    ramp = ((j - low) / max(high - low, 1e-3)).clamp(0, 1)  # 0 keeps the frequency, 1 divides it by factor
+    return interpolation * ramp + extrapolation * (1.0 - ramp)
+
+
+def yarn_cos_sin(cfg: Config, T: int):
+    """cos, sin [T, D] of the YaRN layers: angle = fp32(t) * inv_freq (fp32), cos/sin of it correctly rounded to fp32,
+    then times attention_factor in fp32 (OLMo-core multiplies pos_sin and pos_cos; HF multiplies cos and sin)."""
+    freqs = torch.outer(torch.arange(T, dtype=torch.float32), yarn_inv_freq(cfg))
+    emb = torch.cat([freqs, freqs], dim=-1).double()
+    a = cfg.yarn.attention_factor
+    return emb.cos().float() * a, emb.sin().float() * a
+
+
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """x [B, heads, T, D]; non-interleaved rotate-half: x*cos + cat(-x2, x1)*sin."""
     half = x.shape[-1] // 2
@@ -301,11 +386,13 @@ def forward(params: Params, cfg: Config, ids: torch.Tensor, precision: str = "fp
     """
     p, eps = params, cfg.rms_norm_eps
     T = ids.shape[1]
-    cos, sin = rope_cos_sin(cfg, T)
+    plain = rope_cos_sin(cfg, T)
+    scaled = yarn_cos_sin(cfg, T) if cfg.yarn is not None else None
     x = p["model.embed_tokens.weight"][ids]  # [B,T,C]
     for i in range(cfg.num_hidden_layers):
         pre = f"model.layers.{i}."
         w = cfg.window(i)
+        cos, sin = scaled if cfg.yarn_layer(i) else plain
         if cfg.reordered_norm:  # h = x + norm(attn(x)); out = h + norm(mlp(h))
             a = self_attention(x, p, pre + "self_attn.", cfg, cos, sin, w, precision)
             h = x + rms_norm(a, p[pre + "post_attention_layernorm.weight"], eps)

@@ -209,6 +209,38 @@ def test_rope_is_complex_rotation():
     check(cos.dtype == torch.float32 and torch.equal(cos[0], torch.ones(D)), "rope tables fp32, cos(0)=1")
 
 
+def test_yarn_matches_hf_formulation_and_scales_full_layers_only():
+    """OLMo-core's YaRN (the reference) against HF's _compute_yarn_parameters written out in float64 (truncate=True:
+    low/high floored/ceiled, high clamped to D - 1, blend interp * (1 - e) + extrap * e with e = 1 - ramp), on the
+    released OLMo 3 settings; then the model: sliding layers must not see the scaling."""
+    yarn = dict(rope_type="yarn", factor=8.0, original_max_position_embeddings=8192, beta_fast=32.0, beta_slow=1.0,
+                attention_factor=1.2079441541679836)
+    cfg = ref.load_config(config(hidden_size=512, num_attention_heads=4, rope_scaling=yarn))  # D = 128
+    D, base = cfg.head_dim, cfg.rope_theta
+
+    def correction_dim(n):
+        return D * math.log(8192 / (n * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = max(math.floor(correction_dim(32)), 0), min(math.ceil(correction_dim(1)), D - 1)
+    pos_freqs = base ** (np.arange(0, D, 2) / D)
+    ramp = np.clip((np.arange(D // 2) - low) / (high - low), 0, 1)
+    extrapolation_factor = 1 - ramp
+    hf = 1 / (8.0 * pos_freqs) * (1 - extrapolation_factor) + 1 / pos_freqs * extrapolation_factor
+    got = ref.yarn_inv_freq(cfg).double().numpy()
+    rel = np.abs(got - hf).max() / np.abs(hf).max()
+    check((low, high) == (18, 35) and rel < 1e-6, f"yarn inv_freq vs HF: low {low} high {high} rel {rel}")
+    cos, sin = ref.yarn_cos_sin(cfg, 5)
+    check(abs(cos[0, 0].item() - 1.2079441541679836) < 1e-7, "yarn tables carry the attention factor")
+    # A scaled model differs from the unscaled one through its full layer only: with every layer sliding, none.
+    ids = tokens(cfg, 1, 9)
+    scaled, plain = (ref.load_config(config(layer_types=[S, S], rope_scaling=r)) for r in (yarn, None))
+    params = ref.init_params(plain, 0, std=0.2)
+    same = torch.equal(ref.forward(params, scaled, ids), ref.forward(params, plain, ids))
+    full, full_plain = (ref.load_config(config(layer_types=[S, F], rope_scaling=r)) for r in (yarn, None))
+    check(same and not torch.equal(ref.forward(params, full, ids), ref.forward(params, full_plain, ids)),
+          "YaRN applies to full-attention layers only")
+
+
 def test_loss_matches_torch_cross_entropy():
     cfg, params = model()
     ids = tokens(cfg, 3, 8)

@@ -14,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "replica/kernels/rope_table.h"
 #include "replica/kernels/types.h"
 
 namespace replica {
@@ -70,8 +69,10 @@ class Backend {
                                float eps) = 0;
   virtual void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
                                 const float* rstd, int64_t rows, int64_t C, bool accumulate) = 0;
-  virtual void rope_forward(float* x, const RopeTable& table, int64_t B, int64_t T, int64_t heads, int64_t D) = 0;
-  virtual void rope_backward(float* dx, const RopeTable& table, int64_t B, int64_t T, int64_t heads,
+  // cos, sin [T, D/2]: a RopeTable (kernels/rope_table.h) uploaded into backend memory.
+  virtual void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
+                            int64_t D) = 0;
+  virtual void rope_backward(float* dx, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                              int64_t D) = 0;
   // Selects the attention kernel of every later attention call and returns the one chosen (never automatic):
   // the CPU has fp32 only (mma and wgmma are a replica::Error); CUDA runs mma, wgmma or fp32, automatic = mma.

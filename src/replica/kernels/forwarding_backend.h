@@ -73,13 +73,15 @@ class ForwardingBackend : public Backend {
     Call call(*this, [&] { return fmt::format("rmsnorm_backward C={}", C); });
     inner_.rmsnorm_backward(dx, dw, dy, x, w, rstd, rows, C, acc);
   }
-  void rope_forward(float* x, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
+  void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
+                    int64_t D) override {
     Call call(*this, "rope_forward");
-    inner_.rope_forward(x, t, B, T, heads, D);
+    inner_.rope_forward(x, cos, sin, B, T, heads, D);
   }
-  void rope_backward(float* dx, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
+  void rope_backward(float* dx, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
+                     int64_t D) override {
     Call call(*this, "rope_backward");
-    inner_.rope_backward(dx, t, B, T, heads, D);
+    inner_.rope_backward(dx, cos, sin, B, T, heads, D);
   }
   AttentionKernel use_attention(AttentionKernel wanted) override { return inner_.use_attention(wanted); }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,

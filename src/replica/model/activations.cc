@@ -12,8 +12,12 @@ Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, i
     : B(B), T(T), N(B * T), C(size_t(c.d_model)), F(size_t(c.ffn_hidden)), HD(size_t(c.q_width())),
       KD(size_t(c.kv_width())), lse(size_t(B * c.n_heads * T)), layers(size_t(c.n_layers)),
       block_acts(training && remat == Remat::none ? layers : 1),
-      kept_attention(training && remat == Remat::keep_attention ? layers : 0), training(training),
-      bf16(precision == Precision::bf16) {}
+      kept_attention(training && remat == Remat::keep_attention ? layers : 0), rope_plain(0), rope_yarn(0),
+      training(training),
+      bf16(precision == Precision::bf16) {
+  for (int64_t layer = 0; layer < c.n_layers; layer++)
+    (c.yarn_layer(layer) ? rope_yarn : rope_plain) = size_t(T * c.head_dim / 2);
+}
 
 bool Transformer::ActivationShape::serves(const ActivationShape& other) const {
   return B == other.B && T == other.T && block_acts == other.block_acts && kept_attention == other.kept_attention &&
@@ -51,6 +55,8 @@ void Transformer::Workspace::each(Visit&& visit) {
   for (Buffer& b : kept_lse) visit(b, shape.lse);
   visit(final_out, N * C);
   visit(final_rstd, N);
+  for (Buffer* b : {&rope.cos, &rope.sin}) visit(*b, shape.rope_plain);
+  for (Buffer* b : {&yarn.cos, &yarn.sin}) visit(*b, shape.rope_yarn);
   if (!shape.training) return;
   for (Buffer* b : {&dq, &dqr, &datt}) visit(*b, N * HD);
   for (Buffer* b : {&dk, &dv, &dkr}) visit(*b, N * KD);
@@ -61,7 +67,12 @@ void Transformer::Workspace::each(Visit&& visit) {
 
 Transformer::Workspace::Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape) : Workspace(shape) {
   each([&](auto& buffer, size_t n) { buffer = std::decay_t<decltype(buffer)>(backend, n); });
-  rope = std::make_unique<RopeTable>(shape.T, c.head_dim, c.rope_theta);
+  auto upload = [&](RopeBuffers& to, const RopeTable& table) {
+    backend.to_device(to.cos.data(), table.cos.data(), table.cos.size() * sizeof(float));
+    backend.to_device(to.sin.data(), table.sin.data(), table.sin.size() * sizeof(float));
+  };
+  if (shape.rope_plain > 0) upload(rope, RopeTable(shape.T, c.head_dim, c.rope_theta));
+  if (shape.rope_yarn > 0) upload(yarn, RopeTable(shape.T, c.head_dim, c.rope_theta, *c.rope_scaling));
 }
 
 size_t Transformer::Workspace::bytes(const ActivationShape& shape) {

@@ -23,6 +23,7 @@ struct Transformer::ActivationShape {
   size_t layers;              // L
   size_t block_acts;          // BlockActs: one per layer (training under Remat::none), else one the blocks share
   size_t kept_attention;      // layers whose attention output and lse are kept (training under Remat::keep_attention)
+  size_t rope_plain, rope_yarn;  // T·D/2 for each RoPE table some layer rotates with (ModelConfig::yarn_layer), else 0
   bool training, bf16;
 };
 
@@ -45,13 +46,18 @@ struct Transformer::BlockActs {
   void each(const ActivationShape& shape, Visit&& visit);  // visit(buffer, length) for every buffer of the shape
 };
 
-// Everything sized by (B, T): residual stream per layer, block activations, backward scratch.
+// One RoPE table's cos and sin [T, D/2] in backend memory, uploaded from a RopeTable.
+struct Transformer::RopeBuffers {
+  Buffer cos, sin;
+};
+
+// Everything sized by (B, T): residual stream per layer, block activations, backward scratch, the RoPE tables.
 struct Transformer::Workspace {
   Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape);  // allocates the table's buffers
   static size_t bytes(const ActivationShape& shape);                                  // what that allocates
 
   ActivationShape shape;
-  std::unique_ptr<RopeTable> rope;  // host memory, outside the table
+  RopeBuffers rope, yarn;  // plain RoPE and, on the full-attention layers of a scaled model, YaRN
   std::vector<Buffer> resid;        // [L + 1][N, C]: block inputs, then the last block's output
   std::vector<BlockActs> acts;
   std::vector<Buffer> kept_att, kept_lse;  // Remat::keep_attention: every layer's attention output and lse

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "replica/core/error.h"
@@ -37,6 +38,15 @@ void ModelConfig::validate(const std::string& source) const {
         source, sliding_window);
   check(norm_eps > 0, "{}: rms_norm_eps must be positive", source);
   check(rope_theta > 0, "{}: rope_theta must be positive", source);
+  if (rope_scaling) {
+    const YarnScaling& y = *rope_scaling;
+    check(y.factor > 0, "{}: rope_scaling.factor must be positive, got {}", source, y.factor);
+    positive(y.original_max_position_embeddings, "rope_scaling.original_max_position_embeddings");
+    check(y.beta_fast > 0 && y.beta_slow > 0,
+          "{}: rope_scaling.beta_fast and beta_slow must be positive, got {} and {}", source, y.beta_fast, y.beta_slow);
+    check(y.attention_factor > 0, "{}: rope_scaling.attention_factor must be positive, got {}", source,
+          y.attention_factor);
+  }
 }
 
 // The keys we understand. HF bookkeeping keys that do not change the math are accepted and ignored.
@@ -58,6 +68,73 @@ static T get(const json& j, const char* key, const std::string& source, T fallba
   }
 }
 
+// One rope block as HF writes it: rope_scaling {"rope_type" (or the older "type"), factor, ...}, or a rope_parameters
+// entry, which also carries rope_theta. `key` names the block in errors. Returns the YaRN settings, or none for
+// rope_type "default"; the block's rope_theta, if any, goes to `theta`.
+static std::optional<YarnScaling> read_rope_block(const json& block, const std::string& key, int64_t max_positions,
+                                                  double& theta, const std::string& source) {
+  check(block.is_object(), "{}: '{}' must be a mapping or null, got {}", source, key, block.dump());
+  static const std::set<std::string> keys = {"rope_type", "type", "rope_theta", "factor",
+                                             "original_max_position_embeddings", "beta_fast", "beta_slow",
+                                             "attention_factor", "truncate"};
+  for (auto& [name, value] : block.items())
+    check(keys.count(name) != 0, "{}: unknown key '{}.{}' (replica reads YaRN's factor, "
+          "original_max_position_embeddings, beta_fast, beta_slow, attention_factor)", source, key, name);
+  theta = get<double>(block, "rope_theta", source, theta);
+  const std::string type = get<std::string>(block, "rope_type", source, get<std::string>(block, "type", source, ""));
+  check(type == "default" || type == "yarn", "{}: '{}.rope_type' is '{}'; replica supports 'yarn' (or 'default', no "
+        "scaling)", source, key, type);
+  if (type == "default") return std::nullopt;
+  // OLMo-core always rounds the ramp's ends to whole dimensions, which is HF's truncate=true.
+  check(get<bool>(block, "truncate", source, true), "{}: '{}.truncate' is false; replica computes YaRN as OLMo-core "
+        "does, with the correction range rounded to whole dimensions (truncate: true)", source, key);
+  check(block.contains("factor") && !block["factor"].is_null(), "{}: '{}.factor' is required for YaRN", source, key);
+  YarnScaling y;
+  y.factor = get<double>(block, "factor", source, 0.0);
+  y.original_max_position_embeddings =
+      get<int64_t>(block, "original_max_position_embeddings", source, max_positions);
+  y.beta_fast = get<double>(block, "beta_fast", source, 32.0);
+  y.beta_slow = get<double>(block, "beta_slow", source, 1.0);
+  y.attention_factor = get<double>(block, "attention_factor", source,
+                                   y.factor > 0 ? yarn_default_attention_factor(y.factor) : 0.0);
+  return y;
+}
+
+// rope_theta and the YaRN scaling of the full-attention layers, from any of HF's forms: transformers 4.5x writes
+// rope_theta + rope_scaling (null = none); 5.x writes rope_parameters, flat or per layer type
+// ({"full_attention": {...}, "sliding_attention": {...}}). Sliding layers keep plain RoPE (OLMo-core), so a scaled
+// sliding_attention entry is refused rather than silently dropped.
+static void read_rope(const json& j, ModelConfig& c, const std::string& source) {
+  c.rope_theta = get<double>(j, "rope_theta", source, 500000.0);
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+    c.rope_scaling = read_rope_block(j["rope_scaling"], "rope_scaling", c.max_seq_len, c.rope_theta, source);
+  if (!j.contains("rope_parameters") || j["rope_parameters"].is_null()) return;
+  const json& rp = j["rope_parameters"];
+  std::optional<YarnScaling> scaling;
+  if (rp.is_object() && (rp.contains("full_attention") || rp.contains("sliding_attention"))) {
+    for (auto& [name, value] : rp.items())
+      check(name == "full_attention" || name == "sliding_attention",
+            "{}: unknown key 'rope_parameters.{}' (expected full_attention and sliding_attention)", source, name);
+    double sliding_theta = c.rope_theta;
+    if (rp.contains("sliding_attention"))
+      check(!read_rope_block(rp["sliding_attention"], "rope_parameters.sliding_attention", c.max_seq_len,
+                             sliding_theta, source),
+            "{}: 'rope_parameters.sliding_attention' is scaled; replica (as OLMo-core) applies YaRN to the "
+            "full-attention layers only", source);
+    if (rp.contains("full_attention"))
+      scaling = read_rope_block(rp["full_attention"], "rope_parameters.full_attention", c.max_seq_len, c.rope_theta,
+                                source);
+    check(sliding_theta == c.rope_theta, "{}: rope_parameters gives sliding_attention rope_theta {} and "
+          "full_attention {}; replica has one rope_theta", source, sliding_theta, c.rope_theta);
+  } else {
+    scaling = read_rope_block(rp, "rope_parameters", c.max_seq_len, c.rope_theta, source);
+  }
+  if (!scaling) return;
+  check(!c.rope_scaling || *c.rope_scaling == *scaling,
+        "{}: rope_scaling and rope_parameters give different YaRN settings", source);
+  c.rope_scaling = scaling;
+}
+
 ModelConfig model_config_from_json(const json& j, const std::string& source) {
   check(j.is_object(), "{}: a model config must be a mapping of keys", source);
   for (auto& [key, value] : j.items())
@@ -76,19 +153,10 @@ ModelConfig model_config_from_json(const json& j, const std::string& source) {
   c.n_kv_heads = get<int64_t>(j, "num_key_value_heads", source, c.n_heads);
   c.head_dim = get<int64_t>(j, "head_dim", source, c.n_heads > 0 ? c.d_model / c.n_heads : 0);
   c.norm_eps = get<double>(j, "rms_norm_eps", source, 1e-6);
-  c.rope_theta = get<double>(j, "rope_theta", source, 500000.0);
-  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
-    const json& rp = j["rope_parameters"];
-    std::string type = get<std::string>(rp, "rope_type", source, "default");
-    check(type == "default", "{}: rope_parameters.rope_type '{}' is not supported yet (only 'default'; YaRN is the "
-          "stage-3 long-context feature)", source, type);
-    c.rope_theta = get<double>(rp, "rope_theta", source, c.rope_theta);
-  }
-  check(!j.contains("rope_scaling") || j["rope_scaling"].is_null(),
-        "{}: rope_scaling is not supported yet (stage-1/2 configs have rope_scaling: null)", source);
+  c.max_seq_len = get<int64_t>(j, "max_position_embeddings", source, 8192);
+  read_rope(j, c, source);
   c.sliding_window = get<int64_t>(j, "sliding_window", source, 0);
   c.tie_embeddings = get<bool>(j, "tie_word_embeddings", source, false);
-  c.max_seq_len = get<int64_t>(j, "max_position_embeddings", source, 8192);
   c.qk_norm = get<bool>(j, "qk_norm", source, olmo);
   c.init_std = get<double>(j, "initializer_range", source, 0.02);
   c.eos_token_id = get<int64_t>(j, "eos_token_id", source, 100257);
@@ -172,6 +240,18 @@ ModelConfig load_model_config(const std::string& path) {
   return model_config_from_json(j, file);
 }
 
+// rope_scaling as the released OLMo 3 config.json writes it (OLMo-core's YaRNRoPEScalingConfig.to_hf_config), or null.
+static json rope_scaling_json(const ModelConfig& c) {
+  if (!c.rope_scaling) return nullptr;
+  const YarnScaling& y = *c.rope_scaling;
+  return {{"rope_type", "yarn"},
+          {"factor", y.factor},
+          {"original_max_position_embeddings", y.original_max_position_embeddings},
+          {"beta_fast", y.beta_fast},
+          {"beta_slow", y.beta_slow},
+          {"attention_factor", y.attention_factor}};
+}
+
 json model_config_to_hf_json(const ModelConfig& c) {
   json layer_types = json::array();
   for (bool s : c.sliding) layer_types.push_back(s ? "sliding_attention" : "full_attention");
@@ -189,7 +269,7 @@ json model_config_to_hf_json(const ModelConfig& c) {
             {"hidden_act", "silu"},
             {"rms_norm_eps", c.norm_eps},
             {"rope_theta", c.rope_theta},
-            {"rope_scaling", nullptr},
+            {"rope_scaling", rope_scaling_json(c)},
             {"tie_word_embeddings", c.tie_embeddings},
             {"max_position_embeddings", c.max_seq_len},
             {"attention_bias", false},

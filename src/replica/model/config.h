@@ -7,8 +7,11 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "replica/kernels/rope_table.h"
 
 namespace replica::model {
 
@@ -28,6 +31,8 @@ struct ModelConfig {
   int64_t head_dim = 0;    // D
   double norm_eps = 1e-6;
   double rope_theta = 500000.0;
+  // HF rope_scaling: YaRN on the full-attention layers (OLMo 3 stage 3); the sliding layers keep plain RoPE.
+  std::optional<YarnScaling> rope_scaling;
   int64_t sliding_window = 0;  // W: on sliding layers query i sees keys j with i - W < j <= i
   std::vector<bool> sliding;   // per layer: true = sliding_attention, false = full_attention
   bool tie_embeddings = false;
@@ -40,6 +45,8 @@ struct ModelConfig {
 
   // Keys per query on `layer` (0 = unlimited, i.e. causal full attention).
   int64_t window(int64_t layer) const { return sliding[size_t(layer)] ? sliding_window : 0; }
+  // Whether `layer` rotates with the YaRN table (a full-attention layer of a scaled model) or the plain one.
+  bool yarn_layer(int64_t layer) const { return rope_scaling && !sliding[size_t(layer)]; }
   int64_t q_width() const { return n_heads * head_dim; }
   int64_t kv_width() const { return n_kv_heads * head_dim; }
 

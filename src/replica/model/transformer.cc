@@ -55,6 +55,10 @@ void Transformer::check_ids(const int32_t* ids, int64_t n) const {
           ids[i], i, config_.vocab_size);
 }
 
+const Transformer::RopeBuffers& Transformer::rope_table(int64_t layer) const {
+  return config_.yarn_layer(layer) ? ws_->yarn : ws_->rope;
+}
+
 Transformer::AttentionOut Transformer::attention_out(int64_t layer, BlockActs& a) {
   Workspace& w = *ws_;
   if (w.kept_att.empty()) return {a.att.data(), a.lse.data()};
@@ -120,8 +124,9 @@ void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer,
     be_.copy(a.qr.data(), a.q.data(), size_t(N * HD));
     be_.copy(a.kr.data(), a.k.data(), size_t(N * KD));
   }
-  be_.rope_forward(a.qr.data(), *ws_->rope, B, T, c.n_heads, c.head_dim);
-  be_.rope_forward(a.kr.data(), *ws_->rope, B, T, c.n_kv_heads, c.head_dim);
+  const RopeBuffers& rope = rope_table(layer);
+  be_.rope_forward(a.qr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
+  be_.rope_forward(a.kr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   const AttentionOut att = attention_out(layer, a);
   // A kept attention output is what this call would compute again, bit for bit.
@@ -149,8 +154,9 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
                          a.kr.data(), a.v.data(), shape, p);
-  be_.rope_backward(w.dqr.data(), *w.rope, B, T, c.n_heads, c.head_dim);
-  be_.rope_backward(w.dkr.data(), *w.rope, B, T, c.n_kv_heads, c.head_dim);
+  const RopeBuffers& rope = rope_table(layer);
+  be_.rope_backward(w.dqr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
+  be_.rope_backward(w.dkr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
   const float* dq = w.dqr.data();
   const float* dk = w.dkr.data();
   if (c.qk_norm) {

@@ -86,6 +86,7 @@ class Transformer {
   // The activation memory (model/activations.h).
   struct ActivationShape;
   struct BlockActs;
+  struct RopeBuffers;
   struct Workspace;
   void prepare(int64_t B, int64_t T, bool for_training);
   void check_ids(const int32_t* ids, int64_t n) const;
@@ -129,6 +130,7 @@ class Transformer {
     float* lse;  // [B, H, T]
   };
   AttentionOut attention_out(int64_t layer, BlockActs& a);  // the block's own, or the layer's kept copy
+  const RopeBuffers& rope_table(int64_t layer) const;       // YaRN on a scaled model's full layers, else plain
 
   // A branch's norm (norm1 around attention, norm2 around the MLP): its weight's offset, its output and its rstd.
   struct BranchNorm {

@@ -28,7 +28,6 @@ std::vector<Field> fields(Recipe& r) {
       text("run.name", r.run.name),
       text("model.config", r.model.config),
       text("model.init_from", r.model.init_from),
-      text("model.rope_scaling", r.model.rope_scaling),
       list("data.paths", r.data.paths, "a list of token files"),
       text("data.mix_file", r.data.mix_file),
       integer("data.seq_len", r.data.seq_len),
@@ -141,8 +140,6 @@ void validate(const Recipe& r, const std::string& source) {
   const std::vector<Field> table = fields(copy);
   for (const std::string& key : r.train.allow_change)
     require(find(table, key) != nullptr, "train.allow_change", fmt::format("names an unknown key '{}'", key));
-  require(r.model.rope_scaling == "none" || r.model.rope_scaling == "yarn", "model.rope_scaling",
-          fmt::format("must be none or yarn, got '{}'", r.model.rope_scaling));
   require(!r.model.config.empty() || !r.model.init_from.empty(), "model.config",
           "must be set (a model YAML file or HF config.json) unless model.init_from gives the model");
   require(r.data.paths.empty() != r.data.mix_file.empty(), "data.paths",
@@ -247,11 +244,11 @@ std::string Recipe::to_yaml() const {
   return "# replica recipe, resolved (defaults, file and overrides)\n" + std::string(out.c_str()) + "\n";
 }
 
-void check_trainable(const Recipe& r) {
-  check(r.model.rope_scaling == "none",
-        "model.rope_scaling={}: long-context training (OLMo 3 stage 3: YaRN RoPE scaling, document packing with "
-        "intra-document masking) is not implemented yet",
-        r.model.rope_scaling);
+void check_trainable(const Recipe& r, const model::ModelConfig& model) {
+  check(!model.rope_scaling,
+        "model.rope_scaling ({}): long-context training (OLMo 3 stage 3: document packing with intra-document "
+        "masking, the data a YaRN-scaled model trains on) is not implemented yet",
+        r.model.config.empty() ? r.model.init_from : r.model.config);
 }
 
 // Steps needed for `tokens` tokens at tokens_per_step (OLMo-core: ceil(tokens / global batch tokens)).

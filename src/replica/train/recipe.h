@@ -24,10 +24,10 @@ struct Recipe {
     std::string name = "default";
   } run;
   struct Model {
-    std::string config;                 // YAML model file or HF config.json (may be empty with init_from)
-    std::string init_from;              // HF model directory or replica checkpoint; empty: fresh init (train.seed)
-                                        // (ignored when the run resumes from a checkpoint of its own)
-    std::string rope_scaling = "none";  // none | yarn (stage 3; not implemented: check_trainable refuses it)
+    std::string config;     // YAML model file or HF config.json (may be empty with init_from): the whole model,
+                            // its RoPE scaling included (configs/models/olmo3_7b_stage3.yaml)
+    std::string init_from;  // HF model directory or replica checkpoint; empty: fresh init (train.seed)
+                            // (ignored when the run resumes from a checkpoint of its own)
   } model;
   struct Data {
     std::vector<std::string> paths;  // token files, in order (or mix_file)
@@ -100,8 +100,9 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
 Recipe load_recipe_text(const std::string& yaml, const std::string& source,
                         const std::vector<std::string>& overrides = {}, bool check_files = true);
 
-// Raises replica::Error when the recipe asks for something replica cannot train yet (stage 3's YaRN).
-void check_trainable(const Recipe& recipe);
+// Raises replica::Error when the recipe and its model ask for something replica cannot train yet: a YaRN-scaled model
+// is stage 3, which trains on packed documents with intra-document masking.
+void check_trainable(const Recipe& recipe, const model::ModelConfig& model);
 
 optim::ScheduleConfig schedule_config(const Recipe& recipe);  // horizons resolved to steps
 

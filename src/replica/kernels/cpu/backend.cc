@@ -67,11 +67,13 @@ class CpuBackend final : public Backend {
                         int64_t rows, int64_t C, bool acc) override {
     cpu::rmsnorm_backward(dx, dw, dy, x, w, rstd, rows, C, acc);
   }
-  void rope_forward(float* x, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
-    cpu::rope_forward(x, t, B, T, heads, D);
+  void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
+                    int64_t D) override {
+    cpu::rope_forward(x, cos, sin, B, T, heads, D);
   }
-  void rope_backward(float* dx, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
-    cpu::rope_backward(dx, t, B, T, heads, D);
+  void rope_backward(float* dx, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
+                     int64_t D) override {
+    cpu::rope_backward(dx, cos, sin, B, T, heads, D);
   }
   AttentionKernel use_attention(AttentionKernel wanted) override {
     check(wanted == AttentionKernel::automatic || wanted == AttentionKernel::fp32,

@@ -1,17 +1,16 @@
 // RoPE forward and backward (in place).
 #include "replica/kernels/cpu/rope.h"
 
-#include <cmath>
-
 namespace replica::cpu {
 
-static void rotate(float* x, const RopeTable& table, int64_t B, int64_t T, int64_t heads, int64_t D, float sign) {
+static void rotate(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D,
+                   float sign) {
   const int64_t half = D / 2;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; b++)
     for (int64_t t = 0; t < T; t++) {
-      const float* c = table.cos.data() + t * half;
-      const float* s = table.sin.data() + t * half;
+      const float* c = cos + t * half;
+      const float* s = sin + t * half;
       for (int64_t h = 0; h < heads; h++) {
         float* v = x + ((b * T + t) * heads + h) * D;
         for (int64_t i = 0; i < half; i++) {
@@ -23,12 +22,12 @@ static void rotate(float* x, const RopeTable& table, int64_t B, int64_t T, int64
     }
 }
 
-void rope_forward(float* x, const RopeTable& table, int64_t B, int64_t T, int64_t heads, int64_t D) {
-  rotate(x, table, B, T, heads, D, 1.0f);
+void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D) {
+  rotate(x, cos, sin, B, T, heads, D, 1.0f);
 }
 
-void rope_backward(float* dx, const RopeTable& table, int64_t B, int64_t T, int64_t heads, int64_t D) {
-  rotate(dx, table, B, T, heads, D, -1.0f);
+void rope_backward(float* dx, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D) {
+  rotate(dx, cos, sin, B, T, heads, D, -1.0f);
 }
 
 }  // namespace replica::cpu

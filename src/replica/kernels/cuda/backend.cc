@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 
 #include <chrono>
-#include <map>
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -62,9 +61,6 @@ class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int gpu) : gpu_(gpu), ctx_(gpu), ids_(ctx_), targets_(ctx_) {
     check_cuda(cudaGetDeviceProperties(&props_, gpu), "cudaGetDeviceProperties");
-  }
-  ~CudaBackend() override {
-    for (auto& [serial, table] : rope_) release(table);
   }
 
   Device device() const override { return Device::cuda; }
@@ -140,13 +136,13 @@ class CudaBackend final : public Backend {
                         int64_t rows, int64_t C, bool acc) override {
     cuda::rmsnorm_backward(ctx_, dx, dw, dy, x, w, rstd, rows, C, acc);
   }
-  void rope_forward(float* x, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
-    const float* cs = rope(t);
-    cuda::rope_forward(ctx_, x, cs, cs + t.cos.size(), B, T, heads, D);
+  void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
+                    int64_t D) override {
+    cuda::rope_forward(ctx_, x, cos, sin, B, T, heads, D);
   }
-  void rope_backward(float* dx, const RopeTable& t, int64_t B, int64_t T, int64_t heads, int64_t D) override {
-    const float* cs = rope(t);
-    cuda::rope_backward(ctx_, dx, cs, cs + t.cos.size(), B, T, heads, D);
+  void rope_backward(float* dx, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
+                     int64_t D) override {
+    cuda::rope_backward(ctx_, dx, cos, sin, B, T, heads, D);
   }
   // automatic is mma.sync (attention_mma.cu): the wgmma kernels (attention_wgmma.cu) have not yet run on a GPU,
   // so they run only when asked for by name.
@@ -199,20 +195,6 @@ class CudaBackend final : public Backend {
     return cuda::block_sums_of_squares(ctx_, x, n);
   }
  private:
-  // cos then sin of `t` on the device, uploaded once per table (the model makes one per sequence length).
-  const float* rope(const RopeTable& t) {
-    auto it = rope_.find(t.serial);
-    if (it != rope_.end()) return it->second;
-    for (auto& [serial, table] : rope_) release(table);  // an old length: the model replaced its table
-    rope_.clear();
-    const size_t n = t.cos.size();
-    auto* data = static_cast<float*>(allocate(2 * n * sizeof(float)));
-    to_device(data, t.cos.data(), n * sizeof(float));
-    to_device(data + n, t.sin.data(), n * sizeof(float));
-    rope_[t.serial] = data;
-    return data;
-  }
-
   // Best of five square GEMMs of 8192 (GPUs without a datasheet entry here), on varied values: tensor cores
   // run faster on zeros, which would overstate the peak.
   double measured_gemm_peak(Precision p) {
@@ -240,7 +222,6 @@ class CudaBackend final : public Backend {
   cuda::Context ctx_;
   cudaDeviceProp props_{};
   Staging<int32_t> ids_, targets_;
-  std::map<uint64_t, float*> rope_;  // RopeTable::serial → cos then sin on the device
 };
 
 }  // namespace

@@ -10,7 +10,7 @@ namespace replica::cuda {
 // both backends use the same rounded angles.
 void rope_forward(Context& ctx, float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                   int64_t D);
-// The rotation is orthogonal: the backward pass rotates the gradient by −angle.
+// The transpose of the (scaled) rotation: the gradient rotated by −angle.
 void rope_backward(Context& ctx, float* dx, const float* cos, const float* sin, int64_t B, int64_t T,
                    int64_t heads, int64_t D);
 
