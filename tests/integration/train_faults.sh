@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The hostile cases of the reliability review (shared/reviews/reliability-2026-12.md) that need real processes or a
-# real disk, each reproduced as the review did and checked to end in a clear exit 2 with nothing lost:
-# two trainers on one run.dir (D1), a disk that fills up (D3, D8), incomplete checkpoints and an earlier run's
-# history (D4), errors that used to abort (D5), NaN and Inf (D6), export-hf into DIR/ (D7), a resume that changes
-# the recipe (D10) and checks that came after the run directory was written (D11).
+# real disk, each reproduced as the review did and checked to end in a clear exit 2 with nothing lost: two trainers
+# on one run.dir (D1), a disk that fills up (D3, D8), incomplete checkpoints and an earlier run's history (D4),
+# errors that used to abort (D5), NaN and Inf in recipes, losses and weights (D6), export-hf into DIR/ (D7), a
+# resume that changes the recipe (D10) and checks that came after the run directory was written (D11).
 set -euo pipefail
 source "$(dirname "$0")/ckpt_lib.bash"
 
@@ -63,6 +63,23 @@ latest = open(f"{run}/checkpoints/latest").read().strip()
 assert int(latest[4:]) == steps[-1]["step"], (latest, steps[-1]["step"])
 print(f"ok: stopped after {len(steps)} finite steps; latest checkpoint {latest}")
 PY
+
+# NaN weights loaded from an HF directory: evaluation refuses to score them, training stops before its first update.
+"$replica" export-hf --checkpoint "$work/solo/checkpoints/step00000040" --out "$work/hfnan" >/dev/null
+$py - "$work/hfnan/model.safetensors" <<'PY'
+import sys, json, struct, numpy as np
+path = sys.argv[1]
+raw = bytearray(open(path, "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]
+entry = json.loads(raw[8:8 + n])["model.layers.0.mlp.down_proj.weight"]
+b, e = entry["data_offsets"]
+nan = np.full((e - b) // 4, np.nan, np.float32) if entry["dtype"] == "F32" else np.full((e - b) // 2, 0x7FC0, np.uint16)
+raw[8 + n + b:8 + n + e] = nan.tobytes()
+open(path, "wb").write(raw)
+PY
+printf 'heldout:\n  files: [%s]\n  max_docs: 2\n' "$work/train.npy" >"$work/nan_suite.yaml"
+expect_failure "log-probabilities are not finite" env -C "$src" "$replica" eval --model "$work/hfnan" --suite "$work/nan_suite.yaml"
+expect_failure "stopping before the update" run run.dir="$work/fromnan" model.init_from="$work/hfnan"
 
 # D7: export-hf into DIR/ (a trailing slash) writes DIR and leaves no partial directory.
 mkdir -p "$work/hfout"

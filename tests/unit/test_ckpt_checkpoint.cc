@@ -170,7 +170,7 @@ TEST(CkptCheckpoint, LatestAndIncompleteCheckpoints) {
   EXPECT_EQ(find_latest_checkpoint(d.path.string()), (d.path / "step00000008").string());
   fs::copy(d.path / "step00000008", d.path / "step00000020");  // the one train.resume_from names
   fs::remove(d.path / "step00000020" / "MANIFEST.json");
-  const std::vector<std::string> said =
+  const IncompleteCheckpoints said =
       set_aside_incomplete_checkpoints(d.path.string(), (d.path / "step00000020").string());
   EXPECT_FALSE(fs::exists(d.path / "step00000012.partial"));
   EXPECT_FALSE(fs::exists(d.path / "step00000016"));
@@ -178,9 +178,10 @@ TEST(CkptCheckpoint, LatestAndIncompleteCheckpoints) {
   // Nothing a user may want is deleted: a step directory without a manifest is set aside, and said so.
   EXPECT_TRUE(fs::exists(d.path / "step00000016.incomplete" / "model.safetensors"));
   EXPECT_TRUE(fs::exists(d.path / "step00000020" / "model.safetensors"));
-  ASSERT_EQ(said.size(), 2u);
-  EXPECT_NE(said[0].find("step00000012.partial"), std::string::npos);
-  EXPECT_NE(said[1].find("step00000016.incomplete"), std::string::npos);
+  ASSERT_EQ(said.removed.size(), 1u);
+  ASSERT_EQ(said.set_aside.size(), 1u);
+  EXPECT_NE(said.removed[0].find("step00000012.partial"), std::string::npos);
+  EXPECT_NE(said.set_aside[0].find("step00000016.incomplete"), std::string::npos);
   // A second one of the same name does not overwrite the first.
   fs::copy(d.path / "step00000008", d.path / "step00000016");
   fs::remove(d.path / "step00000016" / "MANIFEST.json");

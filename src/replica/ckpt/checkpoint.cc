@@ -147,8 +147,8 @@ std::string find_latest_checkpoint(const std::string& root) {
   return all.empty() ? "" : all.front().second.string();
 }
 
-std::vector<std::string> set_aside_incomplete_checkpoints(const std::string& root, const std::string& keep) {
-  std::vector<std::string> said;
+IncompleteCheckpoints set_aside_incomplete_checkpoints(const std::string& root, const std::string& keep) {
+  IncompleteCheckpoints said;
   if (!fs::is_directory(root)) return said;
   std::vector<fs::path> partial, incomplete;
   for (const fs::directory_entry& e : fs::directory_iterator(root)) {
@@ -162,13 +162,13 @@ std::vector<std::string> set_aside_incomplete_checkpoints(const std::string& roo
   std::sort(incomplete.begin(), incomplete.end());
   for (const fs::path& p : partial) {
     fs::remove_all(p);
-    said.push_back(fmt::format("removed {} (a save cut short)", p.string()));
+    said.removed.push_back(fmt::format("removed {} (a save cut short)", p.string()));
   }
   for (const fs::path& p : incomplete) {
     fs::path aside = p.string() + ".incomplete";
     for (int n = 2; fs::exists(aside); n++) aside = fmt::format("{}.incomplete.{}", p.string(), n);
     fs::rename(p, aside);
-    said.push_back(fmt::format("set aside {} as {}: it has no MANIFEST.json (a save or deletion cut short); "
+    said.set_aside.push_back(fmt::format("set aside {} as {}: it has no MANIFEST.json (a save or deletion cut short); "
                                "delete it when you no longer need it",
                                p.string(), aside.filename().string()));
   }

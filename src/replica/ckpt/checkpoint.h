@@ -59,7 +59,11 @@ std::string find_latest_checkpoint(const std::string& root);
 // *.partial directories (a save cut short; only write_checkpoint makes them) are removed; a step directory without
 // a manifest (a save or a deletion cut short, or an edited checkpoint) is renamed to <name>.incomplete, never
 // deleted, unless it is `keep` (train.resume_from), which stays as it is.
-std::vector<std::string> set_aside_incomplete_checkpoints(const std::string& root, const std::string& keep);
+struct IncompleteCheckpoints {
+  std::vector<std::string> removed;    // *.partial directories
+  std::vector<std::string> set_aside;  // step directories renamed
+};
+IncompleteCheckpoints set_aside_incomplete_checkpoints(const std::string& root, const std::string& keep);
 
 // True when `path` is a replica checkpoint directory (holds train_state.json).
 bool is_checkpoint_dir(const std::string& path);

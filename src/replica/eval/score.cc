@@ -105,6 +105,12 @@ std::vector<SpanScore> score_sequences(model::Transformer& model, model::WeightS
     }
   }
   if (!members.empty()) score_batch(model, weights, seqs, members, first_span, out);
+  // A NaN log-probability compares false with everything, so a task would still report an accuracy from it.
+  for (const SpanScore& sc : out)
+    check(std::isfinite(sc.logprob),
+          "score: the model's log-probabilities are not finite ({}): its weights hold NaN or Inf; no score is "
+          "reported from them",
+          sc.logprob);
   return out;
 }
 

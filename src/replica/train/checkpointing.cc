@@ -116,7 +116,9 @@ RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::
   const std::string root = checkpoint_root(r);
   check(!fs::exists(root) || fs::is_directory(root),
         "{}: exists and is not a directory (run.dir={} keeps its checkpoints there)", root, r.run.dir);
-  std::vector<std::string> notes = ckpt::set_aside_incomplete_checkpoints(root, r.train.resume_from);
+  const ckpt::IncompleteCheckpoints incomplete = ckpt::set_aside_incomplete_checkpoints(root, r.train.resume_from);
+  std::vector<std::string> notes = incomplete.removed;
+  notes.insert(notes.end(), incomplete.set_aside.begin(), incomplete.set_aside.end());
   if (!r.train.resume_from.empty()) {
     check(ckpt::is_checkpoint_dir(r.train.resume_from), "train.resume_from: {} is not a replica checkpoint directory",
           r.train.resume_from);
@@ -124,7 +126,7 @@ RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::
   }
   const std::string latest = ckpt::find_latest_checkpoint(root);
   if (!latest.empty()) return resume(r, latest, table, loader, params, skip_step, notes);
-  check_fresh_start_keeps_history(r, notes);
+  check_fresh_start_keeps_history(r, incomplete.set_aside);
   truncate_metrics((fs::path(r.run.dir) / "metrics.jsonl").string(), -1);  // a run killed before its first save
 
   const std::string& from = r.model.init_from;
