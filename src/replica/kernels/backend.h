@@ -95,6 +95,14 @@ class Backend {
                                 int64_t C, int64_t V, float z_coef, Precision precision,
                                 const LmHeadGrads* grads) = 0;
 
+  // ---- decoding (generation): forward only, fp32 -------------------------------------------------------
+  // RoPE of one sequence's x [T, heads, D] at positions position … position + T − 1 (kernels/cpu/rope.h).
+  virtual void rope_forward_at(float* x, const RopeTable& table, int64_t position, int64_t T, int64_t heads,
+                               int64_t D) = 0;
+  // New queries over the new keys and a key/value cache (kernels/cpu/cached_attention.h).
+  virtual void cached_attention(float* out, const float* q, const float* k, const float* v, const float* k_cache,
+                                const float* v_cache, const CachedAttentionShape& s) = 0;
+
   // ---- optimizer ----------------------------------------------------------------------------------------
   // One AdamW update of every element of `chunks` (backend memory, n_chunks entries); the weights, the gradient and
   // the moments cover a shard of the flat buffer that starts at shard_begin.

@@ -11,5 +11,7 @@ namespace replica::cpu {
 void rope_forward(float* x, const RopeTable& table, int64_t B, int64_t T, int64_t heads, int64_t D);
 // The rotation is orthogonal: the backward pass rotates the gradient by −angle.
 void rope_backward(float* dx, const RopeTable& table, int64_t B, int64_t T, int64_t heads, int64_t D);
+// Decoding: x [T, heads, D] is one sequence at positions position … position + T − 1 (table rows), in place.
+void rope_forward_at(float* x, const RopeTable& table, int64_t position, int64_t T, int64_t heads, int64_t D);
 
 }  // namespace replica::cpu
