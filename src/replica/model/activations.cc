@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "replica/model/rope.h"
+
 namespace replica {
 
 Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision,
@@ -61,7 +63,7 @@ void Transformer::Workspace::each(Visit&& visit) {
 
 Transformer::Workspace::Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape) : Workspace(shape) {
   each([&](auto& buffer, size_t n) { buffer = std::decay_t<decltype(buffer)>(backend, n); });
-  rope = std::make_unique<RopeTable>(shape.T, c.head_dim, c.rope_theta);
+  rope = rope_table(c, shape.T);
 }
 
 size_t Transformer::Workspace::bytes(const ActivationShape& shape) {
