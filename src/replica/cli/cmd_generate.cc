@@ -68,7 +68,8 @@ static Command generate_command(
         Decoder decoder(hf.config, weights.data(), precision,
                         generation_positions(int64_t(prompt.size()), o->max_new_tokens), backend);
 
-        fmt::print(stderr, "{}: {} prompt tokens, {}\n", source, prompt.size(),
+        fmt::print(stderr, "{}: {} prompt tokens, {:.1f} MiB KV cache, {}\n", source, prompt.size(),
+                   double(decoder.cache().bytes()) / double(1 << 20),
                    o->sampling.temperature == 0.0
                        ? std::string("greedy")
                        : fmt::format("temperature {}, top-k {}, top-p {}, seed {}", o->sampling.temperature,

@@ -31,6 +31,7 @@ class Decoder {
 
   int64_t position() const { return position_; }  // tokens appended so far
   int64_t max_positions() const { return cache_.max_positions(); }
+  const KvCache& cache() const { return cache_; }
   const ModelConfig& config() const { return config_; }
 
  private:
