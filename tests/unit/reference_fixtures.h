@@ -44,18 +44,18 @@ inline double max_relative_error(const float* a, const float* b, size_t n) {
 
 struct Case {
   std::string dir;
-  HfModel model;
+  ckpt::HfModel model;
   std::vector<int32_t> ids, targets;
   int64_t B = 0, T = 0;
 
   explicit Case(const std::string& name) : dir((fixture_dir() / name).string()) {
-    model = load_hf_model(dir);
+    model = ckpt::load_hf_model(dir);
     std::vector<int64_t> shape;
     std::vector<int64_t> ids64 = read_npy_ids(dir + "/tokens.npy", &shape);
     B = shape[0];
     T = shape[1];
     ids.assign(ids64.begin(), ids64.end());
-    targets = shifted_targets(ids.data(), B, T);
+    targets = model::shifted_targets(ids.data(), B, T);
   }
   nlohmann::json json(const std::string& file) const {
     std::ifstream in(dir + "/" + file);

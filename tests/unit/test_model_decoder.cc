@@ -11,7 +11,7 @@
 #include "replica/core/error.h"
 #include "replica/model/generation.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 class DecoderParity : public ::testing::TestWithParam<std::string> {};
@@ -131,4 +131,4 @@ TEST(Generation, RefusesMorePositionsThanTheModelHas) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model

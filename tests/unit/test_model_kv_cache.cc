@@ -6,7 +6,7 @@
 
 #include "replica/model/kv_cache.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 ModelConfig two_layers() {  // layer 0 sliding (W = 4), layer 1 full; K·D = 2 floats per position
@@ -57,4 +57,4 @@ TEST(KvCache, StoresWrapAroundTheRing) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model

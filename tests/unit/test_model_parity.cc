@@ -13,7 +13,7 @@
 #include "replica/core/npy.h"
 #include "replica/model/transformer.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 // ‖a − b‖ / ‖b‖
@@ -63,7 +63,7 @@ void check_gradients(const Case& c, Precision precision, const std::string& loss
   EXPECT_NEAR(sums.z / double(sums.n_labels), ref["lse_sq_mean"].get<double>(),
               loss_tolerance * ref["lse_sq_mean"].get<double>());
 
-  SafetensorsReader golden(c.dir + "/" + grad_file);
+  ckpt::SafetensorsReader golden(c.dir + "/" + grad_file);
   for (const ParamEntry& e : model.table().entries()) {
     std::vector<float> g(e.numel);
     golden.read_f32(e.name, e.shape, g.data());
@@ -164,4 +164,4 @@ INSTANTIATE_TEST_SUITE_P(Reference, Parity, ::testing::ValuesIn(fixture_cases())
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Parity);
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model

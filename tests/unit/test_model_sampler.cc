@@ -9,7 +9,7 @@
 #include "replica/core/error.h"
 #include "replica/model/sampler.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 SamplingConfig sampling(double temperature, int64_t top_k = 0, double top_p = 1.0, uint64_t seed = 0) {
@@ -101,4 +101,4 @@ TEST(Sampler, OutOfRangeSettingsNameTheirFlag) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model

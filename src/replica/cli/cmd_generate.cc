@@ -19,7 +19,7 @@ static Command generate_command(
       struct Options {
         std::string model, prompt, tokenizer, precision = "fp32", device = "cpu";
         int64_t max_new_tokens = 64;
-        SamplingConfig sampling;
+        model::SamplingConfig sampling;
         int threads = 0;
       };
       auto o = std::make_shared<Options>();
@@ -51,22 +51,22 @@ static Command generate_command(
         Backend& backend = backend_for(parse_device(o->device));
         const data::Tokenizer tokenizer =
             data::Tokenizer::load(o->tokenizer.empty() ? data::default_ranks_path() : o->tokenizer);
-        const std::string source = resolve_model_source(o->model);
-        const HfModel hf = load_model_source(source);
+        const std::string source = ckpt::resolve_model_source(o->model);
+        const ckpt::HfModel hf = ckpt::load_model_source(source);
         check(hf.config.vocab_size >= int64_t(tokenizer.vocab_size()),
               "{}: a vocabulary of {} ids cannot hold dolma2's {} (generate needs a model of dolma2 token ids)", source,
               hf.config.vocab_size, tokenizer.vocab_size());
 
         const std::vector<uint32_t> encoded = tokenizer.encode_ordinary(o->prompt);
         const std::vector<int32_t> prompt(encoded.begin(), encoded.end());
-        GenerationConfig config;
+        model::GenerationConfig config;
         config.max_new_tokens = o->max_new_tokens;
         config.eos = int32_t(hf.config.eos_token_id);
         config.vocab_limit = tokenizer.vocab_size();
         config.sampling = o->sampling;
         const OnBackend weights(backend, hf.params);
-        Decoder decoder(hf.config, weights.data(), precision,
-                        generation_positions(int64_t(prompt.size()), o->max_new_tokens), backend);
+        model::Decoder decoder(hf.config, weights.data(), precision,
+                               model::generation_positions(int64_t(prompt.size()), o->max_new_tokens), backend);
 
         fmt::print(stderr, "{}: {} prompt tokens, {:.1f} MiB KV cache, {}\n", source, prompt.size(),
                    double(decoder.cache().bytes()) / double(1 << 20),
@@ -76,7 +76,7 @@ static Command generate_command(
                                      o->sampling.top_k, o->sampling.top_p, o->sampling.seed));
         std::fwrite(o->prompt.data(), 1, o->prompt.size(), stdout);
         std::fflush(stdout);
-        const GenerationResult result = generate(decoder, prompt, config, [&](int32_t id) {
+        const model::GenerationResult result = model::generate(decoder, prompt, config, [&](int32_t id) {
           if (config.eos && id == *config.eos) return;  // the end of the text, not part of it
           const std::string_view bytes = tokenizer.token_bytes(uint32_t(id));
           std::fwrite(bytes.data(), 1, bytes.size(), stdout);

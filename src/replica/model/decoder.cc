@@ -8,7 +8,7 @@
 #include "replica/core/error.h"
 #include "replica/model/rope.h"
 
-namespace replica {
+namespace replica::model {
 
 struct Decoder::Scratch {
   using Buffer = DeviceArray<float>;
@@ -144,4 +144,4 @@ std::span<const float> Decoder::append(std::span<const int32_t> ids) {
   return logits_;
 }
 
-}  // namespace replica
+}  // namespace replica::model

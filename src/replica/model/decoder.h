@@ -14,7 +14,7 @@
 #include "replica/model/params.h"
 #include "replica/model/weight_source.h"
 
-namespace replica {
+namespace replica::model {
 
 class Decoder {
  public:
@@ -55,4 +55,4 @@ class Decoder {
   std::vector<float> logits_;
 };
 
-}  // namespace replica
+}  // namespace replica::model

@@ -6,7 +6,7 @@
 
 #include "replica/core/error.h"
 
-namespace replica {
+namespace replica::model {
 
 int64_t generation_positions(int64_t prompt_tokens, int64_t max_new_tokens) {
   return prompt_tokens + std::max<int64_t>(max_new_tokens - 1, 0);
@@ -44,4 +44,4 @@ GenerationResult generate(Decoder& decoder, std::span<const int32_t> prompt, con
   return result;
 }
 
-}  // namespace replica
+}  // namespace replica::model

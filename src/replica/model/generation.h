@@ -10,7 +10,7 @@
 #include "replica/model/decoder.h"
 #include "replica/model/sampler.h"
 
-namespace replica {
+namespace replica::model {
 
 struct GenerationConfig {
   int64_t max_new_tokens = 64;
@@ -35,4 +35,4 @@ int64_t generation_positions(int64_t prompt_tokens, int64_t max_new_tokens);
 GenerationResult generate(Decoder& decoder, std::span<const int32_t> prompt, const GenerationConfig& config,
                           const std::function<void(int32_t)>& on_token = {});
 
-}  // namespace replica
+}  // namespace replica::model

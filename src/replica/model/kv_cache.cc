@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace replica {
+namespace replica::model {
 
 KvCache::KvCache(const ModelConfig& config, int64_t max_positions, Backend& backend)
     : be_(backend), max_positions_(max_positions), row_(config.kv_width()) {
@@ -32,4 +32,4 @@ size_t KvCache::bytes() const {
   return total;
 }
 
-}  // namespace replica
+}  // namespace replica::model

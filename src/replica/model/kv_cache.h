@@ -8,7 +8,7 @@
 #include "replica/kernels/backend.h"
 #include "replica/model/config.h"
 
-namespace replica {
+namespace replica::model {
 
 class KvCache {
  public:
@@ -34,4 +34,4 @@ class KvCache {
   std::vector<Layer> layers_;
 };
 
-}  // namespace replica
+}  // namespace replica::model

@@ -6,9 +6,9 @@
 #include "replica/kernels/rope_table.h"
 #include "replica/model/config.h"
 
-namespace replica {
+namespace replica::model {
 
 // The table for positions 0 … T − 1.
 std::unique_ptr<RopeTable> rope_table(const ModelConfig& config, int64_t T);
 
-}  // namespace replica
+}  // namespace replica::model

@@ -8,7 +8,7 @@
 #include "replica/core/error.h"
 #include "replica/core/rng.h"
 
-namespace replica {
+namespace replica::model {
 
 void SamplingConfig::validate() const {
   check(std::isfinite(temperature) && temperature >= 0.0, "--temperature must be ≥ 0 (0 is greedy), got {}",
@@ -63,4 +63,4 @@ int32_t Sampler::next(std::span<const float> logits) {
   return ids_[kept - 1];  // rounding left the target at the very end of the mass
 }
 
-}  // namespace replica
+}  // namespace replica::model

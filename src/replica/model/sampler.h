@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-namespace replica {
+namespace replica::model {
 
 struct SamplingConfig {
   double temperature = 0.0;  // 0: greedy
@@ -37,4 +37,4 @@ class Sampler {
   std::vector<double> probs_;
 };
 
-}  // namespace replica
+}  // namespace replica::model
