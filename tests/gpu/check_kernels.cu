@@ -19,6 +19,7 @@
 #include "replica/kernels/adamw_scalars.h"
 #include "replica/kernels/cpu/adamw.h"
 #include "replica/kernels/cpu/attention.h"
+#include "replica/kernels/cpu/cached_attention.h"
 #include "replica/kernels/cpu/embedding.h"
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/lm_head_loss.h"
@@ -27,6 +28,7 @@
 #include "replica/kernels/cpu/swiglu.h"
 #include "replica/kernels/cuda/adamw.h"
 #include "replica/kernels/cuda/attention.h"
+#include "replica/kernels/cuda/cached_attention.h"
 #include "replica/kernels/cuda/embedding.h"
 #include "replica/kernels/cuda/gemm.h"
 #include "replica/kernels/cuda/grad_norm.h"
@@ -338,6 +340,26 @@ void check_attention_bf16(Context& ctx, CheckTable& t, AttentionKernel kernel) {
   t.row("attention_forward" + tag, attention_shape_text(bad), "throws", refused, kExact);
 }
 
+// Decoding: new queries over a cache (a ring that has wrapped, a full layer, a chunk) against the CPU kernel. The
+// cache holds random values in every slot, as a ring does with old positions in the slots no query reads.
+void check_cached_attention(Context& ctx, CheckTable& t) {
+  const CachedAttentionShape shapes[] = {
+      {1, 300, 8, 2, 128, 64, 64}, {1, 300, 4, 4, 64, 0, 300}, {7, 90, 6, 2, 48, 33, 33}, {40, 0, 4, 1, 256, 0, 40}};
+  for (const CachedAttentionShape& s : shapes) {
+    const std::vector<float> q = random_vector(size_t(s.n * s.H * s.D), 34),
+                             k = random_vector(size_t(s.n * s.K * s.D), 35), v = random_vector(k.size(), 36),
+                             k_cache = random_vector(size_t(s.capacity * s.K * s.D), 37),
+                             v_cache = random_vector(k_cache.size(), 38);
+    std::vector<float> out(q.size());
+    cpu::cached_attention(out.data(), q.data(), k.data(), v.data(), k_cache.data(), v_cache.data(), s);
+    GpuArray<float> d_q(ctx, q), d_k(ctx, k), d_v(ctx, v), d_kc(ctx, k_cache), d_vc(ctx, v_cache), d_out(ctx, q.size());
+    cuda::cached_attention(ctx, d_out.p, d_q.p, d_k.p, d_v.p, d_kc.p, d_vc.p, s);
+    const std::string shape = shape_text({{"n", s.n}, {"p", s.position}, {"H", s.H}, {"K", s.K}, {"D", s.D},
+                                          {"W", s.window}, {"slots", s.capacity}});
+    t.row("cached_attention", shape, "out", rel_error(d_out.download(), out), kFp32Bound);
+  }
+}
+
 void check_swiglu(Context& ctx, CheckTable& t) {
   const int64_t n = 100003;
   const std::vector<float> g = random_vector(static_cast<size_t>(n), 40, 3.0f), u = random_vector(static_cast<size_t>(n), 41),
@@ -454,6 +476,7 @@ int run_checks(Context& ctx) {
   check_rope(ctx, t);
   check_attention(ctx, t);
   for (AttentionKernel kernel : kTensorCoreAttentionKernels) check_attention_bf16(ctx, t, kernel);
+  check_cached_attention(ctx, t);
   check_swiglu(ctx, t);
   check_embedding(ctx, t);
   check_lm_head_loss(ctx, t);

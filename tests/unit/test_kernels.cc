@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -10,6 +11,7 @@
 
 #include "replica/core/bf16.h"
 #include "replica/kernels/cpu/attention.h"
+#include "replica/kernels/cpu/cached_attention.h"
 #include "replica/kernels/cpu/embedding.h"
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/lm_head_loss.h"
@@ -153,6 +155,51 @@ TEST(Attention, ThreadCountDoesNotChangeBits) {
   EXPECT_EQ(one, two);
 }
 
+// Cached attention: n new queries at positions p … p + n − 1 see exactly what the same rows of a full causal
+// attention over the p + n positions see, with the p earlier keys read from a cache laid out as the decoder keeps it
+// (a ring of W slots on a sliding layer, every position on a full one).
+struct CachedCase {
+  int64_t position, n, H, K, D, window;
+};
+
+class CachedAttention : public ::testing::TestWithParam<CachedCase> {};
+
+TEST_P(CachedAttention, MatchesTheRowsOfFullAttention) {
+  const CachedCase c = GetParam();
+  const int64_t T = c.position + c.n, KD = c.K * c.D;
+  const AttentionShape full{1, T, c.H, c.K, c.D, c.window};
+  auto q = random_floats(size_t(T * c.H * c.D), 40), k = random_floats(size_t(T * KD), 41),
+       v = random_floats(size_t(T * KD), 42);
+  const Vec want = naive_attention(to_double(q), to_double(k), to_double(v), full);
+
+  const int64_t capacity = c.window > 0 ? c.window : std::max<int64_t>(c.position, 1);
+  std::vector<float> k_cache(size_t(capacity * KD), NAN), v_cache(k_cache.size(), NAN);  // unread slots poison
+  for (int64_t j = std::max<int64_t>(0, c.position - capacity); j < c.position; j++)
+    for (int64_t e = 0; e < KD; e++) {
+      k_cache[size_t((j % capacity) * KD + e)] = k[size_t(j * KD + e)];
+      v_cache[size_t((j % capacity) * KD + e)] = v[size_t(j * KD + e)];
+    }
+  const size_t new_q = size_t(c.position * c.H * c.D), new_kv = size_t(c.position * KD);
+  std::vector<float> out(size_t(c.n * c.H * c.D));
+  const CachedAttentionShape s{c.n, c.position, c.H, c.K, c.D, c.window, capacity};
+  cached_attention(out.data(), q.data() + new_q, k.data() + new_kv, v.data() + new_kv, k_cache.data(),
+                   v_cache.data(), s);
+  EXPECT_LE(max_rel(out, Vec(want.begin() + int64_t(new_q), want.end())), 2e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CachedAttention,
+                         ::testing::Values(CachedCase{0, 13, 4, 2, 8, 0},     // a prompt, nothing cached
+                                           CachedCase{0, 13, 4, 2, 8, 5},     // a prompt longer than the window
+                                           CachedCase{20, 1, 4, 4, 16, 0},    // one step, full layer
+                                           CachedCase{20, 1, 4, 1, 8, 6},     // one step, the ring wrapped
+                                           CachedCase{17, 4, 6, 2, 8, 7},     // a chunk after a wrapped ring
+                                           CachedCase{3, 5, 4, 2, 40, 16}),   // ring not yet full, D = 40
+                         [](const ::testing::TestParamInfo<CachedCase>& info) {
+                           const CachedCase& c = info.param;
+                           return "P" + std::to_string(c.position) + "N" + std::to_string(c.n) + "K" +
+                                  std::to_string(c.K) + "D" + std::to_string(c.D) + "W" + std::to_string(c.window);
+                         });
+
 // ---- RMSNorm, RoPE, SwiGLU, embedding ---------------------------------------------------------------
 
 TEST(RmsNorm, ForwardAndBackward) {
@@ -205,6 +252,19 @@ TEST(Rope, RotatesHalvesAndInvertsExactly) {
   // The backward pass is the transpose (inverse) rotation: it maps y back to x.
   rope_backward(y.data(), table.cos.data(), table.sin.data(), B, T, heads, D);
   for (size_t i = 0; i < x.size(); i++) EXPECT_NEAR(y[i], x[i], 1e-6);
+}
+
+TEST(Rope, AtAPositionRotatesAsTheFullSequenceDoes) {
+  const int64_t T = 30, heads = 2, D = 16, position = 11, n = 5;
+  const RopeTable table(T, D, 500000.0);
+  auto x = random_floats(size_t(T * heads * D), 16);
+  std::vector<float> full = x;
+  rope_forward(full.data(), table.cos.data(), table.sin.data(), 1, T, heads, D);
+  // Decoding rotates new rows at `position` with the tables' rows from there on.
+  const int64_t row = heads * D, half = D / 2;
+  std::vector<float> part(x.begin() + position * row, x.begin() + (position + n) * row);
+  rope_forward(part.data(), table.cos.data() + position * half, table.sin.data() + position * half, 1, n, heads, D);
+  EXPECT_EQ(part, std::vector<float>(full.begin() + position * row, full.begin() + (position + n) * row));
 }
 
 TEST(SwiGlu, ForwardAndBackward) {

@@ -5,46 +5,16 @@
 // no GPU is visible.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
-#include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-
-#include "replica/ckpt/hf.h"
+#include "reference_fixtures.h"
 #include "replica/ckpt/safetensors.h"
 #include "replica/core/npy.h"
 #include "replica/model/transformer.h"
 
 namespace replica::model {
 namespace {
-
-namespace fs = std::filesystem;
-
-// The build's fixtures, or $FIXTURES (as the integration tests take them) when the tests run elsewhere,
-// e.g. unpacked on a GPU machine (scripts/device-bundle.sh).
-fs::path fixture_dir() {
-  const char* dir = std::getenv("FIXTURES");
-  return dir && *dir ? fs::path(dir) : fs::path(REPLICA_FIXTURE_DIR);
-}
-
-std::vector<std::string> fixture_cases() {
-  std::ifstream in(fixture_dir() / "cases.json");
-  if (!in) return {};
-  return nlohmann::json::parse(in).get<std::vector<std::string>>();
-}
-
-// max |a − b| / max |b|: the error relative to the scale of the reference values.
-double max_relative_error(const float* a, const float* b, size_t n) {
-  double max_diff = 0.0, max_ref = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    max_diff = std::max(max_diff, std::fabs(double(a[i]) - double(b[i])));
-    max_ref = std::max(max_ref, std::fabs(double(b[i])));
-  }
-  return max_diff / max_ref;
-}
 
 // ‖a − b‖ / ‖b‖
 double norm_relative_error(const float* a, const float* b, size_t n) {
@@ -56,33 +26,7 @@ double norm_relative_error(const float* a, const float* b, size_t n) {
   return std::sqrt(diff / std::max(ref, 1e-300));
 }
 
-struct Case {
-  std::string dir;
-  ckpt::HfModel model;
-  std::vector<int32_t> ids, targets;
-  int64_t B = 0, T = 0;
-
-  explicit Case(const std::string& name) : dir((fixture_dir() / name).string()) {
-    model = ckpt::load_hf_model(dir);
-    std::vector<int64_t> shape;
-    std::vector<int64_t> ids64 = read_npy_ids(dir + "/tokens.npy", &shape);
-    B = shape[0];
-    T = shape[1];
-    ids.assign(ids64.begin(), ids64.end());
-    targets = shifted_targets(ids.data(), B, T);
-  }
-  nlohmann::json loss_json(const std::string& file) const {
-    std::ifstream in(dir + "/" + file);
-    return nlohmann::json::parse(in);
-  }
-};
-
 class Parity : public ::testing::TestWithParam<std::string> {};
-
-#define SKIP_WITHOUT_CUDA()                                                                          \
-  if (!cuda_available())                                                                            \
-  GTEST_SKIP() << "no CUDA device visible to this process (or a build without CUDA): runs on a GPU " \
-                  "machine (bench/gpu/run.sh)"
 
 std::vector<float> to_host(Backend& backend, const DeviceArray<float>& a) {
   std::vector<float> host(a.size());
@@ -106,7 +50,7 @@ void check_gradients(const Case& c, Precision precision, const std::string& loss
                      double loss_tolerance, double grad_tolerance, Backend& backend) {
   Transformer model(c.model.config, precision, Remat::none, backend);
   DeviceArray<float> device_grads(backend, model.table().total());
-  nlohmann::json ref = c.loss_json(loss_file);
+  nlohmann::json ref = c.json(loss_file);
   const int64_t n_labels = ref["n_labels"].get<int64_t>();
   const MicroBatch batch{c.ids.data(), c.targets.data(), c.B, c.T};
   LossSums sums = model.forward_backward(OnBackend(backend, c.model.params).data(), device_grads.data(), batch,

@@ -3,7 +3,7 @@
 
 usage: /usr/bin/python3 tools/reference/make_fixtures.py --out DIR
 Writes DIR/<case>/{config.json, model.safetensors, tokens.npy, logits_fp32.npy, logits_bf16.npy,
-loss.json, loss_bf16.json, grads.safetensors, grads_bf16.safetensors} and DIR/cases.json.
+loss.json, loss_bf16.json, grads.safetensors, grads_bf16.safetensors, greedy.json} and DIR/cases.json.
 Deterministic and idempotent; prints one summary line.
 """
 
@@ -22,6 +22,11 @@ import olmo3_ref as ref  # noqa: E402
 Z_LOSS = 1e-5
 FIXTURE_STD = 0.1  # larger than the 0.02 training init: peakier attention and logits, so bugs show
 S, F = "sliding_attention", "full_attention"
+# Greedy decoding goldens: prompt + new tokens span more than every sliding window but one (mha_window_ge_t's W=64).
+GREEDY_PROMPT, GREEDY_NEW = 9, 40
+# The smallest gap between the two largest logits a golden may have: far above fp32's error on these models
+# (2.5e-6, README), so that replica must choose the same ids.
+GREEDY_MIN_MARGIN = 1e-4
 
 # name: (config overrides, B, T, seed). Base config below; one line per case.
 CASES = {
@@ -169,6 +174,12 @@ def make_case(out_dir, name, config, B, T, seed):
     write_npy(os.path.join(d, "logits_fp32.npy"), logits)
     write_json(os.path.join(d, "loss.json"), losses)
     ref.save_safetensors(os.path.join(d, "grads.safetensors"), grads, "F32")
+
+    # greedy decoding of the first instance's first GREEDY_PROMPT tokens: a full recompute per token, float64
+    prompt = ids[0, :GREEDY_PROMPT].tolist()
+    new_ids, margins = ref.greedy(ref.leaf_params(params, torch.float64, requires_grad=False), cfg, prompt, GREEDY_NEW)
+    assert min(margins) > GREEDY_MIN_MARGIN, f"{name}: a near tie in greedy decoding ({min(margins):.2e})"
+    write_json(os.path.join(d, "greedy.json"), {"prompt": prompt, "ids": new_ids, "min_margin": min(margins)})
 
     # bf16 goldens: computed in float32, matmul operands rounded to bf16 (forward and backward)
     logits, losses, grads = run(params, cfg, ids, torch.float32, "bf16")

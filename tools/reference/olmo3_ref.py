@@ -408,6 +408,27 @@ def forward(params: Params, cfg: Config, ids: torch.Tensor, precision: str = "fp
     return linear(x, head, precision)
 
 
+def greedy(params: Params, cfg: Config, prompt: List[int], n: int, vocab: Optional[int] = None,
+           eos: Optional[int] = None):
+    """Greedy decoding without a cache: every step recomputes the full forward over prompt + the tokens so far and
+    appends the argmax of the last position's logits (torch.argmax: the first of equal maxima) among ids < vocab
+    (default: all), for n tokens or until it appends eos.
+
+    Returns (new ids, margins): each step's gap between the largest and the second largest logit, so a caller can
+    tell a decided choice from a near tie.
+    """
+    ids, margins = list(prompt), []
+    with torch.no_grad():
+        for _ in range(n):
+            logits = forward(params, cfg, torch.tensor([ids], dtype=torch.int64))[0, -1, :vocab]
+            top = torch.topk(logits, 2).values
+            margins.append(float(top[0] - top[1]))
+            ids.append(int(torch.argmax(logits)))
+            if ids[-1] == eos:
+                break
+    return ids[len(prompt):], margins
+
+
 def loss(logits: torch.Tensor, ids: torch.Tensor, z_loss: float = 1e-5):
     """Next-token cross entropy + z_loss * lse^2, summed over labelled tokens / n_labelled.
 

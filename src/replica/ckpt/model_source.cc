@@ -8,6 +8,14 @@
 
 namespace replica::ckpt {
 
+std::string resolve_model_source(const std::string& path) {
+  const std::string checkpoints = (std::filesystem::path(path) / "checkpoints").string();
+  if (is_checkpoint_dir(path) || !std::filesystem::is_directory(checkpoints)) return path;
+  const std::string latest = find_latest_checkpoint(checkpoints);
+  check(!latest.empty(), "{}: a run directory without a complete checkpoint in checkpoints/", path);
+  return latest;
+}
+
 model::ModelConfig load_model_source_config(const std::string& path) {
   return is_checkpoint_dir(path) ? read_checkpoint_model_config(path) : model::load_model_config(path);
 }

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "replica/cli/command.h"
+#include "replica/cli/data_text.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/npy.h"
@@ -209,7 +210,10 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   audit_cmd->add_option("--first-epoch", o->first_epoch, "Epoch of step 0")->capture_default_str();
   audit_cmd->add_flag("--filter", o->filter, "The run uses the n-gram instance filter (part of the fingerprint)");
 
+  const replica::cli::TextCommands text = replica::cli::add_text_commands(app);  // encode, decode
+
   return std::function<int()>([=] {
+    if (text.parsed()) return text.run();
     if (tokenize->parsed()) return run_tokenize(*o);
     if (info->parsed()) return run_info(*o);
     if (show->parsed()) return run_show(*o);

@@ -96,6 +96,12 @@ class Backend {
                                 int64_t C, int64_t V, float z_coef, Precision precision,
                                 const LmHeadGrads* grads) = 0;
 
+  // ---- decoding (generation): forward only, fp32 -------------------------------------------------------
+  // (RoPE at positions p … p + T − 1 is rope_forward with B = 1 on the tables' rows from p on.)
+  // New queries over the new keys and a key/value cache (kernels/cpu/cached_attention.h).
+  virtual void cached_attention(float* out, const float* q, const float* k, const float* v, const float* k_cache,
+                                const float* v_cache, const CachedAttentionShape& s) = 0;
+
   // ---- optimizer ----------------------------------------------------------------------------------------
   // One AdamW update of every element of `chunks` (backend memory, n_chunks entries); the weights, the gradient and
   // the moments cover a shard of the flat buffer that starts at shard_begin.

@@ -116,6 +116,11 @@ class ForwardingBackend : public Backend {
     Call call(*this, grads ? "lm_head_loss (with gradients)" : "lm_head_loss");
     return inner_.lm_head_loss(hidden, weight, host_targets, N, C, V, z_coef, p, grads);
   }
+  void cached_attention(float* out, const float* q, const float* k, const float* v, const float* k_cache,
+                        const float* v_cache, const CachedAttentionShape& s) override {
+    Call call(*this, [&] { return fmt::format("cached_attention n={} W={}", s.n, s.window); });
+    inner_.cached_attention(out, q, k, v, k_cache, v_cache, s);
+  }
 
   void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq, size_t shard_begin,
                   const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) override {

@@ -38,6 +38,16 @@ struct AttentionShape {
   int64_t B, T, H, K, D, window;
 };
 
+// Attention of n new queries of one sequence, at positions p … p + n − 1, over a key/value cache (decoding): query
+// i sees keys max(0, i − window + 1) ≤ j ≤ i (window 0: all of j ≤ i); keys j ≥ p are the n new ones, keys j < p
+// are in the cache, the key of position j in slot j % capacity. A sliding layer's cache is a ring of W slots: the
+// last W positions before p, which are all that any of the new queries sees.
+struct CachedAttentionShape {
+  int64_t n, position;  // new queries (and keys), and the position of the first
+  int64_t H, K, D, window;
+  int64_t capacity;  // slots of the cache: at least min(p, W) (sliding, W > 0) or p (full)
+};
+
 // Floats per partial sum of the gradient norm: the blocks fix the summation order on every backend and for
 // every data-parallel sharding (shards start on block boundaries).
 inline constexpr size_t kSquareSumBlock = size_t(1) << 14;

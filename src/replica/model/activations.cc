@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "replica/model/rope.h"
+
 namespace replica::model {
 
 Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision,
@@ -67,12 +69,8 @@ void Transformer::Workspace::each(Visit&& visit) {
 
 Transformer::Workspace::Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape) : Workspace(shape) {
   each([&](auto& buffer, size_t n) { buffer = std::decay_t<decltype(buffer)>(backend, n); });
-  auto upload = [&](RopeBuffers& to, const RopeTable& table) {
-    backend.to_device(to.cos.data(), table.cos.data(), table.cos.size() * sizeof(float));
-    backend.to_device(to.sin.data(), table.sin.data(), table.sin.size() * sizeof(float));
-  };
-  if (shape.rope_plain > 0) upload(rope, RopeTable(shape.T, c.head_dim, c.rope_theta));
-  if (shape.rope_yarn > 0) upload(yarn, RopeTable(shape.T, c.head_dim, c.rope_theta, *c.rope_scaling));
+  if (shape.rope_plain > 0) upload(backend, rope, rope_table(c, shape.T, false));
+  if (shape.rope_yarn > 0) upload(backend, yarn, rope_table(c, shape.T, true));
 }
 
 size_t Transformer::Workspace::bytes(const ActivationShape& shape) {

@@ -46,11 +46,6 @@ struct Transformer::BlockActs {
   void each(const ActivationShape& shape, Visit&& visit);  // visit(buffer, length) for every buffer of the shape
 };
 
-// One RoPE table's cos and sin [T, D/2] in backend memory, uploaded from a RopeTable.
-struct Transformer::RopeBuffers {
-  Buffer cos, sin;
-};
-
 // Everything sized by (B, T): residual stream per layer, block activations, backward scratch, the RoPE tables.
 struct Transformer::Workspace {
   Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape);  // allocates the table's buffers

@@ -55,7 +55,7 @@ void Transformer::check_ids(const int32_t* ids, int64_t n) const {
           ids[i], i, config_.vocab_size);
 }
 
-const Transformer::RopeBuffers& Transformer::rope_table(int64_t layer) const {
+const RopeBuffers& Transformer::rope_table(int64_t layer) const {
   return config_.yarn_layer(layer) ? ws_->yarn : ws_->rope;
 }
 

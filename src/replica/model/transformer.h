@@ -12,6 +12,7 @@
 #include "replica/model/gradient_sink.h"
 #include "replica/model/weight_source.h"
 #include "replica/model/params.h"
+#include "replica/model/rope.h"
 
 namespace replica::model {
 
@@ -86,7 +87,6 @@ class Transformer {
   // The activation memory (model/activations.h).
   struct ActivationShape;
   struct BlockActs;
-  struct RopeBuffers;
   struct Workspace;
   void prepare(int64_t B, int64_t T, bool for_training);
   void check_ids(const int32_t* ids, int64_t n) const;

@@ -10,6 +10,7 @@
 #include "replica/kernels/backend.h"
 #include "replica/kernels/cpu/adamw.h"
 #include "replica/kernels/cpu/attention.h"
+#include "replica/kernels/cpu/cached_attention.h"
 #include "replica/kernels/cpu/embedding.h"
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/lm_head_loss.h"
@@ -105,6 +106,10 @@ class CpuBackend final : public Backend {
   LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C,
                         int64_t V, float z_coef, Precision p, const LmHeadGrads* grads) override {
     return cpu::lm_head_loss(hidden, weight, targets, N, C, V, z_coef, p, grads);
+  }
+  void cached_attention(float* out, const float* q, const float* k, const float* v, const float* k_cache,
+                        const float* v_cache, const CachedAttentionShape& s) override {
+    cpu::cached_attention(out, q, k, v, k_cache, v_cache, s);
   }
 
   void adamw_step(float* params, const float* grads, float* m, float* v, size_t shard_begin,

@@ -13,6 +13,7 @@
 #include "replica/kernels/backend.h"
 #include "replica/kernels/cuda/adamw.h"
 #include "replica/kernels/cuda/attention.h"
+#include "replica/kernels/cuda/cached_attention.h"
 #include "replica/kernels/cuda/context.h"
 #include "replica/kernels/cuda/elementwise.h"
 #include "replica/kernels/cuda/embedding.h"
@@ -185,6 +186,10 @@ class CudaBackend final : public Backend {
                         int64_t V, float z_coef, Precision p, const LmHeadGrads* grads) override {
     const int32_t* targets = targets_.upload(host_targets, size_t(N));
     return cuda::lm_head_loss(ctx_, hidden, weight, targets, N, C, V, z_coef, p, grads);
+  }
+  void cached_attention(float* out, const float* q, const float* k, const float* v, const float* k_cache,
+                        const float* v_cache, const CachedAttentionShape& s) override {
+    cuda::cached_attention(ctx_, out, q, k, v, k_cache, v_cache, s);
   }
 
   void adamw_step(float* params, const float* grads, float* m, float* v, size_t shard_begin,

@@ -1,0 +1,16 @@
+// rope_table: head_dim, rope_theta and, for YaRN layers, the rope scaling of the model config.
+#include "replica/model/rope.h"
+
+namespace replica::model {
+
+RopeTable rope_table(const ModelConfig& config, int64_t T, bool yarn) {
+  return yarn ? RopeTable(T, config.head_dim, config.rope_theta, *config.rope_scaling)
+              : RopeTable(T, config.head_dim, config.rope_theta);
+}
+
+void upload(Backend& backend, RopeBuffers& to, const RopeTable& table) {
+  backend.to_device(to.cos.data(), table.cos.data(), table.cos.size() * sizeof(float));
+  backend.to_device(to.sin.data(), table.sin.data(), table.sin.size() * sizeof(float));
+}
+
+}  // namespace replica::model

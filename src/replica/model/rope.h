@@ -1,0 +1,24 @@
+// The rotary tables a model's attention reads, built in one place for the Transformer (training, evaluation) and
+// the Decoder (generation): plain RoPE, and YaRN on the full-attention layers of a scaled model
+// (ModelConfig::yarn_layer), so a change of RoPE reaches both.
+#pragma once
+#include <cstdint>
+
+#include "replica/kernels/backend.h"
+#include "replica/kernels/rope_table.h"
+#include "replica/model/config.h"
+
+namespace replica::model {
+
+// One table's cos and sin [T, D/2] in backend memory.
+struct RopeBuffers {
+  DeviceArray<float> cos, sin;
+};
+
+// The table for positions 0 … T − 1 of the layers that rotate with YaRN (`yarn`) or with plain RoPE.
+RopeTable rope_table(const ModelConfig& config, int64_t T, bool yarn);
+
+// Copies `table` into `to` (allocated by the caller with T·D/2 values each).
+void upload(Backend& backend, RopeBuffers& to, const RopeTable& table);
+
+}  // namespace replica::model

@@ -1,0 +1,60 @@
+// The KV cache (model/kv_cache.h): a ring of W slots on sliding layers and every position on full ones, and stores
+// that land each position in slot position % capacity, wrapping, with only the last `capacity` of a long chunk.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "replica/model/kv_cache.h"
+
+namespace replica::model {
+namespace {
+
+ModelConfig two_layers() {  // layer 0 sliding (W = 4), layer 1 full; K·D = 2 floats per position
+  ModelConfig c;
+  c.vocab_size = 16;
+  c.d_model = 8;
+  c.ffn_hidden = 8;
+  c.n_layers = 2;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.head_dim = 2;
+  c.sliding_window = 4;
+  c.sliding = {true, false};
+  c.max_seq_len = 32;
+  return c;
+}
+
+// Rows [position, position + n) of a sequence whose key element e at position j is 10·j + e (values: negative).
+std::vector<float> rows(int64_t position, int64_t n, float sign) {
+  std::vector<float> out;
+  for (int64_t j = position; j < position + n; j++)
+    for (int e = 0; e < 2; e++) out.push_back(sign * float(10 * j + e));
+  return out;
+}
+
+TEST(KvCache, SlidingLayersKeepARingOfTheWindowAndFullLayersEveryPosition) {
+  KvCache cache(two_layers(), 20, cpu_backend());
+  EXPECT_EQ(cache.layer(0).capacity, 4);
+  EXPECT_EQ(cache.layer(1).capacity, 20);
+  EXPECT_EQ(cache.bytes(), (4 + 20) * 2 * 2 * sizeof(float));
+  EXPECT_EQ(KvCache(two_layers(), 3, cpu_backend()).layer(0).capacity, 3);  // fewer positions than the window
+}
+
+TEST(KvCache, StoresWrapAroundTheRing) {
+  KvCache cache(two_layers(), 20, cpu_backend());
+  // A prompt of 6 (only positions 2..5 stay in the ring), then positions 6 and 7 one at a time.
+  for (auto [position, n] : {std::pair<int64_t, int64_t>{0, 6}, {6, 1}, {7, 1}})
+    for (int64_t l = 0; l < 2; l++)
+      cache.store(l, rows(position, n, 1).data(), rows(position, n, -1).data(), position, n);
+  const KvCache::Layer& ring = cache.layer(0);
+  for (int64_t j = 4; j < 8; j++)
+    for (int e = 0; e < 2; e++) {
+      EXPECT_EQ(ring.k.data()[(j % 4) * 2 + e], float(10 * j + e)) << "position " << j;
+      EXPECT_EQ(ring.v.data()[(j % 4) * 2 + e], -float(10 * j + e)) << "position " << j;
+    }
+  const KvCache::Layer& full = cache.layer(1);
+  EXPECT_EQ(std::vector<float>(full.k.data(), full.k.data() + 16), rows(0, 8, 1));
+}
+
+}  // namespace
+}  // namespace replica::model
