@@ -12,7 +12,7 @@ here is taken from replica's C++.
   packing_ref.py pack OUT_DIR SEQ_LEN GROUP_SIZE truncate|fragment PERMUTATION_SEED|none EOS PAD uint16|uint32 FILE...
       writes OUT_DIR/input_ids.npy (int64 [N, SEQ_LEN]), OUT_DIR/doc_lens.npy (int64, every instance's
       lengths one after the other) and OUT_DIR/doc_counts.npy (int64 [N]: how many lengths each instance has).
-  packing_ref.py argsort IN.npy OUT.npy ...   for each pair, np.argsort of IN (1-D int64; the default kind) to OUT.
+  packing_ref.py argsort KIND IN.npy OUT.npy ...   for each pair, np.argsort(IN, kind=KIND) (1-D int64) to OUT.
 """
 import math
 import os
@@ -173,9 +173,9 @@ def packed_instances(paths, seq_len, group_size, long_doc_strategy, permutation_
             yield input_ids, get_document_lengths(input_ids, eos)
 
 
-def argsort(paths):
+def argsort(kind, paths):
     for in_path, out_path in zip(paths[::2], paths[1::2]):
-        np.save(out_path, np.argsort(np.load(in_path)).astype(np.int64))
+        np.save(out_path, np.argsort(np.load(in_path), kind=kind).astype(np.int64))
 
 
 def pack(argv):
@@ -193,6 +193,6 @@ def pack(argv):
 
 if __name__ == "__main__":
     if sys.argv[1] == "argsort":
-        argsort(sys.argv[2:])
+        argsort(sys.argv[2], sys.argv[3:])
     else:
         pack(sys.argv[2:])

@@ -10,43 +10,38 @@ namespace {
 
 constexpr int64_t kSmallQuicksort = 15;  // SMALL_QUICKSORT: partitions of at most 16 go to insertion sort
 
+// aheapsort_'s sift: moves a[i]'s hole down the heap a[1..n] to where `tmp` belongs, and puts it there.
+void sift_down(const int64_t* v, int64_t* a, int64_t i, int64_t n, int64_t tmp) {
+  for (int64_t j = 2 * i; j <= n;) {
+    if (j < n && v[a[j]] < v[a[j + 1]]) j += 1;
+    if (!(v[tmp] < v[a[j]])) break;
+    a[i] = a[j];
+    i = j;
+    j += j;
+  }
+  a[i] = tmp;
+}
+
 // aheapsort_: `tosort` is read 1-based (a = tosort - 1), as in numpy.
 void argheapsort(const int64_t* v, int64_t* tosort, int64_t n) {
   int64_t* a = tosort - 1;
-  int64_t i, j, l, tmp;
-  for (l = n >> 1; l > 0; --l) {
-    tmp = a[l];
-    for (i = l, j = l << 1; j <= n;) {
-      if (j < n && v[a[j]] < v[a[j + 1]]) j += 1;
-      if (v[tmp] < v[a[j]]) {
-        a[i] = a[j];
-        i = j;
-        j += j;
-      } else {
-        break;
-      }
-    }
-    a[i] = tmp;
-  }
+  for (int64_t l = n >> 1; l > 0; --l) sift_down(v, a, l, n, a[l]);
   for (; n > 1;) {
-    tmp = a[n];
+    const int64_t tmp = a[n];
     a[n] = a[1];
     n -= 1;
-    for (i = 1, j = 2; j <= n;) {
-      if (j < n && v[a[j]] < v[a[j + 1]]) j++;
-      if (v[tmp] < v[a[j]]) {
-        a[i] = a[j];
-        i = j;
-        j += j;
-      } else {
-        break;
-      }
-    }
-    a[i] = tmp;
+    sift_down(v, a, 1, n, tmp);
   }
 }
 
 }  // namespace
+
+std::vector<int64_t> numpy_argheapsort(std::span<const int64_t> keys) {
+  std::vector<int64_t> order(keys.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = int64_t(i);
+  if (!order.empty()) argheapsort(keys.data(), order.data(), int64_t(order.size()));
+  return order;
+}
 
 std::vector<int64_t> numpy_argsort(std::span<const int64_t> keys) {
   const int64_t num = int64_t(keys.size());

@@ -10,5 +10,7 @@
 namespace replica::data {
 
 std::vector<int64_t> numpy_argsort(std::span<const int64_t> keys);
+// np.argsort(keys, kind="heapsort"): numpy's aheapsort_, which the introsort falls back to below its depth limit.
+std::vector<int64_t> numpy_argheapsort(std::span<const int64_t> keys);
 
 }  // namespace replica::data
