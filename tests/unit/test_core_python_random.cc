@@ -6,10 +6,10 @@
 #include <numeric>
 #include <sstream>
 
-#include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/python_random.h"
+#include "scratch_dir.h"
 
 using replica::PythonRandom;
 
@@ -32,8 +32,8 @@ std::vector<size_t> read_list(std::istream& in) {
 }  // namespace
 
 TEST(PythonRandom, DrawsMatchCPython) {
-  const std::vector<int64_t> seeds = {0, 1, 123, 1234, 34521, 4294967295, 4294967296, 1099511627781, -7,
-                                      9223372036854775807};
+  const std::vector<int64_t> seeds = {0,          1,          123,           1234, 34521,
+                                      4294967295, 4294967296, 1099511627781, -7,   9223372036854775807};
   const std::string out = (replica::testing::scratch_dir("python_random") / "draws.txt").string();
   std::string command = "/usr/bin/python3 " + std::string(REPLICA_SOURCE_DIR) + "/tools/reference/python_random_ref.py";
   for (int64_t seed : seeds) command += " " + std::to_string(seed);
@@ -71,7 +71,8 @@ TEST(PythonRandom, DrawsMatchCPython) {
       rng.shuffle(std::span<size_t>(x));
       EXPECT_EQ(x, read_list(lines)) << "shuffle of " << n;
     }
-    for (auto [n, k] : kSample) EXPECT_EQ(rng.sample(n, k), read_list(lines)) << "sample(range(" << n << "), " << k << ")";
+    for (auto [n, k] : kSample)
+      EXPECT_EQ(rng.sample(n, k), read_list(lines)) << "sample(range(" << n << "), " << k << ")";
   }
 }
 
@@ -81,8 +82,8 @@ TEST(PythonRandom, ShuffleOfTheStage3FileListMatchesTheReferenceVector) {
   std::iota(order.begin(), order.end(), size_t(0));
   PythonRandom(123).shuffle(std::span<size_t>(order));
   const std::vector<size_t> head(order.begin(), order.begin() + 24), tail(order.end() - 6, order.end());
-  EXPECT_EQ(head, (std::vector<size_t>{178, 957, 641, 410, 255, 470, 433, 580, 257, 450, 657, 316, 628, 76, 100, 633,
-                                       288, 143, 19, 524, 118, 191, 3, 195}));
+  EXPECT_EQ(head, (std::vector<size_t>{178, 957, 641, 410, 255, 470, 433, 580, 257, 450, 657, 316,
+                                       628, 76,  100, 633, 288, 143, 19,  524, 118, 191, 3,   195}));
   EXPECT_EQ(tail, (std::vector<size_t>{272, 417, 787, 89, 274, 53}));
 }
 

@@ -7,7 +7,6 @@
 #include <numeric>
 #include <random>
 
-#include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/npy.h"
@@ -15,6 +14,7 @@
 #include "replica/data/numpy_argsort.h"
 #include "replica/data/obfd.h"
 #include "replica/data/packed_dataset.h"
+#include "scratch_dir.h"
 
 using namespace replica;
 using namespace replica::data;
@@ -105,18 +105,19 @@ TEST(InstancePacker, FollowsTheOlmoCoreExample) {
 
 TEST(PackedDataset, MatchesOlmoCoreSourceGroupingTest) {
   // numpy_dataset_test.py::test_numpy_packed_fsl_dataset_with_source_grouping.
-  PackedDataset set = olmo_test_dataset({{1, 2, 3, 0, 11, 12, 13, 14, 15, 0, 21, 22, 23, 24, 25, 0, 31, 32, 33, 0, 41, 42, 0},
-                                         {51, 52, 0, 61, 62, 63, 64, 65, 66, 67, 0},
-                                         {71, 72, 73, 74, 75, 76, 77, 78, 79, 0, 81, 82, 0},
-                                         {91, 92, 93, 94, 0}},
-                                        2, LongDocStrategy::truncate);
+  PackedDataset set =
+      olmo_test_dataset({{1, 2, 3, 0, 11, 12, 13, 14, 15, 0, 21, 22, 23, 24, 25, 0, 31, 32, 33, 0, 41, 42, 0},
+                         {51, 52, 0, 61, 62, 63, 64, 65, 66, 67, 0},
+                         {71, 72, 73, 74, 75, 76, 77, 78, 79, 0, 81, 82, 0},
+                         {91, 92, 93, 94, 0}},
+                        2, LongDocStrategy::truncate);
   EXPECT_EQ(all_instances(set), (std::vector<std::vector<int32_t>>{{61, 62, 63, 64, 65, 66, 67, 0},
-                                                                    {11, 12, 13, 14, 15, 0, -1, -1},
-                                                                    {21, 22, 23, 24, 25, 0, -1, -1},
-                                                                    {1, 2, 3, 0, 31, 32, 33, 0},
-                                                                    {41, 42, 0, 51, 52, 0, -1, -1},
-                                                                    {71, 72, 73, 74, 75, 76, 77, 78},
-                                                                    {91, 92, 93, 94, 0, 81, 82, 0}}));
+                                                                   {11, 12, 13, 14, 15, 0, -1, -1},
+                                                                   {21, 22, 23, 24, 25, 0, -1, -1},
+                                                                   {1, 2, 3, 0, 31, 32, 33, 0},
+                                                                   {41, 42, 0, 51, 52, 0, -1, -1},
+                                                                   {71, 72, 73, 74, 75, 76, 77, 78},
+                                                                   {91, 92, 93, 94, 0, 81, 82, 0}}));
   EXPECT_EQ(set.document_lengths(4), (std::vector<int32_t>{3, 3, 2}));
   EXPECT_EQ(set.document_lengths(5), (std::vector<int32_t>{8}));
   EXPECT_EQ(set.num_groups(), 2u);
@@ -179,7 +180,8 @@ TEST(PackedDataset, MatchesTheNumpyOracleOnRandomFiles) {
     for (size_t f = 0; f < num_files; f++) {
       std::vector<uint32_t> tokens;
       for (size_t d = 0, docs = 1 + size_t(gen() % 60); d < docs; d++) {
-        for (uint64_t t = 1, n = lengths[gen() % lengths.size()]; t < n; t++) tokens.push_back(1 + uint32_t(gen() % 30000));
+        for (uint64_t t = 1, n = lengths[gen() % lengths.size()]; t < n; t++)
+          tokens.push_back(1 + uint32_t(gen() % 30000));
         tokens.push_back(eos);
       }
       for (size_t t = 0, tail = gen() % 3 == 0 ? 1 + gen() % 9 : 0; t < tail; t++) tokens.push_back(7);
@@ -193,10 +195,9 @@ TEST(PackedDataset, MatchesTheNumpyOracleOnRandomFiles) {
 
     const std::string out = (dir() / ("oracle" + std::to_string(c))).string();
     std::filesystem::create_directories(out);
-    std::string args = fmt::format("pack {} {} {} {} {} {} {} {}", out, k.seq_len, k.group_size,
-                                   long_doc_strategy_name(k.strategy),
-                                   k.permutation_seed ? std::to_string(*k.permutation_seed) : "none", eos, pad,
-                                   token_dtype_name(k.dtype));
+    std::string args = fmt::format(
+        "pack {} {} {} {} {} {} {} {}", out, k.seq_len, k.group_size, long_doc_strategy_name(k.strategy),
+        k.permutation_seed ? std::to_string(*k.permutation_seed) : "none", eos, pad, token_dtype_name(k.dtype));
     for (const std::string& p : paths) args += " " + p;
     run_oracle(args);
     std::vector<int64_t> shape;
@@ -212,8 +213,9 @@ TEST(PackedDataset, MatchesTheNumpyOracleOnRandomFiles) {
                 std::vector<int64_t>(ids.begin() + int64_t(i * L), ids.begin() + int64_t((i + 1) * L)))
           << "instance " << i;
       const std::vector<int32_t> got = set.document_lengths(i);
-      ASSERT_EQ(std::vector<int64_t>(got.begin(), got.end()),
-                std::vector<int64_t>(lens.begin() + int64_t(next_len), lens.begin() + int64_t(next_len + size_t(counts[i]))))
+      ASSERT_EQ(
+          std::vector<int64_t>(got.begin(), got.end()),
+          std::vector<int64_t>(lens.begin() + int64_t(next_len), lens.begin() + int64_t(next_len + size_t(counts[i]))))
           << "instance " << i;
       next_len += size_t(counts[i]);
     }

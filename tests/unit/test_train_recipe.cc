@@ -170,8 +170,8 @@ TEST(Recipe, PackingKeysDefaultToPlainChunksAndReachTheLoader) {
   EXPECT_EQ(defaults.data.source_permutation_seed, std::nullopt);
   EXPECT_EQ(defaults.data.packing.long_doc_strategy, data::LongDocStrategy::truncate);
   const Recipe r = load_recipe_text(kMinimal, "minimal",
-                                    {"data.packing=obfd", "data.source_group_size=8", "data.source_permutation_seed=123",
-                                     "data.long_doc_strategy=fragment"},
+                                    {"data.packing=obfd", "data.source_group_size=8",
+                                     "data.source_permutation_seed=123", "data.long_doc_strategy=fragment"},
                                     false);
   ModelConfig model;
   const data::LoaderConfig loader = loader_config(r, model);
@@ -180,8 +180,8 @@ TEST(Recipe, PackingKeysDefaultToPlainChunksAndReachTheLoader) {
   EXPECT_EQ(loader.source_permutation_seed, 123);
   EXPECT_EQ(loader.packing.long_doc_strategy, data::LongDocStrategy::fragment);
   const std::string yaml = r.to_yaml();
-  for (const char* line : {"packing: obfd", "source_group_size: 8", "source_permutation_seed: 123",
-                           "long_doc_strategy: fragment"})
+  for (const char* line :
+       {"packing: obfd", "source_group_size: 8", "source_permutation_seed: 123", "long_doc_strategy: fragment"})
     EXPECT_NE(yaml.find(line), std::string::npos) << line << "\n" << yaml;
   EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
   const std::string plain = defaults.to_yaml();  // none round-trips as null

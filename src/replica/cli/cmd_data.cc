@@ -153,7 +153,8 @@ int run_show(const Options& o) {
   std::vector<int32_t> ids(size_t(o.dataset.seq_len));
   dataset->read_instance(instance, ids.data());
   std::unique_ptr<Tokenizer> tokenizer;
-  if (!o.ids) tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(o.tokenizer.empty() ? default_ranks_path() : o.tokenizer));
+  if (!o.ids)
+    tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(o.tokenizer.empty() ? default_ranks_path() : o.tokenizer));
   auto print_tokens = [&](size_t begin, size_t end) {
     if (tokenizer)
       fmt::print("{}\n", tokenizer->decode(std::vector<uint32_t>(ids.begin() + begin, ids.begin() + end)));

@@ -70,7 +70,8 @@ std::string DataLoader::fingerprint() const {
   std::string text = fmt::format("replica-data-v1;seq_len={};dtype={};vocab={};filter={}:{}:{}:{};seed={};",
                                  config_.seq_len, token_dtype_name(config_.dtype), config_.vocab_size,
                                  f.enabled, f.min_period, f.max_period, f.max_count, config_.seed);
-  if (config_.source_permutation_seed) text += fmt::format("source_permutation_seed={};", *config_.source_permutation_seed);
+  if (config_.source_permutation_seed)
+    text += fmt::format("source_permutation_seed={};", *config_.source_permutation_seed);
   if (packed_)
     text += fmt::format("packing={}:{}:{};", packing_name(config_.packing.kind), config_.packing.source_group_size,
                         long_doc_strategy_name(config_.packing.long_doc_strategy));

@@ -9,10 +9,7 @@
 namespace replica::data {
 
 InstancePacker::InstancePacker(uint64_t capacity)
-    : capacity_(capacity),
-      tree_(2 * capacity, 0),
-      head_(capacity + 1, -1),
-      tail_(capacity + 1, -1) {
+    : capacity_(capacity), tree_(2 * capacity, 0), head_(capacity + 1, -1), tail_(capacity + 1, -1) {
   check(std::has_single_bit(capacity) && capacity <= (uint64_t(1) << 31),
         "packing capacity {} must be a power of two (at most 2^31)", capacity);
   set_leaf(capacity, capacity);

@@ -37,8 +37,8 @@ struct DocumentSpan {
 };
 
 struct PackedInstances {
-  std::vector<DocumentSpan> documents;         // sorted by length, decreasing (numpy's tie order); id = position
-  std::vector<uint64_t> instance_offsets;      // [instances + 1]: instance i holds documents_by_instance[o_i, o_i+1)
+  std::vector<DocumentSpan> documents;          // sorted by length, decreasing (numpy's tie order); id = position
+  std::vector<uint64_t> instance_offsets;       // [instances + 1]: instance i holds documents_by_instance[o_i, o_i+1)
   std::vector<uint64_t> documents_by_instance;  // document ids, bin by bin, each bin in the order it was filled
 };
 

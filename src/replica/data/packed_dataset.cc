@@ -27,8 +27,8 @@ const char* long_doc_strategy_name(LongDocStrategy strategy) {
   return strategy == LongDocStrategy::fragment ? "fragment" : "truncate";
 }
 
-PackedDataset::PackedDataset(const std::vector<MixEntry>& files, int64_t seq_len, TokenDtype dtype,
-                             uint32_t vocab_size, const PackingConfig& packing, uint32_t eos, int32_t pad)
+PackedDataset::PackedDataset(const std::vector<MixEntry>& files, int64_t seq_len, TokenDtype dtype, uint32_t vocab_size,
+                             const PackingConfig& packing, uint32_t eos, int32_t pad)
     : seq_len_(seq_len), vocab_size_(vocab_size), eos_(eos), pad_(pad), packing_(packing) {
   check(seq_len > 0 && std::has_single_bit(uint64_t(seq_len)) && seq_len <= (int64_t(1) << 31),
         "a packed dataset needs a power-of-two sequence length (the OBFD segment tree's leaves), got {}", seq_len);
@@ -74,7 +74,8 @@ PackedDataset::Group PackedDataset::pack_group(size_t first_file, size_t count) 
       } else if (packing_.long_doc_strategy == LongDocStrategy::truncate) {
         documents.push_back({offset + start, offset + start + max_len});
       } else {
-        for (uint64_t s = start; s < end; s += max_len) documents.push_back({offset + s, offset + std::min(end, s + max_len)});
+        for (uint64_t s = start; s < end; s += max_len)
+          documents.push_back({offset + s, offset + std::min(end, s + max_len)});
       }
       start = end;
     }
@@ -99,8 +100,8 @@ uint64_t PackedDataset::padding_tokens() const {
 
 std::pair<const PackedDataset::Group*, uint64_t> PackedDataset::locate(uint64_t instance) const {
   check(instance < num_instances(), "instance {} is out of range (the dataset has {})", instance, num_instances());
-  const size_t g = size_t(std::upper_bound(group_offsets_.begin(), group_offsets_.end(), instance) -
-                          group_offsets_.begin()) - 1;
+  const size_t g =
+      size_t(std::upper_bound(group_offsets_.begin(), group_offsets_.end(), instance) - group_offsets_.begin()) - 1;
   return {&groups_[g], instance - group_offsets_[g]};
 }
 
@@ -112,7 +113,8 @@ std::vector<PackedDataset::Document> PackedDataset::documents(uint64_t instance)
     const DocumentSpan& span = packed.documents[packed.documents_by_instance[k]];
     // The file whose token range holds the document's start (documents never cross files).
     const size_t f = size_t(std::upper_bound(group->file_starts.begin(), group->file_starts.end(), span.start) -
-                            group->file_starts.begin()) - 1;
+                            group->file_starts.begin()) -
+                     1;
     out.push_back({group->first_file + f, span.start - group->file_starts[f], span.length()});
   }
   return out;

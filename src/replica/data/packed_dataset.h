@@ -27,7 +27,7 @@ LongDocStrategy parse_long_doc_strategy(std::string_view name);
 const char* long_doc_strategy_name(LongDocStrategy strategy);
 
 struct PackingConfig {
-  Packing kind = Packing::none;  // data.packing: none = fixed-length chunks of each file (FslDataset)
+  Packing kind = Packing::none;   // data.packing: none = fixed-length chunks of each file (FslDataset)
   int64_t source_group_size = 1;  // data.source_group_size: files packed together (OLMo-core's default 1; stage 3: 8)
   LongDocStrategy long_doc_strategy = LongDocStrategy::truncate;  // data.long_doc_strategy (OLMo-core's default)
 };
@@ -44,7 +44,7 @@ class PackedDataset : public InstanceSource {
   const TokenFile& file(size_t i) const override { return files_[i]; }
   const std::string& label(size_t i) const override { return labels_[i]; }
   size_t num_groups() const { return groups_.size(); }
-  uint64_t num_documents() const;  // packed documents (after truncation or fragmentation) over all groups
+  uint64_t num_documents() const;   // packed documents (after truncation or fragmentation) over all groups
   uint64_t padding_tokens() const;  // over all instances
 
   // One document of an instance: tokens [start, start + length) of file `file`.
