@@ -13,7 +13,7 @@
 #include "replica/model/weight_source.h"
 #include "replica/model/params.h"
 
-namespace replica {
+namespace replica::model {
 
 // Activation recomputation: `none` keeps every block's activations for the backward pass; `block` keeps
 // only each block's input and recomputes the block's forward just before its backward; `keep_attention` does
@@ -159,4 +159,4 @@ class Transformer {
   WholeWeights whole_;  // whole_weights(): the last whole buffer passed in
 };
 
-}  // namespace replica
+}  // namespace replica::model

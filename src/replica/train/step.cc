@@ -5,7 +5,7 @@
 
 #include "replica/core/error.h"
 
-namespace replica {
+namespace replica::train {
 
 StepConfig step_config(const Recipe& r) {
   StepConfig c;
@@ -23,17 +23,17 @@ StepConfig step_config(const Recipe& r) {
   return c;
 }
 
-TrainStep::TrainStep(const ModelConfig& model, const StepConfig& config, Communicator& control, Communicator& data,
-                     Backend& backend)
+TrainStep::TrainStep(const model::ModelConfig& model, const StepConfig& config, dist::Communicator& control,
+                     dist::Communicator& data, Backend& backend)
     : config_(config),
       model_(model, config.precision, config.remat, backend),
       dp_(control, data, backend, model_.table(), config.global_batch, config.micro_batch, config.sharding),
-      optimizer_(std::make_unique<AdamW>(model_.table(), config.adamw, dp_.shard_parts(), backend)),
+      optimizer_(std::make_unique<optim::AdamW>(model_.table(), config.adamw, dp_.shard_parts(), backend)),
       skip_step_(config.skip_step) {}
 
 // This rank's whole buffer through the model's own view (its bf16 copy follows the weights' version), or with sharded
 // weights the groups gathered from the shards.
-WeightSource& TrainStep::weights() {
+model::WeightSource& TrainStep::weights() {
   return dp_.shards_weights() ? dp_.gathered_weights()
                               : model_.whole_weights(dp_.whole_weights(), dp_.weights_version());
 }
@@ -47,13 +47,13 @@ LossSums TrainStep::gradients(const data::Batch& batch) {
   const int64_t T = config_.seq_len, M = config_.micro_batch, rows = config_.global_batch / dp_.comm().size();
   check(batch.seq_len == T && batch.rows == rows, "TrainStep: a batch of {} rows of {} tokens, expected {} of {}",
         batch.rows, batch.seq_len, rows, T);
-  targets_ = shifted_targets(batch.tokens.data(), batch.rows, T);
+  targets_ = model::shifted_targets(batch.tokens.data(), batch.rows, T);
   for (int64_t row = 0; row < batch.rows; row++)  // instances masked by the filter keep no labels
     if (!batch.keep[size_t(row)]) std::fill_n(targets_.begin() + row * T, T, kIgnoreLabel);
   const float grad_scale = 1.0f / float(loss_denominator(config_));
-  WeightSource& weights = this->weights();
-  return dp_.gradients([&](int64_t k, GradientSink& sink) {  // local micro-batch k: rows [k M, (k + 1) M)
-    const MicroBatch micro_batch{batch.tokens.data() + k * M * T, targets_.data() + k * M * T, M, T};
+  model::WeightSource& weights = this->weights();
+  return dp_.gradients([&](int64_t k, model::GradientSink& sink) {  // local micro-batch k: rows [k M, (k + 1) M)
+    const model::MicroBatch micro_batch{batch.tokens.data() + k * M * T, targets_.data() + k * M * T, M, T};
     return model_.forward_backward(weights, sink, micro_batch, float(config_.z_loss), grad_scale);
   });
 }
@@ -66,9 +66,9 @@ StepResult TrainStep::update(const LossSums& sums, int64_t step) {
   result.grad_norm = dp_.clip(config_.clip);
   const std::optional<double> watched_norm = config_.clip > 0 ? std::optional(result.grad_norm) : std::nullopt;
   result.skipped = config_.skip_step.enabled && !skip_step_.record(result.ce, watched_norm);
-  result.lr = learning_rate(config_.schedule, step);
+  result.lr = optim::learning_rate(config_.schedule, step);
   if (!result.skipped) dp_.step(*optimizer_, result.lr);
   return result;
 }
 
-}  // namespace replica
+}  // namespace replica::train
