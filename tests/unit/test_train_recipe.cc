@@ -93,6 +93,10 @@ TEST(Recipe, Stage2And3) {
   EXPECT_EQ(s3.tokens_per_step(), 4194304);
   EXPECT_EQ(s3.train.max_steps, 11921);
   EXPECT_EQ(schedule_config(s3).warmup, 200);
+  EXPECT_EQ(s3.data.packing.kind, data::Packing::obfd);
+  EXPECT_EQ(s3.data.packing.source_group_size, 8);
+  EXPECT_EQ(s3.data.source_permutation_seed, 123);
+  EXPECT_EQ(s3.data.packing.long_doc_strategy, data::LongDocStrategy::truncate);
   EXPECT_NE(error_of([&] { check_trainable(s3, model_of(s3)); }).find("model.rope_scaling"), std::string::npos);
 }
 
@@ -165,6 +169,32 @@ TEST(Recipe, NumericsAndDataSettingsAreKeys) {
             std::string::npos);
 }
 
+TEST(Recipe, PackingKeysDefaultToPlainChunksAndReachTheLoader) {
+  // OLMo-core's defaults: no packing, groups of one file, no source permutation, long documents truncated.
+  const Recipe defaults = load_recipe_text(kMinimal, "minimal", {}, false);
+  EXPECT_EQ(defaults.data.packing.kind, data::Packing::none);
+  EXPECT_EQ(defaults.data.packing.source_group_size, 1);
+  EXPECT_EQ(defaults.data.source_permutation_seed, std::nullopt);
+  EXPECT_EQ(defaults.data.packing.long_doc_strategy, data::LongDocStrategy::truncate);
+  const Recipe r = load_recipe_text(kMinimal, "minimal",
+                                    {"data.packing=obfd", "data.source_group_size=8",
+                                     "data.source_permutation_seed=123", "data.long_doc_strategy=fragment"},
+                                    false);
+  model::ModelConfig model;
+  const data::LoaderConfig loader = loader_config(r, model);
+  EXPECT_EQ(loader.packing.kind, data::Packing::obfd);
+  EXPECT_EQ(loader.packing.source_group_size, 8);
+  EXPECT_EQ(loader.source_permutation_seed, 123);
+  EXPECT_EQ(loader.packing.long_doc_strategy, data::LongDocStrategy::fragment);
+  const std::string yaml = r.to_yaml();
+  for (const char* line :
+       {"packing: obfd", "source_group_size: 8", "source_permutation_seed: 123", "long_doc_strategy: fragment"})
+    EXPECT_NE(yaml.find(line), std::string::npos) << line << "\n" << yaml;
+  EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
+  const std::string plain = defaults.to_yaml();  // none round-trips as null
+  EXPECT_EQ(load_recipe_text(plain, "resolved", {}, false).data.source_permutation_seed, std::nullopt);
+}
+
 TEST(Recipe, ErrorsNameTheKey) {
   auto load = [](const std::string& text, std::vector<std::string> overrides = {}) {
     return error_of([&] { load_recipe_text(text, "bad.yaml", overrides, false); });
@@ -190,6 +220,12 @@ TEST(Recipe, ErrorsNameTheKey) {
   EXPECT_TRUE(names(batch, "data.global_batch_size") && names(batch, "data.micro_batch_size")) << batch;
   EXPECT_TRUE(names(load(kMinimal, {"data.mix_file=mix.txt"}), "data.mix_file"));
   EXPECT_TRUE(names(load(kMinimal, {"eval.every=10"}), "data.validation_paths"));
+  EXPECT_TRUE(names(load(kMinimal, {"data.packing=best_fit"}), "data.packing"));
+  EXPECT_TRUE(names(load(kMinimal, {"data.long_doc_strategy=split"}), "data.long_doc_strategy"));
+  EXPECT_TRUE(names(load(kMinimal, {"data.source_group_size=0"}), "data.source_group_size"));
+  EXPECT_TRUE(names(load(kMinimal, {"data.source_permutation_seed=abc"}), "data.source_permutation_seed"));
+  const std::string pow2 = load(kMinimal, {"data.packing=obfd", "data.seq_len=24"});
+  EXPECT_TRUE(names(pow2, "data.seq_len") && names(pow2, "power of two")) << pow2;
   std::string missing = error_of([] { load_recipe_text(kMinimal, "bad.yaml", {"model.config=/nonexistent/m.yaml"}); });
   EXPECT_TRUE(names(missing, "model.config") && names(missing, "/nonexistent/m.yaml")) << missing;
   EXPECT_TRUE(names(error_of([] { load_recipe("/nonexistent/recipe.yaml"); }), "/nonexistent/recipe.yaml"));

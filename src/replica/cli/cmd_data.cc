@@ -1,6 +1,7 @@
 // `replica data`: tokenize text into OLMo token files, inspect token datasets, write the global order, and
 // audit a planned run for repeated data. The logic lives in src/replica/data/.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <memory>
 #include <optional>
@@ -22,11 +23,13 @@ namespace {
 using namespace replica;
 using namespace replica::data;
 
-// Options naming a token dataset: --paths FILES... or --mix FILE, plus the sequence length and dtype.
+// Options naming a token dataset: --paths FILES... or --mix FILE, the sequence length and dtype, and how the
+// files become instances (a source permutation, packing).
 struct DatasetOptions {
   std::vector<std::string> paths;
-  std::string mix, dtype = "uint32";
-  int64_t seq_len = 0;
+  std::string mix, dtype = "uint32", packing = "none", long_doc_strategy = "truncate";
+  int64_t seq_len = 0, source_group_size = 1;
+  std::optional<int64_t> source_permutation_seed;
 
   void add_to(CLI::App* app, bool need_seq_len = true) {
     auto* paths_opt = app->add_option("--paths", paths, "Token files, in mix order");
@@ -36,6 +39,21 @@ struct DatasetOptions {
     if (need_seq_len) seq->required();
     app->add_option("--dtype", dtype, "Element type of headerless token files (uint32 or uint16)")
         ->capture_default_str();
+    app->add_option("--packing", packing, "none (fixed-length chunks) or obfd (OLMo-core's packed documents)")
+        ->capture_default_str();
+    app->add_option("--source-group-size", source_group_size, "Files packed together")->capture_default_str();
+    app->add_option("--long-doc-strategy", long_doc_strategy, "Documents longer than --seq-len: truncate or fragment")
+        ->capture_default_str();
+    app->add_option("--source-permutation-seed", source_permutation_seed,
+                    "Shuffle the files with Python's random.Random(seed) first (OLMo-core's source permutation)");
+  }
+  // Everything but the loader's own settings (seed, global batch, filter).
+  void configure(LoaderConfig& config) const {
+    config.files = entries();
+    config.seq_len = seq_len;
+    config.dtype = parse_token_dtype(dtype);
+    config.source_permutation_seed = source_permutation_seed;
+    config.packing = {parse_packing(packing), source_group_size, parse_long_doc_strategy(long_doc_strategy)};
   }
   std::vector<MixEntry> entries() const {
     check(!paths.empty() || !mix.empty(), "give the token files with --paths FILES... or --mix FILE");
@@ -54,15 +72,13 @@ struct Options {
   uint64_t seed = 34521, epoch = 1, first_epoch = 1;
   int64_t global_batch = 0, steps = 0, micro_batch = 0, instance = 0;
   int world_size = 1;
-  bool filter = false, scan = false;
+  bool filter = false, scan = false, ids = false;
 };
 
 // The loader the command-line flags describe (without --config).
 LoaderConfig flags_loader_config(const Options& o) {
   LoaderConfig config;
-  config.files = o.dataset.entries();
-  config.seq_len = o.dataset.seq_len;
-  config.dtype = parse_token_dtype(o.dataset.dtype);
+  o.dataset.configure(config);
   config.seed = o.seed;
   config.global_batch = o.global_batch;
   config.filter.enabled = o.filter;
@@ -87,12 +103,13 @@ int run_tokenize(const Options& o) {
 
 int run_info(const Options& o) {
   TokenDtype dtype = parse_token_dtype(o.dataset.dtype);
+  const bool packed = parse_packing(o.dataset.packing) == Packing::obfd;
   uint64_t total = 0, total_instances = 0;
   for (const auto& entry : o.dataset.entries()) {
     TokenFile file(entry.path, dtype);
     std::string line = fmt::format("{:<12} {}  {} tokens ({}{})", entry.label, entry.path, file.num_tokens(),
                                    token_dtype_name(file.dtype()), file.has_npy_header() ? ", .npy header" : "");
-    if (o.dataset.seq_len > 0) {
+    if (o.dataset.seq_len > 0 && !packed) {
       uint64_t n = file.num_tokens() / uint64_t(o.dataset.seq_len);
       total_instances += n;
       line += fmt::format(", {} instances", n);
@@ -110,24 +127,62 @@ int run_info(const Options& o) {
     total += file.num_tokens();
   }
   fmt::print("total        {} tokens", total);
-  if (o.dataset.seq_len > 0) fmt::print(", {} instances of {}", total_instances, o.dataset.seq_len);
+  if (o.dataset.seq_len > 0 && !packed) fmt::print(", {} instances of {}", total_instances, o.dataset.seq_len);
   fmt::print("\n");
+  if (o.dataset.seq_len > 0 && packed) {
+    LoaderConfig config;
+    o.dataset.configure(config);
+    const std::unique_ptr<const InstanceSource> dataset = open_dataset(config);
+    const auto& set = dynamic_cast<const PackedDataset&>(*dataset);
+    const uint64_t tokens = set.num_instances() * uint64_t(o.dataset.seq_len);
+    fmt::print("packed       {} documents into {} instances of {} in {} groups, {} padding tokens ({:.2f} %)\n",
+               set.num_documents(), set.num_instances(), o.dataset.seq_len, set.num_groups(), set.padding_tokens(),
+               tokens ? 100.0 * double(set.padding_tokens()) / double(tokens) : 0.0);
+  }
   if (o.dataset.seq_len > 0 && o.global_batch > 0)
     fmt::print("fingerprint  {}\n", DataLoader(flags_loader_config(o)).fingerprint());
   return 0;
 }
 
+// The instance's text (or ids) on stdout; where its tokens come from on stderr. A packed instance is shown document
+// by document, each with its position in the instance and its place in its file, then the padding.
 int run_show(const Options& o) {
-  FslDataset dataset(o.dataset.entries(), o.dataset.seq_len, parse_token_dtype(o.dataset.dtype), kDolma2VocabSize);
+  LoaderConfig config;
+  o.dataset.configure(config);
+  const std::unique_ptr<const InstanceSource> dataset = open_dataset(config);
+  const uint64_t instance = uint64_t(o.instance);
   std::vector<int32_t> ids(size_t(o.dataset.seq_len));
-  dataset.read_instance(uint64_t(o.instance), ids.data());
-  auto at = dataset.locate(uint64_t(o.instance));
-  fmt::print(stderr, "instance {}: {} tokens [{}, {}) of {}\n", o.instance, o.dataset.seq_len,
-             at.local * uint64_t(o.dataset.seq_len), (at.local + 1) * uint64_t(o.dataset.seq_len),
-             dataset.file(at.file).path());
-  Tokenizer tokenizer = Tokenizer::load(o.tokenizer.empty() ? default_ranks_path() : o.tokenizer);
-  std::vector<uint32_t> u(ids.begin(), ids.end());
-  fmt::print("{}\n", tokenizer.decode(u));
+  dataset->read_instance(instance, ids.data());
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (!o.ids)
+    tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(o.tokenizer.empty() ? default_ranks_path() : o.tokenizer));
+  auto print_tokens = [&](size_t begin, size_t end) {
+    if (tokenizer)
+      fmt::print("{}\n", tokenizer->decode(std::vector<uint32_t>(ids.begin() + begin, ids.begin() + end)));
+    else
+      fmt::print("{}\n", fmt::join(ids.begin() + begin, ids.begin() + end, " "));
+  };
+  const auto* packed = dynamic_cast<const PackedDataset*>(dataset.get());
+  if (!packed) {
+    auto at = dynamic_cast<const FslDataset&>(*dataset).locate(instance);
+    fmt::print(stderr, "instance {}: {} tokens [{}, {}) of {}\n", o.instance, o.dataset.seq_len,
+               at.local * uint64_t(o.dataset.seq_len), (at.local + 1) * uint64_t(o.dataset.seq_len),
+               dataset->file(at.file).path());
+    print_tokens(0, ids.size());
+    return 0;
+  }
+  const std::vector<PackedDataset::Document> documents = packed->documents(instance);
+  fmt::print(stderr, "instance {}: {} tokens, {} documents\n", o.instance, o.dataset.seq_len, documents.size());
+  size_t position = 0;
+  for (size_t k = 0; k < documents.size(); k++) {
+    const PackedDataset::Document& d = documents[k];
+    fmt::print(stderr, "document {}: [{}, {}) = tokens [{}, {}) of {}\n", k, position, position + d.length, d.start,
+               d.start + d.length, dataset->file(d.file).path());
+    print_tokens(position, position + d.length);
+    position += d.length;
+  }
+  if (position < ids.size())
+    fmt::print(stderr, "padding: [{}, {}) = {} pad tokens\n", position, ids.size(), ids.size() - position);
   return 0;
 }
 
@@ -189,6 +244,7 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   o->dataset.add_to(show);
   show->add_option("--instance", o->instance, "Global instance id")->required();
   show->add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken (default: data/tokenizer/)");
+  show->add_flag("--ids", o->ids, "Print token ids instead of text");
 
   auto* order = app.add_subcommand("order", "Write OLMo-core's global order [num_batches, G] as uint32 .npy");
   o->dataset.add_to(order);

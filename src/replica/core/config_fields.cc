@@ -62,6 +62,14 @@ Field text(std::string key, std::string& ref) {
           [&ref] { return YAML::Node(ref); }};
 }
 
+Field optional_integer(std::string key, std::optional<int64_t>& ref) {
+  return {key,
+          [&ref, key](const YAML::Node& n, const std::string& w) {
+            ref = n.IsNull() ? std::nullopt : std::optional(scalar<int64_t>(n, w, key, "an integer or null"));
+          },
+          [&ref] { return ref ? YAML::Node(*ref) : YAML::Node(YAML::NodeType::Null); }};
+}
+
 void read_mapping(const YAML::Node& node, const std::string& prefix, const std::vector<Field>& fields,
                   const std::string& where) {
   if (node.IsNull()) return;  // a key written with nothing after it: no settings

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -38,6 +39,7 @@ Field number(std::string key, double& ref);
 Field integer(std::string key, int64_t& ref);
 Field boolean(std::string key, bool& ref);
 Field text(std::string key, std::string& ref);  // null reads as ""
+Field optional_integer(std::string key, std::optional<int64_t>& ref);  // null reads as none and none writes as null
 // Two numbers written as the list [first, second] (the recipe's optim.betas).
 Field number_pair(std::string key, double& first, double& second, const char* expected);
 

@@ -10,7 +10,7 @@
 namespace replica::data {
 
 AuditReport audit(const DataLoader& loader, const AuditPlan& plan, const RankReader& reader) {
-  const FslDataset& dataset = loader.dataset();
+  const InstanceSource& dataset = loader.dataset();
   const int64_t global_batch = loader.config().global_batch, per_epoch = loader.batches_per_epoch();
   check(plan.steps > 0, "the audit needs a positive number of steps");
   check(plan.world_size > 0 && global_batch % plan.world_size == 0, "global batch {} is not divisible by world size {}",
@@ -20,7 +20,7 @@ AuditReport audit(const DataLoader& loader, const AuditPlan& plan, const RankRea
   AuditReport report;
   report.num_instances = dataset.num_instances();
   std::vector<uint8_t> run_count(report.num_instances, 0), epoch_seen(report.num_instances, 0);
-  std::vector<uint64_t> file_reads(dataset.num_files(), 0);
+  std::vector<uint64_t> file_tokens(dataset.num_files(), 0);
   uint64_t current_epoch = 0;
   for (int64_t step = 0; step < plan.steps; step++) {
     auto [epoch, b] = loader.position(step, plan.first_epoch);
@@ -37,7 +37,7 @@ AuditReport audit(const DataLoader& loader, const AuditPlan& plan, const RankRea
         if (run_count[id] < 255) run_count[id]++;
         if (epoch_seen[id]) report.repeats_within_epoch++;
         epoch_seen[id] = 1;
-        file_reads[dataset.locate(id).file]++;
+        for (auto [file, tokens] : dataset.token_sources(id)) file_tokens[file] += tokens;
       }
     }
   }
@@ -49,7 +49,11 @@ AuditReport audit(const DataLoader& loader, const AuditPlan& plan, const RankRea
   report.expected_epochs = double(plan.steps) / double(per_epoch);
   report.actual_epochs = distinct ? double(report.deliveries) / double(distinct) : 0;
   std::map<std::string, uint64_t> per_source;
-  for (size_t f = 0; f < dataset.num_files(); f++) per_source[dataset.label(f)] += file_reads[f] * dataset.seq_len();
+  report.padding_tokens = report.deliveries * uint64_t(dataset.seq_len());
+  for (size_t f = 0; f < dataset.num_files(); f++) {
+    per_source[dataset.label(f)] += file_tokens[f];
+    report.padding_tokens -= file_tokens[f];
+  }
   report.tokens_per_source.assign(per_source.begin(), per_source.end());
   return report;
 }
@@ -63,6 +67,12 @@ std::string AuditReport::text() const {
   out += fmt::format("epochs expected       {:.4f}\nepochs actual         {:.4f} (reads / distinct instances)\n",
                      expected_epochs, actual_epochs);
   for (const auto& [label, tokens] : tokens_per_source) out += fmt::format("tokens from {:<10} {}\n", label, tokens);
+  if (padding_tokens > 0) {
+    uint64_t read = padding_tokens;
+    for (const auto& source : tokens_per_source) read += source.second;
+    out += fmt::format("padding tokens        {} ({:.2f} % of tokens read)\n", padding_tokens,
+                       100.0 * double(padding_tokens) / double(read));
+  }
   out += ok() ? "OK: no instance was read twice within a planned epoch\n"
               : fmt::format("ERROR: {} reads ({:.2f} % of all reads) repeat an instance within its planned epoch\n",
                             repeats_within_epoch, 100.0 * repeat_fraction());

@@ -31,6 +31,7 @@ struct AuditReport {
   double expected_epochs = 0;       // steps / batches per epoch
   double actual_epochs = 0;         // deliveries / distinct instances delivered
   std::vector<std::pair<std::string, uint64_t>> tokens_per_source;  // label -> tokens delivered
+  uint64_t padding_tokens = 0;                                      // pad tokens delivered (packed mixes)
   bool ok() const { return repeats_within_epoch == 0; }
   double repeat_fraction() const { return deliveries ? double(repeats_within_epoch) / double(deliveries) : 0; }
   std::string text() const;  // the human-readable report

@@ -7,6 +7,7 @@
 
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/core/python_random.h"
 
 namespace replica::data {
 
@@ -36,6 +37,15 @@ std::vector<MixEntry> mix_from_paths(const std::vector<std::string>& paths) {
   std::vector<MixEntry> entries;
   for (const auto& path : paths) entries.push_back({fs::path(path).stem().string(), path});
   return entries;
+}
+
+std::vector<MixEntry> permute_mix(const std::vector<MixEntry>& files, int64_t seed) {
+  std::vector<size_t> order(files.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  PythonRandom(seed).shuffle(std::span<size_t>(order));
+  std::vector<MixEntry> permuted;
+  for (size_t i : order) permuted.push_back(files[i]);
+  return permuted;
 }
 
 FslDataset::FslDataset(const std::vector<MixEntry>& files, int64_t seq_len, TokenDtype dtype, uint32_t vocab_size)

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "replica/data/instance_source.h"
 #include "replica/data/token_file.h"
 
 namespace replica::data {
@@ -19,18 +20,21 @@ struct MixEntry {
 // are skipped; relative paths are taken relative to the mix file's directory.
 std::vector<MixEntry> read_mix_file(const std::string& mix_path);
 std::vector<MixEntry> mix_from_paths(const std::vector<std::string>& paths);
+// OLMo-core's source permutation (NumpyDatasetConfig.source_permutation_seed): order = list(range(n)),
+// random.Random(seed).shuffle(order), files[order[i]] at position i.
+std::vector<MixEntry> permute_mix(const std::vector<MixEntry>& files, int64_t seed);
 
-class FslDataset {
+class FslDataset : public InstanceSource {
  public:
   FslDataset(const std::vector<MixEntry>& files, int64_t seq_len, TokenDtype dtype, uint32_t vocab_size);
 
-  uint64_t num_instances() const { return offsets_.back(); }
-  int64_t seq_len() const { return seq_len_; }
+  uint64_t num_instances() const override { return offsets_.back(); }
+  int64_t seq_len() const override { return seq_len_; }
   uint32_t vocab_size() const { return vocab_size_; }
   TokenDtype dtype() const { return dtype_; }
-  size_t num_files() const { return files_.size(); }
-  const TokenFile& file(size_t i) const { return files_[i]; }
-  const std::string& label(size_t i) const { return labels_[i]; }
+  size_t num_files() const override { return files_.size(); }
+  const TokenFile& file(size_t i) const override { return files_[i]; }
+  const std::string& label(size_t i) const override { return labels_[i]; }
   uint64_t first_instance(size_t file) const { return offsets_[file]; }  // global id of the file's instance 0
 
   struct Location {
@@ -38,8 +42,10 @@ class FslDataset {
     uint64_t local;  // instance index within the file: tokens [local * seq_len, (local + 1) * seq_len)
   };
   Location locate(uint64_t instance) const;
-  // Writes the seq_len token ids of `instance` to `out` (ids checked against the vocab size).
-  void read_instance(uint64_t instance, int32_t* out) const;
+  void read_instance(uint64_t instance, int32_t* out) const override;
+  std::vector<std::pair<size_t, uint64_t>> token_sources(uint64_t instance) const override {
+    return {{locate(instance).file, uint64_t(seq_len_)}};
+  }
 
  private:
   std::vector<TokenFile> files_;

@@ -9,11 +9,21 @@
 
 namespace replica::data {
 
+std::unique_ptr<const InstanceSource> open_dataset(const LoaderConfig& c) {
+  const std::vector<MixEntry> files =
+      c.source_permutation_seed ? permute_mix(c.files, *c.source_permutation_seed) : c.files;
+  if (c.packing.kind == Packing::obfd)
+    return std::make_unique<const PackedDataset>(files, c.seq_len, c.dtype, c.vocab_size, c.packing);
+  return std::make_unique<const FslDataset>(files, c.seq_len, c.dtype, c.vocab_size);
+}
+
 DataLoader::DataLoader(LoaderConfig config)
-    : config_(std::move(config)), dataset_(config_.files, config_.seq_len, config_.dtype, config_.vocab_size) {
+    : config_(std::move(config)),
+      dataset_(open_dataset(config_)),
+      packed_(dynamic_cast<const PackedDataset*>(dataset_.get())) {
   check(config_.global_batch > 0, "global batch must be positive, got {}", config_.global_batch);
-  check(dataset_.num_instances() >= uint64_t(config_.global_batch),
-        "the dataset has {} instances of {} tokens, fewer than one global batch of {}", dataset_.num_instances(),
+  check(dataset_->num_instances() >= uint64_t(config_.global_batch),
+        "the dataset has {} instances of {} tokens, fewer than one global batch of {}", dataset_->num_instances(),
         config_.seq_len, config_.global_batch);
 }
 
@@ -25,7 +35,7 @@ std::pair<uint64_t, int64_t> DataLoader::position(int64_t step, uint64_t first_e
 std::shared_ptr<const GlobalOrder> DataLoader::order(uint64_t epoch) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!cached_order_ || cached_epoch_ != epoch) {
-    cached_order_ = std::make_shared<const GlobalOrder>(dataset_.num_instances(), config_.seed, epoch,
+    cached_order_ = std::make_shared<const GlobalOrder>(dataset_->num_instances(), config_.seed, epoch,
                                                         uint64_t(config_.global_batch));
     cached_epoch_ = epoch;
   }
@@ -48,8 +58,9 @@ Batch DataLoader::batch(uint64_t epoch, int64_t b, int rank, int world, std::opt
   out.keep.resize(size_t(out.rows));
   for (int64_t row = 0; row < out.rows; row++) {
     int32_t* tokens = out.tokens.data() + row * out.seq_len;
-    dataset_.read_instance(out.instances[size_t(row)], tokens);
+    dataset_->read_instance(out.instances[size_t(row)], tokens);
     out.keep[size_t(row)] = instance_passes(tokens, size_t(out.seq_len), config_.filter);
+    if (packed_) out.doc_lens.push_back(packed_->document_lengths(out.instances[size_t(row)]));
   }
   return out;
 }
@@ -59,8 +70,13 @@ std::string DataLoader::fingerprint() const {
   std::string text = fmt::format("replica-data-v1;seq_len={};dtype={};vocab={};filter={}:{}:{}:{};seed={};",
                                  config_.seq_len, token_dtype_name(config_.dtype), config_.vocab_size,
                                  f.enabled, f.min_period, f.max_period, f.max_count, config_.seed);
-  for (size_t i = 0; i < dataset_.num_files(); i++) {
-    const TokenFile& file = dataset_.file(i);
+  if (config_.source_permutation_seed)
+    text += fmt::format("source_permutation_seed={};", *config_.source_permutation_seed);
+  if (packed_)
+    text += fmt::format("packing={}:{}:{};", packing_name(config_.packing.kind), config_.packing.source_group_size,
+                        long_doc_strategy_name(config_.packing.long_doc_strategy));
+  for (size_t i = 0; i < dataset_->num_files(); i++) {
+    const TokenFile& file = dataset_->file(i);
     text += fmt::format("file={},size={},hash={:016x};", std::filesystem::path(file.path()).filename().string(),
                         file.file_size(), file.content_hash());
   }

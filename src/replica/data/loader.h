@@ -6,7 +6,7 @@
 // (epoch, batches consumed) and the fingerprint in its checkpoint, and refuses to resume on a different
 // fingerprint unless told to.
 //
-//   LoaderConfig config;  // files, seq_len, seed, global_batch (+ dtype, vocab_size, filter)
+//   LoaderConfig config;  // files, seq_len, seed, global_batch (+ dtype, vocab_size, filter, permutation, packing)
 //   config.files = read_mix_file("train.mix"), config.seq_len = 8192, config.seed = 34521, config.global_batch = 512;
 //   DataLoader loader(config);
 //   auto [epoch, b] = loader.position(step);            // step -> (epoch, batch within the epoch)
@@ -23,6 +23,7 @@
 #include "replica/data/dataset.h"
 #include "replica/data/instance_filter.h"
 #include "replica/data/order.h"
+#include "replica/data/packed_dataset.h"
 #include "replica/data/tokenizer.h"
 
 namespace replica::data {
@@ -35,6 +36,10 @@ struct LoaderConfig {
   TokenDtype dtype = TokenDtype::u32;      // of headerless files
   uint32_t vocab_size = kDolma2VocabSize;  // ids at or above it are a corrupt-data error
   InstanceFilterConfig filter;             // off by default
+  // OLMo-core's source_permutation_seed: the files are permuted by random.Random(seed).shuffle before anything
+  // else (permute_mix); none: mix order (OLMo-core's default; stage 3: 123).
+  std::optional<int64_t> source_permutation_seed;
+  PackingConfig packing;  // none by default: fixed-length chunks of each file
 };
 
 struct Batch {
@@ -42,15 +47,21 @@ struct Batch {
   std::vector<int32_t> tokens;      // [rows, seq_len], row-major
   std::vector<uint8_t> keep;        // [rows]; 0 = masked by the instance filter: set all its labels to -100
   std::vector<uint32_t> instances;  // [rows] global instance ids
+  std::vector<std::vector<int32_t>> doc_lens;  // [rows]; each row's document lengths in order, summing to seq_len;
+                                               // the padding tail is its own entry; empty when the mix is not packed
 };
+
+// The dataset a loader reads: the files (permuted when the config says so) as fixed-length chunks or packed.
+std::unique_ptr<const InstanceSource> open_dataset(const LoaderConfig& config);
 
 class DataLoader {
  public:
   explicit DataLoader(LoaderConfig config);
 
   const LoaderConfig& config() const { return config_; }
-  const FslDataset& dataset() const { return dataset_; }
-  int64_t batches_per_epoch() const { return int64_t(dataset_.num_instances() / uint64_t(config_.global_batch)); }
+  const InstanceSource& dataset() const { return *dataset_; }
+  const PackedDataset* packed() const { return packed_; }  // the dataset when the mix is packed, else null
+  int64_t batches_per_epoch() const { return int64_t(dataset_->num_instances() / uint64_t(config_.global_batch)); }
 
   // The epoch (from first_epoch) and batch within it that training step `step` (0-based) reads.
   std::pair<uint64_t, int64_t> position(int64_t step, uint64_t first_epoch = 1) const;
@@ -64,8 +75,9 @@ class DataLoader {
   std::vector<uint32_t> batch_instances(uint64_t epoch, int64_t b, int rank = 0, int world = 1,
                                         std::optional<int64_t> micro_batch = std::nullopt) const;
 
-  // 32 hex digits: XXH3-128 of (version, seq_len, dtype, vocab size, filter, seed, and each file's base
-  // name, size in bytes and content hash). The global batch and world size are not part of it.
+  // 32 hex digits: XXH3-128 of (version, seq_len, dtype, vocab size, filter, seed, the source permutation seed and
+  // packing settings when set, and each file's base name, size in bytes and content hash, in dataset order). The
+  // global batch and world size are not part of it.
   std::string fingerprint() const;
   // For resume: raises Error when `saved` (from a checkpoint) differs from fingerprint(), unless
   // `allow_change` (the explicit override).
@@ -76,7 +88,8 @@ class DataLoader {
 
  private:
   LoaderConfig config_;
-  FslDataset dataset_;
+  std::unique_ptr<const InstanceSource> dataset_;
+  const PackedDataset* packed_ = nullptr;
   mutable std::mutex mutex_;
   mutable uint64_t cached_epoch_ = 0;
   mutable std::shared_ptr<const GlobalOrder> cached_order_;

@@ -78,6 +78,23 @@ void TokenFile::read(uint64_t start, uint64_t count, int32_t* out, uint32_t voca
             path(), start + i, at(start + i), vocab_size);
 }
 
+std::vector<uint64_t> TokenFile::positions_of(uint32_t id) const {
+  std::vector<uint64_t> positions;
+  auto scan = [&]<typename T>(T) {
+    if (id > uint32_t(T(~T(0)))) return;  // an id wider than the dtype never occurs
+    for (uint64_t i = 0; i < num_tokens_; i++) {
+      T v;
+      std::memcpy(&v, tokens_ + sizeof(T) * i, sizeof(T));
+      if (v == T(id)) positions.push_back(i);
+    }
+  };
+  if (dtype_ == TokenDtype::u16)
+    scan(uint16_t{});
+  else
+    scan(uint32_t{});
+  return positions;
+}
+
 uint64_t TokenFile::content_hash() const {
   size_t bytes = num_tokens_ * token_dtype_size(dtype_);
   constexpr size_t kWhole = size_t(64) << 20, kBlock = size_t(1) << 20, kBlocks = 64;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "replica/core/mapped_file.h"
 
@@ -31,6 +32,9 @@ class TokenFile {
   // Copies ids [start, start + count) into `out`; raises Error naming the file and position for an id
   // >= vocab_size (a corrupt file or the wrong dtype).
   void read(uint64_t start, uint64_t count, int32_t* out, uint32_t vocab_size) const;
+
+  // The positions of every token equal to `id`, ascending (the document ends of a file, for id = EOS).
+  std::vector<uint64_t> positions_of(uint32_t id) const;
 
   // XXH3-64 of the token bytes: all of them up to 64 MiB, else 64 evenly spaced 1 MiB blocks plus the
   // last one (so a 100 GB file is fingerprinted in milliseconds, yet any rewrite or truncation shows).

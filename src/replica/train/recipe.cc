@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <filesystem>
 
@@ -37,6 +38,11 @@ std::vector<Field> fields(Recipe& r) {
       list("data.validation_paths", r.data.validation_paths, "a list of token files"),
       boolean("data.allow_fingerprint_change", r.data.allow_fingerprint_change),
       boolean("data.instance_filter", r.data.instance_filter.enabled),
+      choice("data.packing", r.data.packing.kind, data::parse_packing, data::packing_name),
+      integer("data.source_group_size", r.data.packing.source_group_size),
+      choice("data.long_doc_strategy", r.data.packing.long_doc_strategy, data::parse_long_doc_strategy,
+             data::long_doc_strategy_name),
+      optional_integer("data.source_permutation_seed", r.data.source_permutation_seed),
       number("optim.lr", schedule.lr),
       number("optim.weight_decay", r.optim.adamw.weight_decay),
       number_pair("optim.betas", r.optim.adamw.beta1, r.optim.adamw.beta2, "a list of two numbers [beta1, beta2]"),
@@ -153,6 +159,11 @@ void validate(const Recipe& r, const std::string& source) {
   require(r.data.global_batch_size % r.data.micro_batch_size == 0, "data.global_batch_size",
           fmt::format("({}) must be a multiple of data.micro_batch_size ({})", r.data.global_batch_size,
                       r.data.micro_batch_size));
+  require(r.data.packing.source_group_size >= 1, "data.source_group_size",
+          fmt::format("must be at least 1, got {}", r.data.packing.source_group_size));
+  require(r.data.packing.kind == data::Packing::none || std::has_single_bit(uint64_t(r.data.seq_len)), "data.seq_len",
+          fmt::format("must be a power of two with data.packing: obfd (the OBFD segment tree's leaves), got {}",
+                      r.data.seq_len));
   const optim::AdamWConfig& adamw = r.optim.adamw;
   require(r.schedule.steps.lr > 0, "optim.lr", fmt::format("must be positive, got {}", r.schedule.steps.lr));
   require(adamw.weight_decay >= 0, "optim.weight_decay", fmt::format("must be >= 0, got {}", adamw.weight_decay));
@@ -276,6 +287,8 @@ data::LoaderConfig loader_config(const Recipe& r, const model::ModelConfig& mode
   c.global_batch = r.data.global_batch_size;
   c.vocab_size = uint32_t(model.vocab_size);
   c.filter = r.data.instance_filter;
+  c.source_permutation_seed = r.data.source_permutation_seed;
+  c.packing = r.data.packing;
   return c;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct Recipe {
     // data.instance_filter: OLMo-core's repeated n-gram filter with its default periods and count (off, as in the
     // OLMo 3 7B recipe); part of the data fingerprint.
     data::InstanceFilterConfig instance_filter;
+    // data.packing, data.source_group_size, data.long_doc_strategy: OLMo-core's NumpyPackedFSLDataset (none:
+    // fixed-length chunks, as in stages 1 and 2); data.source_permutation_seed: its source file shuffle (null: none).
+    data::PackingConfig packing;
+    std::optional<int64_t> source_permutation_seed;
   } data;
   struct Optim {
     optim::AdamWConfig adamw;  // optim.weight_decay, optim.betas: [beta1, beta2], optim.eps (the peak LR is optim.lr)
