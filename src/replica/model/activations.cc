@@ -69,8 +69,8 @@ void Transformer::Workspace::each(Visit&& visit) {
 
 Transformer::Workspace::Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape) : Workspace(shape) {
   each([&](auto& buffer, size_t n) { buffer = std::decay_t<decltype(buffer)>(backend, n); });
-  if (shape.rope_plain > 0) upload(backend, rope, rope_table(c, shape.T, false));
-  if (shape.rope_yarn > 0) upload(backend, yarn, rope_table(c, shape.T, true));
+  if (shape.rope_plain > 0) upload(backend, rope, make_rope_table(c, shape.T, false));
+  if (shape.rope_yarn > 0) upload(backend, yarn, make_rope_table(c, shape.T, true));
 }
 
 size_t Transformer::Workspace::bytes(const ActivationShape& shape) {

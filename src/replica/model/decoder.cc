@@ -64,7 +64,7 @@ Decoder::Decoder(const ModelConfig& config, const float* weights, Precision prec
   for (auto [used, to, scaled] : {std::tuple{plain, &rope_, false}, std::tuple{yarn, &yarn_, true}}) {
     if (!used) continue;
     *to = {DeviceArray<float>(backend, n), DeviceArray<float>(backend, n)};
-    upload(backend, *to, rope_table(config_, max_positions, scaled));
+    upload(backend, *to, make_rope_table(config_, max_positions, scaled));
   }
 }
 

@@ -1,9 +1,9 @@
-// rope_table: head_dim, rope_theta and, for YaRN layers, the rope scaling of the model config.
+// make_rope_table: head_dim, rope_theta and, for YaRN layers, the rope scaling of the model config.
 #include "replica/model/rope.h"
 
 namespace replica::model {
 
-RopeTable rope_table(const ModelConfig& config, int64_t T, bool yarn) {
+RopeTable make_rope_table(const ModelConfig& config, int64_t T, bool yarn) {
   return yarn ? RopeTable(T, config.head_dim, config.rope_theta, *config.rope_scaling)
               : RopeTable(T, config.head_dim, config.rope_theta);
 }

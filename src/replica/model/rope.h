@@ -16,7 +16,7 @@ struct RopeBuffers {
 };
 
 // The table for positions 0 … T − 1 of the layers that rotate with YaRN (`yarn`) or with plain RoPE.
-RopeTable rope_table(const ModelConfig& config, int64_t T, bool yarn);
+RopeTable make_rope_table(const ModelConfig& config, int64_t T, bool yarn);
 
 // Copies `table` into `to` (allocated by the caller with T·D/2 values each).
 void upload(Backend& backend, RopeBuffers& to, const RopeTable& table);
