@@ -126,7 +126,7 @@ void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer,
   const AttentionOut att = attention_out(layer, a);
   // A kept attention output is what this call would compute again, bit for bit.
   if (!(recompute && remat_ == Remat::keep_attention))
-    be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, p);
+    be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, {}, p);
   be_.linear_forward(a.ao.data(), rounded(att.att, a.att16.data(), size_t(N * HD)), P.matrix(o.wo), N, C, HD, p);
   branch_norm_out(P, norm, a.h.data(), x, a.ao.data());
 }
@@ -148,7 +148,7 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
   be_.linear_backward_weight(G(o.wo), dao16, {att.att, a.att16.data()}, N, C, HD, p);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
-                         a.kr.data(), a.v.data(), shape, p);
+                         a.kr.data(), a.v.data(), shape, {}, p);
   be_.rope_backward(w.dqr.data(), *w.rope, B, T, c.n_heads, c.head_dim);
   be_.rope_backward(w.dkr.data(), *w.rope, B, T, c.n_kv_heads, c.head_dim);
   const float* dq = w.dqr.data();
