@@ -74,7 +74,7 @@ static int run(int argc, char** argv) {
   }
   std::mt19937 rng(0);
   data::Batch batch{.rows = B, .seq_len = T, .tokens = std::vector<int32_t>(size_t(B * T)),
-                    .keep = std::vector<uint8_t>(size_t(B), 1), .instances = {}};
+                    .keep = std::vector<uint8_t>(size_t(B), 1), .instances = {}, .doc_lens = {}};
   for (int32_t& id : batch.tokens) id = int32_t(rng() % uint32_t(std::min<int64_t>(config.vocab_size, 100278)));
 
   double optimizer_s = 0;

@@ -244,7 +244,7 @@ RankResult train_model(int world, Precision precision, bool shard_weights, bool 
     train_step.dp().load_weights(params.data());
     for (int step = 1; step <= 2; step++) {
       data::Batch batch{.rows = G / world, .seq_len = T, .tokens = {}, .keep = std::vector<uint8_t>(size_t(G / world), 1),
-                        .instances = {}};  // the rank's rows, micro-batch by micro-batch
+                        .instances = {}, .doc_lens = {}};  // the rank's rows, micro-batch by micro-batch
       for (uint64_t row : data::rank_rows(G, M, comm.rank(), world))
         for (int64_t t = 0; t < T; t++)
           batch.tokens.push_back(int32_t((int64_t(row) * 131 + t * 17 + step * 7) % config.vocab_size));

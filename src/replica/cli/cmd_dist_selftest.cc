@@ -63,7 +63,7 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
       }
       // This rank's rows of the step's global batch, micro-batch by micro-batch: token (row, t) is a hash.
       data::Batch batch{.rows = G / world, .seq_len = T, .tokens = {}, .keep = std::vector<uint8_t>(size_t(G / world), 1),
-                        .instances = {}};
+                        .instances = {}, .doc_lens = {}};
       for (uint64_t row : data::rank_rows(uint64_t(G), uint64_t(M), rank, world))
         for (int64_t t = 0; t < T; t++)
           batch.tokens.push_back(int32_t(XXH3_64bits_withSeed(&t, sizeof t, uint64_t(step * 1000 + int64_t(row))) % 1024));

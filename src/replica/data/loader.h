@@ -42,6 +42,7 @@ struct Batch {
   std::vector<int32_t> tokens;      // [rows, seq_len], row-major
   std::vector<uint8_t> keep;        // [rows]; 0 = masked by the instance filter: set all its labels to -100
   std::vector<uint32_t> instances;  // [rows] global instance ids
+  std::vector<std::vector<int32_t>> doc_lens;  // [rows]; each row's document lengths, summing to seq_len; the padding tail is its own entry; empty when the mix is not packed
 };
 
 class DataLoader {
