@@ -90,28 +90,29 @@ Vec naive_attention(const Vec& q, const Vec& k, const Vec& v, const AttentionSha
   return out;
 }
 
-class Attention : public ::testing::TestWithParam<AttentionShape> {};
-
-TEST_P(Attention, ForwardMatchesNaive) {
-  const AttentionShape s = GetParam();
-  auto q = random_floats(size_t(s.B * s.T * s.H * s.D), 1), k = random_floats(size_t(s.B * s.T * s.K * s.D), 2),
-       v = random_floats(size_t(s.B * s.T * s.K * s.D), 3);
+// The kernel's forward on random inputs (seeds from `seed`) against naive_attention (`document`: see there).
+void expect_forward_matches_naive(const AttentionShape& s, const DocumentOffsets& docs,
+                                  const std::vector<int64_t>& document, uint32_t seed) {
+  const size_t nq = size_t(s.B * s.T * s.H * s.D), nk = size_t(s.B * s.T * s.K * s.D);
+  auto q = random_floats(nq, seed), k = random_floats(nk, seed + 1), v = random_floats(nk, seed + 2);
   std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T));
-  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, {});
-  EXPECT_LE(max_rel(out, naive_attention(to_double(q), to_double(k), to_double(v), s)), 2e-6);
+  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
+  EXPECT_LE(max_rel(out, naive_attention(to_double(q), to_double(k), to_double(v), s, document)), 2e-6);
 }
 
-TEST_P(Attention, BackwardMatchesFiniteDifferences) {
-  const AttentionShape s = GetParam();
-  auto q = random_floats(size_t(s.B * s.T * s.H * s.D), 4), k = random_floats(size_t(s.B * s.T * s.K * s.D), 5),
-       v = random_floats(size_t(s.B * s.T * s.K * s.D), 6), dout = random_floats(q.size(), 7);
+// The kernel's backward against central differences of naive_attention, for the loss Σ out · dout.
+void expect_backward_matches_finite_differences(const AttentionShape& s, const DocumentOffsets& docs,
+                                                const std::vector<int64_t>& document, uint32_t seed) {
+  const size_t nq = size_t(s.B * s.T * s.H * s.D), nk = size_t(s.B * s.T * s.K * s.D);
+  auto q = random_floats(nq, seed), k = random_floats(nk, seed + 1), v = random_floats(nk, seed + 2),
+       dout = random_floats(nq, seed + 3);
   std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size());
-  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, {});
+  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
   attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
-                     v.data(), s, {});
+                     v.data(), s, docs);
   const Vec qd = to_double(q), kd = to_double(k), vd = to_double(v), g = to_double(dout);
   auto loss = [&](const Vec& q2, const Vec& k2, const Vec& v2) {
-    Vec o = naive_attention(q2, k2, v2, s);
+    Vec o = naive_attention(q2, k2, v2, s, document);
     double total = 0;
     for (size_t i = 0; i < o.size(); i++) total += o[i] * g[i];
     return total;
@@ -119,6 +120,14 @@ TEST_P(Attention, BackwardMatchesFiniteDifferences) {
   EXPECT_LE(max_rel(dq, numerical_gradient([&](const Vec& x) { return loss(x, kd, vd); }, qd)), 1e-5);
   EXPECT_LE(max_rel(dk, numerical_gradient([&](const Vec& x) { return loss(qd, x, vd); }, kd)), 1e-5);
   EXPECT_LE(max_rel(dv, numerical_gradient([&](const Vec& x) { return loss(qd, kd, x); }, vd)), 1e-5);
+}
+
+class Attention : public ::testing::TestWithParam<AttentionShape> {};
+
+TEST_P(Attention, ForwardMatchesNaive) { expect_forward_matches_naive(GetParam(), {}, {}, 1); }
+
+TEST_P(Attention, BackwardMatchesFiniteDifferences) {
+  expect_backward_matches_finite_differences(GetParam(), {}, {}, 4);
 }
 
 // Shapes: several tiles (T > 64) with windows smaller than a tile, spanning tiles, and ≥ T; MHA and GQA.
@@ -176,8 +185,9 @@ struct PackedRows {
 
 // Where every output of a forward and backward on random inputs lands: out, lse, dq, dk, dv one after the other.
 std::vector<float> attention_outputs(const AttentionShape& s, const DocumentOffsets& docs, uint32_t seed) {
-  auto q = random_floats(size_t(s.B * s.T * s.H * s.D), seed), k = random_floats(size_t(s.B * s.T * s.K * s.D), seed + 1),
-       v = random_floats(size_t(s.B * s.T * s.K * s.D), seed + 2), dout = random_floats(q.size(), seed + 3);
+  const size_t nq = size_t(s.B * s.T * s.H * s.D), nk = size_t(s.B * s.T * s.K * s.D);
+  auto q = random_floats(nq, seed), k = random_floats(nk, seed + 1), v = random_floats(nk, seed + 2),
+       dout = random_floats(nq, seed + 3);
   std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size());
   attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
   attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
@@ -190,33 +200,12 @@ class AttentionDocuments : public ::testing::TestWithParam<PackedRows> {};
 
 TEST_P(AttentionDocuments, ForwardMatchesNaive) {
   const PackedRows& p = GetParam();
-  const AttentionShape& s = p.s;
-  auto q = random_floats(size_t(s.B * s.T * s.H * s.D), 21), k = random_floats(size_t(s.B * s.T * s.K * s.D), 22),
-       v = random_floats(size_t(s.B * s.T * s.K * s.D), 23);
-  std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T));
-  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, p.docs());
-  EXPECT_LE(max_rel(out, naive_attention(to_double(q), to_double(k), to_double(v), s, p.document)), 2e-6);
+  expect_forward_matches_naive(p.s, p.docs(), p.document, 21);
 }
 
 TEST_P(AttentionDocuments, BackwardMatchesFiniteDifferences) {
   const PackedRows& p = GetParam();
-  const AttentionShape& s = p.s;
-  auto q = random_floats(size_t(s.B * s.T * s.H * s.D), 24), k = random_floats(size_t(s.B * s.T * s.K * s.D), 25),
-       v = random_floats(size_t(s.B * s.T * s.K * s.D), 26), dout = random_floats(q.size(), 27);
-  std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size());
-  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, p.docs());
-  attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
-                     v.data(), s, p.docs());
-  const Vec qd = to_double(q), kd = to_double(k), vd = to_double(v), g = to_double(dout);
-  auto loss = [&](const Vec& q2, const Vec& k2, const Vec& v2) {
-    Vec o = naive_attention(q2, k2, v2, s, p.document);
-    double total = 0;
-    for (size_t i = 0; i < o.size(); i++) total += o[i] * g[i];
-    return total;
-  };
-  EXPECT_LE(max_rel(dq, numerical_gradient([&](const Vec& x) { return loss(x, kd, vd); }, qd)), 1e-5);
-  EXPECT_LE(max_rel(dk, numerical_gradient([&](const Vec& x) { return loss(qd, x, vd); }, kd)), 1e-5);
-  EXPECT_LE(max_rel(dv, numerical_gradient([&](const Vec& x) { return loss(qd, kd, x); }, vd)), 1e-5);
+  expect_backward_matches_finite_differences(p.s, p.docs(), p.document, 24);
 }
 
 // One-token documents (alone, in runs, first and last), documents inside one 64-query tile, one crossing several
