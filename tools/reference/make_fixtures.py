@@ -58,6 +58,13 @@ CASES = {
                    rope_theta=10000.0), 2, 29, 9),
 }
 
+def random_documents(T: int, seed: int, cuts: int) -> list:
+    """Document lengths of one row of T tokens cut at `cuts` random distinct points (so some may be one token)."""
+    g = torch.Generator().manual_seed(seed)
+    points = sorted((torch.randperm(T - 1, generator=g)[:cuts] + 1).tolist())
+    return [b - a for a, b in zip([0] + points, points + [T])]
+
+
 # Packed rows (intra-document masking, stage3.md §3): name: (config overrides, each row's document lengths, seed);
 # B is the number of rows, T their common sum. Labels stay the shifted ids: the EOS of a document predicts the
 # next document's first token (§3.4); attention keeps the documents apart, RoPE positions stay global.
@@ -66,11 +73,11 @@ PACKED_CASES = {
     # layers with W = 12 < most documents; GQA; a second row of random cut points and a third of one document
     "packed_sliding_gqa": (dict(vocab_size=96, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
                                 num_hidden_layers=2, sliding_window=12, layer_types=[S, F]),
-                           [[1, 1, 90, 5, 1, 1, 51], [17, 33, 2, 61, 10, 27], [150]], 10),
-    # every layer full, documents shorter and longer than a tile, tied embeddings
+                           [[1, 1, 90, 5, 1, 1, 51], random_documents(150, 12, 9), [150]], 10),
+    # every layer full, documents shorter and longer than a tile, a row of random cut points, tied embeddings
     "packed_full_tied": (dict(vocab_size=64, hidden_size=32, num_attention_heads=4, num_key_value_heads=4,
                               num_hidden_layers=2, sliding_window=8, layer_types=[F, F],
-                              tie_word_embeddings=True), [[40, 1, 66, 23], [130]], 11),
+                              tie_word_embeddings=True), [[40, 1, 66, 23], random_documents(130, 13, 5)], 11),
 }
 
 
