@@ -100,17 +100,28 @@ void expect_forward_matches_naive(const AttentionShape& s, const DocumentOffsets
   EXPECT_LE(max_rel(out, naive_attention(to_double(q), to_double(k), to_double(v), s, document)), 2e-6);
 }
 
+// The kernel's forward and backward on random q, k, v, dout (seeds from `seed`).
+struct AttentionRun {
+  std::vector<float> q, k, v, dout, out, lse, dq, dk, dv;
+  AttentionRun(const AttentionShape& s, const DocumentOffsets& docs, uint32_t seed)
+      : q(random_floats(size_t(s.B * s.T * s.H * s.D), seed)),
+        k(random_floats(size_t(s.B * s.T * s.K * s.D), seed + 1)),
+        v(random_floats(k.size(), seed + 2)), dout(random_floats(q.size(), seed + 3)), out(q.size()),
+        lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size()) {
+    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
+    attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
+                       v.data(), s, docs);
+  }
+};
+
 // The kernel's backward against central differences of naive_attention, for the loss Σ out · dout.
 void expect_backward_matches_finite_differences(const AttentionShape& s, const DocumentOffsets& docs,
                                                 const std::vector<int64_t>& document, uint32_t seed) {
-  const size_t nq = size_t(s.B * s.T * s.H * s.D), nk = size_t(s.B * s.T * s.K * s.D);
-  auto q = random_floats(nq, seed), k = random_floats(nk, seed + 1), v = random_floats(nk, seed + 2),
-       dout = random_floats(nq, seed + 3);
-  std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size());
-  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
-  attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
-                     v.data(), s, docs);
-  const Vec qd = to_double(q), kd = to_double(k), vd = to_double(v), g = to_double(dout);
+  const AttentionRun run(s, docs, seed);
+  const std::vector<float>& dq = run.dq;
+  const std::vector<float>& dk = run.dk;
+  const std::vector<float>& dv = run.dv;
+  const Vec qd = to_double(run.q), kd = to_double(run.k), vd = to_double(run.v), g = to_double(run.dout);
   auto loss = [&](const Vec& q2, const Vec& k2, const Vec& v2) {
     Vec o = naive_attention(q2, k2, v2, s, document);
     double total = 0;
@@ -183,17 +194,12 @@ struct PackedRows {
   DocumentOffsets docs() const { return {offsets.data(), int64_t(offsets.size()) - 1}; }
 };
 
-// Where every output of a forward and backward on random inputs lands: out, lse, dq, dk, dv one after the other.
+// Every output of a forward and backward on random inputs: out, lse, dq, dk, dv one after the other.
 std::vector<float> attention_outputs(const AttentionShape& s, const DocumentOffsets& docs, uint32_t seed) {
-  const size_t nq = size_t(s.B * s.T * s.H * s.D), nk = size_t(s.B * s.T * s.K * s.D);
-  auto q = random_floats(nq, seed), k = random_floats(nk, seed + 1), v = random_floats(nk, seed + 2),
-       dout = random_floats(nq, seed + 3);
-  std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size());
-  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
-  attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
-                     v.data(), s, docs);
-  for (const std::vector<float>* x : {&lse, &dq, &dk, &dv}) out.insert(out.end(), x->begin(), x->end());
-  return out;
+  AttentionRun run(s, docs, seed);
+  for (const std::vector<float>* x : {&run.lse, &run.dq, &run.dk, &run.dv})
+    run.out.insert(run.out.end(), x->begin(), x->end());
+  return run.out;
 }
 
 class AttentionDocuments : public ::testing::TestWithParam<PackedRows> {};
