@@ -43,13 +43,13 @@ static int run(int argc, char** argv) {
                "[cpu|cuda] [attention=auto|mma|wgmma|fp32] [profile]\n");
     return 2;
   }
-  const ModelConfig config = load_model_config(argv[1]);
+  const model::ModelConfig config = model::load_model_config(argv[1]);
   const int64_t B = std::stoll(argv[2]), T = std::stoll(argv[3]);
   const int steps = std::stoi(argv[5]);
-  StepConfig c;
+  train::StepConfig c;
   c.seq_len = T, c.global_batch = B, c.micro_batch = B;
   c.precision = parse_precision(argv[4]);
-  c.schedule = {.type = ScheduleType::constant, .lr = 1e-4};
+  c.schedule = {.type = optim::ScheduleType::constant, .lr = 1e-4};
   c.skip_step.enabled = false;
   bool train = false, profile = false;
   Device device = Device::cpu;
@@ -60,16 +60,17 @@ static int run(int argc, char** argv) {
     else if (arg == "profile") profile = true;
     else if (arg == "cpu" || arg == "cuda") device = parse_device(arg);
     else if (arg.starts_with("attention=")) attention = parse_attention_kernel(arg.substr(10));
-    else c.remat = parse_remat(arg);
+    else
+      c.remat = model::parse_remat(arg);
   }
 
   Backend& backend = backend_for(device);
   attention = backend.use_attention(attention);
-  LocalCommunicator local;
-  TrainStep step(config, c, local, local, backend);
+  dist::LocalCommunicator local;
+  train::TrainStep step(config, c, local, local, backend);
   {
     std::vector<float> host(step.model().table().total());
-    init_params(config, step.model().table(), 0, host.data());
+    model::init_params(config, step.model().table(), 0, host.data());
     step.dp().load_weights(host.data());
   }
   std::mt19937 rng(0);
@@ -110,7 +111,7 @@ static int run(int argc, char** argv) {
   if (!profile_sum.empty()) fmt::print("{}", profile_sum.table(steps, 1e3 * step_s));
   const double tokens_per_s = double(B * T) / step_s;
   const double peak = backend.peak_flops(c.precision);
-  const double achieved = training_flops_per_token(config, T) * tokens_per_s;
+  const double achieved = model::training_flops_per_token(config, T) * tokens_per_s;
   fmt::print("{{\"impl\": \"replica\", \"device\": \"{}\", \"model\": \"{}\", \"params\": {}, \"B\": {}, "
              "\"T\": {}, \"precision\": \"{}\", \"attention\": \"{}\", \"threads\": {}, \"step_s\": {:.4f}, "
              "\"tokens_per_s\": {:.1f}, \"model_gflops\": {:.1f}, \"gemm_peak_gflops\": {:.1f}, "

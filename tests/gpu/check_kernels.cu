@@ -472,8 +472,8 @@ void check_grad_norm(Context& ctx, CheckTable& t) {
   const std::vector<float> g = random_vector(n, 80, 1e-2f);
   GpuArray<float> d_g(ctx, g);
   const std::string shape = shape_text({{"n", int64_t(n)}});
-  t.row("sum_of_squares", shape, "Σ g²", rel_error(cuda::sum_of_squares(ctx, d_g.p, n), sum_of_squares(g.data(), n)),
-        1e-12);
+  t.row("sum_of_squares", shape, "Σ g²",
+        rel_error(cuda::sum_of_squares(ctx, d_g.p, n), optim::sum_of_squares(g.data(), n)), 1e-12);
   const double first = cuda::sum_of_squares(ctx, d_g.p, n), again = cuda::sum_of_squares(ctx, d_g.p, n);
   t.row("sum_of_squares", shape + " rerun", "Σ g²", first == again ? 0.0 : INFINITY, kExact);
 }

@@ -79,14 +79,14 @@ class EmulatedDevice final : public ForwardingBackend {
 
 // Moves device memory between ranks, as NCCL does on GPUs: the exchange of `inner` (a host communicator)
 // with every rank's device open.
-class EmulatedPeerCommunicator final : public Communicator {
+class EmulatedPeerCommunicator final : public dist::Communicator {
  public:
-  EmulatedPeerCommunicator(Communicator& inner, std::vector<EmulatedDevice*> devices)
+  EmulatedPeerCommunicator(dist::Communicator& inner, std::vector<EmulatedDevice*> devices)
       : inner_(inner), devices_(std::move(devices)) {}
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::string name() const override { return "emulated-nccl"; }
-  void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) override {
+  void exchange(const std::vector<dist::Send>& sends, const std::vector<dist::Recv>& recvs) override {
     for (EmulatedDevice* d : devices_) d->open();
     inner_.exchange(sends, recvs);
     for (EmulatedDevice* d : devices_) d->close();
@@ -98,7 +98,7 @@ class EmulatedPeerCommunicator final : public Communicator {
   }
 
  private:
-  Communicator& inner_;
+  dist::Communicator& inner_;
   std::vector<EmulatedDevice*> devices_;
 };
 

@@ -14,13 +14,13 @@
 #include "replica/core/file.h"
 #include "replica/train/checkpointing.h"
 
-namespace replica {
+namespace replica::ckpt {
 namespace {
 
 namespace fs = std::filesystem;
 
-ModelConfig tiny_config() {
-  ModelConfig c;
+model::ModelConfig tiny_config() {
+  model::ModelConfig c;
   c.vocab_size = 40, c.d_model = 16, c.ffn_hidden = 24, c.n_layers = 2, c.n_heads = 2, c.n_kv_heads = 1;
   c.head_dim = 8, c.sliding_window = 4, c.sliding = {true, false};
   return c;
@@ -34,8 +34,8 @@ struct Dir {
 };
 
 struct Tensors {
-  ModelConfig config = tiny_config();
-  ParamTable table{config};
+  model::ModelConfig config = tiny_config();
+  model::ParamTable table{config};
   std::vector<float> params, m, v;
   explicit Tensors(float seed) : params(table.total()), m(table.total()), v(table.total()) {
     for (size_t i = 0; i < params.size(); i++) {
@@ -98,7 +98,7 @@ TEST(CkptCheckpoint, RoundTripIsExact) {
   std::fill(back.m.begin(), back.m.end(), 0.0f);
   std::fill(back.v.begin(), back.v.end(), 0.0f);
   read_checkpoint_tensors(dir, back.table, back.params.data(), back.m.data(), back.v.data());
-  for (const ParamEntry& e : t.table.entries())
+  for (const model::ParamEntry& e : t.table.entries())
     for (size_t i = e.offset; i < e.offset + e.numel; i++) {
       ASSERT_EQ(back.params[i], t.params[i]) << e.name;
       ASSERT_EQ(back.m[i], t.m[i]) << e.name;
@@ -127,13 +127,13 @@ TEST(CkptCheckpoint, RefusesBf16TensorsAndOtherModels) {
   const Tensors t(1.0f);
   const std::string dir = t.write(d.path, 2);
   std::vector<StTensorOut> bf16;
-  for (const ParamEntry& e : t.table.entries())
+  for (const model::ParamEntry& e : t.table.entries())
     bf16.push_back({e.name, e.shape, t.params.data() + e.offset, StDtype::BF16});
   write_safetensors((fs::path(dir) / "model.safetensors").string(), bf16);
   write_manifest(dir, {"model.safetensors", "optim.safetensors", "train_state.json"});
   std::vector<float> out(t.table.total());
   EXPECT_NE(error_of([&] { read_checkpoint_tensors(dir, t.table, out.data()); }).find("is not F32"), std::string::npos);
-  ModelConfig wider = t.config;
+  model::ModelConfig wider = t.config;
   wider.ffn_hidden = 32;
   EXPECT_NE(error_of([&] { check_same_model(t.config, wider, dir); })
                 .find("different model: intermediate_size: checkpoint 24, expected 32"),
@@ -194,7 +194,7 @@ TEST(CkptCheckpoint, SaverWritesTheSnapshot) {
   EXPECT_EQ(r->dir, (d.path / "step00000001").string());
   std::vector<float> p(t.table.total()), m_read(t.table.total()), v(t.table.total());
   read_checkpoint_tensors(r->dir, t.table, p.data(), m_read.data(), v.data());
-  const ParamEntry& e = t.table.at("lm_head.weight");
+  const model::ParamEntry& e = t.table.at("lm_head.weight");
   EXPECT_EQ(p[e.offset + 5], saved[e.offset + 5]);
   EXPECT_EQ(m_read[e.offset + 5], t.m[e.offset + 5]);
   EXPECT_FALSE(saver.poll());
@@ -205,13 +205,13 @@ TEST(CkptCheckpoint, MetricsTruncatedToTheResumedStep) {
   const std::string path = (d.path / "metrics.jsonl").string();
   write_text_file_atomic(path, "{\"step\":0,\"eval\":{}}\n{\"step\":1,\"loss\":2.5}\n{\"step\":2,\"loss\":2.25}\n"
                                "{\"step\":2,\"eval\":{}}\n{\"step\":3,\"loss\":2.0}\n{\"step\":4,\"lo");
-  truncate_metrics(path, 2);
+  train::truncate_metrics(path, 2);
   EXPECT_EQ(read_text_file(path),
             "{\"step\":0,\"eval\":{}}\n{\"step\":1,\"loss\":2.5}\n{\"step\":2,\"loss\":2.25}\n"
             "{\"step\":2,\"eval\":{}}\n");
-  truncate_metrics(path, -1);  // a fresh start
+  train::truncate_metrics(path, -1);  // a fresh start
   EXPECT_EQ(read_text_file(path), "");
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::ckpt

@@ -8,13 +8,13 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 
-namespace replica {
+namespace replica::ckpt {
 namespace {
 
 namespace fs = std::filesystem;
 
-ModelConfig config_with_vocab(int64_t V) {
-  ModelConfig c;
+model::ModelConfig config_with_vocab(int64_t V) {
+  model::ModelConfig c;
   c.vocab_size = V, c.d_model = 16, c.ffn_hidden = 24, c.n_layers = 1, c.n_heads = 2, c.n_kv_heads = 2;
   c.head_dim = 8, c.sliding = {false};
   return c;
@@ -27,17 +27,17 @@ struct Dir {
   ~Dir() { fs::remove_all(path); }
 };
 
-std::vector<float> ramp(const ParamTable& table) {
+std::vector<float> ramp(const model::ParamTable& table) {
   std::vector<float> p(table.total(), 0.0f);
-  for (const ParamEntry& e : table.entries())
+  for (const model::ParamEntry& e : table.entries())
     for (size_t i = 0; i < e.numel; i++) p[e.offset + i] = 0.01f * float(i) - float(e.offset % 7);
   return p;
 }
 
 TEST(CkptHf, TruncatedVocabIsPaddedBackWithZeros) {
   Dir d;
-  const ModelConfig padded = config_with_vocab(48);
-  const ParamTable table(padded);
+  const model::ModelConfig padded = config_with_vocab(48);
+  const model::ParamTable table(padded);
   const std::vector<float> params = ramp(table);
   HfExportOptions o;
   o.vocab = 40;
@@ -47,11 +47,11 @@ TEST(CkptHf, TruncatedVocabIsPaddedBackWithZeros) {
   std::vector<float> back(table.total(), 7.0f);
   load_hf_params((d.path / "hf").string(), table, back.data());
   for (const char* name : {"model.embed_tokens.weight", "lm_head.weight"}) {
-    const ParamEntry& e = table.at(name);
+    const model::ParamEntry& e = table.at(name);
     for (size_t i = 0; i < e.numel; i++)
       ASSERT_EQ(back[e.offset + i], i < 40 * 16 ? params[e.offset + i] : 0.0f) << name << " " << i;
   }
-  const ParamEntry& q = table.at("model.layers.0.self_attn.q_proj.weight");
+  const model::ParamEntry& q = table.at("model.layers.0.self_attn.q_proj.weight");
   EXPECT_EQ(back[q.offset + 3], params[q.offset + 3]);
   o.vocab = 49;
   EXPECT_THROW(export_hf(padded, table, params.data(), (d.path / "big").string(), o), Error);
@@ -60,8 +60,8 @@ TEST(CkptHf, TruncatedVocabIsPaddedBackWithZeros) {
 
 TEST(CkptHf, ShardedExportRoundTripsByteForByte) {
   Dir d;
-  const ModelConfig c = config_with_vocab(40);
-  const ParamTable table(c);
+  const model::ModelConfig c = config_with_vocab(40);
+  const model::ParamTable table(c);
   const std::vector<float> params = ramp(table);
   HfExportOptions o;
   o.max_shard_bytes = 3000;  // tensors of 64 B to 2.5 KB: 7 shards in table order
@@ -79,4 +79,4 @@ TEST(CkptHf, ShardedExportRoundTripsByteForByte) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::ckpt

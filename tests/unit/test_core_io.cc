@@ -61,9 +61,10 @@ TEST(Bf16, RoundsToNearestEven) {
 TEST(Safetensors, RoundTripF32AndBf16) {
   std::string path = temp_path("m.safetensors");
   std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {0.5f, -1.25f, 3.0f};
-  write_safetensors(path, {{"a.weight", {2, 3}, a.data(), StDtype::F32}, {"b", {3}, b.data(), StDtype::BF16}},
-                    {{"format", "pt"}});
-  SafetensorsReader reader(path);
+  ckpt::write_safetensors(
+      path, {{"a.weight", {2, 3}, a.data(), ckpt::StDtype::F32}, {"b", {3}, b.data(), ckpt::StDtype::BF16}},
+      {{"format", "pt"}});
+  ckpt::SafetensorsReader reader(path);
   EXPECT_EQ(reader.metadata.at("format"), "pt");
   std::vector<float> a2(6), b2(3);
   reader.read_f32("a.weight", {2, 3}, a2.data());
@@ -75,8 +76,8 @@ TEST(Safetensors, RoundTripF32AndBf16) {
 TEST(Safetensors, ErrorsNameTensorAndFile) {
   std::string path = temp_path("bad.safetensors");
   std::vector<float> a(64, 1.0f);
-  write_safetensors(path, {{"model.norm.weight", {64}, a.data(), StDtype::F32}});
-  SafetensorsReader reader(path);
+  ckpt::write_safetensors(path, {{"model.norm.weight", {64}, a.data(), ckpt::StDtype::F32}});
+  ckpt::SafetensorsReader reader(path);
   std::vector<float> dst(64);
   EXPECT_THROW(
       {
@@ -92,7 +93,7 @@ TEST(Safetensors, ErrorsNameTensorAndFile) {
   EXPECT_THROW(reader.read_f32("lm_head.weight", {64}, dst.data()), Error);
   std::filesystem::resize_file(path, std::filesystem::file_size(path) - 10);
   try {
-    SafetensorsReader truncated(path);
+    ckpt::SafetensorsReader truncated(path);
     FAIL() << "expected replica::Error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos);

@@ -7,7 +7,7 @@
 #include "replica/core/error.h"
 #include "replica/dist/communicator.h"
 
-namespace replica {
+namespace replica::dist {
 namespace {
 
 TEST(DistCommunicator, LocalRankFromEnvironment) {
@@ -23,4 +23,4 @@ TEST(DistCommunicator, LocalRankFromEnvironment) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::dist

@@ -22,7 +22,7 @@
 #include "replica/train/step.h"
 #include "thread_communicator.h"
 
-namespace replica {
+namespace replica::dist {
 namespace {
 
 TEST(DistCollectives, AllGather) {
@@ -38,28 +38,28 @@ TEST(DistCollectives, AllGather) {
   });
 }
 
-ModelConfig model() {  // about 110k parameters: every rank of 4 gets a shard
-  return model_config_from_json({{"model_type", "olmo3"},
-                                 {"vocab_size", 512},
-                                 {"hidden_size", 64},
-                                 {"intermediate_size", 128},
-                                 {"num_hidden_layers", 1},
-                                 {"num_attention_heads", 4},
-                                 {"num_key_value_heads", 4},
-                                 {"head_dim", 16},
-                                 {"sliding_window", 4}},
-                                "test model");
+model::ModelConfig model() {  // about 110k parameters: every rank of 4 gets a shard
+  return model::model_config_from_json({{"model_type", "olmo3"},
+                                        {"vocab_size", 512},
+                                        {"hidden_size", 64},
+                                        {"intermediate_size", 128},
+                                        {"num_hidden_layers", 1},
+                                        {"num_attention_heads", 4},
+                                        {"num_key_value_heads", 4},
+                                        {"head_dim", 16},
+                                        {"sliding_window", 4}},
+                                       "test model");
 }
 
 TEST(DistShardLayout, EveryGroupIsSplitOverEveryRankInWholeNormBlocks) {
-  const ParamTable table(model());  // groups of 16,016 (head), ~49,000 (the block) and 32,768 (embedding) floats
+  const model::ParamTable table(model());  // groups of 16,016 (head), ~49,000 (the block) and 32,768 (embedding) floats
   for (int world : {1, 2, 3, 4}) {
     const ShardLayout layout(table, world);
     ASSERT_EQ(layout.groups(), table.groups().size());
     size_t next = 0, total = 0, blocks = 0;
     std::vector<size_t> stored(size_t(world), 0);
     for (size_t g = 0; g < layout.groups(); g++) {
-      const ParamTable::Range group = layout.group(g);
+      const model::ParamTable::Range group = layout.group(g);
       EXPECT_EQ(group.begin, next) << "groups tile the buffer in flat order";
       size_t at = group.begin, most = 0, least = SIZE_MAX;
       for (int r = 0; r < world; r++) {
@@ -104,7 +104,7 @@ struct RankResult {
 // weights: every rank's own copy, or with sharded weights rank 0's gather; moments: rank 0 only). A small
 // `sharding.receive_floats` splits each group's reduction into many pieces.
 std::vector<RankResult> run(int world, bool emulated = false, Sharding sharding = {}) {
-  const ParamTable table(model());
+  const model::ParamTable table(model());
   const size_t n = table.total();
   const int64_t G = 24, M = 2;
   const size_t n_ranks = size_t(world);
@@ -117,7 +117,7 @@ std::vector<RankResult> run(int world, bool emulated = false, Sharding sharding 
     Backend& backend = emulated ? static_cast<Backend&>(*all[size_t(comm.rank())]) : cpu_backend();
     EmulatedPeerCommunicator peers(comm, all);
     DataParallel dp(comm, emulated ? static_cast<Communicator&>(peers) : comm, backend, table, G, M, sharding);
-    AdamW adamw(table, AdamWConfig{}, dp.shard_parts(), backend);
+    optim::AdamW adamw(table, optim::AdamWConfig{}, dp.shard_parts(), backend);
     EXPECT_EQ(dp.micro_batches(), G / (M * world));
     RankResult& result = results[size_t(comm.rank())];
     DeviceArray<float> micro_batch_grads(backend, n);
@@ -126,7 +126,7 @@ std::vector<RankResult> run(int world, bool emulated = false, Sharding sharding 
     for (int step = 0; step < 2; step++) {
       std::vector<int32_t> rows;  // the rank's rows of the global batch, micro-batch by micro-batch: the row ids
       for (uint64_t g : data::rank_rows(G, M, comm.rank(), world)) rows.push_back(int32_t(g) + 100 * step);
-      result.sums = dp.gradients([&](int64_t k, GradientSink& sink) {
+      result.sums = dp.gradients([&](int64_t k, model::GradientSink& sink) {
         const int32_t* mb = rows.data() + k * M;
         EXPECT_EQ(mb[1] - mb[0], G / M) << "micro-batch rows are G/M apart";
         EXPECT_EQ((mb[0] % 100) % (G / M), comm.rank() + world * k) << "micro-batch c = rank + W k";
@@ -140,11 +140,11 @@ std::vector<RankResult> run(int world, bool emulated = false, Sharding sharding 
         }
         backend.to_device(micro_batch_grads.data(), host.data(), n * sizeof(float));
         // Group by group in the backward's order, with the embedding open throughout (as with a tied LM head).
-        auto add = [&](ParamTable::Range r, float* g) {
+        auto add = [&](model::ParamTable::Range r, float* g) {
           backend.add(g, g, micro_batch_grads.data() + r.begin, int64_t(r.end - r.begin));
         };
-        const std::vector<ParamTable::Range> groups = table.groups();
-        const ParamTable::Range embed = groups.back();
+        const std::vector<model::ParamTable::Range> groups = table.groups();
+        const model::ParamTable::Range embed = groups.back();
         float* embed_grads = sink.open(embed);
         for (size_t i = 0; i + 1 < groups.size(); i++) {
           add(groups[i], sink.open(groups[i]));
@@ -218,7 +218,7 @@ TEST(DistDataParallel, EmulatedDevicesGiveTheCpuBits) {
 // micro-batches of 2, at W ranks, with the weights whole or sharded, on the CPU or (`emulated`) each rank on its own
 // emulated device with an emulated NCCL between them: rank 0's loss sums, norm, weights and moments.
 RankResult train_model(int world, Precision precision, bool shard_weights, bool emulated = false) {
-  ModelConfig config = model();
+  model::ModelConfig config = model();
   config.tie_embeddings = true;
   const int64_t G = 12, M = 2, T = 16;
   RankResult result;
@@ -229,18 +229,18 @@ RankResult train_model(int world, Precision precision, bool shard_weights, bool 
   group.run([&](Communicator& comm) {
     Backend& backend = emulated ? static_cast<Backend&>(*all[size_t(comm.rank())]) : cpu_backend();
     EmulatedPeerCommunicator peers(comm, all);
-    StepConfig c;
+    train::StepConfig c;
     c.seq_len = T, c.global_batch = G, c.micro_batch = M;
     c.precision = precision;
-    c.remat = Remat::block;
+    c.remat = model::Remat::block;
     c.sharding.weights = shard_weights;
-    c.schedule = {.type = ScheduleType::constant, .lr = 1e-2};
+    c.schedule = {.type = optim::ScheduleType::constant, .lr = 1e-2};
     c.skip_step.enabled = false;
     c.z_loss = 1e-4;
-    TrainStep train_step(config, c, comm, emulated ? static_cast<Communicator&>(peers) : comm, backend);
-    const ParamTable& table = train_step.model().table();
+    train::TrainStep train_step(config, c, comm, emulated ? static_cast<Communicator&>(peers) : comm, backend);
+    const model::ParamTable& table = train_step.model().table();
     std::vector<float> params(table.total());
-    init_params(config, table, 5, params.data());
+    model::init_params(config, table, 5, params.data());
     train_step.dp().load_weights(params.data());
     for (int step = 1; step <= 2; step++) {
       data::Batch batch{.rows = G / world, .seq_len = T, .tokens = {}, .keep = std::vector<uint8_t>(size_t(G / world), 1),
@@ -294,11 +294,11 @@ TEST(DistDataParallel, ShardedWeightsOnEmulatedDevicesGiveTheCpuBits) {
 TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
   // The sharded norm equals the norm's blocks (kSquareSumBlock floats from each group's start) summed in flat order
   // over the whole buffer, and the sharded update equals AdamW over the whole buffer.
-  const ParamTable table(model());
+  const model::ParamTable table(model());
   std::vector<float> grads(table.total());
   for (size_t i = 0; i < grads.size(); i++) grads[i] = row_gradient(3, i);
   std::vector<float> params_full(table.total(), 0.25f);
-  AdamW full(table, AdamWConfig{}, cpu_backend());
+  optim::AdamW full(table, optim::AdamWConfig{}, cpu_backend());
   full.step(params_full.data(), grads.data(), 1e-2);
   double norm = 0.0;
   for (const ShardLayout::Part& g : ShardLayout(table, 1).parts_of(0))  // one part per group
@@ -306,7 +306,7 @@ TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
   ThreadGroup group(4);
   group.run([&](Communicator& comm) {
     DataParallel dp(comm, table, 4, 1);
-    AdamW adamw(table, AdamWConfig{}, dp.shard_parts(), cpu_backend());
+    optim::AdamW adamw(table, optim::AdamWConfig{}, dp.shard_parts(), cpu_backend());
     for (const ShardLayout::Part& p : dp.layout().parts_of(comm.rank()))
       std::copy_n(grads.begin() + ptrdiff_t(p.begin), p.length(), dp.grads() + p.offset);
     EXPECT_EQ(dp.clip(0.0), std::sqrt(norm));
@@ -324,7 +324,7 @@ TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
       EXPECT_TRUE(m == full_m && v == full_v);
     }
     // Resharding on load: every rank takes its shard of the whole moments.
-    AdamW loaded(table, AdamWConfig{}, dp.shard_parts(), cpu_backend());
+    optim::AdamW loaded(table, optim::AdamWConfig{}, dp.shard_parts(), cpu_backend());
     dp.load_state(loaded, 0, full.exp_avg());
     dp.load_state(loaded, 1, full.exp_avg_sq());
     EXPECT_TRUE(std::equal(loaded.exp_avg(), loaded.exp_avg() + adamw.size(), adamw.exp_avg()));
@@ -333,10 +333,10 @@ TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
 }
 
 TEST(DistDataParallel, RejectsBatchNotDivisibleByRanksTimesMicroBatch) {
-  const ParamTable table(model());
+  const model::ParamTable table(model());
   ThreadGroup group(2);
   group.run([&](Communicator& comm) { EXPECT_THROW(DataParallel dp(comm, table, 6, 2), Error); });
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::dist

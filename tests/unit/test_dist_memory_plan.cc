@@ -9,19 +9,25 @@
 #include "replica/dist/shard_layout.h"
 #include "replica/model/params.h"
 
-namespace replica {
+namespace replica::dist {
 namespace {
 
-ModelConfig model() {  // untied: the head group (final norm + LM head 1000×16) is the largest group
-  return model_config_from_json({{"model_type", "olmo3"}, {"vocab_size", 1000}, {"hidden_size", 16},
-                                 {"intermediate_size", 32}, {"num_hidden_layers", 2}, {"num_attention_heads", 2},
-                                 {"num_key_value_heads", 2}, {"head_dim", 8}, {"sliding_window", 4}},
-                                "test model");
+model::ModelConfig model() {  // untied: the head group (final norm + LM head 1000×16) is the largest group
+  return model::model_config_from_json({{"model_type", "olmo3"},
+                                        {"vocab_size", 1000},
+                                        {"hidden_size", 16},
+                                        {"intermediate_size", 32},
+                                        {"num_hidden_layers", 2},
+                                        {"num_attention_heads", 2},
+                                        {"num_key_value_heads", 2},
+                                        {"head_dim", 8},
+                                        {"sliding_window", 4}},
+                                       "test model");
 }
 
 TEST(DistMemoryPlan, WholeWeightsAreTheOnlyReplicatedState) {
-  const ModelConfig c = model();
-  const ParamTable table(c);
+  const model::ModelConfig c = model();
+  const model::ParamTable table(c);
   const double n = double(table.total()), group = double(table.largest_group());
   const std::vector<MemoryItem> one = data_parallel_memory(c, 1, 100.0, Precision::fp32, false),
                                  two = data_parallel_memory(c, 2, 100.0, Precision::bf16, false);
@@ -44,9 +50,9 @@ TEST(DistMemoryPlan, WholeWeightsAreTheOnlyReplicatedState) {
 }
 
 TEST(DistMemoryPlan, ShardedWeightsKeepOnlyTheGroupInUseWhole) {
-  ModelConfig c = model();
+  model::ModelConfig c = model();
   c.vocab_size = 40000;  // groups of 40 blocks: 4 ranks hold 10 each
-  const ParamTable table(c);
+  const model::ParamTable table(c);
   const double n = double(table.total()), group = double(table.largest_group());
   const std::vector<MemoryItem> plan = data_parallel_memory(c, 4, 0.0, Precision::bf16, true);
   ASSERT_EQ(plan.size(), 7u);
@@ -60,4 +66,4 @@ TEST(DistMemoryPlan, ShardedWeightsKeepOnlyTheGroupInUseWhole) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::dist

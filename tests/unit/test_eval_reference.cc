@@ -59,13 +59,14 @@ TEST(EvalReference, AllSurfacesMatchPyTorch) {
   const std::string token_file = (dir / "docs.npy").string();
   std::ofstream(token_file, std::ios::binary).write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size() * 4));
 
-  HfModel a = load_hf_model((dir / "a").string()), b = load_hf_model((dir / "b").string());
-  Transformer model(a.config, Precision::fp32, Remat::none, cpu_backend()),
-      other(b.config, Precision::fp32, Remat::none, cpu_backend());
+  ckpt::HfModel a = ckpt::load_hf_model((dir / "a").string()), b = ckpt::load_hf_model((dir / "b").string());
+  model::Transformer model(a.config, Precision::fp32, model::Remat::none, cpu_backend()),
+      other(b.config, Precision::fp32, model::Remat::none, cpu_backend());
   const std::vector<data::MixEntry> files = {{"docs", token_file}};
 
   data::FslDataset set(files, 48, data::TokenDtype::u32, uint32_t(a.config.vocab_size));
-  WeightSource &weights = model.whole_weights(a.params.data()), &other_weights = other.whole_weights(b.params.data());
+  model::WeightSource &weights = model.whole_weights(a.params.data()),
+                      &other_weights = other.whole_weights(b.params.data());
   const HeldoutResult h = heldout_loss(model, weights, set, 2, 0);
   const PerplexityResult p = domain_perplexity(model, weights, tok, files, 32, 0, 96);
   const std::vector<DomainKl> kl = domain_kl(model, weights, other, other_weights, files, 32, 100);

@@ -7,7 +7,7 @@
 #include "replica/core/error.h"
 #include "replica/metrics/tensorboard.h"
 
-namespace replica {
+namespace replica::metrics {
 namespace {
 
 TEST(TensorBoard, Crc32cCheckValue) {
@@ -44,4 +44,4 @@ TEST(TensorBoard, ScalarsRoundTrip) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::metrics

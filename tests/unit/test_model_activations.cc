@@ -8,7 +8,7 @@
 #include "emulated_device.h"
 #include "replica/model/transformer.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 ModelConfig model() {  // GQA and untied, so that no two widths coincide: C 32, F 64, H·D 32, K·D 16
@@ -40,4 +40,4 @@ TEST(ModelActivations, ActivationBytesAreWhatTheModelAllocates) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model

@@ -10,7 +10,7 @@
 #include "replica/model/flops.h"
 #include "replica/model/params.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 std::string config_path(const std::string& name) { return std::string(REPLICA_SOURCE_DIR) + "/configs/models/" + name; }
@@ -151,4 +151,4 @@ TEST(Flops, CountsMatmulsAndCausalWindowedAttention) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model

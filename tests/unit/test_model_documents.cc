@@ -8,7 +8,7 @@
 #include "replica/core/error.h"
 #include "replica/model/documents.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 // The message of the replica::Error `f` raises contains `fragment`.
@@ -49,4 +49,4 @@ TEST(DocumentOffsets, OffsetsTheKernelsCannotTakeAreAnError) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model

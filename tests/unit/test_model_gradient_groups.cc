@@ -10,7 +10,7 @@
 
 #include "replica/model/transformer.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 ModelConfig model(bool tied) {
@@ -130,4 +130,4 @@ INSTANTIATE_TEST_SUITE_P(Model, GradientGroups, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "tied" : "untied"; });
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model

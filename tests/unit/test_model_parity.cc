@@ -20,7 +20,7 @@
 #include "replica/model/documents.h"
 #include "replica/model/transformer.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 namespace fs = std::filesystem;
@@ -61,13 +61,13 @@ double norm_relative_error(const float* a, const float* b, size_t n) {
 
 struct Case {
   std::string dir;
-  HfModel model;
+  ckpt::HfModel model;
   std::vector<int32_t> ids, targets;
   int64_t B = 0, T = 0;
   std::vector<int32_t> doc_offsets;  // packed cases (doc_lens.json): the rows' documents
 
   explicit Case(const std::string& name) : dir((fixture_dir() / name).string()) {
-    model = load_hf_model(dir);
+    model = ckpt::load_hf_model(dir);
     std::vector<int64_t> shape;
     std::vector<int64_t> ids64 = read_npy_ids(dir + "/tokens.npy", &shape);
     B = shape[0];
@@ -126,7 +126,7 @@ void check_gradients(const Case& c, Precision precision, const std::string& loss
   EXPECT_NEAR(sums.z / double(sums.n_labels), ref["lse_sq_mean"].get<double>(),
               loss_tolerance * ref["lse_sq_mean"].get<double>());
 
-  SafetensorsReader golden(c.dir + "/" + grad_file);
+  ckpt::SafetensorsReader golden(c.dir + "/" + grad_file);
   for (const ParamEntry& e : model.table().entries()) {
     std::vector<float> g(e.numel);
     golden.read_f32(e.name, e.shape, g.data());
@@ -266,4 +266,4 @@ INSTANTIATE_TEST_SUITE_P(Reference, PackedParity, ::testing::ValuesIn(fixture_ca
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PackedParity);
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model

@@ -5,7 +5,7 @@
 
 #include "replica/model/weight_source.h"
 
-namespace replica {
+namespace replica::model {
 namespace {
 
 float rounded(const GroupWeights& g, size_t i) { return to_float(g.b16[i]); }
@@ -31,4 +31,4 @@ TEST(ModelWeightSource, TheBf16CopyFollowsTheWeightsVersion) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::model

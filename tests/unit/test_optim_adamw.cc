@@ -12,26 +12,26 @@
 #include "replica/model/params.h"
 #include "replica/optim/adamw.h"
 
-namespace replica {
+namespace replica::optim {
 namespace {
 
-ModelConfig tiny_config() {
-  return model_config_from_json({{"model_type", "olmo3"},
-                                 {"vocab_size", 8},
-                                 {"hidden_size", 4},
-                                 {"intermediate_size", 8},
-                                 {"num_hidden_layers", 1},
-                                 {"num_attention_heads", 1},
-                                 {"num_key_value_heads", 1},
-                                 {"head_dim", 4},
-                                 {"sliding_window", 4}},
-                                "tiny test model");
+model::ModelConfig tiny_config() {
+  return model::model_config_from_json({{"model_type", "olmo3"},
+                                        {"vocab_size", 8},
+                                        {"hidden_size", 4},
+                                        {"intermediate_size", 8},
+                                        {"num_hidden_layers", 1},
+                                        {"num_attention_heads", 1},
+                                        {"num_key_value_heads", 1},
+                                        {"head_dim", 4},
+                                        {"sliding_window", 4}},
+                                       "tiny test model");
 }
 
 struct Buffers {
-  ParamTable table;
+  model::ParamTable table;
   std::vector<float> params, grads;
-  explicit Buffers(const ModelConfig& c) : table(c), params(table.total(), 0.0f), grads(table.total(), 0.0f) {}
+  explicit Buffers(const model::ModelConfig& c) : table(c), params(table.total(), 0.0f), grads(table.total(), 0.0f) {}
   size_t at(const std::string& name, size_t i) const { return table.at(name).offset + i; }
 };
 
@@ -80,7 +80,7 @@ TEST(AdamW, SecondStepUsesStepCountForBiasCorrection) {
 TEST(AdamW, PaddingBetweenTensorsIsUntouched) {
   Buffers b(tiny_config());
   // model.norm.weight has 4 elements; the 12 floats after it (to the 16-float boundary) are padding.
-  const ParamEntry& norm = b.table.at("model.norm.weight");
+  const model::ParamEntry& norm = b.table.at("model.norm.weight");
   size_t pad = norm.offset + norm.numel;
   ASSERT_LT(pad, b.table.at("lm_head.weight").offset);
   b.params[pad] = 7.0f;
@@ -94,7 +94,7 @@ TEST(AdamW, PaddingBetweenTensorsIsUntouched) {
 }
 
 TEST(AdamW, SameBitsForAnyThreadCount) {
-  ModelConfig c = tiny_config();
+  model::ModelConfig c = tiny_config();
   c.vocab_size = 50000;  // enough elements for several parallel chunks
   Buffers b(c);
   std::mt19937 rng(7);
@@ -129,8 +129,8 @@ struct WholeStep {
     whole = b.params;
     full.step(whole.data(), b.grads.data(), 1e-2);
   }
-  static ModelConfig vocab_5000() {
-    ModelConfig c = tiny_config();
+  static model::ModelConfig vocab_5000() {
+    model::ModelConfig c = tiny_config();
     c.vocab_size = 5000;
     return c;
   }
@@ -192,4 +192,4 @@ TEST(AdamW, AShardOfSeveralPartsStoresThemOneAfterTheOther) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::optim

@@ -9,7 +9,7 @@
 
 #include "replica/optim/clip.h"
 
-namespace replica {
+namespace replica::optim {
 namespace {
 
 TEST(Clip, NormAndScaleAboveMax) {
@@ -54,4 +54,4 @@ TEST(Clip, NormIsIndependentOfThreadCountAndAccurate) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::optim

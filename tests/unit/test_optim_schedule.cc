@@ -5,7 +5,7 @@
 #include "replica/core/error.h"
 #include "replica/optim/schedule.h"
 
-namespace replica {
+namespace replica::optim {
 namespace {
 
 // OLMo 3 7B stage 1: CosWithWarmup(2000, 0.1) over ceil(5e12/4194304) = 1,192,093 steps until step 596,047,
@@ -139,4 +139,4 @@ TEST(Schedule, TypeNamesAndValidation) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::optim

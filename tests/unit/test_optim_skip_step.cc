@@ -10,7 +10,7 @@
 #include "replica/core/error.h"
 #include "replica/optim/skip_step.h"
 
-namespace replica {
+namespace replica::optim {
 namespace {
 
 double smooth_loss(int i) { return 3.0 + 0.01 * std::sin(0.7 * i); }
@@ -76,4 +76,4 @@ TEST(SkipStep, StateRoundTripsThroughJson) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::optim

@@ -17,7 +17,7 @@
 #include "replica/model/params.h"
 #include "replica/train/trainer.h"
 
-namespace replica {
+namespace replica::train {
 namespace {
 
 namespace fs = std::filesystem;
@@ -53,21 +53,22 @@ TEST(EmulatedDevice, HostAccessToDeviceMemoryFaults) {
 }
 
 TEST(EmulatedDevice, ModelForwardBackwardEqualsTheCpu) {
-  const ModelConfig config = model_config_from_json(kTinyModel, "tiny");
-  const ParamTable table(config);
+  const model::ModelConfig config = model::model_config_from_json(kTinyModel, "tiny");
+  const model::ParamTable table(config);
   std::vector<float> params(table.total());
-  init_params(config, table, 5, params.data());
+  model::init_params(config, table, 5, params.data());
   std::mt19937 rng(1);
   const int64_t B = 2, T = 24;
   std::vector<int32_t> ids(size_t(B * T));
   for (int32_t& id : ids) id = int32_t(rng() % 256);
-  const std::vector<int32_t> targets = shifted_targets(ids.data(), B, T);
+  const std::vector<int32_t> targets = model::shifted_targets(ids.data(), B, T);
   // Unpacked rows, and packed ones, whose document offsets take the upload to the device.
-  const std::vector<int32_t> packed = document_offsets(std::vector<std::vector<int32_t>>{{1, 10, 13}, {24}}, T, 0);
-  for (const MicroBatch& batch : {MicroBatch{ids.data(), targets.data(), B, T},
-                                  MicroBatch{ids.data(), targets.data(), B, T, packed}}) {
+  const std::vector<int32_t> packed =
+      model::document_offsets(std::vector<std::vector<int32_t>>{{1, 10, 13}, {24}}, T, 0);
+  for (const model::MicroBatch& batch : {model::MicroBatch{ids.data(), targets.data(), B, T},
+                                         model::MicroBatch{ids.data(), targets.data(), B, T, packed}}) {
     for (Precision precision : {Precision::fp32, Precision::bf16}) {
-      Transformer cpu_model(config, precision, Remat::none, cpu_backend());
+      model::Transformer cpu_model(config, precision, model::Remat::none, cpu_backend());
       std::vector<float> cpu_grads(table.total(), 0.0f);
       const LossSums cpu = cpu_model.forward_backward(params.data(), cpu_grads.data(), batch, 1e-4f, 0.01f);
       std::vector<float> cpu_logits(size_t(B * T * 256));
@@ -75,7 +76,7 @@ TEST(EmulatedDevice, ModelForwardBackwardEqualsTheCpu) {
 
       EmulatedDevice device;
       {
-        Transformer model(config, precision, Remat::block, device);
+        model::Transformer model(config, precision, model::Remat::block, device);
         const OnBackend device_params(device, params);
         DeviceArray<float> grads(device, table.total());
         const LossSums got = model.forward_backward(device_params.data(), grads.data(), batch, 1e-4f, 0.01f);
@@ -133,7 +134,7 @@ TEST(EmulatedDevice, TrainingCheckpointsResumeAndEvaluationEqualTheCpu) {
       "eval: {every: 3, batches: 1}\n";
   auto run = [&](const std::string& name, Backend& backend, std::vector<std::string> overrides = {}) {
     overrides.push_back("run.dir=" + (dir / name).string());
-    LocalCommunicator local;
+    dist::LocalCommunicator local;
     return train(load_recipe_text(recipe, "emulated.yaml", overrides), local, backend);
   };
   EmulatedDevice device;
@@ -160,4 +161,4 @@ TEST(EmulatedDevice, TrainingCheckpointsResumeAndEvaluationEqualTheCpu) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::train

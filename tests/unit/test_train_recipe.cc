@@ -9,7 +9,7 @@
 #include "replica/core/error.h"
 #include "replica/train/recipe.h"
 
-namespace replica {
+namespace replica::train {
 namespace {
 
 std::string recipe_path(const std::string& name) {
@@ -55,15 +55,15 @@ TEST(Recipe, Stage1HoldsThePublishedNumbers) {
   EXPECT_EQ(r.optim.z_loss, 1e-5);
   EXPECT_EQ(r.train.max_steps, 1413814);
   EXPECT_EQ(r.train.precision, Precision::bf16);
-  ScheduleConfig s = schedule_config(r);
-  EXPECT_EQ(s.type, ScheduleType::olmo3_stitched);
+  optim::ScheduleConfig s = schedule_config(r);
+  EXPECT_EQ(s.type, optim::ScheduleType::olmo3_stitched);
   EXPECT_EQ(s.warmup, 2000);
   EXPECT_EQ(s.t_max, 1192093);        // ceil(5e12 / 4,194,304)
   EXPECT_EQ(s.part2_t_max, 1668931);  // ceil(7e12 / 4,194,304)
   EXPECT_EQ(s.part2_warmup, 597046);
-  EXPECT_NEAR(learning_rate(s, 597046), 1.65e-4, 1e-18);
-  EXPECT_NEAR(learning_rate(s, 1413814), 3.93e-5, 0.005e-5);
-  const AdamWConfig& a = r.optim.adamw;
+  EXPECT_NEAR(optim::learning_rate(s, 597046), 1.65e-4, 1e-18);
+  EXPECT_NEAR(optim::learning_rate(s, 1413814), 3.93e-5, 0.005e-5);
+  const optim::AdamWConfig& a = r.optim.adamw;
   EXPECT_EQ(a.beta1, 0.9);
   EXPECT_EQ(a.beta2, 0.95);
   EXPECT_NO_THROW(check_trainable(r));
@@ -76,10 +76,10 @@ TEST(Recipe, Stage2And3) {
   EXPECT_EQ(s2.data.seed, 1337);
   EXPECT_EQ(s2.train.max_steps, 47684);
   EXPECT_TRUE(s2.optim.load_state);
-  ScheduleConfig s = schedule_config(s2);
-  EXPECT_EQ(s.type, ScheduleType::linear);
+  optim::ScheduleConfig s = schedule_config(s2);
+  EXPECT_EQ(s.type, optim::ScheduleType::linear);
   EXPECT_EQ(s.t_max, 47684);
-  EXPECT_EQ(learning_rate(s, 47684), 0.0);
+  EXPECT_EQ(optim::learning_rate(s, 47684), 0.0);
 
   Recipe s3 = load_recipe(recipe_path("olmo3_7b_stage3.yaml"), {}, false);
   EXPECT_EQ(s3.data.seq_len, 65536);
@@ -100,7 +100,7 @@ TEST(Recipe, TinyLoadsWithItsFilesAndExpandsGlobs) {
   EXPECT_EQ(r.data.mix_file, dir + "/train.mix");
   EXPECT_EQ(r.data.validation_paths, (std::vector<std::string>{dir + "/code/heldout.npy", dir + "/web/heldout.npy"}));
   EXPECT_EQ(r.data.global_batch_size % r.data.micro_batch_size, 0);
-  EXPECT_EQ(r.schedule.steps.type, ScheduleType::cosine);
+  EXPECT_EQ(r.schedule.steps.type, optim::ScheduleType::cosine);
   EXPECT_NO_THROW(check_trainable(r));
   std::string missing = error_of([&] {
     load_recipe(recipe_path("tiny.yaml"),
@@ -118,7 +118,7 @@ TEST(Recipe, OverridesAreParsedAsYaml) {
        "train.device=cuda", "train.remat=keep_attention", "train.shard_weights=true"},
       false);
   EXPECT_EQ(r.train.device, Device::cuda);
-  EXPECT_EQ(r.train.remat, Remat::keep_attention);
+  EXPECT_EQ(r.train.remat, model::Remat::keep_attention);
   EXPECT_NE(r.to_yaml().find("remat: keep_attention"), std::string::npos);
   EXPECT_TRUE(r.train.shard_weights);
   EXPECT_NE(r.to_yaml().find("shard_weights: true"), std::string::npos);
@@ -127,7 +127,7 @@ TEST(Recipe, OverridesAreParsedAsYaml) {
   EXPECT_EQ(r.optim.adamw.beta1, 0.8);
   EXPECT_EQ(r.optim.adamw.beta2, 0.99);
   EXPECT_EQ(r.train.precision, Precision::bf16);
-  EXPECT_EQ(r.schedule.steps.type, ScheduleType::wsd);
+  EXPECT_EQ(r.schedule.steps.type, optim::ScheduleType::wsd);
   EXPECT_EQ(r.schedule.steps.decay, 20);
   EXPECT_FALSE(r.optim.skip_step.enabled);
   EXPECT_EQ(r.run.name, "my run");
@@ -200,4 +200,4 @@ TEST(Recipe, ToYamlRoundTrips) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::train

@@ -12,7 +12,7 @@
 #include "replica/model/params.h"
 #include "replica/train/step.h"
 
-namespace replica {
+namespace replica::train {
 namespace {
 
 constexpr int32_t kEos = int32_t(data::kDolma2Eos), kPad = int32_t(data::kDolma2Pad), kNone = kIgnoreLabel;
@@ -45,38 +45,38 @@ TEST(StepTargets, DocumentLengthsForTheWrongNumberOfRowsAreAnError) {
 // ranks of one row each, rank 0 padded (10 labels), rank 1 not (15 labels), on a model whose vocabulary holds the
 // pad id; the expectation comes from the model run on each row alone.
 TEST(TrainStep, PackedLossIsTheMeanOfTheRanksMeansOverTheirLabels) {
-  const ModelConfig config = model_config_from_json(nlohmann::json{{"model_type", "olmo3"},
-                                                                   {"vocab_size", 100352},
-                                                                   {"hidden_size", 16},
-                                                                   {"intermediate_size", 32},
-                                                                   {"num_hidden_layers", 1},
-                                                                   {"num_attention_heads", 2},
-                                                                   {"head_dim", 8},
-                                                                   {"sliding_window", 4}},
-                                                    "packed test model");
+  const model::ModelConfig config = model::model_config_from_json(nlohmann::json{{"model_type", "olmo3"},
+                                                                                 {"vocab_size", 100352},
+                                                                                 {"hidden_size", 16},
+                                                                                 {"intermediate_size", 32},
+                                                                                 {"num_hidden_layers", 1},
+                                                                                 {"num_attention_heads", 2},
+                                                                                 {"head_dim", 8},
+                                                                                 {"sliding_window", 4}},
+                                                                  "packed test model");
   const int64_t T = 16;
   const std::vector<data::Batch> rows = {
       batch({5, 6, 7, 8, kEos, 9, 10, 11, 12, 13, kEos, kPad, kPad, kPad, kPad, kPad}, 1, {{5, 6, 5}}),
       batch({21, 22, kEos, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, kEos}, 1, {{3, 13}})};
-  const ParamTable table(config);
+  const model::ParamTable table(config);
   std::vector<float> params(table.total());
-  init_params(config, table, 3, params.data());
+  model::init_params(config, table, 3, params.data());
 
   double expected = 0;  // the mean of the two rows' mean cross-entropies
   for (const data::Batch& row : rows) {
-    Transformer model(config, Precision::fp32, Remat::none, cpu_backend());
-    const std::vector<int32_t> targets = step_targets(row), offsets = document_offsets(row.doc_lens, T, 0);
+    model::Transformer model(config, Precision::fp32, model::Remat::none, cpu_backend());
+    const std::vector<int32_t> targets = step_targets(row), offsets = model::document_offsets(row.doc_lens, T, 0);
     const LossSums sums =
-        model.forward_loss(params.data(), MicroBatch{row.tokens.data(), targets.data(), 1, T, offsets}, 0.0f);
+        model.forward_loss(params.data(), model::MicroBatch{row.tokens.data(), targets.data(), 1, T, offsets}, 0.0f);
     expected += sums.ce / double(sums.n_labels) / 2;
   }
   EXPECT_EQ(step_targets(rows[0])[10], kNone);  // the EOS before the padding predicts nothing
 
   double got = 0;
-  ThreadGroup(2).run([&](Communicator& comm) {
+  dist::ThreadGroup(2).run([&](dist::Communicator& comm) {
     StepConfig c;
     c.seq_len = T, c.global_batch = 2, c.micro_batch = 1;
-    c.schedule = {.type = ScheduleType::constant, .lr = 1e-3};
+    c.schedule = {.type = optim::ScheduleType::constant, .lr = 1e-3};
     c.skip_step.enabled = false;
     TrainStep step(config, c, comm, comm, cpu_backend());
     step.dp().load_weights(params.data());
@@ -87,4 +87,4 @@ TEST(TrainStep, PackedLossIsTheMeanOfTheRanksMeansOverTheirLabels) {
 }
 
 }  // namespace
-}  // namespace replica
+}  // namespace replica::train

@@ -12,7 +12,7 @@
 
 #include "replica/dist/communicator.h"
 
-namespace replica {
+namespace replica::dist {
 
 class ThreadGroup {
  public:
@@ -73,4 +73,4 @@ inline void ThreadGroup::run(const std::function<void(Communicator&)>& body) {
   for (std::thread& t : threads) t.join();
 }
 
-}  // namespace replica
+}  // namespace replica::dist

@@ -11,7 +11,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 
-namespace replica {
+namespace replica::ckpt {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -29,7 +29,7 @@ json train_state_to_json(const TrainState& s) {
             {"fingerprint", s.data_fingerprint}}},
           {"optimizer", {{"adam_step_count", s.adam_step_count}, {"schedule", s.schedule}, {"skip_step", s.skip_step}}},
           {"world_size", s.world_size},
-          {"model", model_config_to_hf_json(s.model)},
+          {"model", model::model_config_to_hf_json(s.model)},
           {"config", s.recipe}};
 }
 
@@ -54,7 +54,7 @@ TrainState train_state_from_json(const json& j, const std::string& source) {
     s.skip_step = o.at("skip_step");
     s.world_size = j.at("world_size").get<int64_t>();
     s.recipe = j.at("config").get<std::string>();
-    s.model = model_config_from_json(j.at("model"), source);
+    s.model = model::model_config_from_json(j.at("model"), source);
   } catch (const json::exception& e) {
     fail("{}: malformed train state ({})", source, e.what());
   }
@@ -93,9 +93,10 @@ void delete_checkpoint(const fs::path& dir) {
   fs::remove_all(dir);
 }
 
-std::vector<StTensorOut> tensors_of(const ParamTable& table, const float* base, const std::string& prefix) {
+std::vector<StTensorOut> tensors_of(const model::ParamTable& table, const float* base, const std::string& prefix) {
   std::vector<StTensorOut> out;
-  for (const ParamEntry& e : table.entries()) out.push_back({prefix + e.name, e.shape, base + e.offset, StDtype::F32});
+  for (const model::ParamEntry& e : table.entries())
+    out.push_back({prefix + e.name, e.shape, base + e.offset, StDtype::F32});
   return out;
 }
 
@@ -177,11 +178,11 @@ TrainState read_checkpoint_state(const std::string& dir) {
   return parse_state_file(dir);
 }
 
-ModelConfig read_checkpoint_model_config(const std::string& dir) { return parse_state_file(dir).model; }
+model::ModelConfig read_checkpoint_model_config(const std::string& dir) { return parse_state_file(dir).model; }
 
-static void read_tensors(const SafetensorsReader& reader, const ParamTable& table, const std::string& prefix,
+static void read_tensors(const SafetensorsReader& reader, const model::ParamTable& table, const std::string& prefix,
                          float* dst) {
-  for (const ParamEntry& e : table.entries()) {
+  for (const model::ParamEntry& e : table.entries()) {
     const StTensorInfo& info = reader.info(prefix + e.name);
     check(info.dtype == StDtype::F32, "{}: tensor '{}' is not F32 (a checkpoint stores fp32 tensors)", reader.path(),
           prefix + e.name);
@@ -194,7 +195,7 @@ static void check_count(const SafetensorsReader& reader, size_t expected) {
         reader.tensors().size(), expected);
 }
 
-void read_checkpoint_tensors(const std::string& dir, const ParamTable& table, float* params, float* exp_avg,
+void read_checkpoint_tensors(const std::string& dir, const model::ParamTable& table, float* params, float* exp_avg,
                              float* exp_avg_sq) {
   const SafetensorsReader model((fs::path(dir) / "model.safetensors").string());
   read_tensors(model, table, "", params);
@@ -208,8 +209,8 @@ void read_checkpoint_tensors(const std::string& dir, const ParamTable& table, fl
   check_count(reader, 2 * table.entries().size());
 }
 
-void check_same_model(const ModelConfig& saved, const ModelConfig& expected, const std::string& dir) {
-  const json a = model_config_to_hf_json(saved), b = model_config_to_hf_json(expected);
+void check_same_model(const model::ModelConfig& saved, const model::ModelConfig& expected, const std::string& dir) {
+  const json a = model::model_config_to_hf_json(saved), b = model::model_config_to_hf_json(expected);
   std::string diff;
   for (auto& [key, value] : b.items())
     if (!a.contains(key) || a[key] != value)
@@ -217,4 +218,4 @@ void check_same_model(const ModelConfig& saved, const ModelConfig& expected, con
   check(diff.empty(), "{}: the checkpoint holds a different model:{}", dir, diff);
 }
 
-}  // namespace replica
+}  // namespace replica::ckpt

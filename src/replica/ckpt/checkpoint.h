@@ -12,7 +12,7 @@
 #include "replica/model/config.h"
 #include "replica/model/params.h"
 
-namespace replica {
+namespace replica::ckpt {
 
 inline constexpr int64_t kCheckpointVersion = 1;
 
@@ -30,7 +30,7 @@ struct TrainState {
   nlohmann::json skip_step;  // SkipStep::to_json()
   int64_t world_size = 1;    // at save
   std::string recipe;        // resolved recipe YAML ("config" in train_state.json)
-  ModelConfig model;         // stored as its HF config.json
+  model::ModelConfig model;  // stored as its HF config.json
 };
 
 nlohmann::json train_state_to_json(const TrainState& state);
@@ -38,7 +38,7 @@ TrainState train_state_from_json(const nlohmann::json& j, const std::string& sou
 
 // The tensors of one checkpoint, laid out by `table` (optimizer moments may be null: weights only).
 struct CheckpointTensors {
-  const ParamTable* table = nullptr;
+  const model::ParamTable* table = nullptr;
   const float* params = nullptr;
   const float* exp_avg = nullptr;
   const float* exp_avg_sq = nullptr;
@@ -64,14 +64,14 @@ bool is_checkpoint_dir(const std::string& path);
 // Verifies MANIFEST.json (every file's size and checksum), then reads train_state.json.
 TrainState read_checkpoint_state(const std::string& dir);
 // The model config stored in train_state.json (no checksum pass: for sizing a model before loading it).
-ModelConfig read_checkpoint_model_config(const std::string& dir);
+model::ModelConfig read_checkpoint_model_config(const std::string& dir);
 
 // Reads the weights (and, when exp_avg is set, the Adam moments) into buffers laid out by `table`,
 // checking every tensor's presence and shape. Call read_checkpoint_state() first to verify checksums.
-void read_checkpoint_tensors(const std::string& dir, const ParamTable& table, float* params, float* exp_avg = nullptr,
-                             float* exp_avg_sq = nullptr);
+void read_checkpoint_tensors(const std::string& dir, const model::ParamTable& table, float* params,
+                             float* exp_avg = nullptr, float* exp_avg_sq = nullptr);
 
 // Raises replica::Error naming both configs' differing keys when a checkpoint's model is not `expected`.
-void check_same_model(const ModelConfig& saved, const ModelConfig& expected, const std::string& dir);
+void check_same_model(const model::ModelConfig& saved, const model::ModelConfig& expected, const std::string& dir);
 
-}  // namespace replica
+}  // namespace replica::ckpt

@@ -13,7 +13,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 
-namespace replica {
+namespace replica::ckpt {
 
 namespace fs = std::filesystem;
 
@@ -21,7 +21,7 @@ static bool is_vocab_tensor(const std::string& name) {
   return name == "model.embed_tokens.weight" || name == "lm_head.weight";
 }
 
-void load_hf_params(const std::string& dir, const ParamTable& table, float* params) {
+void load_hf_params(const std::string& dir, const model::ParamTable& table, float* params) {
   // Which file holds each tensor.
   std::map<std::string, std::string> file_of;
   fs::path index = fs::path(dir) / "model.safetensors.index.json";
@@ -47,7 +47,7 @@ void load_hf_params(const std::string& dir, const ParamTable& table, float* para
     readers[single.string()] = std::move(reader);
   }
 
-  for (const ParamEntry& e : table.entries()) {
+  for (const model::ParamEntry& e : table.entries()) {
     auto it = file_of.find(e.name);
     check(it != file_of.end(), "{}: missing tensor '{}' (expected shape {})", dir, e.name, shape_string(e.shape));
     const SafetensorsReader& reader = *readers.at(it->second);
@@ -69,29 +69,29 @@ void load_hf_params(const std::string& dir, const ParamTable& table, float* para
 HfModel load_hf_model(const std::string& dir) {
   check(fs::is_directory(dir), "{}: not a model directory", dir);
   HfModel model;
-  model.config = load_model_config((fs::path(dir) / "config.json").string());
-  ParamTable table(model.config);
+  model.config = model::load_model_config((fs::path(dir) / "config.json").string());
+  model::ParamTable table(model.config);
   model.params.assign(table.total(), 0.0f);
   load_hf_params(dir, table, model.params.data());
   return model;
 }
 
-void export_hf(const ModelConfig& config, const ParamTable& table, const float* params, const std::string& out,
-               const HfExportOptions& options) {
+void export_hf(const model::ModelConfig& config, const model::ParamTable& table, const float* params,
+               const std::string& out, const HfExportOptions& options) {
   const int64_t V = options.vocab > 0 ? options.vocab : config.vocab_size;
   check(V <= config.vocab_size, "export: vocab {} is larger than the model's vocabulary ({})", V, config.vocab_size);
   check(!fs::exists(out) || (fs::is_directory(out) && fs::is_empty(out)),
         "{}: exists and is not an empty directory (nothing was written; choose a new output directory)", out);
-  ModelConfig exported = config;
+  model::ModelConfig exported = config;
   exported.vocab_size = V;
-  nlohmann::json hf_config = model_config_to_hf_json(exported);
+  nlohmann::json hf_config = model::model_config_to_hf_json(exported);
   hf_config["torch_dtype"] = options.dtype == StDtype::F32 ? "float32" : "bfloat16";
 
   // Shards: tensors in table order, a new shard when the next tensor would pass the limit.
   const size_t width = options.dtype == StDtype::F32 ? 4 : 2;
   std::vector<std::vector<StTensorOut>> shards(1);
   uint64_t shard_bytes = 0, total_bytes = 0;
-  for (const ParamEntry& e : table.entries()) {
+  for (const model::ParamEntry& e : table.entries()) {
     StTensorOut t{e.name, e.shape, params + e.offset, options.dtype};
     if (is_vocab_tensor(e.name)) t.shape[0] = V;
     const uint64_t bytes = uint64_t(t.shape[0]) * (e.numel / uint64_t(e.shape[0])) * width;
@@ -128,4 +128,4 @@ void export_hf(const ModelConfig& config, const ParamTable& table, const float* 
   fsync_directory(parent.string());
 }
 
-}  // namespace replica
+}  // namespace replica::ckpt

@@ -11,10 +11,10 @@
 #include "replica/model/config.h"
 #include "replica/model/params.h"
 
-namespace replica {
+namespace replica::ckpt {
 
 struct HfModel {
-  ModelConfig config;
+  model::ModelConfig config;
   std::vector<float> params;  // laid out by ParamTable(config)
 };
 
@@ -22,7 +22,7 @@ struct HfModel {
 // naming the tensor and the file. model.embed_tokens.weight and lm_head.weight may have fewer rows than
 // the table (a truncated vocabulary): the missing rows are set to zero.
 HfModel load_hf_model(const std::string& dir);
-void load_hf_params(const std::string& dir, const ParamTable& table, float* params);
+void load_hf_params(const std::string& dir, const model::ParamTable& table, float* params);
 
 struct HfExportOptions {
   StDtype dtype = StDtype::F32;
@@ -33,7 +33,7 @@ struct HfExportOptions {
 // Writes config.json (Olmo3Config, vocab_size = the exported vocab) and the weights (in table order) to
 // `out`, which must not exist or be empty. Everything goes to out.partial/ first and is renamed when
 // complete. The output is a pure function of (config, params, options): exports are byte-reproducible.
-void export_hf(const ModelConfig& config, const ParamTable& table, const float* params, const std::string& out,
-               const HfExportOptions& options);
+void export_hf(const model::ModelConfig& config, const model::ParamTable& table, const float* params,
+               const std::string& out, const HfExportOptions& options);
 
-}  // namespace replica
+}  // namespace replica::ckpt

@@ -10,7 +10,7 @@
 #include "replica/core/file.h"
 #include "replica/core/mapped_file.h"
 
-namespace replica {
+namespace replica::ckpt {
 
 namespace fs = std::filesystem;
 
@@ -58,4 +58,4 @@ void verify_manifest(const std::string& dir) {
   }
 }
 
-}  // namespace replica
+}  // namespace replica::ckpt

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace replica {
+namespace replica::ckpt {
 
 struct FileDigest {
   std::string name;  // file name inside the directory
@@ -23,4 +23,4 @@ void write_manifest(const std::string& dir, const std::vector<std::string>& file
 // missing, has another size (truncated) or another checksum (corrupted).
 void verify_manifest(const std::string& dir);
 
-}  // namespace replica
+}  // namespace replica::ckpt

@@ -6,13 +6,13 @@
 #include "replica/ckpt/checkpoint.h"
 #include "replica/core/error.h"
 
-namespace replica {
+namespace replica::ckpt {
 
-ModelConfig load_model_source_config(const std::string& path) {
-  return is_checkpoint_dir(path) ? read_checkpoint_model_config(path) : load_model_config(path);
+model::ModelConfig load_model_source_config(const std::string& path) {
+  return is_checkpoint_dir(path) ? read_checkpoint_model_config(path) : model::load_model_config(path);
 }
 
-void load_model_source_params(const std::string& path, const ParamTable& table, float* params) {
+void load_model_source_params(const std::string& path, const model::ParamTable& table, float* params) {
   check(std::filesystem::is_directory(path), "{}: not a model directory (an HF model or a replica checkpoint)", path);
   if (!is_checkpoint_dir(path)) return load_hf_params(path, table, params);
   read_checkpoint_state(path);  // verifies the checksums
@@ -23,10 +23,10 @@ HfModel load_model_source(const std::string& path) {
   HfModel model;
   check(std::filesystem::is_directory(path), "{}: not a model directory (an HF model or a replica checkpoint)", path);
   model.config = load_model_source_config(path);
-  ParamTable table(model.config);
+  model::ParamTable table(model.config);
   model.params.assign(table.total(), 0.0f);
   load_model_source_params(path, table, model.params.data());
   return model;
 }
 
-}  // namespace replica
+}  // namespace replica::ckpt

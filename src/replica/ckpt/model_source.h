@@ -6,17 +6,17 @@
 
 #include "replica/ckpt/hf.h"
 
-namespace replica {
+namespace replica::ckpt {
 
 // The model config of `path`: a checkpoint's stored config, an HF directory's config.json, or a model file.
-ModelConfig load_model_source_config(const std::string& path);
+model::ModelConfig load_model_source_config(const std::string& path);
 
 // Reads the weights of `path` into a buffer laid out by `table`, checking every tensor's shape. A
 // checkpoint is verified first (manifest, checksums); an HF directory may have a truncated vocabulary
 // (padded back with zero rows).
-void load_model_source_params(const std::string& path, const ParamTable& table, float* params);
+void load_model_source_params(const std::string& path, const model::ParamTable& table, float* params);
 
 // Config and weights together.
 HfModel load_model_source(const std::string& path);
 
-}  // namespace replica
+}  // namespace replica::ckpt

@@ -8,7 +8,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 
-namespace replica {
+namespace replica::ckpt {
 
 using nlohmann::json;
 
@@ -150,4 +150,4 @@ void write_safetensors(const std::string& path, const std::vector<StTensorOut>& 
   out.commit();
 }
 
-}  // namespace replica
+}  // namespace replica::ckpt

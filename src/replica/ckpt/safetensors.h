@@ -9,7 +9,7 @@
 
 #include "replica/core/mapped_file.h"
 
-namespace replica {
+namespace replica::ckpt {
 
 enum class StDtype { F32, BF16, F16 };
 
@@ -51,4 +51,4 @@ void write_safetensors(const std::string& path, const std::vector<StTensorOut>& 
 
 std::string shape_string(const std::vector<int64_t>& shape);
 
-}  // namespace replica
+}  // namespace replica::ckpt

@@ -8,7 +8,7 @@
 
 #include "replica/core/error.h"
 
-namespace replica {
+namespace replica::ckpt {
 
 namespace {
 
@@ -25,7 +25,8 @@ CheckpointSaver::~CheckpointSaver() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::optional<SaveResult> CheckpointSaver::save(const ParamTable& table, const Snapshot& snapshot, TrainState state) {
+std::optional<SaveResult> CheckpointSaver::save(const model::ParamTable& table, const Snapshot& snapshot,
+                                                TrainState state) {
   const auto start = std::chrono::steady_clock::now();
   std::optional<SaveResult> previous = wait();
   table_ = &table;
@@ -69,4 +70,4 @@ std::optional<SaveResult> CheckpointSaver::wait() {
   return join();
 }
 
-}  // namespace replica
+}  // namespace replica::ckpt

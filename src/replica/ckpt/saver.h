@@ -12,7 +12,7 @@
 
 #include "replica/ckpt/checkpoint.h"
 
-namespace replica {
+namespace replica::ckpt {
 
 struct SaveResult {
   std::string dir;
@@ -35,7 +35,7 @@ class CheckpointSaver {
 
   // Takes a snapshot of the step's tensors and starts writing. A previous save still running is waited for
   // first. Returns the finished previous save, if there was one in flight.
-  std::optional<SaveResult> save(const ParamTable& table, const Snapshot& snapshot, TrainState state);
+  std::optional<SaveResult> save(const model::ParamTable& table, const Snapshot& snapshot, TrainState state);
   // The save that finished since the last call, if any; rethrows a background failure.
   std::optional<SaveResult> poll();
   // Waits for the save in flight (if any) and returns it; rethrows a background failure.
@@ -45,7 +45,7 @@ class CheckpointSaver {
   std::optional<SaveResult> join();
   std::string root_;
   int64_t keep_;
-  const ParamTable* table_ = nullptr;
+  const model::ParamTable* table_ = nullptr;
   std::vector<float> params_, exp_avg_, exp_avg_sq_;
   std::thread thread_;
   std::atomic<bool> done_{false};
@@ -53,4 +53,4 @@ class CheckpointSaver {
   std::exception_ptr error_;
 };
 
-}  // namespace replica
+}  // namespace replica::ckpt

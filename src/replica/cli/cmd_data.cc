@@ -145,8 +145,8 @@ int run_audit(Options o) {
   AuditPlan plan;
   std::optional<LoaderConfig> config;
   if (!o.recipe.empty()) {  // the planned run's loader, exactly as `replica train` builds it
-    const Recipe r = load_recipe(o.recipe, o.overrides);
-    config = replica::loader_config(r, recipe_model_config(r));
+    const train::Recipe r = train::load_recipe(o.recipe, o.overrides);
+    config = replica::train::loader_config(r, train::recipe_model_config(r));
     o.steps = r.train.max_steps;
     o.micro_batch = r.data.micro_batch_size;
   } else {

@@ -36,24 +36,31 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
   app.add_option("--fault-rank", o->fault_rank, "the rank that fails");
   app.add_option("--fault-step", o->fault_step, "the step at which it fails");
   return std::function<int()>([o] {
-    std::unique_ptr<Communicator> comm = connect();
+    std::unique_ptr<dist::Communicator> comm = dist::connect();
     set_num_threads(int(o->threads));
-    const ModelConfig config = model_config_from_json(
-        {{"model_type", "olmo3"}, {"vocab_size", 1024}, {"hidden_size", 32}, {"intermediate_size", 64},
-         {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 8},
-         {"sliding_window", 4}, {"layer_types", {"sliding_attention", "full_attention"}}},
-        "dist-selftest model");
+    const model::ModelConfig config =
+        model::model_config_from_json({{"model_type", "olmo3"},
+                                       {"vocab_size", 1024},
+                                       {"hidden_size", 32},
+                                       {"intermediate_size", 64},
+                                       {"num_hidden_layers", 2},
+                                       {"num_attention_heads", 4},
+                                       {"num_key_value_heads", 2},
+                                       {"head_dim", 8},
+                                       {"sliding_window", 4},
+                                       {"layer_types", {"sliding_attention", "full_attention"}}},
+                                      "dist-selftest model");
     const int64_t G = o->global_batch, M = o->micro_batch, T = 16;
-    StepConfig c;
+    train::StepConfig c;
     c.seq_len = T, c.global_batch = G, c.micro_batch = M;
     c.sharding.weights = o->shard_weights;
-    c.schedule = {.type = ScheduleType::constant, .lr = 1e-2};
+    c.schedule = {.type = optim::ScheduleType::constant, .lr = 1e-2};
     c.skip_step.enabled = false;
     c.z_loss = 1e-4;
-    TrainStep train_step(config, c, *comm, *comm, cpu_backend());
-    const ParamTable& table = train_step.model().table();
+    train::TrainStep train_step(config, c, *comm, *comm, cpu_backend());
+    const model::ParamTable& table = train_step.model().table();
     std::vector<float> params(table.total(), 0.0f);
-    init_params(config, table, 0, params.data());
+    model::init_params(config, table, 0, params.data());
     train_step.dp().load_weights(params.data());
     const int rank = comm->rank(), world = comm->size();
     for (int64_t step = 1; step <= o->steps; step++) {
@@ -68,12 +75,12 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
         for (int64_t t = 0; t < T; t++)
           batch.tokens.push_back(int32_t(XXH3_64bits_withSeed(&t, sizeof t, uint64_t(step * 1000 + int64_t(row))) % 1024));
       const LossSums sums = train_step.gradients(batch);
-      const StepResult result = train_step.update(sums, step);
+      const train::StepResult result = train_step.update(sums, step);
       if (rank == 0)
         fmt::print("step {} loss {:.17g} z {:.17g} labels {} grad_norm {:.17g}\n", step, sums.ce / double(G * (T - 1)),
                    sums.z, sums.n_labels, result.grad_norm);
     }
-    DataParallel& dp = train_step.dp();
+    dist::DataParallel& dp = train_step.dp();
     std::vector<float> m(rank == 0 ? params.size() : 0), v(m.size());
     dp.gather_weights(params.data());
     dp.gather_state(train_step.optimizer(), 0, m.data());

@@ -44,9 +44,9 @@ static Command eval_command(
           if (spec.kl.files.empty()) spec.kl.files = spec.perplexity.enabled ? spec.perplexity.files : spec.heldout.files;
         }
         if (o->batch_tokens > 0) spec.batch_tokens = o->batch_tokens;
-        HfModel hf = load_model_source(o->model);
+        ckpt::HfModel hf = ckpt::load_model_source(o->model);
         Backend& backend = backend_for(parse_device(o->device));
-        Transformer model(hf.config, parse_precision(o->precision.c_str()), Remat::none, backend);
+        model::Transformer model(hf.config, parse_precision(o->precision.c_str()), model::Remat::none, backend);
         data::Tokenizer tokenizer = data::Tokenizer::load(o->tokenizer.empty() ? data::default_ranks_path() : o->tokenizer);
         auto log = [](const std::string& line) { fmt::print(stderr, "eval: {}\n", line); };
         const OnBackend params(backend, hf.params);

@@ -25,12 +25,12 @@ static Command export_hf_command(
       return std::function<int()>([o] {
         check(o->dtype == "fp32" || o->dtype == "bf16", "--dtype must be fp32 or bf16, got '{}'", o->dtype);
         check(o->vocab >= 0 && o->max_shard_gb > 0, "--vocab must be >= 0 and --max-shard-gb positive");
-        const HfModel model = load_model_source(o->checkpoint);
-        HfExportOptions options;
-        options.dtype = o->dtype == "fp32" ? StDtype::F32 : StDtype::BF16;
+        const ckpt::HfModel model = ckpt::load_model_source(o->checkpoint);
+        ckpt::HfExportOptions options;
+        options.dtype = o->dtype == "fp32" ? ckpt::StDtype::F32 : ckpt::StDtype::BF16;
         options.vocab = o->vocab;
         options.max_shard_bytes = uint64_t(o->max_shard_gb * 1e9);
-        export_hf(model.config, ParamTable(model.config), model.params.data(), o->out, options);
+        ckpt::export_hf(model.config, model::ParamTable(model.config), model.params.data(), o->out, options);
         fmt::print("wrote {} ({}, vocab {})\n", o->out, o->dtype, o->vocab > 0 ? o->vocab : model.config.vocab_size);
         return 0;
       });

@@ -28,7 +28,7 @@ static Command forward_command(
         set_num_threads(o->threads);
         Precision precision = parse_precision(o->precision.c_str());
         Backend& backend = backend_for(parse_device(o->device));
-        HfModel hf = load_model_source(o->model);
+        ckpt::HfModel hf = ckpt::load_model_source(o->model);
         std::vector<int64_t> shape;
         std::vector<int64_t> ids64 = read_npy_ids(o->tokens, &shape);
         check(shape.size() == 1 || shape.size() == 2, "{}: token ids must have shape [B, T] or [T], got {} dims",
@@ -40,7 +40,7 @@ static Command forward_command(
                 o->tokens, ids64[i], i, hf.config.vocab_size);
           ids[i] = int32_t(ids64[i]);
         }
-        Transformer model(hf.config, precision, Remat::none, backend);
+        model::Transformer model(hf.config, precision, model::Remat::none, backend);
         std::vector<float> logits(size_t(B * T * hf.config.vocab_size));
         model.forward_logits(OnBackend(backend, hf.params).data(), ids.data(), B, T, logits.data());
         write_npy(o->out, NpyType::f32, {B, T, hf.config.vocab_size}, logits.data());

@@ -34,10 +34,10 @@ class LogitSource {
       V_ = header_.shape[2];
       check(npy_->size() >= header_.data_offset + size_t(B * T * V_) * 4, "{}: truncated logits file", path);
     } else {
-      HfModel m = load_model_source(path);
+      ckpt::HfModel m = ckpt::load_model_source(path);
       V_ = m.config.vocab_size;
       params_ = std::move(m.params);
-      model_ = std::make_unique<Transformer>(m.config, precision, Remat::none, cpu_backend());
+      model_ = std::make_unique<model::Transformer>(m.config, precision, model::Remat::none, cpu_backend());
       buffer_.resize(size_t(T * V_));
     }
   }
@@ -54,7 +54,7 @@ class LogitSource {
   std::optional<MappedFile> npy_;
   NpyHeader header_;
   std::vector<float> params_, buffer_;
-  std::unique_ptr<Transformer> model_;
+  std::unique_ptr<model::Transformer> model_;
 };
 
 // The first V columns of logits [T, stride] (a padded vocabulary compared with a truncated one).

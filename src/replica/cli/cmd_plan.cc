@@ -35,14 +35,14 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
   app.add_option("--global-batch", o->global_batch, "instances per step over all ranks (default: ranks × B)");
   app.add_option("--precision", o->precision, "bf16 (default; keeps a bf16 copy of the weights) or fp32");
   return std::function<int()>([o] {
-    ModelConfig c = load_model_config(o->model);
-    ParamTable table(c);
+    model::ModelConfig c = model::load_model_config(o->model);
+    model::ParamTable table(c);
     const double n = double(table.count());
-    const double fpt = training_flops_per_token(c, o->seq_len);
+    const double fpt = model::training_flops_per_token(c, o->seq_len);
     fmt::print("model            {}\n", o->model);
     fmt::print("shape            C={} L={} H={} K={} D={} F={} V={} window={}\n", c.d_model, c.n_layers, c.n_heads,
                c.n_kv_heads, c.head_dim, c.ffn_hidden, c.vocab_size, c.sliding_window);
-    fmt::print("parameters       {} ({} in matmuls)\n", grouped(int64_t(n)), grouped(matmul_params(c)));
+    fmt::print("parameters       {} ({} in matmuls)\n", grouped(int64_t(n)), grouped(model::matmul_params(c)));
     fmt::print("weights fp32     {}\n", gib(4 * n));
     fmt::print("gradients fp32   {}\n", gib(4 * n));
     fmt::print("adam moments     {}  (exp_avg + exp_avg_sq, fp32)\n", gib(8 * n));
@@ -53,28 +53,30 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     if (precision == Precision::bf16)
       fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
     fmt::print("activations      B={} T={}\n", o->micro_batch, o->seq_len);
-    for (Remat r : {Remat::none, Remat::block, Remat::keep_attention}) {
-      double act = double(Transformer::activation_bytes(c, r, o->micro_batch, o->seq_len, precision));
-      fmt::print("  remat={:<15} {}  (total with states: {})\n", remat_name(r), gib(act), gib(act + states));
+    for (model::Remat r : {model::Remat::none, model::Remat::block, model::Remat::keep_attention}) {
+      double act = double(model::Transformer::activation_bytes(c, r, o->micro_batch, o->seq_len, precision));
+      fmt::print("  remat={:<15} {}  (total with states: {})\n", model::remat_name(r), gib(act), gib(act + states));
     }
     fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
-               6.0 * double(matmul_params(c)), fpt - 6.0 * double(matmul_params(c)));
+               6.0 * double(model::matmul_params(c)), fpt - 6.0 * double(model::matmul_params(c)));
     fmt::print("FLOPs per step   {:.4g} per micro-batch\n", fpt * double(o->micro_batch * o->seq_len));
     if (o->ranks > 0) {
       const int64_t G = o->global_batch > 0 ? o->global_batch : o->ranks * o->micro_batch;
       check(G % (o->ranks * o->micro_batch) == 0, "--global-batch {} is not a multiple of --ranks × --micro-batch", G);
-      const double act = double(Transformer::activation_bytes(c, Remat::block, o->micro_batch, o->seq_len, precision));
-      auto show = [](const std::string& title, const std::vector<MemoryItem>& items) {
+      const double act =
+          double(model::Transformer::activation_bytes(c, model::Remat::block, o->micro_batch, o->seq_len, precision));
+      auto show = [](const std::string& title, const std::vector<dist::MemoryItem>& items) {
         fmt::print("{}\n", title);
-        for (const MemoryItem& item : items) fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);
-        fmt::print("  {:<22} {:>12}\n", "total per rank", gib(total_bytes(items)));
+        for (const dist::MemoryItem& item : items)
+          fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);
+        fmt::print("  {:<22} {:>12}\n", "total per rank", gib(dist::total_bytes(items)));
       };
       const int64_t L = G / (o->ranks * o->micro_batch);
-      show(fmt::format("per rank, {} ranks, {} micro-batches each, remat=block, gradients and moments sharded:",
-                       o->ranks, L),
-           data_parallel_memory(c, o->ranks, act, precision, false));
+      show(fmt::format(
+               "per rank, {} ranks, {} micro-batches each, remat=block, gradients and moments sharded:", o->ranks, L),
+           dist::data_parallel_memory(c, o->ranks, act, precision, false));
       show(fmt::format("the same with the weights sharded too (train.shard_weights=true, FSDP):"),
-           data_parallel_memory(c, o->ranks, act, precision, true));
+           dist::data_parallel_memory(c, o->ranks, act, precision, true));
     }
     return 0;
   });

@@ -21,11 +21,11 @@ static Command train_command("train", "Train a model from a recipe: replica trai
   app.add_option("overrides", o->overrides, "section.key=value overrides, values parsed as YAML");
   return std::function<int()>([o] {
     // Under mpirun every rank runs this; rank 0 alone prints, and an error on any rank ends the whole job.
-    std::unique_ptr<Communicator> comm = connect();
+    std::unique_ptr<dist::Communicator> comm = dist::connect();
     if (comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) comm->abort("cannot silence stdout", 2);
-    TrainSummary s;
+    train::TrainSummary s;
     try {
-      s = train(load_recipe(o->config, o->overrides), *comm);
+      s = train::train(train::load_recipe(o->config, o->overrides), *comm);
     } catch (const Error& e) {
       if (comm->size() == 1) throw;
       comm->abort(e.what(), 2);

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace replica {
+namespace replica::dist {
 
 void all_gather(Communicator& comm, double* buf, const std::vector<size_t>& bounds) {
   const int me = comm.rank();
@@ -48,4 +48,4 @@ bool any_rank(Communicator& comm, bool flag) {
   return std::any_of(flags.begin(), flags.end(), [](double f) { return f != 0.0; });
 }
 
-}  // namespace replica
+}  // namespace replica::dist

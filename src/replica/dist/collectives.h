@@ -7,7 +7,7 @@
 
 #include "replica/dist/communicator.h"
 
-namespace replica {
+namespace replica::dist {
 
 // Buffers named `buf` may be backend memory when the communicator moves device memory (NCCL); everything
 // else is host memory.
@@ -23,4 +23,4 @@ void broadcast(Communicator& comm, std::string& text);
 // True on every rank when flag is true on any rank (e.g. a stop signal that reached only some ranks).
 bool any_rank(Communicator& comm, bool flag);
 
-}  // namespace replica
+}  // namespace replica::dist

@@ -9,7 +9,7 @@
 #include "replica/core/error.h"
 #include "replica/dist/mpi.h"
 
-namespace replica {
+namespace replica::dist {
 
 void LocalCommunicator::exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
   check(sends.empty() && recvs.empty(), "local communicator: a single process has no peers to exchange with");
@@ -44,4 +44,4 @@ int local_rank() {
   return int(rank);
 }
 
-}  // namespace replica
+}  // namespace replica::dist

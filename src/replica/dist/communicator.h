@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace replica {
+namespace replica::dist {
 
 // The messages of an exchange: `bytes` bytes sent from `data` to rank `peer`, or received into `data` from it.
 struct Send {
@@ -66,4 +66,4 @@ double dist_timeout_seconds();
 // OMPI_COMM_WORLD_LOCAL_RANK (set by mpirun) or 0.
 int local_rank();
 
-}  // namespace replica
+}  // namespace replica::dist

@@ -9,7 +9,7 @@
 #include "replica/dist/collectives.h"
 #include "replica/optim/clip.h"
 
-namespace replica {
+namespace replica::dist {
 
 // L = G / (W M), after checking that it is a whole number.
 static int64_t local_micro_batches(int64_t global_batch, int64_t micro_batch, int world) {
@@ -19,9 +19,9 @@ static int64_t local_micro_batches(int64_t global_batch, int64_t micro_batch, in
   return global_batch / (micro_batch * world);
 }
 
-static size_t length(ParamTable::Range r) { return r.end - r.begin; }
+static size_t length(model::ParamTable::Range r) { return r.end - r.begin; }
 
-DataParallel::DataParallel(Communicator& control, Communicator& data, Backend& backend, const ParamTable& table,
+DataParallel::DataParallel(Communicator& control, Communicator& data, Backend& backend, const model::ParamTable& table,
                            int64_t global_batch, int64_t micro_batch, Sharding sharding)
     : control_(control),
       data_(data),
@@ -50,8 +50,8 @@ size_t DataParallel::receive_buffer_floats(const ShardLayout& layout, int rank, 
   return size_t(W - 1) * std::min(piece_floats(W, receive_floats), largest_part);
 }
 
-std::vector<Optimizer::Part> DataParallel::shard_parts() const {
-  std::vector<Optimizer::Part> parts;
+std::vector<optim::Optimizer::Part> DataParallel::shard_parts() const {
+  std::vector<optim::Optimizer::Part> parts;
   for (const ShardLayout::Part& p : layout_.parts_of(control_.rank())) parts.push_back({p.begin, p.end, p.offset});
   return parts;
 }
@@ -61,14 +61,14 @@ std::vector<Optimizer::Part> DataParallel::shard_parts() const {
 // that holds `range`.
 class GroupSlots {
  public:
-  size_t take(ParamTable::Range range) {
+  size_t take(model::ParamTable::Range range) {
     size_t slot = 0;
     while (slot < held_.size() && held_[slot]) slot++;
     if (slot == held_.size()) held_.push_back({});
     held_[slot] = range;
     return slot;
   }
-  size_t give_back(ParamTable::Range range, const char* what) {
+  size_t give_back(model::ParamTable::Range range, const char* what) {
     for (size_t slot = 0; slot < held_.size(); slot++)
       if (held_[slot] && held_[slot]->begin == range.begin && held_[slot]->end == range.end) {
         held_[slot].reset();
@@ -78,12 +78,12 @@ class GroupSlots {
   }
 
  private:
-  std::vector<std::optional<ParamTable::Range>> held_;
+  std::vector<std::optional<model::ParamTable::Range>> held_;
 };
 
 // The sink the backward writes into: each open group gets a zeroed buffer of group_grads_; closing it reduces the
 // group.
-class DataParallel::Groups final : public GradientSink {
+class DataParallel::Groups final : public model::GradientSink {
  public:
   explicit Groups(DataParallel& dp) : dp_(dp) {}
 
@@ -92,7 +92,7 @@ class DataParallel::Groups final : public GradientSink {
   // single-device step (L = 1) a pass over the group buffers without changing a bit of the weights or moments.
   bool direct = false;
 
-  float* open(ParamTable::Range range) override {
+  float* open(model::ParamTable::Range range) override {
     if (direct) return dp_.grads_.data() + range.begin;
     const size_t slot = open_.take(range);
     if (slot == dp_.group_grads_.size()) dp_.group_grads_.emplace_back(dp_.be_, dp_.largest_group_);
@@ -101,7 +101,7 @@ class DataParallel::Groups final : public GradientSink {
     return g;
   }
 
-  void close(ParamTable::Range range) override {
+  void close(model::ParamTable::Range range) override {
     if (!direct) dp_.reduce_group(range, dp_.group_grads_[open_.give_back(range, "gradient")].data());
   }
 
@@ -112,11 +112,11 @@ class DataParallel::Groups final : public GradientSink {
 
 // The model's view of sharded weights: each acquired group is gathered into a buffer of its own, every rank sending
 // its part of the group to every other rank, and rounded to bf16 there when the model asks for bf16.
-class DataParallel::Gathered final : public WeightSource {
+class DataParallel::Gathered final : public model::WeightSource {
  public:
   explicit Gathered(DataParallel& dp) : dp_(dp) {}
 
-  GroupWeights acquire(ParamTable::Range range, Precision precision) override {
+  model::GroupWeights acquire(model::ParamTable::Range range, Precision precision) override {
     const size_t slot = acquired_.take(range);
     if (slot == f32_.size()) {
       f32_.emplace_back(dp_.be_, dp_.largest_group_);
@@ -144,7 +144,7 @@ class DataParallel::Gathered final : public WeightSource {
     return {group, b16_[slot].data(), range.begin};
   }
 
-  void release(ParamTable::Range range) override { acquired_.give_back(range, "weight"); }
+  void release(model::ParamTable::Range range) override { acquired_.give_back(range, "weight"); }
 
  private:
   DataParallel& dp_;
@@ -153,7 +153,7 @@ class DataParallel::Gathered final : public WeightSource {
   std::vector<DeviceArray<bf16>> b16_;
 };
 
-WeightSource& DataParallel::gathered_weights() {
+model::WeightSource& DataParallel::gathered_weights() {
   check(gathered_ != nullptr, "DataParallel: the weights are not sharded");
   return *gathered_;
 }
@@ -186,7 +186,7 @@ void DataParallel::gather_weights(float* whole) {
 // every element sees micro-batch 0, 1, 2, ... in turn, whatever W is. The parts go in pieces of at most piece_ floats,
 // every rank sending and receiving in each piece's exchange, so the receive buffer stays bounded and no link idles
 // while another one carries a whole part.
-void DataParallel::reduce_group(ParamTable::Range range, const float* group_grads) {
+void DataParallel::reduce_group(model::ParamTable::Range range, const float* group_grads) {
   const size_t W = size_t(control_.size()), me = size_t(control_.rank());
   const size_t g = layout_.group_at(range.begin);
   size_t pieces = 0;
@@ -199,10 +199,10 @@ void DataParallel::reduce_group(ParamTable::Range range, const float* group_grad
     auto piece = [&](size_t r) {  // piece t of rank r's part (empty once the part is done)
       const ShardLayout::Part& p = layout_.part(g, int(r));
       const size_t begin = p.begin + t * piece_;
-      return begin < p.end ? ParamTable::Range{begin, begin + std::min(piece_, p.end - begin)}
-                           : ParamTable::Range{0, 0};
+      return begin < p.end ? model::ParamTable::Range{begin, begin + std::min(piece_, p.end - begin)}
+                           : model::ParamTable::Range{0, 0};
     };
-    const ParamTable::Range mine = piece(me);
+    const model::ParamTable::Range mine = piece(me);
     const size_t n = length(mine);
     std::vector<const float*> copies(W);  // every rank's copy of this rank's piece, by rank
     std::vector<Send> sends;
@@ -212,7 +212,7 @@ void DataParallel::reduce_group(ParamTable::Range range, const float* group_grad
         if (n > 0) copies[r] = group_grads + (mine.begin - range.begin);
         continue;
       }
-      const ParamTable::Range theirs = piece(r);
+      const model::ParamTable::Range theirs = piece(r);
       if (length(theirs) > 0)
         sends.push_back({int(r), group_grads + (theirs.begin - range.begin), length(theirs) * sizeof(float)});
       if (n > 0) {
@@ -228,7 +228,7 @@ void DataParallel::reduce_group(ParamTable::Range range, const float* group_grad
   }
 }
 
-LossSums DataParallel::gradients(const std::function<LossSums(int64_t k, GradientSink& sink)>& backward) {
+LossSums DataParallel::gradients(const std::function<LossSums(int64_t k, model::GradientSink& sink)>& backward) {
   const int64_t L = local_micro_;
   const int W = control_.size();
   be_.zero(grads_.data(), grads_.size());
@@ -258,12 +258,12 @@ LossSums DataParallel::gradients(const std::function<LossSums(int64_t k, Gradien
 
 double DataParallel::clip(double max_norm) {
   const double norm = std::sqrt(sum_of_squares());
-  const double coef = clip_coefficient(norm, max_norm);
+  const double coef = optim::clip_coefficient(norm, max_norm);
   if (coef < 1.0) be_.scale(grads_.data(), grads_.size(), float(coef));  // multiplying by 1 would change nothing
   return norm;
 }
 
-void DataParallel::step(Optimizer& optimizer, double lr) {
+void DataParallel::step(optim::Optimizer& optimizer, double lr) {
   check(optimizer.size() == grads_.size(), "DataParallel: the optimizer holds {} floats, the shard {}",
         optimizer.size(), grads_.size());
   optimizer.step(weights_.data(), grads_.data(), lr, !sharding_.weights);
@@ -273,14 +273,14 @@ void DataParallel::step(Optimizer& optimizer, double lr) {
 
 // One rank's shard is the whole buffer in flat order (its parts tile it), so the state goes straight to or from
 // `whole`, without a shard-sized staging copy on the host.
-void DataParallel::gather_state(const Optimizer& optimizer, size_t i, float* whole) {
+void DataParallel::gather_state(const optim::Optimizer& optimizer, size_t i, float* whole) {
   if (control_.size() == 1) return optimizer.state_to_host(i, whole);
   std::vector<float> shard(optimizer.size());
   optimizer.state_to_host(i, shard.data());
   gather_shards(shard.data(), whole);
 }
 
-void DataParallel::load_state(Optimizer& optimizer, size_t i, const float* whole) {
+void DataParallel::load_state(optim::Optimizer& optimizer, size_t i, const float* whole) {
   if (control_.size() == 1) return optimizer.state_from_host(i, whole);
   std::vector<float> shard(optimizer.size());
   scatter_shards(whole, shard.data());
@@ -376,4 +376,4 @@ void DataParallel::scatter_shards(const float* whole, float* shard) {
   }
 }
 
-}  // namespace replica
+}  // namespace replica::dist

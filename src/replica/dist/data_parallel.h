@@ -32,7 +32,7 @@
 #include "replica/model/weight_source.h"
 #include "replica/optim/optimizer.h"
 
-namespace replica {
+namespace replica::dist {
 
 // How much DataParallel shards, beyond the gradients and moments.
 struct Sharding {
@@ -45,10 +45,10 @@ struct Sharding {
 class DataParallel {
  public:
   // Raises Error unless micro_batch × world divides global_batch.
-  DataParallel(Communicator& control, Communicator& data, Backend& backend, const ParamTable& table,
+  DataParallel(Communicator& control, Communicator& data, Backend& backend, const model::ParamTable& table,
                int64_t global_batch, int64_t micro_batch, Sharding sharding = {});
   // On the CPU: one communicator for both.
-  DataParallel(Communicator& comm, const ParamTable& table, int64_t global_batch, int64_t micro_batch,
+  DataParallel(Communicator& comm, const model::ParamTable& table, int64_t global_batch, int64_t micro_batch,
                Sharding sharding = {})
       : DataParallel(comm, comm, cpu_backend(), table, global_batch, micro_batch, sharding) {}
   ~DataParallel();
@@ -65,7 +65,7 @@ class DataParallel {
   int64_t micro_batches() const { return local_micro_; }  // per rank: L = G / (W M)
   const ShardLayout& layout() const { return layout_; }   // which floats each rank's shard holds
   // This rank's parts of the flat buffer, for the optimizer of its shard.
-  std::vector<Optimizer::Part> shard_parts() const;
+  std::vector<optim::Optimizer::Part> shard_parts() const;
   bool shards_weights() const { return sharding_.weights; }
 
   // Rank 0's whole weights (host memory; ignored elsewhere) go to every rank: all of them, or with sharded weights
@@ -75,9 +75,9 @@ class DataParallel {
   // (Transformer::whole_weights, which also keeps their bf16 copy).
   const float* whole_weights() const { return sharding_.weights ? nullptr : weights_.data(); }
   // Bumped whenever this rank's weights change (load_weights, step), so the model's bf16 copy of them follows.
-  const WeightsVersion& weights_version() const { return weights_version_; }
+  const model::WeightsVersion& weights_version() const { return weights_version_; }
   // With sharded weights: the model's view of them, each group gathered from its owners on acquire.
-  WeightSource& gathered_weights();
+  model::WeightSource& gathered_weights();
   // Rank 0 gets the whole weights into host memory `whole` (total floats; other ranks pass nullptr). Every rank must
   // call it: with sharded weights it gathers the shards.
   void gather_weights(float* whole);
@@ -87,7 +87,7 @@ class DataParallel {
   // opens and closes the same groups in the same order) and return its loss sums. Afterwards grads() holds this rank's
   // shard of the sum over all micro-batches of all ranks. Returns the global loss sums, added in the same order (in
   // double; identical on every rank).
-  LossSums gradients(const std::function<LossSums(int64_t k, GradientSink& sink)>& backward);
+  LossSums gradients(const std::function<LossSums(int64_t k, model::GradientSink& sink)>& backward);
   // This rank's shard of the summed gradient: its parts of the flat buffer one after the other (ShardLayout).
   float* grads() { return grads_.data(); }
 
@@ -96,18 +96,18 @@ class DataParallel {
 
   // `optimizer` (made for shard_parts()) updates this rank's shard of the weights from grads(); with whole weights
   // every rank then gets the new ones.
-  void step(Optimizer& optimizer, double lr);
+  void step(optim::Optimizer& optimizer, double lr);
 
   // Checkpoints hold whole tensors, in host memory. gather_state: rank 0 gets state tensor i of the optimizer for the
   // whole buffer into `whole` (total floats; other ranks pass nullptr). load_state: every rank takes its shard of rank
   // 0's whole-buffer state tensor i (ignored elsewhere).
-  void gather_state(const Optimizer& optimizer, size_t i, float* whole);
-  void load_state(Optimizer& optimizer, size_t i, const float* whole);
+  void gather_state(const optim::Optimizer& optimizer, size_t i, float* whole);
+  void load_state(optim::Optimizer& optimizer, size_t i, const float* whole);
 
  private:
   class Groups;
   class Gathered;
-  void reduce_group(ParamTable::Range range, const float* group_grads);
+  void reduce_group(model::ParamTable::Range range, const float* group_grads);
   double sum_of_squares();  // of the summed gradient, over all shards
   void all_gather_weights();
   // Host memory: rank 0 gathers every rank's shard into the whole buffer, or sends every rank its shard of it.
@@ -121,7 +121,7 @@ class DataParallel {
   ShardLayout layout_;
   Sharding sharding_;
   DeviceArray<float> weights_;                   // fp32: the whole buffer, or this rank's shard
-  WeightsVersion weights_version_;
+  model::WeightsVersion weights_version_;
   std::unique_ptr<Gathered> gathered_;           // the model's view of sharded weights
   DeviceArray<float> grads_;                     // this rank's shard of the summed gradient
   size_t largest_group_;                         // floats
@@ -130,4 +130,4 @@ class DataParallel {
   DeviceArray<float> received_;                  // the other ranks' copies of a piece of this rank's part
 };
 
-}  // namespace replica
+}  // namespace replica::dist

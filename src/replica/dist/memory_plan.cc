@@ -7,11 +7,11 @@
 #include "replica/dist/shard_layout.h"
 #include "replica/model/params.h"
 
-namespace replica {
+namespace replica::dist {
 
-std::vector<MemoryItem> data_parallel_memory(const ModelConfig& config, int64_t ranks, double activation_bytes,
+std::vector<MemoryItem> data_parallel_memory(const model::ModelConfig& config, int64_t ranks, double activation_bytes,
                                              Precision precision, bool shard_weights) {
-  const ParamTable table(config);
+  const model::ParamTable table(config);
   const double n = double(table.total()), group = double(table.largest_group());
   const ShardLayout layout(table, int(ranks));
   size_t largest_shard = 0, largest_receive = 0;  // floats, over the ranks
@@ -46,4 +46,4 @@ double total_bytes(const std::vector<MemoryItem>& items) {
   return total;
 }
 
-}  // namespace replica
+}  // namespace replica::dist

@@ -7,7 +7,7 @@
 #include "replica/kernels/types.h"
 #include "replica/model/config.h"
 
-namespace replica {
+namespace replica::dist {
 
 struct MemoryItem {
   std::string name;
@@ -20,9 +20,9 @@ struct MemoryItem {
 // sharded too, with the one or two groups the model is using gathered (and rounded to bf16); the gradient of the
 // group the backward is filling (two groups when the LM head is tied to the embedding); the other ranks' copies of a
 // piece of this rank's part of a group; `activation_bytes`. Independent of the number of micro-batches per rank.
-std::vector<MemoryItem> data_parallel_memory(const ModelConfig& config, int64_t ranks, double activation_bytes,
+std::vector<MemoryItem> data_parallel_memory(const model::ModelConfig& config, int64_t ranks, double activation_bytes,
                                              Precision precision, bool shard_weights);
 
 double total_bytes(const std::vector<MemoryItem>& items);
 
-}  // namespace replica
+}  // namespace replica::dist

@@ -12,7 +12,7 @@
 
 #include "replica/core/error.h"
 
-namespace replica {
+namespace replica::dist {
 
 static constexpr size_t kMaxPiece = size_t(1) << 30;  // bytes per MPI message
 
@@ -110,4 +110,4 @@ void MpiCommunicator::abort(const std::string& message, int status) {
   std::_Exit(status);  // MPI_Abort does not return; this satisfies [[noreturn]]
 }
 
-}  // namespace replica
+}  // namespace replica::dist

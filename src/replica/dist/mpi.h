@@ -4,7 +4,7 @@
 #pragma once
 #include "replica/dist/communicator.h"
 
-namespace replica {
+namespace replica::dist {
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -27,4 +27,4 @@ class MpiCommunicator final : public Communicator {
   double timeout_s_;
 };
 
-}  // namespace replica
+}  // namespace replica::dist

@@ -14,7 +14,7 @@
 #include "replica/core/error.h"
 #include "replica/dist/collectives.h"
 
-namespace replica {
+namespace replica::dist {
 
 // NCCL's name for the code plus its last detailed message, which usually says which peer or transport failed.
 static std::string describe(ncclResult_t result, ncclComm_t comm) {
@@ -137,4 +137,4 @@ void NcclCommunicator::abort(const std::string& message, int status) {
   std::_Exit(status);  // not reached; GCC does not trust [[noreturn]] through a virtual call
 }
 
-}  // namespace replica
+}  // namespace replica::dist

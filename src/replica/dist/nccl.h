@@ -8,7 +8,7 @@
 
 #include "replica/dist/communicator.h"
 
-namespace replica {
+namespace replica::dist {
 
 class NcclCommunicator final : public Communicator {
  public:
@@ -42,4 +42,4 @@ class NcclCommunicator final : public Communicator {
   double timeout_s_;
 };
 
-}  // namespace replica
+}  // namespace replica::dist

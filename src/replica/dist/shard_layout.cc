@@ -6,14 +6,15 @@
 #include "replica/core/error.h"
 #include "replica/kernels/types.h"  // kSquareSumBlock
 
-namespace replica {
+namespace replica::dist {
 
-ShardLayout::ShardLayout(const ParamTable& table, int world)
+ShardLayout::ShardLayout(const model::ParamTable& table, int world)
     : world_(world), groups_(table.groups()), shard_sizes_(size_t(world), 0) {
   check(world > 0, "ShardLayout: {} ranks", world);
-  std::sort(groups_.begin(), groups_.end(), [](ParamTable::Range a, ParamTable::Range b) { return a.begin < b.begin; });
+  std::sort(groups_.begin(), groups_.end(),
+            [](model::ParamTable::Range a, model::ParamTable::Range b) { return a.begin < b.begin; });
   const size_t B = kSquareSumBlock, W = size_t(world);
-  for (ParamTable::Range g : groups_) {
+  for (model::ParamTable::Range g : groups_) {
     const size_t blocks = (g.end - g.begin + B - 1) / B;
     for (size_t r = 0; r < W; r++) {
       Part p;
@@ -30,7 +31,7 @@ ShardLayout::ShardLayout(const ParamTable& table, int world)
 
 size_t ShardLayout::group_at(size_t begin) const {
   auto it = std::lower_bound(groups_.begin(), groups_.end(), begin,
-                             [](ParamTable::Range g, size_t b) { return g.begin < b; });
+                             [](model::ParamTable::Range g, size_t b) { return g.begin < b; });
   check(it != groups_.end() && it->begin == begin, "ShardLayout: no group starts at offset {}", begin);
   return size_t(it - groups_.begin());
 }
@@ -42,4 +43,4 @@ std::vector<ShardLayout::Part> ShardLayout::parts_of(int rank) const {
   return out;
 }
 
-}  // namespace replica
+}  // namespace replica::dist

@@ -10,7 +10,7 @@
 #include "replica/kernels/types.h"  // kSquareSumBlock
 #include "replica/model/params.h"
 
-namespace replica {
+namespace replica::dist {
 
 class ShardLayout {
  public:
@@ -22,11 +22,11 @@ class ShardLayout {
     size_t blocks() const { return (length() + kSquareSumBlock - 1) / kSquareSumBlock; }  // of the gradient norm
   };
 
-  ShardLayout(const ParamTable& table, int world);
+  ShardLayout(const model::ParamTable& table, int world);
 
   int world() const { return world_; }
   size_t groups() const { return groups_.size(); }
-  ParamTable::Range group(size_t g) const { return groups_[g]; }  // in flat order
+  model::ParamTable::Range group(size_t g) const { return groups_[g]; }  // in flat order
   size_t group_at(size_t begin) const;                            // the group that starts at flat offset `begin`
   const Part& part(size_t g, int rank) const { return parts_[g * size_t(world_) + size_t(rank)]; }
   std::vector<Part> parts_of(int rank) const;  // non-empty, in flat order
@@ -38,10 +38,10 @@ class ShardLayout {
 
  private:
   int world_;
-  std::vector<ParamTable::Range> groups_;
+  std::vector<model::ParamTable::Range> groups_;
   std::vector<Part> parts_;  // [group][rank]
   std::vector<size_t> shard_sizes_;
   size_t blocks_ = 0;
 };
 
-}  // namespace replica
+}  // namespace replica::dist

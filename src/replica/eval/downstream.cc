@@ -40,9 +40,9 @@ TokenPair encode_pair(const data::Tokenizer& tok, const Request& r, TaskFormat f
   return {context, std::vector<int32_t>(whole.begin() + int64_t(split), whole.end())};
 }
 
-TaskResult evaluate_task(Transformer& model, WeightSource& weights, const data::Tokenizer& tok, const Task& task,
-                         int64_t max_length, int64_t batch_tokens) {
-  const ModelConfig& c = model.config();
+TaskResult evaluate_task(model::Transformer& model, model::WeightSource& weights, const data::Tokenizer& tok,
+                         const Task& task, int64_t max_length, int64_t batch_tokens) {
+  const model::ModelConfig& c = model.config();
   const int64_t L = max_length > 0 ? std::min(max_length, c.max_seq_len) : c.max_seq_len;
   TaskResult result;
   result.name = task.name;

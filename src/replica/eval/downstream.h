@@ -36,7 +36,7 @@ struct TaskResult {
 };
 
 // max_length 0: the model's max_position_embeddings.
-TaskResult evaluate_task(Transformer& model, WeightSource& weights, const data::Tokenizer& tok, const Task& task,
-                         int64_t max_length, int64_t batch_tokens);
+TaskResult evaluate_task(model::Transformer& model, model::WeightSource& weights, const data::Tokenizer& tok,
+                         const Task& task, int64_t max_length, int64_t batch_tokens);
 
 }  // namespace replica::eval

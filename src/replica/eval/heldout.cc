@@ -8,8 +8,8 @@
 
 namespace replica::eval {
 
-HeldoutResult heldout_loss(Transformer& model, WeightSource& weights, const data::FslDataset& set, int64_t micro_batch,
-                           int64_t max_docs) {
+HeldoutResult heldout_loss(model::Transformer& model, model::WeightSource& weights, const data::FslDataset& set,
+                           int64_t micro_batch, int64_t max_docs) {
   const int64_t T = std::min(set.seq_len(), model.config().max_seq_len);
   const uint32_t eos = uint32_t(model.config().eos_token_id);
   HeldoutResult result;

@@ -28,7 +28,7 @@ struct HeldoutResult {
 
 // Scores the first `max_docs` documents of each file of `set` (0 = all; its seq_len is the truncation
 // length), batched micro_batch × seq_len padded tokens at a time. The model's eos_token_id separates documents.
-HeldoutResult heldout_loss(Transformer& model, WeightSource& weights, const data::FslDataset& set, int64_t micro_batch,
-                           int64_t max_docs);
+HeldoutResult heldout_loss(model::Transformer& model, model::WeightSource& weights, const data::FslDataset& set,
+                           int64_t micro_batch, int64_t max_docs);
 
 }  // namespace replica::eval

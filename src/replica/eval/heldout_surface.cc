@@ -50,7 +50,8 @@ class HeldoutSurface final : public Surface {
 
   bool enabled(const SuiteSpec& spec) const override { return spec.heldout.enabled; }
 
-  std::unique_ptr<SurfaceResult> run(Transformer& model, WeightSource& weights, const SurfaceContext& ctx) const override {
+  std::unique_ptr<SurfaceResult> run(model::Transformer& model, model::WeightSource& weights,
+                                     const SurfaceContext& ctx) const override {
     const SuiteSpec::Heldout& spec = ctx.spec.heldout;
     const int64_t max_T = model.config().max_seq_len;
     auto r = std::make_unique<HeldoutSurfaceResult>();

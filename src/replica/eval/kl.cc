@@ -14,8 +14,8 @@ constexpr int64_t kRows = 64;
 
 // Logits of rows [row0, row0 + n) of `m`'s last forward_hidden through its LM head, keeping the first `V`
 // columns.
-void head_rows(Transformer& m, WeightSource& weights, int64_t row0, int64_t n, int64_t V, std::vector<float>& full,
-               std::vector<float>& out) {
+void head_rows(model::Transformer& m, model::WeightSource& weights, int64_t row0, int64_t n, int64_t V,
+               std::vector<float>& full, std::vector<float>& out) {
   const int64_t Vm = m.config().vocab_size;
   std::vector<int64_t> rows(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; i++) rows[size_t(i)] = row0 + i;
@@ -25,9 +25,10 @@ void head_rows(Transformer& m, WeightSource& weights, int64_t row0, int64_t n, i
 
 }  // namespace
 
-std::vector<DomainKl> domain_kl(Transformer& reference, WeightSource& reference_weights, Transformer& model, WeightSource& weights,
+std::vector<DomainKl> domain_kl(model::Transformer& reference, model::WeightSource& reference_weights,
+                                model::Transformer& model, model::WeightSource& weights,
                                 const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions) {
-  const ModelConfig &rc = reference.config(), &mc = model.config();
+  const model::ModelConfig &rc = reference.config(), &mc = model.config();
   check(rc.eos_token_id == mc.eos_token_id, "kl: the models' eos_token_id differ ({} vs {})", rc.eos_token_id,
         mc.eos_token_id);
   const int64_t V = std::min(rc.vocab_size, mc.vocab_size), L = std::min({window, rc.max_seq_len, mc.max_seq_len});

@@ -18,7 +18,8 @@ struct DomainKl {
 };
 
 // At most `max_positions` scored positions per file (0 = every token of every document).
-std::vector<DomainKl> domain_kl(Transformer& reference, WeightSource& reference_weights, Transformer& model, WeightSource& weights,
+std::vector<DomainKl> domain_kl(model::Transformer& reference, model::WeightSource& reference_weights,
+                                model::Transformer& model, model::WeightSource& weights,
                                 const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions);
 
 }  // namespace replica::eval

@@ -51,10 +51,11 @@ class KlSurface final : public Surface {
 
   bool enabled(const SuiteSpec& spec) const override { return !spec.kl.reference.empty(); }
 
-  std::unique_ptr<SurfaceResult> run(Transformer& model, WeightSource& weights, const SurfaceContext& ctx) const override {
+  std::unique_ptr<SurfaceResult> run(model::Transformer& model, model::WeightSource& weights,
+                                     const SurfaceContext& ctx) const override {
     const SuiteSpec::Kl& spec = ctx.spec.kl;
-    HfModel ref = load_model_source(spec.reference);
-    Transformer reference(ref.config, model.precision(), Remat::none, model.backend());
+    ckpt::HfModel ref = ckpt::load_model_source(spec.reference);
+    model::Transformer reference(ref.config, model.precision(), model::Remat::none, model.backend());
     const OnBackend ref_params(model.backend(), ref.params);
     auto r = std::make_unique<KlSurfaceResult>();
     r->reference = spec.reference;

@@ -46,10 +46,10 @@ std::vector<Sequence> rolling_windows(const std::vector<int32_t>& doc, int32_t p
   return windows;
 }
 
-PerplexityResult domain_perplexity(Transformer& model, WeightSource& weights, const data::Tokenizer& tokenizer,
-                                   const std::vector<data::MixEntry>& files, int64_t window, int64_t max_docs,
-                                   int64_t batch_tokens) {
-  const ModelConfig& c = model.config();
+PerplexityResult domain_perplexity(model::Transformer& model, model::WeightSource& weights,
+                                   const data::Tokenizer& tokenizer, const std::vector<data::MixEntry>& files,
+                                   int64_t window, int64_t max_docs, int64_t batch_tokens) {
+  const model::ModelConfig& c = model.config();
   PerplexityResult result;
   result.window = std::min(window, c.max_seq_len);
   for (const data::MixEntry& entry : files) {

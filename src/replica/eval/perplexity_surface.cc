@@ -53,7 +53,8 @@ class PerplexitySurface final : public Surface {
 
   bool enabled(const SuiteSpec& spec) const override { return spec.perplexity.enabled; }
 
-  std::unique_ptr<SurfaceResult> run(Transformer& model, WeightSource& weights, const SurfaceContext& ctx) const override {
+  std::unique_ptr<SurfaceResult> run(model::Transformer& model, model::WeightSource& weights,
+                                     const SurfaceContext& ctx) const override {
     const SuiteSpec::Perplexity& spec = ctx.spec.perplexity;
     auto r = std::make_unique<PerplexitySurfaceResult>();
     r->perplexity = domain_perplexity(model, weights, ctx.tokenizer, spec.files, spec.window, spec.max_docs,

@@ -34,10 +34,10 @@ struct Row {
   std::vector<std::pair<int32_t, size_t>> reads;
 };
 
-void score_batch(Transformer& model, WeightSource& weights, const std::vector<Sequence>& seqs,
+void score_batch(model::Transformer& model, model::WeightSource& weights, const std::vector<Sequence>& seqs,
                  const std::vector<size_t>& members, const std::vector<size_t>& first_span,
                  std::vector<SpanScore>& out) {
-  const ModelConfig& c = model.config();
+  const model::ModelConfig& c = model.config();
   const int64_t B = int64_t(members.size()), V = c.vocab_size;
   int64_t T = 0;
   for (size_t m : members) T = std::max(T, int64_t(seqs[m].ids.size()));
@@ -83,8 +83,8 @@ void score_batch(Transformer& model, WeightSource& weights, const std::vector<Se
 
 }  // namespace
 
-std::vector<SpanScore> score_sequences(Transformer& model, WeightSource& weights, const std::vector<Sequence>& seqs,
-                                       int64_t batch_tokens) {
+std::vector<SpanScore> score_sequences(model::Transformer& model, model::WeightSource& weights,
+                                       const std::vector<Sequence>& seqs, int64_t batch_tokens) {
   std::vector<size_t> first_span(seqs.size() + 1, 0);
   for (size_t i = 0; i < seqs.size(); i++) first_span[i + 1] = first_span[i] + seqs[i].spans.size();
   std::vector<SpanScore> out(first_span.back());

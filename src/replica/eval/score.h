@@ -29,7 +29,7 @@ struct SpanScore {
 // Scores every span of every sequence, in order (flattened: sequence-major, then span). Sequences are
 // sorted by length and batched with at most `batch_tokens` padded tokens per forward (one sequence at
 // least); padding goes on the right, so it never changes a score.
-std::vector<SpanScore> score_sequences(Transformer& model, WeightSource& weights, const std::vector<Sequence>& seqs,
-                                       int64_t batch_tokens);
+std::vector<SpanScore> score_sequences(model::Transformer& model, model::WeightSource& weights,
+                                       const std::vector<Sequence>& seqs, int64_t batch_tokens);
 
 }  // namespace replica::eval

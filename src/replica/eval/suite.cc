@@ -96,8 +96,8 @@ json SuiteResults::to_json() const {
   return out;
 }
 
-SuiteResults run_suite(Transformer& model, WeightSource& weights, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
-                       const std::function<void(const std::string&)>& log) {
+SuiteResults run_suite(model::Transformer& model, model::WeightSource& weights, const SuiteSpec& spec,
+                       const data::Tokenizer& tokenizer, const std::function<void(const std::string&)>& log) {
   const SurfaceContext ctx{spec, tokenizer, log};
   SuiteResults results;
   for (const Surface* surface : surfaces())

@@ -75,8 +75,8 @@ struct SuiteResults {
 
 // Runs every enabled surface. `tokenizer` is needed for perplexity (bytes) and tasks; `log` gets one line per
 // surface (per task) as it finishes.
-SuiteResults run_suite(Transformer& model, WeightSource& weights, const SuiteSpec& spec, const data::Tokenizer& tokenizer,
-                       const std::function<void(const std::string&)>& log);
+SuiteResults run_suite(model::Transformer& model, model::WeightSource& weights, const SuiteSpec& spec,
+                       const data::Tokenizer& tokenizer, const std::function<void(const std::string&)>& log);
 
 // A readable table per surface of run_suite's result.
 std::string format_results(const SuiteResults& results);

@@ -41,7 +41,8 @@ class Surface {
   // Reads its section into `spec` (which it enables); bad keys and values raise replica::Error naming `where`.
   virtual void parse(const YAML::Node& section, const std::string& where, SuiteSpec& spec) const = 0;
   virtual bool enabled(const SuiteSpec& spec) const = 0;
-  virtual std::unique_ptr<SurfaceResult> run(Transformer& model, WeightSource& weights, const SurfaceContext& ctx) const = 0;
+  virtual std::unique_ptr<SurfaceResult> run(model::Transformer& model, model::WeightSource& weights,
+                                             const SurfaceContext& ctx) const = 0;
 };
 
 // Every surface, in the order the suite runs and reports them.

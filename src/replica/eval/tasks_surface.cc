@@ -65,7 +65,8 @@ class TasksSurface final : public Surface {
 
   bool enabled(const SuiteSpec& spec) const override { return spec.tasks.enabled; }
 
-  std::unique_ptr<SurfaceResult> run(Transformer& model, WeightSource& weights, const SurfaceContext& ctx) const override {
+  std::unique_ptr<SurfaceResult> run(model::Transformer& model, model::WeightSource& weights,
+                                     const SurfaceContext& ctx) const override {
     const SuiteSpec::Tasks& spec = ctx.spec.tasks;
     auto r = std::make_unique<TasksSurfaceResult>();
     r->format_used = spec.format;

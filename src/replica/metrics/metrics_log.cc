@@ -3,7 +3,7 @@
 
 #include "replica/core/error.h"
 
-namespace replica {
+namespace replica::metrics {
 
 MetricsLog::MetricsLog(const std::string& path) : file_(std::fopen(path.c_str(), "a")) {
   check(file_ != nullptr, "{}: cannot open for writing", path);
@@ -18,4 +18,4 @@ void MetricsLog::write(const nlohmann::json& record) {
   std::fflush(file_);
 }
 
-}  // namespace replica
+}  // namespace replica::metrics

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace replica {
+namespace replica::metrics {
 
 class MetricsLog {
  public:
@@ -19,4 +19,4 @@ class MetricsLog {
   std::FILE* file_;
 };
 
-}  // namespace replica
+}  // namespace replica::metrics

@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-namespace replica {
+namespace replica::metrics {
 
 Progress::Progress(int64_t log_every)
     : tty_(isatty(fileno(stdout)) != 0), log_every_(log_every > 0 ? log_every : 1),
@@ -47,4 +47,4 @@ void Progress::line(const std::string& text) {
   std::fflush(stdout);
 }
 
-}  // namespace replica
+}  // namespace replica::metrics

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace replica {
+namespace replica::metrics {
 
 struct StepReport {
   int64_t step = 0, total = 0;
@@ -29,4 +29,4 @@ class Progress {
   int64_t first_step_ = -1;
 };
 
-}  // namespace replica
+}  // namespace replica::metrics

@@ -10,7 +10,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 
-namespace replica {
+namespace replica::metrics {
 
 uint32_t crc32c(const void* data, size_t size) {
   static const auto table = [] {
@@ -192,4 +192,4 @@ std::vector<ScalarEvent> read_tensorboard_scalars(const std::string& path) {
   return out;
 }
 
-}  // namespace replica
+}  // namespace replica::metrics

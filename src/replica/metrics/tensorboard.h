@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace replica {
+namespace replica::metrics {
 
 uint32_t crc32c(const void* data, size_t size);
 uint32_t masked_crc32c(const void* data, size_t size);
@@ -40,4 +40,4 @@ struct ScalarEvent {
 };
 std::vector<ScalarEvent> read_tensorboard_scalars(const std::string& path);
 
-}  // namespace replica
+}  // namespace replica::metrics

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <type_traits>
 
-namespace replica {
+namespace replica::model {
 
 Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision,
                                         bool training)
@@ -74,4 +74,4 @@ size_t Transformer::activation_bytes(const ModelConfig& config, Remat remat, int
   return Workspace::bytes(ActivationShape(config, B, T, remat, precision, true));
 }
 
-}  // namespace replica
+}  // namespace replica::model

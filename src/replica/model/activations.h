@@ -7,7 +7,7 @@
 
 #include "replica/model/transformer.h"
 
-namespace replica {
+namespace replica::model {
 
 using Buffer = DeviceArray<float>;
 using Buffer16 = DeviceArray<bf16>;
@@ -69,4 +69,4 @@ struct Transformer::Workspace {
   void each(Visit&& visit);  // sizes the vectors, then visit(buffer, length) for every buffer of the table
 };
 
-}  // namespace replica
+}  // namespace replica::model

@@ -10,7 +10,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 
-namespace replica {
+namespace replica::model {
 
 using nlohmann::json;
 
@@ -209,4 +209,4 @@ json model_config_to_hf_json(const ModelConfig& c) {
   return j;
 }
 
-}  // namespace replica
+}  // namespace replica::model

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace replica {
+namespace replica::model {
 
 enum class NormPlacement {
   reordered,  // OLMo 2/3: h = x + norm(sublayer(x))      (HF post_attention/post_feedforward_layernorm)
@@ -53,4 +53,4 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
 // The HF Olmo3Config (or Olmo2/Llama) config.json for this model.
 nlohmann::json model_config_to_hf_json(const ModelConfig& config);
 
-}  // namespace replica
+}  // namespace replica::model

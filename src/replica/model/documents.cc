@@ -5,7 +5,7 @@
 
 #include "replica/core/error.h"
 
-namespace replica {
+namespace replica::model {
 
 std::vector<int32_t> document_offsets(std::span<const std::vector<int32_t>> doc_lens, int64_t T, int64_t first_row) {
   if (doc_lens.empty()) return {};
@@ -41,4 +41,4 @@ void check_document_offsets(std::span<const int32_t> offsets, int64_t B, int64_t
   }
 }
 
-}  // namespace replica
+}  // namespace replica::model

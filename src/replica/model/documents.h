@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-namespace replica {
+namespace replica::model {
 
 // offsets[0] = 0, then the end of each document over the rows in order, so offsets.back() = rows · T. Each row's
 // lengths must be positive and sum to T (replica::Error naming the row, counted from `first_row`, and what they sum
@@ -16,4 +16,4 @@ std::vector<int32_t> document_offsets(std::span<const std::vector<int32_t>> doc_
 // last, strictly increasing, every row start among them (what the attention kernels rely on).
 void check_document_offsets(std::span<const int32_t> offsets, int64_t B, int64_t T);
 
-}  // namespace replica
+}  // namespace replica::model

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace replica {
+namespace replica::model {
 
 int64_t matmul_params(const ModelConfig& c) {
   const int64_t C = c.d_model;
@@ -25,4 +25,4 @@ double training_flops_per_token(const ModelConfig& c, int64_t T) {
   return 6.0 * double(matmul_params(c)) + attention;
 }
 
-}  // namespace replica
+}  // namespace replica::model

@@ -9,10 +9,10 @@
 
 #include "replica/model/config.h"
 
-namespace replica {
+namespace replica::model {
 
 int64_t matmul_params(const ModelConfig& config);
 double mean_visible_keys(int64_t T, int64_t window);
 double training_flops_per_token(const ModelConfig& config, int64_t T);
 
-}  // namespace replica
+}  // namespace replica::model

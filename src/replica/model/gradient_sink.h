@@ -5,7 +5,7 @@
 #pragma once
 #include "replica/model/params.h"
 
-namespace replica {
+namespace replica::model {
 
 class GradientSink {
  public:
@@ -28,4 +28,4 @@ class WholeGradient final : public GradientSink {
   float* grads_;
 };
 
-}  // namespace replica
+}  // namespace replica::model

@@ -10,7 +10,7 @@
 
 #include <xxhash.h>
 
-namespace replica {
+namespace replica::model {
 
 size_t ParamTable::add(std::string name, std::vector<int64_t> shape, ParamKind kind) {
   size_t numel = 1;
@@ -89,4 +89,4 @@ void init_params(const ModelConfig& config, const ParamTable& table, uint64_t se
   }
 }
 
-}  // namespace replica
+}  // namespace replica::model

@@ -9,7 +9,7 @@
 
 #include "replica/model/config.h"
 
-namespace replica {
+namespace replica::model {
 
 enum class ParamKind { embedding, matrix, norm };
 
@@ -72,4 +72,4 @@ class ParamTable {
 // norms 1. A pure function of (seed, parameter name, element index): thread count does not matter.
 void init_params(const ModelConfig& config, const ParamTable& table, uint64_t seed, float* params);
 
-}  // namespace replica
+}  // namespace replica::model

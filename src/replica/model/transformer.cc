@@ -11,7 +11,7 @@
 #include "replica/model/activations.h"
 #include "replica/model/documents.h"
 
-namespace replica {
+namespace replica::model {
 
 Remat parse_remat(const std::string& text) {
   for (Remat r : {Remat::none, Remat::block, Remat::keep_attention})
@@ -365,4 +365,4 @@ void Transformer::forward_logits(const float* P, const int32_t* ids, int64_t B, 
   head_logits(weights, rows.data(), B * T, logits);
 }
 
-}  // namespace replica
+}  // namespace replica::model

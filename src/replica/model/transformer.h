@@ -14,7 +14,7 @@
 #include "replica/model/weight_source.h"
 #include "replica/model/params.h"
 
-namespace replica {
+namespace replica::model {
 
 // Activation recomputation: `none` keeps every block's activations for the backward pass; `block` keeps
 // only each block's input and recomputes the block's forward just before its backward; `keep_attention` does
@@ -166,4 +166,4 @@ class Transformer {
   DeviceArray<int32_t> doc_offsets_;  // their copy on a backend whose memory the host cannot read
 };
 
-}  // namespace replica
+}  // namespace replica::model

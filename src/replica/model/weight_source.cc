@@ -3,7 +3,7 @@
 
 #include "replica/core/error.h"
 
-namespace replica {
+namespace replica::model {
 
 GroupWeights WholeWeights::acquire(ParamTable::Range range, Precision precision) {
   check(params_ != nullptr, "WholeWeights: no weights set");
@@ -17,4 +17,4 @@ GroupWeights WholeWeights::acquire(ParamTable::Range range, Precision precision)
   return {params_ + range.begin, params16_.data() + range.begin, range.begin};
 }
 
-}  // namespace replica
+}  // namespace replica::model

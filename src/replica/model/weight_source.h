@@ -7,7 +7,7 @@
 #include "replica/kernels/backend.h"
 #include "replica/model/params.h"
 
-namespace replica {
+namespace replica::model {
 
 // One group's weights in backend memory: the parameter at flat offset i is f32[i - begin]; in bf16 precision b16 holds
 // the same values rounded (RNE) to bf16 for the GEMMs, otherwise it is null.
@@ -77,4 +77,4 @@ class WholeWeights final : public WeightSource {
   Stamp rounded_;
 };
 
-}  // namespace replica
+}  // namespace replica::model

@@ -6,11 +6,11 @@
 #include "replica/core/error.h"
 #include "replica/kernels/adamw_scalars.h"
 
-namespace replica {
+namespace replica::optim {
 
 static constexpr size_t kChunk = 1 << 15;  // floats per parallel work unit
 
-AdamW::AdamW(const ParamTable& table, AdamWConfig config, std::vector<Part> parts, Backend& backend)
+AdamW::AdamW(const model::ParamTable& table, AdamWConfig config, std::vector<Part> parts, Backend& backend)
     : config_(config), be_(backend) {
   std::vector<AdamWChunk> chunks;
   size_t floats = 0, covered = 0;
@@ -22,10 +22,10 @@ AdamW::AdamW(const ParamTable& table, AdamWConfig config, std::vector<Part> part
     check(p.offset == floats, "AdamW: part [{}, {}) is not stored right after the previous one", p.begin, p.end);
     floats += p.end - p.begin;
     PartChunks pc{p, chunks.size(), 0};
-    for (const ParamEntry& e : table.entries()) {
+    for (const model::ParamEntry& e : table.entries()) {
       const size_t lo = std::max(e.offset, p.begin), hi = std::min(e.offset + e.numel, p.end);
       for (size_t b = lo; b < hi; b += kChunk)
-        chunks.push_back({b, std::min(b + kChunk, hi), e.kind != ParamKind::embedding});
+        chunks.push_back({b, std::min(b + kChunk, hi), e.kind != model::ParamKind::embedding});
     }
     pc.count = chunks.size() - pc.first;
     parts_.push_back(pc);
@@ -59,4 +59,4 @@ void AdamW::state_from_host(size_t i, const float* host) {
   be_.to_device((i == 0 ? exp_avg_ : exp_avg_sq_).data(), host, size() * sizeof(float));
 }
 
-}  // namespace replica
+}  // namespace replica::optim

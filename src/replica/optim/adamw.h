@@ -9,7 +9,7 @@
 #include "replica/model/params.h"
 #include "replica/optim/optimizer.h"
 
-namespace replica {
+namespace replica::optim {
 
 struct AdamWConfig {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
@@ -19,9 +19,9 @@ class AdamW final : public Optimizer {
  public:
   // Updates `parts` of the flat buffer (a data-parallel shard, ShardLayout::parts_of: disjoint, in flat order), whose
   // weights, gradient and moments are stored one part after the other.
-  AdamW(const ParamTable& table, AdamWConfig config, std::vector<Part> parts, Backend& backend);
+  AdamW(const model::ParamTable& table, AdamWConfig config, std::vector<Part> parts, Backend& backend);
   // All of the flat buffer.
-  AdamW(const ParamTable& table, AdamWConfig config, Backend& backend)
+  AdamW(const model::ParamTable& table, AdamWConfig config, Backend& backend)
       : AdamW(table, config, {{0, table.total(), 0}}, backend) {}
 
   // Optimizer::step. The step counter t advances first, so the first update uses bias corrections 1 - β^1. Padding
@@ -52,4 +52,4 @@ class AdamW final : public Optimizer {
   DeviceArray<AdamWChunk> chunks_;  // fixed work units, each inside one tensor
 };
 
-}  // namespace replica
+}  // namespace replica::optim

@@ -7,7 +7,7 @@
 
 #include "replica/kernels/cpu/sum_of_squares.h"
 
-namespace replica {
+namespace replica::optim {
 
 double clip_coefficient(double norm, double max_norm) {
   return max_norm > 0 ? std::min(1.0, max_norm / (norm + 1e-6)) : 1.0;
@@ -33,4 +33,4 @@ double clip_grad_norm(float* grads, size_t n, double max_norm) {
   return norm;
 }
 
-}  // namespace replica
+}  // namespace replica::optim

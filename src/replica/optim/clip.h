@@ -4,7 +4,7 @@
 #pragma once
 #include <cstddef>
 
-namespace replica {
+namespace replica::optim {
 
 // The factor the gradient is multiplied by: min(1, max_norm / (norm + 1e-6)); 1 when max_norm is 0 (no clipping).
 double clip_coefficient(double norm, double max_norm);
@@ -19,4 +19,4 @@ double global_norm(const float* grads, size_t n);
 // Returns the total norm before clipping and scales grads by clip_coefficient(norm, max_norm).
 double clip_grad_norm(float* grads, size_t n, double max_norm);
 
-}  // namespace replica
+}  // namespace replica::optim

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace replica {
+namespace replica::optim {
 
 class Optimizer {
  public:
@@ -38,4 +38,4 @@ class Optimizer {
   int64_t step_count_ = 0;
 };
 
-}  // namespace replica
+}  // namespace replica::optim

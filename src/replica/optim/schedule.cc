@@ -10,7 +10,7 @@
 // Python rounds every product: no fused multiply-adds here, so results match OLMo-core bit for bit.
 #pragma GCC optimize("fp-contract=off")
 
-namespace replica {
+namespace replica::optim {
 
 ScheduleType parse_schedule_type(const std::string& text) {
   if (text == "constant") return ScheduleType::constant;
@@ -109,4 +109,4 @@ double learning_rate(const ScheduleConfig& c, int64_t step) {
   return c.lr;
 }
 
-}  // namespace replica
+}  // namespace replica::optim

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace replica {
+namespace replica::optim {
 
 enum class ScheduleType {
   constant,        // ConstantWithWarmup (ConstantScheduler when warmup = 0)
@@ -35,4 +35,4 @@ void validate(const ScheduleConfig& config);
 
 double learning_rate(const ScheduleConfig& config, int64_t step);
 
-}  // namespace replica
+}  // namespace replica::optim

@@ -8,7 +8,7 @@
 
 #include "replica/core/error.h"
 
-namespace replica {
+namespace replica::optim {
 
 SkipStep::SkipStep(int64_t window, double sigma) : window_(window), sigma_(sigma) {
   check(window >= 2, "optim.skip_step_window must be >= 2, got {}", window);
@@ -80,4 +80,4 @@ void SkipStep::load_json(const nlohmann::json& state) {
   grad_norms_ = values_from_json(state, "grad_norms", window_);
 }
 
-}  // namespace replica
+}  // namespace replica::optim

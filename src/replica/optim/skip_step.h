@@ -6,7 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 
-namespace replica {
+namespace replica::optim {
 
 // The recipe's optim.skip_step, optim.skip_step_window and optim.skip_step_sigma.
 struct SkipStepConfig {
@@ -42,4 +42,4 @@ class SkipStep {
   std::deque<double> losses_, grad_norms_;  // up to window + 1 values, the current one last
 };
 
-}  // namespace replica
+}  // namespace replica::optim

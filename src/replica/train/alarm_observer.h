@@ -4,7 +4,7 @@
 #include "replica/eval/alarm.h"
 #include "replica/train/observer.h"
 
-namespace replica {
+namespace replica::train {
 
 class AlarmObserver final : public Observer {
  public:
@@ -16,4 +16,4 @@ class AlarmObserver final : public Observer {
   eval::MemorisationAlarm alarm_;
 };
 
-}  // namespace replica
+}  // namespace replica::train

@@ -6,10 +6,10 @@
 #include "replica/train/checkpointing.h"
 #include "replica/train/distributed.h"
 
-namespace replica {
+namespace replica::train {
 
-CheckpointObserver::CheckpointObserver(const Recipe& r, const ModelConfig& model, TrainStep& step,
-                                       const data::DataLoader& loader, Progress& console)
+CheckpointObserver::CheckpointObserver(const Recipe& r, const model::ModelConfig& model, TrainStep& step,
+                                       const data::DataLoader& loader, metrics::Progress& console)
     : recipe_(r),
       model_(model),
       step_(step),
@@ -27,10 +27,10 @@ void CheckpointObserver::after_step(const StepRecord& r) {
 
 void CheckpointObserver::at_end() { report(saver_.wait()); }
 
-void CheckpointObserver::report(const std::optional<SaveResult>& s) {
+void CheckpointObserver::report(const std::optional<ckpt::SaveResult>& s) {
   if (s)
     console_.line(fmt::format("checkpoint {} (loop paused {:.3f} s to snapshot, written in {:.2f} s)", s->dir,
                               s->snapshot_s, s->write_s));
 }
 
-}  // namespace replica
+}  // namespace replica::train

@@ -8,24 +8,24 @@
 #include "replica/metrics/progress.h"
 #include "replica/train/observer.h"
 
-namespace replica {
+namespace replica::train {
 
 class CheckpointObserver final : public Observer {
  public:
-  CheckpointObserver(const Recipe& recipe, const ModelConfig& model, TrainStep& step, const data::DataLoader& loader,
-                     Progress& console);
+  CheckpointObserver(const Recipe& recipe, const model::ModelConfig& model, TrainStep& step,
+                     const data::DataLoader& loader, metrics::Progress& console);
   void after_step(const StepRecord& record) override;
   void at_end() override;  // waits for the last write
 
  private:
-  void report(const std::optional<SaveResult>& saved);
+  void report(const std::optional<ckpt::SaveResult>& saved);
 
   const Recipe& recipe_;
-  const ModelConfig& model_;
+  const model::ModelConfig& model_;
   TrainStep& step_;
   const data::DataLoader& loader_;
-  Progress& console_;
-  CheckpointSaver saver_;
+  metrics::Progress& console_;
+  ckpt::CheckpointSaver saver_;
 };
 
-}  // namespace replica
+}  // namespace replica::train

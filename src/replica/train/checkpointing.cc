@@ -10,29 +10,30 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 
-namespace replica {
+namespace replica::train {
 
 namespace fs = std::filesystem;
 
 std::string checkpoint_root(const Recipe& r) { return (fs::path(r.run.dir) / "checkpoints").string(); }
 
-ModelConfig recipe_model_config(const Recipe& r) {
-  return r.model.config.empty() ? load_model_source_config(r.model.init_from) : load_model_config(r.model.config);
+model::ModelConfig recipe_model_config(const Recipe& r) {
+  return r.model.config.empty() ? ckpt::load_model_source_config(r.model.init_from)
+                                : model::load_model_config(r.model.config);
 }
 
 // The weights and the Adam state of checkpoint `dir` into params and start.
-static void read_weights_and_moments(const std::string& dir, const ParamTable& table, float* params, RunStart& start,
-                         int64_t adam_step_count) {
+static void read_weights_and_moments(const std::string& dir, const model::ParamTable& table, float* params,
+                                     RunStart& start, int64_t adam_step_count) {
   start.exp_avg.resize(table.total());
   start.exp_avg_sq.resize(table.total());
-  read_checkpoint_tensors(dir, table, params, start.exp_avg.data(), start.exp_avg_sq.data());
+  ckpt::read_checkpoint_tensors(dir, table, params, start.exp_avg.data(), start.exp_avg_sq.data());
   start.adam_step_count = adam_step_count;
 }
 
-static RunStart resume(const Recipe& r, const std::string& dir, const ParamTable& table,
-                       const data::DataLoader& loader, float* params, SkipStep& skip_step) {
-  const TrainState s = read_checkpoint_state(dir);
-  check_same_model(s.model, recipe_model_config(r), dir);
+static RunStart resume(const Recipe& r, const std::string& dir, const model::ParamTable& table,
+                       const data::DataLoader& loader, float* params, optim::SkipStep& skip_step) {
+  const ckpt::TrainState s = ckpt::read_checkpoint_state(dir);
+  ckpt::check_same_model(s.model, recipe_model_config(r), dir);
   check(s.global_batch_size == r.data.global_batch_size && s.seq_len == r.data.seq_len,
         "{}: saved with data.global_batch_size={} and data.seq_len={}, the recipe has {} and {} (the data "
         "position would not carry over)",
@@ -57,48 +58,55 @@ static RunStart resume(const Recipe& r, const std::string& dir, const ParamTable
   return start;
 }
 
-RunStart start_run(const Recipe& r, const ParamTable& table, const data::DataLoader& loader, float* params,
-                   SkipStep& skip_step) {
+RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::DataLoader& loader, float* params,
+                   optim::SkipStep& skip_step) {
   const std::string root = checkpoint_root(r);
-  remove_incomplete_checkpoints(root);
+  ckpt::remove_incomplete_checkpoints(root);
   if (!r.train.resume_from.empty()) {
-    check(is_checkpoint_dir(r.train.resume_from), "train.resume_from: {} is not a replica checkpoint directory",
+    check(ckpt::is_checkpoint_dir(r.train.resume_from), "train.resume_from: {} is not a replica checkpoint directory",
           r.train.resume_from);
     return resume(r, r.train.resume_from, table, loader, params, skip_step);
   }
-  const std::string latest = find_latest_checkpoint(root);
+  const std::string latest = ckpt::find_latest_checkpoint(root);
   if (!latest.empty()) return resume(r, latest, table, loader, params, skip_step);
   truncate_metrics((fs::path(r.run.dir) / "metrics.jsonl").string(), -1);  // a run killed before its first save
 
   const std::string& from = r.model.init_from;
   if (from.empty()) {
-    init_params(recipe_model_config(r), table, uint64_t(r.train.seed), params);
+    model::init_params(recipe_model_config(r), table, uint64_t(r.train.seed), params);
     return {0, fmt::format("fresh initialisation (train.seed={})", r.train.seed), {}, {}, 0};
   }
   if (!r.optim.load_state) {
-    load_model_source_params(from, table, params);
+    ckpt::load_model_source_params(from, table, params);
     return {0, fmt::format("weights from {}", from), {}, {}, 0};
   }
-  check(is_checkpoint_dir(from), "optim.load_state: model.init_from={} is not a replica checkpoint (an HF directory "
-        "holds weights only)", from);
-  const TrainState s = read_checkpoint_state(from);
+  check(ckpt::is_checkpoint_dir(from),
+        "optim.load_state: model.init_from={} is not a replica checkpoint (an HF directory "
+        "holds weights only)",
+        from);
+  const ckpt::TrainState s = ckpt::read_checkpoint_state(from);
   RunStart start{0, fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule "
                                 "and data start afresh", s.adam_step_count, from, s.step), {}, {}, 0};
   read_weights_and_moments(from, table, params, start, s.adam_step_count);
   return start;
 }
 
-static nlohmann::json schedule_json(const ScheduleConfig& c) {
-  return {{"type", schedule_type_name(c.type)}, {"lr", c.lr},
-          {"warmup", c.warmup}, {"alpha_f", c.alpha_f},
-          {"t_max", c.t_max}, {"decay", c.decay},
-          {"stitch_step", c.stitch_step}, {"part2_warmup", c.part2_warmup},
+static nlohmann::json schedule_json(const optim::ScheduleConfig& c) {
+  return {{"type", optim::schedule_type_name(c.type)},
+          {"lr", c.lr},
+          {"warmup", c.warmup},
+          {"alpha_f", c.alpha_f},
+          {"t_max", c.t_max},
+          {"decay", c.decay},
+          {"stitch_step", c.stitch_step},
+          {"part2_warmup", c.part2_warmup},
           {"part2_t_max", c.part2_t_max}};
 }
 
-TrainState train_state(const Recipe& r, const ModelConfig& config, int64_t step, const data::DataLoader& loader,
-                       const Optimizer& optimizer, const SkipStep& skip_step) {
-  TrainState s;
+ckpt::TrainState train_state(const Recipe& r, const model::ModelConfig& config, int64_t step,
+                             const data::DataLoader& loader, const optim::Optimizer& optimizer,
+                             const optim::SkipStep& skip_step) {
+  ckpt::TrainState s;
   s.step = step;
   s.tokens = step * r.tokens_per_step();
   std::tie(s.epoch, s.batch) = loader.position(step);
@@ -127,4 +135,4 @@ void truncate_metrics(const std::string& path, int64_t step) {
   write_text_file_atomic(path, kept);
 }
 
-}  // namespace replica
+}  // namespace replica::train

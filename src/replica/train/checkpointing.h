@@ -11,12 +11,12 @@
 #include "replica/optim/skip_step.h"
 #include "replica/train/recipe.h"
 
-namespace replica {
+namespace replica::train {
 
 std::string checkpoint_root(const Recipe& recipe);  // run.dir/checkpoints
 
 // The model the recipe trains: model.config, else the model of model.init_from (HF dir or checkpoint).
-ModelConfig recipe_model_config(const Recipe& recipe);
+model::ModelConfig recipe_model_config(const Recipe& recipe);
 
 struct RunStart {
   int64_t step = 0;     // steps already done (the loop continues at step + 1)
@@ -36,15 +36,16 @@ struct RunStart {
 //     moments and step count of the checkpoint (stage transition: steps, schedule and data start afresh).
 //  3. else a fresh init with train.seed.
 // Cases 2 and 3 start at step 0: metrics.jsonl (of a run killed before its first checkpoint) is emptied.
-RunStart start_run(const Recipe& recipe, const ParamTable& table, const data::DataLoader& loader, float* params,
-                   SkipStep& skip_step);
+RunStart start_run(const Recipe& recipe, const model::ParamTable& table, const data::DataLoader& loader, float* params,
+                   optim::SkipStep& skip_step);
 
 // What the checkpoint after `step` records besides the tensors.
-TrainState train_state(const Recipe& recipe, const ModelConfig& config, int64_t step, const data::DataLoader& loader,
-                       const Optimizer& optimizer, const SkipStep& skip_step);
+ckpt::TrainState train_state(const Recipe& recipe, const model::ModelConfig& config, int64_t step,
+                             const data::DataLoader& loader, const optim::Optimizer& optimizer,
+                             const optim::SkipStep& skip_step);
 
 // Rewrites `path` (atomically) keeping the lines whose "step" is at most `step`; partial or unreadable lines
 // (a crash mid-write) are dropped. A missing file is left missing.
 void truncate_metrics(const std::string& path, int64_t step);
 
-}  // namespace replica
+}  // namespace replica::train

@@ -10,12 +10,13 @@
 #include "replica/dist/nccl.h"
 #endif
 
-namespace replica {
+namespace replica::train {
 
-std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backend) {
+std::unique_ptr<dist::Communicator> connect_data(dist::Communicator& control, Backend& backend) {
   if (control.size() == 1 || backend.host_memory()) return nullptr;
 #ifdef REPLICA_HAVE_NCCL
-  return std::make_unique<NcclCommunicator>(control, local_rank(), static_cast<cudaStream_t>(backend.native_stream()));
+  return std::make_unique<dist::NcclCommunicator>(control, dist::local_rank(),
+                                                  static_cast<cudaStream_t>(backend.native_stream()));
 #else
   fail("train.device={} with {} ranks needs NCCL, which this build does not have", device_name(backend.device()),
        control.size());
@@ -23,10 +24,10 @@ std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backe
 }
 
 RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataLoader& loader) {
-  DataParallel& dp = step.dp();
-  const ParamTable& table = step.model().table();
-  SkipStep& skip_step = step.skip_step();
-  Communicator& comm = dp.comm();
+  dist::DataParallel& dp = step.dp();
+  const model::ParamTable& table = step.model().table();
+  optim::SkipStep& skip_step = step.skip_step();
+  dist::Communicator& comm = dp.comm();
   const bool root = comm.rank() == 0;
   std::vector<float> host_params(root ? table.total() : 0);
   RunStart start;
@@ -37,9 +38,9 @@ RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataL
   }
   int64_t counters[3] = {start.step, start.adam_step_count, start.exp_avg.empty() ? 0 : 1};
   if (comm.size() > 1) {
-    broadcast(comm, counters, sizeof counters);
-    broadcast(comm, history);
-    broadcast(comm, start.message);
+    dist::broadcast(comm, counters, sizeof counters);
+    dist::broadcast(comm, history);
+    dist::broadcast(comm, start.message);
     start.step = counters[0];
     start.adam_step_count = counters[1];
     if (!root) skip_step.load_json(nlohmann::json::parse(history));
@@ -56,9 +57,9 @@ RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataL
   return start;
 }
 
-std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, TrainStep& step, TrainState state) {
-  DataParallel& dp = step.dp();
-  const Optimizer& optimizer = step.optimizer();
+std::optional<ckpt::SaveResult> save_from_rank0(ckpt::CheckpointSaver& saver, TrainStep& step, ckpt::TrainState state) {
+  dist::DataParallel& dp = step.dp();
+  const optim::Optimizer& optimizer = step.optimizer();
   state.world_size = dp.comm().size();
   // Every rank takes part in the gathers; rank 0 gathers straight into the saver's snapshot buffers, so it never holds
   // the whole weights and moments twice.
@@ -74,4 +75,4 @@ std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, TrainStep& ste
   return saver.save(step.table(), gather, std::move(state));
 }
 
-}  // namespace replica
+}  // namespace replica::train

@@ -10,11 +10,11 @@
 #include "replica/train/checkpointing.h"
 #include "replica/train/step.h"
 
-namespace replica {
+namespace replica::train {
 
 // The communicator that moves backend memory between ranks: null when `control` itself does (one rank, or
 // the CPU); NCCL for several ranks on GPUs (raises replica::Error in a build without NCCL).
-std::unique_ptr<Communicator> connect_data(Communicator& control, Backend& backend);
+std::unique_ptr<dist::Communicator> connect_data(dist::Communicator& control, Backend& backend);
 
 // start_run() on rank 0, then its result shared with every rank: the step's weights (all of them, or its shard), its
 // shard of the optimizer state loaded from rank 0 (other ranks never hold more than that) and the skip-step history.
@@ -22,6 +22,6 @@ RunStart start_run_all_ranks(const Recipe& recipe, TrainStep& step, const data::
 
 // Gathers the weights and optimizer state to rank 0, which starts saving them with `state` (world_size set); other
 // ranks only take part in the gathers.
-std::optional<SaveResult> save_from_rank0(CheckpointSaver& saver, TrainStep& step, TrainState state);
+std::optional<ckpt::SaveResult> save_from_rank0(ckpt::CheckpointSaver& saver, TrainStep& step, ckpt::TrainState state);
 
-}  // namespace replica
+}  // namespace replica::train

@@ -1,9 +1,9 @@
 // EvalObserver: the held-out set and suite of the recipe, evaluated on the step's weights.
 #include "replica/train/eval_observer.h"
 
-namespace replica {
+namespace replica::train {
 
-EvalObserver::EvalObserver(const Recipe& r, const ModelConfig& model, TrainStep& step, Publish publish)
+EvalObserver::EvalObserver(const Recipe& r, const model::ModelConfig& model, TrainStep& step, Publish publish)
     : step_(step),
       every_(r.eval.every),
       max_docs_(r.eval.batches * r.data.micro_batch_size),
@@ -21,7 +21,7 @@ EvalObserver::EvalObserver(const Recipe& r, const ModelConfig& model, TrainStep&
 
 std::optional<double> EvalObserver::evaluate(int64_t step) {
   if (!heldout_ || !evaluates_) return std::nullopt;
-  WeightSource& weights = step_.weights();
+  model::WeightSource& weights = step_.weights();
   EvalRecord record;
   record.step = step;
   record.heldout = eval::heldout_loss(step_.model(), weights, *heldout_, step_.config().micro_batch, max_docs_);
@@ -34,4 +34,4 @@ void EvalObserver::after_step(const StepRecord& r) {
   if (every_ > 0 && r.step % every_ == 0 && !r.last) evaluate(r.step);
 }
 
-}  // namespace replica
+}  // namespace replica::train

@@ -11,13 +11,13 @@
 #include "replica/eval/suite.h"
 #include "replica/train/observer.h"
 
-namespace replica {
+namespace replica::train {
 
 class EvalObserver final : public Observer {
  public:
   // publish(record) hands an evaluation to the other observers and the metrics sink (rank 0 only).
   using Publish = std::function<void(EvalRecord&)>;
-  EvalObserver(const Recipe& recipe, const ModelConfig& model, TrainStep& step, Publish publish);
+  EvalObserver(const Recipe& recipe, const model::ModelConfig& model, TrainStep& step, Publish publish);
 
   // Evaluates after `step` steps (0: before the first); the held-out loss, or none without validation data or on a
   // rank that takes no part.
@@ -35,4 +35,4 @@ class EvalObserver final : public Observer {
   std::optional<data::Tokenizer> tokenizer_;
 };
 
-}  // namespace replica
+}  // namespace replica::train

@@ -9,7 +9,7 @@
 #include "replica/metrics/metrics_log.h"
 #include "replica/metrics/tensorboard.h"
 
-namespace replica {
+namespace replica::train {
 namespace {
 
 // One JSON object per step and per evaluation (DESIGN.md §4), losses at round-trip precision.
@@ -36,7 +36,7 @@ class JsonlSink final : public MetricsSink {
   }
 
  private:
-  MetricsLog log_;
+  metrics::MetricsLog log_;
 };
 
 class TensorBoardSink final : public MetricsSink {
@@ -58,12 +58,12 @@ class TensorBoardSink final : public MetricsSink {
   void flush() override { tb_.flush(); }
 
  private:
-  TensorBoardWriter tb_;
+  metrics::TensorBoardWriter tb_;
 };
 
 class ConsoleSink final : public MetricsSink {
  public:
-  ConsoleSink(Progress& progress, int64_t last_step) : progress_(progress), last_step_(last_step) {}
+  ConsoleSink(metrics::Progress& progress, int64_t last_step) : progress_(progress), last_step_(last_step) {}
   void step(const StepRecord& r) override {
     const StepResult& s = r.result;
     progress_.step({r.step, last_step_, s.loss(), s.lr, s.grad_norm, r.tokens_per_s, r.mfu, s.skipped});
@@ -78,13 +78,13 @@ class ConsoleSink final : public MetricsSink {
   }
 
  private:
-  Progress& progress_;
+  metrics::Progress& progress_;
   int64_t last_step_;
 };
 
 }  // namespace
 
-std::unique_ptr<MetricsSink> run_metrics(const Recipe& r, bool root, Progress& console) {
+std::unique_ptr<MetricsSink> run_metrics(const Recipe& r, bool root, metrics::Progress& console) {
   namespace fs = std::filesystem;
   auto sinks = std::make_unique<FanOutSink>();
   if (root) {
@@ -95,4 +95,4 @@ std::unique_ptr<MetricsSink> run_metrics(const Recipe& r, bool root, Progress& c
   return sinks;
 }
 
-}  // namespace replica
+}  // namespace replica::train

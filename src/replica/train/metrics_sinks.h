@@ -6,10 +6,10 @@
 #include "replica/train/observer.h"
 #include "replica/train/recipe.h"
 
-namespace replica {
+namespace replica::train {
 
 // metrics.jsonl and tb/ in run.dir on rank 0 (`root`), and the console on every rank (evaluations are published on
 // rank 0 only).
-std::unique_ptr<MetricsSink> run_metrics(const Recipe& recipe, bool root, Progress& console);
+std::unique_ptr<MetricsSink> run_metrics(const Recipe& recipe, bool root, metrics::Progress& console);
 
-}  // namespace replica
+}  // namespace replica::train

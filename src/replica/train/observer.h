@@ -13,7 +13,7 @@
 #include "replica/eval/suite.h"
 #include "replica/train/step.h"
 
-namespace replica {
+namespace replica::train {
 
 // One optimizer step as the loop saw it.
 struct StepRecord {
@@ -73,4 +73,4 @@ class FanOutSink final : public MetricsSink {
   std::vector<std::unique_ptr<MetricsSink>> sinks_;
 };
 
-}  // namespace replica
+}  // namespace replica::train

@@ -5,9 +5,10 @@
 
 #include "replica/core/file.h"
 
-namespace replica {
+namespace replica::train {
 
-ProfileObserver::ProfileObserver(Backend& backend, int64_t first_step, const std::string& path, Progress& console)
+ProfileObserver::ProfileObserver(Backend& backend, int64_t first_step, const std::string& path,
+                                 metrics::Progress& console)
     : backend_(backend), first_step_(first_step), path_(path), console_(console) {}
 
 void ProfileObserver::before_step(int64_t) { backend_.take_profile(); }  // drops what ran between steps
@@ -28,4 +29,4 @@ void ProfileObserver::at_end() {
   console_.line(fmt::format("profile of {} steps: {}", steps_, path_));
 }
 
-}  // namespace replica
+}  // namespace replica::train

@@ -8,13 +8,13 @@
 #include "replica/metrics/progress.h"
 #include "replica/train/observer.h"
 
-namespace replica {
+namespace replica::train {
 
 class ProfileObserver final : public Observer {
  public:
   // `backend` profiles (Backend::profile(true) said so); first_step: the first step this run takes (a resumed run's
   // too), whose time is left out.
-  ProfileObserver(Backend& backend, int64_t first_step, const std::string& path, Progress& console);
+  ProfileObserver(Backend& backend, int64_t first_step, const std::string& path, metrics::Progress& console);
   void before_step(int64_t step) override;
   void after_step(const StepRecord& record) override;
   void at_end() override;
@@ -23,10 +23,10 @@ class ProfileObserver final : public Observer {
   Backend& backend_;
   int64_t first_step_;
   std::string path_;  // empty on ranks other than 0
-  Progress& console_;
+  metrics::Progress& console_;
   ProfileSum profile_;
   int64_t steps_ = 0;
   double seconds_ = 0;
 };
 
-}  // namespace replica
+}  // namespace replica::train

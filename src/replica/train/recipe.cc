@@ -14,14 +14,14 @@
 #include "replica/core/file.h"
 #include "replica/core/glob.h"
 
-namespace replica {
+namespace replica::train {
 namespace {
 
 using namespace config;  // Field and its kinds (number, integer, text, list, choice, ...)
 
 std::vector<Field> fields(Recipe& r) {
   auto precision = [](const std::string& s) { return parse_precision(s.c_str()); };
-  ScheduleConfig& schedule = r.schedule.steps;
+  optim::ScheduleConfig& schedule = r.schedule.steps;
   return {
       text("run.dir", r.run.dir),
       text("run.name", r.run.name),
@@ -47,7 +47,7 @@ std::vector<Field> fields(Recipe& r) {
       integer("optim.skip_step_window", r.optim.skip_step.window),
       number("optim.z_loss", r.optim.z_loss),
       boolean("optim.load_state", r.optim.load_state),
-      choice("schedule.type", schedule.type, parse_schedule_type, schedule_type_name),
+      choice("schedule.type", schedule.type, optim::parse_schedule_type, optim::schedule_type_name),
       integer("schedule.warmup_steps", schedule.warmup),
       number("schedule.alpha_f", schedule.alpha_f),
       integer("schedule.t_max", schedule.t_max),
@@ -64,7 +64,7 @@ std::vector<Field> fields(Recipe& r) {
       choice("train.precision", r.train.precision, precision, precision_name),
       integer("train.threads", r.train.threads),
       integer("train.seed", r.train.seed),
-      choice("train.remat", r.train.remat, parse_remat, remat_name),
+      choice("train.remat", r.train.remat, model::parse_remat, model::remat_name),
       boolean("train.shard_weights", r.train.shard_weights),
       choice("train.attention", r.train.attention, parse_attention_kernel, attention_kernel_name),
       boolean("train.profile", r.train.profile),
@@ -150,7 +150,7 @@ void validate(const Recipe& r, const std::string& source) {
   require(r.data.global_batch_size % r.data.micro_batch_size == 0, "data.global_batch_size",
           fmt::format("({}) must be a multiple of data.micro_batch_size ({})", r.data.global_batch_size,
                       r.data.micro_batch_size));
-  const AdamWConfig& adamw = r.optim.adamw;
+  const optim::AdamWConfig& adamw = r.optim.adamw;
   require(r.schedule.steps.lr > 0, "optim.lr", fmt::format("must be positive, got {}", r.schedule.steps.lr));
   require(adamw.weight_decay >= 0, "optim.weight_decay", fmt::format("must be >= 0, got {}", adamw.weight_decay));
   require(adamw.beta1 >= 0 && adamw.beta1 < 1 && adamw.beta2 >= 0 && adamw.beta2 < 1, "optim.betas",
@@ -252,9 +252,9 @@ static int64_t steps_for_tokens(double tokens, int64_t tokens_per_step) {
   return int64_t(std::ceil(tokens / double(tokens_per_step)));
 }
 
-ScheduleConfig schedule_config(const Recipe& r) {
+optim::ScheduleConfig schedule_config(const Recipe& r) {
   const Recipe::Schedule& s = r.schedule;
-  ScheduleConfig c = s.steps;
+  optim::ScheduleConfig c = s.steps;
   c.t_max = s.steps.t_max > 0    ? s.steps.t_max
             : s.t_max_tokens > 0 ? steps_for_tokens(s.t_max_tokens, r.tokens_per_step())
                                  : r.train.max_steps;
@@ -264,7 +264,7 @@ ScheduleConfig schedule_config(const Recipe& r) {
   return c;
 }
 
-data::LoaderConfig loader_config(const Recipe& r, const ModelConfig& model) {
+data::LoaderConfig loader_config(const Recipe& r, const model::ModelConfig& model) {
   data::LoaderConfig c;
   c.files = r.data.mix_file.empty() ? data::mix_from_paths(r.data.paths) : data::read_mix_file(r.data.mix_file);
   c.seq_len = r.data.seq_len;
@@ -275,4 +275,4 @@ data::LoaderConfig loader_config(const Recipe& r, const ModelConfig& model) {
   return c;
 }
 
-}  // namespace replica
+}  // namespace replica::train

@@ -16,7 +16,7 @@
 #include "replica/optim/schedule.h"
 #include "replica/optim/skip_step.h"
 
-namespace replica {
+namespace replica::train {
 
 struct Recipe {
   struct Run {
@@ -43,16 +43,16 @@ struct Recipe {
     data::InstanceFilterConfig instance_filter;
   } data;
   struct Optim {
-    AdamWConfig adamw;  // optim.weight_decay, optim.betas: [beta1, beta2], optim.eps (the peak LR is optim.lr)
+    optim::AdamWConfig adamw;  // optim.weight_decay, optim.betas: [beta1, beta2], optim.eps (the peak LR is optim.lr)
     double clip = 1.0;  // max global grad norm; 0 = no clipping (then skip-step watches the loss only)
-    SkipStepConfig skip_step;  // optim.skip_step, optim.skip_step_window, optim.skip_step_sigma
+    optim::SkipStepConfig skip_step;  // optim.skip_step, optim.skip_step_window, optim.skip_step_sigma
     double z_loss = 1e-5;
     bool load_state = false;  // load Adam moments from model.init_from (a replica checkpoint)
   } optim;
   struct Schedule {
     // schedule.type, warmup_steps, alpha_f, t_max, decay_steps, stitch_step, part2_warmup_steps, part2_t_max; the
     // peak LR is optim.lr. A horizon of 0 here comes from its *_tokens key, else train.max_steps (schedule_config).
-    ScheduleConfig steps;
+    optim::ScheduleConfig steps;
     double t_max_tokens = 0;  // horizon in tokens: t_max = ceil(t_max_tokens / tokens per step)
     double part2_t_max_tokens = 0;
   } schedule;
@@ -64,7 +64,7 @@ struct Recipe {
     Precision precision = Precision::fp32;
     int64_t threads = 0;  // 0 = all cores
     int64_t seed = 0;     // parameter init seed
-    Remat remat = Remat::none;
+    model::Remat remat = model::Remat::none;
     bool shard_weights = false;  // FSDP: shard the fp32 weights over the ranks too (dist/data_parallel.h)
     // The attention kernel: auto is the backend's best measured one (the run records what it resolved to).
     AttentionKernel attention = AttentionKernel::automatic;
@@ -100,11 +100,11 @@ Recipe load_recipe_text(const std::string& yaml, const std::string& source,
 // Raises replica::Error when the recipe asks for something replica cannot train yet (stage 3's YaRN).
 void check_trainable(const Recipe& recipe);
 
-ScheduleConfig schedule_config(const Recipe& recipe);  // horizons resolved to steps
+optim::ScheduleConfig schedule_config(const Recipe& recipe);  // horizons resolved to steps
 
 // The data loader of the run: the recipe's files, sequence length, seed, global batch and instance filter, and the
 // model's vocabulary (ids at or above it are corrupt data). The trainer and `replica data ... --config` use it, so
 // both report the same fingerprint.
-data::LoaderConfig loader_config(const Recipe& recipe, const ModelConfig& model);
+data::LoaderConfig loader_config(const Recipe& recipe, const model::ModelConfig& model);
 
-}  // namespace replica
+}  // namespace replica::train

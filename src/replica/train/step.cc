@@ -9,7 +9,7 @@
 #include "replica/dist/collectives.h"
 #include "replica/model/documents.h"
 
-namespace replica {
+namespace replica::train {
 
 StepConfig step_config(const Recipe& r) {
   StepConfig c;
@@ -39,7 +39,7 @@ std::vector<int32_t> step_targets(const data::Batch& batch) {
   const int64_t T = batch.seq_len;
   check(batch.doc_lens.empty() || int64_t(batch.doc_lens.size()) == batch.rows,
         "packed batch: document lengths for {} rows, expected one list per row ({})", batch.doc_lens.size(), batch.rows);
-  std::vector<int32_t> targets = shifted_targets(batch.tokens.data(), batch.rows, T);
+  std::vector<int32_t> targets = model::shifted_targets(batch.tokens.data(), batch.rows, T);
   if (batch.doc_lens.empty()) return targets;
   for (int64_t row = 0; row < batch.rows; row++) {  // no label predicts padding: positions T − pad − 1 … T − 1
     const int64_t pad = padding_length(batch.tokens.data() + row * T, T, batch.doc_lens[size_t(row)]);
@@ -49,17 +49,17 @@ std::vector<int32_t> step_targets(const data::Batch& batch) {
   return targets;
 }
 
-TrainStep::TrainStep(const ModelConfig& model, const StepConfig& config, Communicator& control, Communicator& data,
-                     Backend& backend)
+TrainStep::TrainStep(const model::ModelConfig& model, const StepConfig& config, dist::Communicator& control,
+                     dist::Communicator& data, Backend& backend)
     : config_(config),
       model_(model, config.precision, config.remat, backend),
       dp_(control, data, backend, model_.table(), config.global_batch, config.micro_batch, config.sharding),
-      optimizer_(std::make_unique<AdamW>(model_.table(), config.adamw, dp_.shard_parts(), backend)),
+      optimizer_(std::make_unique<optim::AdamW>(model_.table(), config.adamw, dp_.shard_parts(), backend)),
       skip_step_(config.skip_step) {}
 
 // This rank's whole buffer through the model's own view (its bf16 copy follows the weights' version), or with sharded
 // weights the groups gathered from the shards.
-WeightSource& TrainStep::weights() {
+model::WeightSource& TrainStep::weights() {
   return dp_.shards_weights() ? dp_.gathered_weights()
                               : model_.whole_weights(dp_.whole_weights(), dp_.weights_version());
 }
@@ -84,19 +84,20 @@ LossSums TrainStep::gradients(const data::Batch& batch) {
   counts[size_t(dp_.comm().rank())] = double(labels);
   std::vector<size_t> bounds(size_t(W) + 1, 0);
   for (int r = 0; r <= W; r++) bounds[size_t(r)] = size_t(r);
-  all_gather(dp_.comm(), counts.data(), bounds);
+  dist::all_gather(dp_.comm(), counts.data(), bounds);
   loss_denominator_ = 0;
   for (double n : counts) loss_denominator_ += n;
   const double rank_weight = loss_denominator_ / (double(W) * double(labels));  // 1 when every rank counts alike
   doc_offsets_.clear();
   if (!batch.doc_lens.empty())
     for (int64_t k = 0; k < rows / M; k++)
-      doc_offsets_.push_back(document_offsets(std::span(batch.doc_lens).subspan(size_t(k * M), size_t(M)), T, k * M));
+      doc_offsets_.push_back(
+          model::document_offsets(std::span(batch.doc_lens).subspan(size_t(k * M), size_t(M)), T, k * M));
   const float grad_scale = 1.0f / float(int64_t(W) * labels);
-  WeightSource& weights = this->weights();
-  return dp_.gradients([&](int64_t k, GradientSink& sink) {  // local micro-batch k: rows [k M, (k + 1) M)
+  model::WeightSource& weights = this->weights();
+  return dp_.gradients([&](int64_t k, model::GradientSink& sink) {  // local micro-batch k: rows [k M, (k + 1) M)
     const std::span<const int32_t> docs = doc_offsets_.empty() ? std::span<const int32_t>() : doc_offsets_[size_t(k)];
-    const MicroBatch micro_batch{batch.tokens.data() + k * M * T, targets_.data() + k * M * T, M, T, docs};
+    const model::MicroBatch micro_batch{batch.tokens.data() + k * M * T, targets_.data() + k * M * T, M, T, docs};
     LossSums sums = model_.forward_backward(weights, sink, micro_batch, float(config_.z_loss), grad_scale);
     sums.ce *= rank_weight;
     sums.z *= rank_weight;
@@ -111,9 +112,9 @@ StepResult TrainStep::update(const LossSums& sums, int64_t step) {
   result.grad_norm = dp_.clip(config_.clip);
   const std::optional<double> watched_norm = config_.clip > 0 ? std::optional(result.grad_norm) : std::nullopt;
   result.skipped = config_.skip_step.enabled && !skip_step_.record(result.ce, watched_norm);
-  result.lr = learning_rate(config_.schedule, step);
+  result.lr = optim::learning_rate(config_.schedule, step);
   if (!result.skipped) dp_.step(*optimizer_, result.lr);
   return result;
 }
 
-}  // namespace replica
+}  // namespace replica::train

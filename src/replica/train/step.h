@@ -17,7 +17,7 @@
 #include "replica/optim/skip_step.h"
 #include "replica/train/recipe.h"
 
-namespace replica {
+namespace replica::train {
 
 // Everything a step depends on besides the model's shape (step_config, below, builds it from a recipe).
 struct StepConfig {
@@ -25,11 +25,11 @@ struct StepConfig {
   int64_t global_batch = 0;  // G instances per step, over all ranks
   int64_t micro_batch = 0;   // M instances per forward/backward
   Precision precision = Precision::fp32;
-  Remat remat = Remat::none;
-  Sharding sharding;
-  AdamWConfig adamw;
-  ScheduleConfig schedule;  // horizons in steps
-  SkipStepConfig skip_step;
+  model::Remat remat = model::Remat::none;
+  dist::Sharding sharding;
+  optim::AdamWConfig adamw;
+  optim::ScheduleConfig schedule;  // horizons in steps
+  optim::SkipStepConfig skip_step;
   double clip = 1.0;     // max global grad norm; 0 = no clipping
   double z_loss = 1e-5;  // coefficient of logsumexp² in the loss
 };
@@ -56,8 +56,8 @@ class TrainStep {
  public:
   // Raises replica::Error unless micro_batch × ranks divides global_batch. The weights are zero until
   // dp().load_weights (train/distributed.h's start_run_all_ranks, or the caller's own init).
-  TrainStep(const ModelConfig& model, const StepConfig& config, Communicator& control, Communicator& data,
-            Backend& backend);
+  TrainStep(const model::ModelConfig& model, const StepConfig& config, dist::Communicator& control,
+            dist::Communicator& data, Backend& backend);
 
   // Optimizer step `step` (1-based, the schedule's s) on `batch`: gradients(batch), then update(its sums, step).
   StepResult run(const data::Batch& batch, int64_t step);
@@ -72,23 +72,23 @@ class TrainStep {
   StepResult update(const LossSums& sums, int64_t step);
 
   const StepConfig& config() const { return config_; }
-  Transformer& model() { return model_; }
-  const ParamTable& table() const { return model_.table(); }
-  DataParallel& dp() { return dp_; }
-  Optimizer& optimizer() { return *optimizer_; }
-  SkipStep& skip_step() { return skip_step_; }
+  model::Transformer& model() { return model_; }
+  const model::ParamTable& table() const { return model_.table(); }
+  dist::DataParallel& dp() { return dp_; }
+  optim::Optimizer& optimizer() { return *optimizer_; }
+  optim::SkipStep& skip_step() { return skip_step_; }
   // The weights the model reads, in a step or for an evaluation between steps.
-  WeightSource& weights();
+  model::WeightSource& weights();
 
  private:
   StepConfig config_;
-  Transformer model_;
-  DataParallel dp_;
-  std::unique_ptr<Optimizer> optimizer_;
-  SkipStep skip_step_;
+  model::Transformer model_;
+  dist::DataParallel dp_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  optim::SkipStep skip_step_;
   std::vector<int32_t> targets_;
   std::vector<std::vector<int32_t>> doc_offsets_;  // per local micro-batch (model/documents.h); empty unpacked
   double loss_denominator_ = 0;                    // the last gradients()' labels over every rank (step.cc)
 };
 
-}  // namespace replica
+}  // namespace replica::train

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <csignal>
 
-namespace replica {
+namespace replica::train {
 
 class StopSignal {
  public:
@@ -32,4 +32,4 @@ class StopSignal {
   Handler previous_int_, previous_term_;
 };
 
-}  // namespace replica
+}  // namespace replica::train

@@ -22,12 +22,12 @@
 #include "replica/train/profile_observer.h"
 #include "replica/train/stop_signal.h"
 
-namespace replica {
+namespace replica::train {
 namespace {
 
-void print_header(Progress& console, const Recipe& r, const TrainStep& step, const data::DataLoader& loader,
-                  const RunStart& start, const Communicator& comm, const Communicator& data_comm, Backend& backend,
-                  double peak, double flops_per_token) {
+void print_header(metrics::Progress& console, const Recipe& r, const TrainStep& step, const data::DataLoader& loader,
+                  const RunStart& start, const dist::Communicator& comm, const dist::Communicator& data_comm,
+                  Backend& backend, double peak, double flops_per_token) {
   console.line(fmt::format("replica train: {} ({:.1f}M parameters, {}), {} steps of {} tokens, data {}", r.run.name,
                            double(step.table().count()) / 1e6, precision_name(r.train.precision), r.last_step(),
                            r.tokens_per_step(), loader.fingerprint()));
@@ -41,11 +41,11 @@ void print_header(Progress& console, const Recipe& r, const TrainStep& step, con
 
 }  // namespace
 
-TrainSummary train(const Recipe& r, Communicator& comm) {
-  return train(r, comm, backend_for(r.train.device, local_rank()));
+TrainSummary train(const Recipe& r, dist::Communicator& comm) {
+  return train(r, comm, backend_for(r.train.device, dist::local_rank()));
 }
 
-TrainSummary train(const Recipe& recipe, Communicator& comm, Backend& backend) {
+TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& backend) {
   namespace fs = std::filesystem;
   check_trainable(recipe);
   set_num_threads(int(recipe.train.threads));
@@ -54,9 +54,9 @@ TrainSummary train(const Recipe& recipe, Communicator& comm, Backend& backend) {
   Recipe r = recipe;  // as run: the kernel the backend resolved is what config.yaml and checkpoints record
   r.train.attention = backend.use_attention(recipe.train.attention);
 
-  const ModelConfig config = recipe_model_config(r);
-  const std::unique_ptr<Communicator> device_comm = connect_data(comm, backend);  // NCCL on GPUs
-  Communicator& data_comm = device_comm ? *device_comm : comm;
+  const model::ModelConfig config = recipe_model_config(r);
+  const std::unique_ptr<dist::Communicator> device_comm = connect_data(comm, backend);  // NCCL on GPUs
+  dist::Communicator& data_comm = device_comm ? *device_comm : comm;
   TrainStep step(config, step_config(r), comm, data_comm, backend);
   data::DataLoader loader(loader_config(r, config));
   check(loader.batches_per_epoch() > 0, "data: {} instances of {} tokens are fewer than one global batch of {}",
@@ -65,9 +65,9 @@ TrainSummary train(const Recipe& recipe, Communicator& comm, Backend& backend) {
   // config.yaml once the start is known to be valid: a refused resume overwrites nothing.
   if (root) write_text_file_atomic((fs::path(r.run.dir) / "config.yaml").string(), r.to_yaml());
 
-  Progress console(r.train.log_every);
+  metrics::Progress console(r.train.log_every);
   const std::unique_ptr<MetricsSink> metrics = run_metrics(r, root, console);
-  const double flops_per_token = training_flops_per_token(config, r.data.seq_len);
+  const double flops_per_token = model::training_flops_per_token(config, r.data.seq_len);
   const double peak = root ? backend.peak_flops(r.train.precision) : 1.0;  // per rank; only rank 0 reports MFU
   print_header(console, r, step, loader, start, comm, data_comm, backend, peak, flops_per_token);
 
@@ -100,7 +100,7 @@ TrainSummary train(const Recipe& recipe, Communicator& comm, Backend& backend) {
     std::tie(record.epoch, record.batch) = loader.position(s - 1);
     record.result =
         step.run(loader.batch(record.epoch, record.batch, comm.rank(), comm.size(), r.data.micro_batch_size), s);
-    record.stop = any_rank(comm, signal.asked());
+    record.stop = dist::any_rank(comm, signal.asked());
     backend.synchronize();  // the step's kernels are done before it is timed
     record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     record.tokens = s * r.tokens_per_step();
@@ -120,4 +120,4 @@ TrainSummary train(const Recipe& recipe, Communicator& comm, Backend& backend) {
   return summary;
 }
 
-}  // namespace replica
+}  // namespace replica::train

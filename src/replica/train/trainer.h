@@ -10,7 +10,7 @@
 #include "replica/dist/communicator.h"
 #include "replica/train/recipe.h"
 
-namespace replica {
+namespace replica::train {
 
 struct TrainSummary {
   std::string run_dir = "";
@@ -24,8 +24,8 @@ struct TrainSummary {
 // Runs the recipe as rank comm.rank() of comm.size() (LocalCommunicator: one process) on the backend of
 // train.device. Every rank returns the same steps and losses; only rank 0 writes the run directory and
 // evaluates.
-TrainSummary train(const Recipe& recipe, Communicator& comm);
+TrainSummary train(const Recipe& recipe, dist::Communicator& comm);
 // The same on a given backend (tests run the trainer on an emulated device).
-TrainSummary train(const Recipe& recipe, Communicator& comm, Backend& backend);
+TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& backend);
 
-}  // namespace replica
+}  // namespace replica::train
