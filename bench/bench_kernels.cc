@@ -1,7 +1,9 @@
-// Micro-benchmarks of the hot CPU kernels: GEMM (the machine's measured peak), attention, LM head + loss.
-// Reports GFLOP/s as the "FLOPS" counter. Run: build/bench/bench_kernels
+// Micro-benchmarks of the hot CPU kernels: GEMM (the machine's measured peak), attention (also over packed rows
+// with intra-document masking), LM head + loss. Reports GFLOP/s as the "FLOPS" counter. Run: build/bench/bench_kernels
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -40,9 +42,9 @@ void BM_Attention(benchmark::State& state) {
        dout = random_floats(q.size(), 6);
   std::vector<float> out(q.size()), lse(size_t(s.H * s.T)), dq(q.size()), dk(q.size()), dv(q.size());
   for (auto _ : state) {
-    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
+    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, {});
     if (state.range(2)) attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(),
-                                           q.data(), k.data(), v.data(), s);
+                                           q.data(), k.data(), v.data(), s, {});
   }
   // Causal QKᵀ + PV: 4·H·D FLOPs per visible key forward, twice that backward.
   double keys = 0;
@@ -52,6 +54,56 @@ void BM_Attention(benchmark::State& state) {
   state.SetLabel(state.range(2) ? "fwd+bwd" : "fwd");
 }
 BENCHMARK(BM_Attention)->ArgsProduct({{2048}, {0, 512}, {0, 1}})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The document lengths of a packed long-context row: log-normal lengths (median 1,024 tokens, σ = 1.5, so a few
+// run past 10k), drawn until T is full, the last one cut at T; fixed seed.
+std::vector<int32_t> document_mix(int64_t T) {
+  std::mt19937 rng(7);
+  std::lognormal_distribution<double> length(std::log(1024.0), 1.5);
+  std::vector<int32_t> lens;
+  for (int64_t used = 0; used < T;) {
+    const int64_t n = std::min<int64_t>(T - used, std::max<int64_t>(1, int64_t(length(rng))));
+    lens.push_back(int32_t(n));
+    used += n;
+  }
+  return lens;
+}
+
+// Attention forward + backward over one row of T tokens with the sliding window W (0: full), as one document or
+// packed with document_mix (args: T, W, packed, heads; D = 64). FLOPS counts the visible pairs only (4·H·D per
+// pair forward, three times that with the backward), so a packed row is not credited for the work it skips;
+// tokens/s compares the two directly.
+void BM_AttentionDocuments(benchmark::State& state) {
+  const int64_t T = state.range(0), W = state.range(1), H = state.range(3);
+  const bool packed = state.range(2) != 0;
+  const AttentionShape s{1, T, H, H, 64, W};
+  const std::vector<int32_t> lens = packed ? document_mix(T) : std::vector<int32_t>{int32_t(T)};
+  std::vector<int32_t> offsets{0};
+  for (int32_t n : lens) offsets.push_back(offsets.back() + n);
+  const DocumentOffsets docs{offsets.data(), int64_t(lens.size())};
+  auto q = random_floats(size_t(T * H * s.D), 3), k = random_floats(q.size(), 4), v = random_floats(q.size(), 5),
+       dout = random_floats(q.size(), 6);
+  std::vector<float> out(q.size()), lse(size_t(H * T)), dq(q.size()), dk(q.size()), dv(q.size());
+  for (auto _ : state) {
+    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
+    attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
+                       v.data(), s, docs);
+  }
+  double pairs = 0;
+  for (int32_t n : lens)
+    for (int64_t j = 0; j < n; j++) pairs += double(W > 0 ? std::min<int64_t>(j + 1, W) : j + 1);
+  state.counters["FLOPS"] =
+      benchmark::Counter(12.0 * double(H * s.D) * pairs, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] = benchmark::Counter(double(T), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["documents"] = double(lens.size());
+  state.SetLabel(packed ? "packed documents" : "one document");
+}
+BENCHMARK(BM_AttentionDocuments)
+    ->ArgsProduct({{8192}, {0, 4096}, {0, 1}, {4}})
+    ->ArgsProduct({{65536}, {0, 4096}, {0, 1}, {1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 void BM_LmHeadLoss(benchmark::State& state) {
   const int64_t N = 512, C = 768, V = 100352;

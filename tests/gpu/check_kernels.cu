@@ -219,19 +219,26 @@ struct AttentionResult {
   std::vector<float> out, lse, dq, dk, dv;
 };
 
+// Random q, k, v, dout, and the packed rows' document offsets (kernels/types.h), none by default.
 struct AttentionInputs {
   std::vector<float> q, k, v, dout;
-  explicit AttentionInputs(const AttentionShape& s)
+  std::vector<int32_t> doc_offsets;
+  explicit AttentionInputs(const AttentionShape& s, std::vector<int32_t> offsets = {})
       : q(random_vector(size_t(s.B * s.T * s.H * s.D), 30)), k(random_vector(size_t(s.B * s.T * s.K * s.D), 31)),
-        v(random_vector(size_t(s.B * s.T * s.K * s.D), 32)), dout(random_vector(size_t(s.B * s.T * s.H * s.D), 33)) {}
+        v(random_vector(size_t(s.B * s.T * s.K * s.D), 32)), dout(random_vector(size_t(s.B * s.T * s.H * s.D), 33)),
+        doc_offsets(std::move(offsets)) {}
+  DocumentOffsets documents(const int32_t* offsets) const {
+    return doc_offsets.empty() ? DocumentOffsets{} : DocumentOffsets{offsets, int64_t(doc_offsets.size()) - 1};
+  }
 };
 
 AttentionResult attention_cpu(const AttentionInputs& in, const AttentionShape& s) {
   AttentionResult r{std::vector<float>(in.q.size()), std::vector<float>(size_t(s.B * s.H * s.T)),
                     std::vector<float>(in.q.size()), std::vector<float>(in.k.size()), std::vector<float>(in.k.size())};
-  cpu::attention_forward(r.out.data(), r.lse.data(), in.q.data(), in.k.data(), in.v.data(), s);
+  const DocumentOffsets docs = in.documents(in.doc_offsets.data());
+  cpu::attention_forward(r.out.data(), r.lse.data(), in.q.data(), in.k.data(), in.v.data(), s, docs);
   cpu::attention_backward(r.dq.data(), r.dk.data(), r.dv.data(), in.dout.data(), r.out.data(), r.lse.data(),
-                          in.q.data(), in.k.data(), in.v.data(), s);
+                          in.q.data(), in.k.data(), in.v.data(), s, docs);
   return r;
 }
 
@@ -242,18 +249,19 @@ constexpr AttentionKernel kTensorCoreAttentionKernels[] = {AttentionKernel::mma,
 const char* suffix(AttentionKernel kernel) { return kernel == AttentionKernel::wgmma ? "_wgmma" : "_mma"; }
 
 void attention_forward_gpu(Context& ctx, AttentionKernel kernel, float* out, float* lse, const float* q, const float* k,
-                           const float* v, const AttentionShape& s) {
-  if (kernel == AttentionKernel::fp32) cuda::attention_forward(ctx, out, lse, q, k, v, s);
-  if (kernel == AttentionKernel::mma) cuda::attention_forward_mma(ctx, out, lse, q, k, v, s);
-  if (kernel == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx, out, lse, q, k, v, s);
+                           const float* v, const AttentionShape& s, const DocumentOffsets& docs) {
+  if (kernel == AttentionKernel::fp32) cuda::attention_forward(ctx, out, lse, q, k, v, s, docs);
+  if (kernel == AttentionKernel::mma) cuda::attention_forward_mma(ctx, out, lse, q, k, v, s, docs);
+  if (kernel == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx, out, lse, q, k, v, s, docs);
 }
 
 void attention_backward_gpu(Context& ctx, AttentionKernel kernel, float* dq, float* dk, float* dv, const float* dout,
                             const float* out, const float* lse, const float* q, const float* k, const float* v,
-                            const AttentionShape& s) {
-  if (kernel == AttentionKernel::fp32) cuda::attention_backward(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
-  if (kernel == AttentionKernel::mma) cuda::attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
-  if (kernel == AttentionKernel::wgmma) cuda::attention_backward_wgmma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
+                            const AttentionShape& s, const DocumentOffsets& docs) {
+  if (kernel == AttentionKernel::fp32) cuda::attention_backward(ctx, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
+  if (kernel == AttentionKernel::mma) cuda::attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
+  if (kernel == AttentionKernel::wgmma)
+    cuda::attention_backward_wgmma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
 }
 
 // One kernel's forward, then its backward on the GPU's own out and lse.
@@ -261,8 +269,10 @@ AttentionResult attention_gpu(Context& ctx, const AttentionInputs& in, const Att
   const size_t nq = in.q.size(), nk = in.k.size(), nl = size_t(s.B * s.H * s.T);
   GpuArray<float> q(ctx, in.q), k(ctx, in.k), v(ctx, in.v), dout(ctx, in.dout), out(ctx, nq), lse(ctx, nl),
       dq(ctx, nq), dk(ctx, nk), dv(ctx, nk);
-  attention_forward_gpu(ctx, kernel, out.p, lse.p, q.p, k.p, v.p, s);
-  attention_backward_gpu(ctx, kernel, dq.p, dk.p, dv.p, dout.p, out.p, lse.p, q.p, k.p, v.p, s);
+  GpuArray<int32_t> offsets(ctx, in.doc_offsets);
+  const DocumentOffsets docs = in.documents(offsets.p);
+  attention_forward_gpu(ctx, kernel, out.p, lse.p, q.p, k.p, v.p, s, docs);
+  attention_backward_gpu(ctx, kernel, dq.p, dk.p, dv.p, dout.p, out.p, lse.p, q.p, k.p, v.p, s, docs);
   return {out.download(), lse.download(), dq.download(), dk.download(), dv.download()};
 }
 
@@ -358,6 +368,36 @@ void check_cached_attention(Context& ctx, CheckTable& t) {
                                           {"W", s.window}, {"slots", s.capacity}});
     t.row("cached_attention", shape, "out", rel_error(d_out.download(), out), kFp32Bound);
   }
+}
+
+// Document offsets over B rows of T tokens from per-row lengths (each row's summing to T), as model/documents.h
+// makes them.
+std::vector<int32_t> offsets_of(const std::vector<std::vector<int32_t>>& rows, int64_t T) {
+  std::vector<int32_t> offsets{0};
+  for (size_t b = 0; b < rows.size(); b++) {
+    int64_t end = int64_t(b) * T;
+    for (int32_t length : rows[b]) offsets.push_back(int32_t(end += length));
+  }
+  return offsets;
+}
+
+// Packed rows (intra-document masking) on `kernel` against the CPU kernel: one-token documents, documents that
+// start and end inside a 64-row tile, one that crosses several tiles, a padding tail, with and without a window.
+void check_attention_documents(Context& ctx, CheckTable& t, AttentionKernel kernel) {
+  const std::vector<std::vector<int32_t>> rows = {{1, 1, 70, 5, 1, 90, 40, 1, 91}, {300}, {150, 1, 149}};
+  const bool fp32 = kernel == AttentionKernel::fp32;
+  const std::string tag = fp32 ? "" : suffix(kernel);
+  const AttentionShape shapes[] = {{3, 300, 4, 2, 64, 0}, {3, 300, 4, 4, 128, 33}};
+  for (const AttentionShape& s : shapes) {
+    const AttentionInputs in(s, offsets_of(rows, s.T));
+    attention_rows(t, tag, attention_shape_text(s) + " docs", attention_gpu(ctx, in, s, kernel), attention_cpu(in, s),
+                   fp32 ? kFp32Bound : kAttentionBf16Bound, relative);
+  }
+  // One document per row is the attention without documents, bit for bit.
+  const AttentionShape s{2, 300, 4, 2, 64, 64};
+  const AttentionInputs plain(s), one_per_row(s, offsets_of({{300}, {300}}, s.T));
+  attention_rows(t, tag, attention_shape_text(s) + " one doc per row", attention_gpu(ctx, one_per_row, s, kernel),
+                 attention_gpu(ctx, plain, s, kernel), kExact, bitwise);
 }
 
 void check_swiglu(Context& ctx, CheckTable& t) {
@@ -477,6 +517,8 @@ int run_checks(Context& ctx) {
   check_attention(ctx, t);
   for (AttentionKernel kernel : kTensorCoreAttentionKernels) check_attention_bf16(ctx, t, kernel);
   check_cached_attention(ctx, t);
+  for (AttentionKernel kernel : {AttentionKernel::fp32, AttentionKernel::mma, AttentionKernel::wgmma})
+    check_attention_documents(ctx, t, kernel);
   check_swiglu(ctx, t);
   check_embedding(ctx, t);
   check_lm_head_loss(ctx, t);

@@ -15,6 +15,7 @@
 #include "replica/ckpt/hf.h"
 #include "replica/core/npy.h"
 #include "replica/kernels/backend.h"
+#include "replica/model/documents.h"
 #include "replica/model/transformer.h"
 
 namespace replica {
@@ -26,8 +27,9 @@ inline std::filesystem::path fixture_dir() {
   return dir && *dir ? std::filesystem::path(dir) : std::filesystem::path(REPLICA_FIXTURE_DIR);
 }
 
-inline std::vector<std::string> fixture_cases() {
-  std::ifstream in(fixture_dir() / "cases.json");
+// The case names in `list` (cases.json, packed_cases.json) of the fixture directory.
+inline std::vector<std::string> fixture_cases(const char* list = "cases.json") {
+  std::ifstream in(fixture_dir() / list);
   if (!in) return {};
   return nlohmann::json::parse(in).get<std::vector<std::string>>();
 }
@@ -47,6 +49,7 @@ struct Case {
   ckpt::HfModel model;
   std::vector<int32_t> ids, targets;
   int64_t B = 0, T = 0;
+  std::vector<int32_t> doc_offsets;  // packed cases (doc_lens.json): the rows' documents
 
   explicit Case(const std::string& name) : dir((fixture_dir() / name).string()) {
     model = ckpt::load_hf_model(dir);
@@ -56,7 +59,11 @@ struct Case {
     T = shape[1];
     ids.assign(ids64.begin(), ids64.end());
     targets = model::shifted_targets(ids.data(), B, T);
+    if (std::ifstream lens{dir + "/doc_lens.json"})
+      doc_offsets =
+          model::document_offsets(nlohmann::json::parse(lens).get<std::vector<std::vector<int32_t>>>(), T, 0);
   }
+  model::MicroBatch batch() const { return {ids.data(), targets.data(), B, T, doc_offsets}; }
   nlohmann::json json(const std::string& file) const {
     std::ifstream in(dir + "/" + file);
     return nlohmann::json::parse(in);

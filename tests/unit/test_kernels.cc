@@ -61,8 +61,10 @@ double max_rel(const std::vector<float>& a, const Vec& b) {
 
 // ---- attention -------------------------------------------------------------------------------------
 
-// Naive attention in double over explicit scores: the definition the tiled kernel must match.
-Vec naive_attention(const Vec& q, const Vec& k, const Vec& v, const AttentionShape& s) {
+// Naive attention in double over explicit scores: the definition the tiled kernel must match. `document`: each
+// token's document (b · T + t → an id), empty when each row is one; a query sees only keys of its own.
+Vec naive_attention(const Vec& q, const Vec& k, const Vec& v, const AttentionShape& s,
+                    const std::vector<int64_t>& document = {}) {
   Vec out(size_t(s.B * s.T * s.H * s.D), 0.0);
   const double scale = 1.0 / std::sqrt(double(s.D));
   for (int64_t b = 0; b < s.B; b++)
@@ -73,6 +75,7 @@ Vec naive_attention(const Vec& q, const Vec& k, const Vec& v, const AttentionSha
         std::vector<int64_t> keys;
         for (int64_t j = 0; j <= i; j++) {
           if (s.window > 0 && j <= i - s.window) continue;
+          if (!document.empty() && document[size_t(b * s.T + j)] != document[size_t(b * s.T + i)]) continue;
           double dotp = 0;
           for (int64_t d = 0; d < s.D; d++)
             dotp += q[size_t(((b * s.T + i) * s.H + h) * s.D + d)] * k[size_t(((b * s.T + j) * s.K + g) * s.D + d)];
@@ -90,28 +93,40 @@ Vec naive_attention(const Vec& q, const Vec& k, const Vec& v, const AttentionSha
   return out;
 }
 
-class Attention : public ::testing::TestWithParam<AttentionShape> {};
-
-TEST_P(Attention, ForwardMatchesNaive) {
-  const AttentionShape s = GetParam();
-  auto q = random_floats(size_t(s.B * s.T * s.H * s.D), 1), k = random_floats(size_t(s.B * s.T * s.K * s.D), 2),
-       v = random_floats(size_t(s.B * s.T * s.K * s.D), 3);
+// The kernel's forward on random inputs (seeds from `seed`) against naive_attention (`document`: see there).
+void expect_forward_matches_naive(const AttentionShape& s, const DocumentOffsets& docs,
+                                  const std::vector<int64_t>& document, uint32_t seed) {
+  const size_t nq = size_t(s.B * s.T * s.H * s.D), nk = size_t(s.B * s.T * s.K * s.D);
+  auto q = random_floats(nq, seed), k = random_floats(nk, seed + 1), v = random_floats(nk, seed + 2);
   std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T));
-  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
-  EXPECT_LE(max_rel(out, naive_attention(to_double(q), to_double(k), to_double(v), s)), 2e-6);
+  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
+  EXPECT_LE(max_rel(out, naive_attention(to_double(q), to_double(k), to_double(v), s, document)), 2e-6);
 }
 
-TEST_P(Attention, BackwardMatchesFiniteDifferences) {
-  const AttentionShape s = GetParam();
-  auto q = random_floats(size_t(s.B * s.T * s.H * s.D), 4), k = random_floats(size_t(s.B * s.T * s.K * s.D), 5),
-       v = random_floats(size_t(s.B * s.T * s.K * s.D), 6), dout = random_floats(q.size(), 7);
-  std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size());
-  attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
-  attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
-                     v.data(), s);
-  const Vec qd = to_double(q), kd = to_double(k), vd = to_double(v), g = to_double(dout);
+// The kernel's forward and backward on random q, k, v, dout (seeds from `seed`).
+struct AttentionRun {
+  std::vector<float> q, k, v, dout, out, lse, dq, dk, dv;
+  AttentionRun(const AttentionShape& s, const DocumentOffsets& docs, uint32_t seed)
+      : q(random_floats(size_t(s.B * s.T * s.H * s.D), seed)),
+        k(random_floats(size_t(s.B * s.T * s.K * s.D), seed + 1)),
+        v(random_floats(k.size(), seed + 2)), dout(random_floats(q.size(), seed + 3)), out(q.size()),
+        lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size()) {
+    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
+    attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
+                       v.data(), s, docs);
+  }
+};
+
+// The kernel's backward against central differences of naive_attention, for the loss Σ out · dout.
+void expect_backward_matches_finite_differences(const AttentionShape& s, const DocumentOffsets& docs,
+                                                const std::vector<int64_t>& document, uint32_t seed) {
+  const AttentionRun run(s, docs, seed);
+  const std::vector<float>& dq = run.dq;
+  const std::vector<float>& dk = run.dk;
+  const std::vector<float>& dv = run.dv;
+  const Vec qd = to_double(run.q), kd = to_double(run.k), vd = to_double(run.v), g = to_double(run.dout);
   auto loss = [&](const Vec& q2, const Vec& k2, const Vec& v2) {
-    Vec o = naive_attention(q2, k2, v2, s);
+    Vec o = naive_attention(q2, k2, v2, s, document);
     double total = 0;
     for (size_t i = 0; i < o.size(); i++) total += o[i] * g[i];
     return total;
@@ -119,6 +134,14 @@ TEST_P(Attention, BackwardMatchesFiniteDifferences) {
   EXPECT_LE(max_rel(dq, numerical_gradient([&](const Vec& x) { return loss(x, kd, vd); }, qd)), 1e-5);
   EXPECT_LE(max_rel(dk, numerical_gradient([&](const Vec& x) { return loss(qd, x, vd); }, kd)), 1e-5);
   EXPECT_LE(max_rel(dv, numerical_gradient([&](const Vec& x) { return loss(qd, kd, x); }, vd)), 1e-5);
+}
+
+class Attention : public ::testing::TestWithParam<AttentionShape> {};
+
+TEST_P(Attention, ForwardMatchesNaive) { expect_forward_matches_naive(GetParam(), {}, {}, 1); }
+
+TEST_P(Attention, BackwardMatchesFiniteDifferences) {
+  expect_backward_matches_finite_differences(GetParam(), {}, {}, 4);
 }
 
 // Shapes: several tiles (T > 64) with windows smaller than a tile, spanning tiles, and ≥ T; MHA and GQA.
@@ -142,9 +165,9 @@ TEST(Attention, ThreadCountDoesNotChangeBits) {
   auto run = [&](int threads) {
     omp_set_num_threads(threads);
     std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size());
-    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s);
+    attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, {});
     attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
-                       v.data(), s);
+                       v.data(), s, {});
     out.insert(out.end(), dq.begin(), dq.end());
     out.insert(out.end(), dk.begin(), dk.end());
     out.insert(out.end(), dv.begin(), dv.end());
@@ -199,6 +222,75 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CachedAttention,
                            return "P" + std::to_string(c.position) + "N" + std::to_string(c.n) + "K" +
                                   std::to_string(c.K) + "D" + std::to_string(c.D) + "W" + std::to_string(c.window);
                          });
+// ---- attention over packed rows (intra-document masking) -------------------------------------------------
+
+// Packed rows: each row's document lengths (summing to T), their offsets as the kernels take them, and each token's
+// document for the naive attention.
+struct PackedRows {
+  AttentionShape s;
+  std::vector<std::vector<int32_t>> doc_lens;
+  std::vector<int32_t> offsets{0};
+  std::vector<int64_t> document;
+  PackedRows(AttentionShape shape, std::vector<std::vector<int32_t>> lens) : s(shape), doc_lens(std::move(lens)) {
+    for (size_t b = 0; b < doc_lens.size(); b++)
+      for (int32_t length : doc_lens[b]) {
+        offsets.push_back(offsets.back() + length);
+        document.insert(document.end(), size_t(length), int64_t(offsets.size()));
+      }
+  }
+  DocumentOffsets docs() const { return {offsets.data(), int64_t(offsets.size()) - 1}; }
+};
+
+// Every output of a forward and backward on random inputs: out, lse, dq, dk, dv one after the other.
+std::vector<float> attention_outputs(const AttentionShape& s, const DocumentOffsets& docs, uint32_t seed) {
+  AttentionRun run(s, docs, seed);
+  for (const std::vector<float>* x : {&run.lse, &run.dq, &run.dk, &run.dv})
+    run.out.insert(run.out.end(), x->begin(), x->end());
+  return run.out;
+}
+
+class AttentionDocuments : public ::testing::TestWithParam<PackedRows> {};
+
+TEST_P(AttentionDocuments, ForwardMatchesNaive) {
+  const PackedRows& p = GetParam();
+  expect_forward_matches_naive(p.s, p.docs(), p.document, 21);
+}
+
+TEST_P(AttentionDocuments, BackwardMatchesFiniteDifferences) {
+  const PackedRows& p = GetParam();
+  expect_backward_matches_finite_differences(p.s, p.docs(), p.document, 24);
+}
+
+// One-token documents (alone, in runs, first and last), documents inside one 64-query tile, one crossing several
+// tiles, a tile whose queries start a new document after keys of an older one, windows shorter and longer than the
+// documents, GQA, and rows of one document beside packed ones.
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, AttentionDocuments,
+    ::testing::Values(PackedRows({1, 7, 2, 2, 4, 0}, {{1, 1, 3, 1, 1}}),
+                      PackedRows({1, 150, 2, 1, 8, 0}, {{1, 60, 5, 1, 83}}),
+                      PackedRows({1, 200, 2, 1, 4, 30}, {{70, 1, 1, 1, 127}}),
+                      PackedRows({1, 131, 2, 2, 8, 70}, {{130, 1}}),
+                      PackedRows({2, 90, 2, 1, 8, 9}, {{10, 20, 30, 29, 1}, {90}})),
+    [](const auto& info) { return "Case" + std::to_string(info.index); });
+
+TEST(AttentionDocuments, OneDocumentPerRowGivesTheBitsOfNoDocuments) {
+  const PackedRows p({2, 150, 4, 2, 8, 40}, {{150}, {150}});
+  EXPECT_EQ(attention_outputs(p.s, p.docs(), 40), attention_outputs(p.s, {}, 40));
+}
+
+TEST(AttentionDocuments, ThreadCountDoesNotChangeBits) {
+  const PackedRows p({2, 200, 4, 2, 8, 30}, {{1, 99, 64, 1, 35}, {130, 70}});
+  omp_set_num_threads(1);
+  const std::vector<float> one = attention_outputs(p.s, p.docs(), 50);
+  omp_set_num_threads(2);
+  EXPECT_EQ(one, attention_outputs(p.s, p.docs(), 50));
+}
+
+// Stage 3's length: a 65,536-token document is the plain causal attention, bit for bit (no T × T mask anywhere).
+TEST(AttentionDocuments, A65536TokenDocumentIsThePlainCausalPath) {
+  const PackedRows p({1, 65536, 1, 1, 16, 0}, {{65536}});
+  EXPECT_EQ(attention_outputs(p.s, p.docs(), 60), attention_outputs(p.s, {}, 60));
+}
 
 // ---- RMSNorm, RoPE, SwiGLU, embedding ---------------------------------------------------------------
 

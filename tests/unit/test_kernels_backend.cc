@@ -136,7 +136,7 @@ std::vector<float> attention_out(Backend& backend, const AttentionShape& s, Prec
   for (size_t i = 0; i < host.size(); i++) host[i] = float(int((i * 2654435761u >> 16) % 2001) - 1000) / 500.0f;
   DeviceArray<float> qkv(backend, host.size()), out(backend, nq), lse(backend, size_t(s.B * s.H * s.T));
   backend.to_device(qkv.data(), host.data(), host.size() * sizeof(float));
-  backend.attention_forward(out.data(), lse.data(), qkv.data(), qkv.data() + nq, qkv.data() + nq + nk, s, p);
+  backend.attention_forward(out.data(), lse.data(), qkv.data(), qkv.data() + nq, qkv.data() + nq + nk, s, {}, p);
   std::vector<float> result(nq);
   backend.to_host(result.data(), out.data(), nq * sizeof(float));
   return result;

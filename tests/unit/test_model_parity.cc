@@ -1,6 +1,7 @@
 // Transformer forward and backward against the independent PyTorch reference (tools/reference): logits, loss and
 // every parameter's gradient on random tiny models (MHA/GQA, windows below and above T, tied/untied,
-// several layer_types patterns, OLMo 2 and Llama variants, B > 1, T not a multiple of the tile size).
+// several layer_types patterns, OLMo 2 and Llama variants, B > 1, T not a multiple of the tile size), and packed
+// rows whose attention keeps documents apart (PackedParity: loss and gradients).
 // The *Cuda variants run the same model code on the CUDA backend against the same goldens; they skip where
 // no GPU is visible.
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "reference_fixtures.h"
 #include "replica/ckpt/safetensors.h"
 #include "replica/core/npy.h"
+#include "replica/model/documents.h"
 #include "replica/model/transformer.h"
 
 namespace replica::model {
@@ -52,7 +54,7 @@ void check_gradients(const Case& c, Precision precision, const std::string& loss
   DeviceArray<float> device_grads(backend, model.table().total());
   nlohmann::json ref = c.json(loss_file);
   const int64_t n_labels = ref["n_labels"].get<int64_t>();
-  const MicroBatch batch{c.ids.data(), c.targets.data(), c.B, c.T};
+  const MicroBatch batch = c.batch();
   LossSums sums = model.forward_backward(OnBackend(backend, c.model.params).data(), device_grads.data(), batch,
                                          1e-5f, 1.0f / float(n_labels));
   const std::vector<float> grads = to_host(backend, device_grads);
@@ -116,7 +118,7 @@ TEST_P(Parity, CudaRerunIsBitwiseIdentical) {
   SKIP_WITHOUT_CUDA();
   Case c(GetParam());
   Backend& cuda = backend_for(Device::cuda);
-  const MicroBatch batch{c.ids.data(), c.targets.data(), c.B, c.T};
+  const MicroBatch batch = c.batch();
   Transformer model(c.model.config, Precision::bf16, Remat::none, cuda);
   const OnBackend params(cuda, c.model.params);
   auto run = [&] {
@@ -132,7 +134,7 @@ TEST_P(Parity, CudaRerunIsBitwiseIdentical) {
 
 // Every recomputation policy gives the gradients (and loss) of keeping everything, bit for bit.
 void check_recomputation(const Case& c, Precision precision, Backend& backend) {
-  const MicroBatch batch{c.ids.data(), c.targets.data(), c.B, c.T};
+  const MicroBatch batch = c.batch();
   const OnBackend params(backend, c.model.params);
   auto run = [&](Remat remat) {
     Transformer model(c.model.config, precision, remat, backend);
@@ -162,6 +164,45 @@ TEST_P(Parity, RecomputationIsBitwiseIdenticalCuda) {
 INSTANTIATE_TEST_SUITE_P(Reference, Parity, ::testing::ValuesIn(fixture_cases()),
                          [](const auto& info) { return info.param; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Parity);
+
+// Packed rows against the reference's document-masked attention (an explicit boolean mask per document): the
+// loss and every gradient, with the bounds of Parity, and bitwise recomputation. (Logits go through
+// forward_logits, which serves unpacked evaluation.)
+class PackedParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PackedParity, LossAndGradientsFp32) {
+  check_gradients(Case(GetParam()), Precision::fp32, "loss.json", "grads.safetensors", 1e-5, 1e-4, cpu_backend());
+}
+
+TEST_P(PackedParity, LossAndGradientsBf16) {
+  check_gradients(Case(GetParam()), Precision::bf16, "loss_bf16.json", "grads_bf16.safetensors", 1e-3, 3e-2,
+                  cpu_backend());
+}
+
+TEST_P(PackedParity, RecomputationIsBitwiseIdentical) {
+  check_recomputation(Case(GetParam()), Precision::fp32, cpu_backend());
+}
+
+TEST_P(PackedParity, LossAndGradientsFp32Cuda) {
+  SKIP_WITHOUT_CUDA();
+  check_gradients(Case(GetParam()), Precision::fp32, "loss.json", "grads.safetensors", 1e-5, 1e-4,
+                  backend_for(Device::cuda));
+}
+
+TEST_P(PackedParity, LossAndGradientsBf16Cuda) {
+  SKIP_WITHOUT_CUDA();
+  check_gradients(Case(GetParam()), Precision::bf16, "loss_bf16.json", "grads_bf16.safetensors", 3e-3, 5e-2,
+                  backend_for(Device::cuda));
+}
+
+TEST_P(PackedParity, RecomputationIsBitwiseIdenticalCuda) {
+  SKIP_WITHOUT_CUDA();
+  check_recomputation(Case(GetParam()), Precision::bf16, backend_for(Device::cuda));
+}
+
+INSTANTIATE_TEST_SUITE_P(Reference, PackedParity, ::testing::ValuesIn(fixture_cases("packed_cases.json")),
+                         [](const auto& info) { return info.param; });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PackedParity);
 
 }  // namespace
 }  // namespace replica::model

@@ -12,6 +12,7 @@
 #include "emulated_device.h"
 #include "scratch_dir.h"
 #include "replica/core/npy.h"
+#include "replica/model/documents.h"
 #include "replica/model/transformer.h"
 #include "replica/model/params.h"
 #include "replica/train/trainer.h"
@@ -61,29 +62,33 @@ TEST(EmulatedDevice, ModelForwardBackwardEqualsTheCpu) {
   std::vector<int32_t> ids(size_t(B * T));
   for (int32_t& id : ids) id = int32_t(rng() % 256);
   const std::vector<int32_t> targets = model::shifted_targets(ids.data(), B, T);
-  const model::MicroBatch batch{ids.data(), targets.data(), B, T};
+  // Unpacked rows, and packed ones, whose document offsets take the upload to the device.
+  const std::vector<int32_t> packed =
+      model::document_offsets(std::vector<std::vector<int32_t>>{{1, 10, 13}, {24}}, T, 0);
+  for (const model::MicroBatch& batch : {model::MicroBatch{ids.data(), targets.data(), B, T},
+                                         model::MicroBatch{ids.data(), targets.data(), B, T, packed}}) {
+    for (Precision precision : {Precision::fp32, Precision::bf16}) {
+      model::Transformer cpu_model(config, precision, model::Remat::none, cpu_backend());
+      std::vector<float> cpu_grads(table.total(), 0.0f);
+      const LossSums cpu = cpu_model.forward_backward(params.data(), cpu_grads.data(), batch, 1e-4f, 0.01f);
+      std::vector<float> cpu_logits(size_t(B * T * 256));
+      cpu_model.forward_logits(params.data(), ids.data(), B, T, cpu_logits.data());
 
-  for (Precision precision : {Precision::fp32, Precision::bf16}) {
-    model::Transformer cpu_model(config, precision, model::Remat::none, cpu_backend());
-    std::vector<float> cpu_grads(table.total(), 0.0f);
-    const LossSums cpu = cpu_model.forward_backward(params.data(), cpu_grads.data(), batch, 1e-4f, 0.01f);
-    std::vector<float> cpu_logits(size_t(B * T * 256));
-    cpu_model.forward_logits(params.data(), ids.data(), B, T, cpu_logits.data());
-
-    EmulatedDevice device;
-    {
-      model::Transformer model(config, precision, model::Remat::block, device);
-      const OnBackend device_params(device, params);
-      DeviceArray<float> grads(device, table.total());
-      const LossSums got = model.forward_backward(device_params.data(), grads.data(), batch, 1e-4f, 0.01f);
-      EXPECT_EQ(got.ce, cpu.ce);
-      EXPECT_EQ(got.z, cpu.z);
-      EXPECT_TRUE(download(device, grads.data(), table.total()) == cpu_grads) << precision_name(precision);
-      std::vector<float> logits(cpu_logits.size());
-      model.forward_logits(device_params.data(), ids.data(), B, T, logits.data());
-      EXPECT_TRUE(logits == cpu_logits) << precision_name(precision);
+      EmulatedDevice device;
+      {
+        model::Transformer model(config, precision, model::Remat::block, device);
+        const OnBackend device_params(device, params);
+        DeviceArray<float> grads(device, table.total());
+        const LossSums got = model.forward_backward(device_params.data(), grads.data(), batch, 1e-4f, 0.01f);
+        EXPECT_EQ(got.ce, cpu.ce);
+        EXPECT_EQ(got.z, cpu.z);
+        EXPECT_TRUE(download(device, grads.data(), table.total()) == cpu_grads) << precision_name(precision);
+        std::vector<float> logits(cpu_logits.size());
+        model.forward_logits(device_params.data(), ids.data(), B, T, logits.data());
+        EXPECT_TRUE(logits == cpu_logits) << precision_name(precision);
+      }
+      EXPECT_EQ(device.live_allocations(), 0u);  // everything the model allocated was released
     }
-    EXPECT_EQ(device.live_allocations(), 0u);  // everything the model allocated was released
   }
 }
 

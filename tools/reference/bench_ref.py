@@ -43,10 +43,10 @@ def onednn_linear(x, w, precision="fp32"):
     return y.reshape(*x.shape[:-1], w.shape[0])
 
 
-def onednn_attend(q, k, v, window):
+def onednn_attend(q, k, v, window, doc_lens=None):
     """ref.attend with the two fp32 matmuls per (batch, head) on oneDNN; same mask and fp32 softmax."""
-    if q.dtype != torch.float32:
-        return ORIG_ATTEND(q, k, v, window)
+    if q.dtype != torch.float32 or doc_lens is not None:  # packed rows: the reference's own masks
+        return ORIG_ATTEND(q, k, v, window, doc_lens)
     B, H, T, D = q.shape
     K = k.shape[1]
     mask = ref.attention_mask(T, window)
@@ -67,7 +67,9 @@ ORIG_ROPE = ref.rope_cos_sin
 # On a GPU, what a PyTorch user runs: F.scaled_dot_product_attention (fused kernels; the sliding window as a
 # boolean mask, which rules out the FlashAttention backend but not the memory-efficient one) and GQA without
 # copies. The reference's explicit [B, H, T, T] attention would not fit at T = 8192.
-def sdpa_attend(q, k, v, window):
+def sdpa_attend(q, k, v, window, doc_lens=None):
+    if doc_lens is not None:
+        raise ValueError("bench_ref: the SDPA path has no packed documents")
     T = q.shape[2]
     i = torch.arange(T, device=q.device)[:, None]
     j = torch.arange(T, device=q.device)[None, :]

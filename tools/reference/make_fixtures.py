@@ -3,7 +3,8 @@
 
 usage: /usr/bin/python3 tools/reference/make_fixtures.py --out DIR
 Writes DIR/<case>/{config.json, model.safetensors, tokens.npy, logits_fp32.npy, logits_bf16.npy,
-loss.json, loss_bf16.json, grads.safetensors, grads_bf16.safetensors, greedy.json} and DIR/cases.json.
+loss.json, loss_bf16.json, grads.safetensors, grads_bf16.safetensors, greedy.json} and DIR/cases.json; the packed
+cases (intra-document masking) also doc_lens.json, and are listed in DIR/packed_cases.json.
 Deterministic and idempotent; prints one summary line.
 """
 
@@ -60,6 +61,28 @@ CASES = {
     "llama": (dict(model_type="llama", architectures=["LlamaForCausalLM"], vocab_size=90, hidden_size=32,
                    num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2, rms_norm_eps=1e-5,
                    rope_theta=10000.0), 2, 29, 9),
+}
+
+def random_documents(T: int, seed: int, cuts: int) -> list:
+    """Document lengths of one row of T tokens cut at `cuts` random distinct points (so some may be one token)."""
+    g = torch.Generator().manual_seed(seed)
+    points = sorted((torch.randperm(T - 1, generator=g)[:cuts] + 1).tolist())
+    return [b - a for a, b in zip([0] + points, points + [T])]
+
+
+# Packed rows (intra-document masking, stage3.md §3): name: (config overrides, each row's document lengths, seed);
+# B is the number of rows, T their common sum. Labels stay the shifted ids: the EOS of a document predicts the
+# next document's first token (§3.4); attention keeps the documents apart, RoPE positions stay global.
+PACKED_CASES = {
+    # one-token documents first, in a run and last; a document crossing the 64-query tiles; sliding and full
+    # layers with W = 12 < most documents; GQA; a second row of random cut points and a third of one document
+    "packed_sliding_gqa": (dict(vocab_size=96, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                num_hidden_layers=2, sliding_window=12, layer_types=[S, F]),
+                           [[1, 1, 90, 5, 1, 1, 51], random_documents(150, 12, 9), [150]], 10),
+    # every layer full, documents shorter and longer than a tile, a row of random cut points, tied embeddings
+    "packed_full_tied": (dict(vocab_size=64, hidden_size=32, num_attention_heads=4, num_key_value_heads=4,
+                              num_hidden_layers=2, sliding_window=8, layer_types=[F, F],
+                              tie_word_embeddings=True), [[40, 1, 66, 23], random_documents(130, 13, 5)], 11),
 }
 
 
@@ -132,10 +155,10 @@ def make_config(overrides: dict) -> dict:
     return c
 
 
-def run(params, cfg, ids, dtype, precision):
+def run(params, cfg, ids, dtype, precision, doc_lens=None):
     """Forward + backward; returns logits (float32 numpy), loss dict, grads (float32 tensors)."""
     p = ref.leaf_params(params, dtype)
-    logits = ref.forward(p, cfg, ids, precision)
+    logits = ref.forward(p, cfg, ids, precision, doc_lens)
     total, ce, z = ref.loss(logits, ids, Z_LOSS)
     total.backward()
     n = ids.shape[0] * (ids.shape[1] - 1)
@@ -159,7 +182,7 @@ def write_npy(path, arr):
     os.replace(tmp, path)
 
 
-def make_case(out_dir, name, config, B, T, seed):
+def make_case(out_dir, name, config, B, T, seed, doc_lens=None):
     cfg = ref.load_config(config)
     params = ref.init_params(cfg, seed, std=FIXTURE_STD, norm_jitter=0.1)
     g = torch.Generator().manual_seed(1000 + seed)
@@ -168,9 +191,11 @@ def make_case(out_dir, name, config, B, T, seed):
     d = os.path.join(out_dir, name)
     ref.save_hf(d, config, params, "F32")
     write_npy(os.path.join(d, "tokens.npy"), ids.numpy())
+    if doc_lens is not None:
+        write_json(os.path.join(d, "doc_lens.json"), doc_lens)
 
     # fp32 goldens: the same code in float64 on the float32 weights, stored as float32
-    logits, losses, grads = run(params, cfg, ids, torch.float64, "fp32")
+    logits, losses, grads = run(params, cfg, ids, torch.float64, "fp32", doc_lens)
     write_npy(os.path.join(d, "logits_fp32.npy"), logits)
     write_json(os.path.join(d, "loss.json"), losses)
     ref.save_safetensors(os.path.join(d, "grads.safetensors"), grads, "F32")
@@ -182,7 +207,7 @@ def make_case(out_dir, name, config, B, T, seed):
     write_json(os.path.join(d, "greedy.json"), {"prompt": prompt, "ids": new_ids, "min_margin": min(margins)})
 
     # bf16 goldens: computed in float32, matmul operands rounded to bf16 (forward and backward)
-    logits, losses, grads = run(params, cfg, ids, torch.float32, "bf16")
+    logits, losses, grads = run(params, cfg, ids, torch.float32, "bf16", doc_lens)
     write_npy(os.path.join(d, "logits_bf16.npy"), logits)
     write_json(os.path.join(d, "loss_bf16.json"), losses)
     ref.save_safetensors(os.path.join(d, "grads_bf16.safetensors"), grads, "F32")
@@ -199,9 +224,12 @@ def main():
         make_case(args.out, name, make_config(overrides), B, T, seed)
     for name, (changes, B, T, seed) in RELEASED_CASES.items():
         make_case(args.out, name, dict(RELEASED_7B, **changes), B, T, seed)
+    for name, (overrides, doc_lens, seed) in PACKED_CASES.items():
+        make_case(args.out, name, make_config(overrides), len(doc_lens), sum(doc_lens[0]), seed, doc_lens)
+    write_json(os.path.join(args.out, "packed_cases.json"), list(PACKED_CASES))
     names = list(CASES) + list(RELEASED_CASES)
-    write_json(os.path.join(args.out, "cases.json"), names)
-    print(f"make_fixtures: {len(names)} cases written to {args.out} in {time.time() - t0:.1f} s")
+    write_json(os.path.join(args.out, "cases.json"), names)  # last: the build's output, once all exist
+    print(f"make_fixtures: {len(names) + len(PACKED_CASES)} cases written to {args.out} in {time.time() - t0:.1f} s")
 
 
 if __name__ == "__main__":

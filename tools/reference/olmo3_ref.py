@@ -337,21 +337,36 @@ def attention_mask(T: int, window: Optional[int]) -> torch.Tensor:
     return visible
 
 
-def attend(q, k, v, window: Optional[int]) -> torch.Tensor:
+def document_mask(doc_lens: List[int]) -> torch.Tensor:
+    """bool [T, T] of one packed row: key j is visible to query i iff both lie in the same document.
+
+    doc_lens are the row's document lengths in order (summing to T; a padding tail is one more document), as
+    OLMo-core's doc_lens and flash-attn's varlen cu_seqlens describe a packed instance (stage3.md §3.1-3.2).
+    """
+    document = torch.repeat_interleave(torch.arange(len(doc_lens)), torch.tensor(doc_lens))
+    return document[:, None] == document[None, :]
+
+
+def attend(q, k, v, window: Optional[int], doc_lens: Optional[List[List[int]]] = None) -> torch.Tensor:
     """Causal (optionally sliding) attention. q [B,H,T,D], k/v [B,K,T,D] -> [B,H,T,D].
 
-    Query head h uses kv head h // (H/K). Scores are scaled by 1/sqrt(D); softmax in fp32.
+    Query head h uses kv head h // (H/K). Scores are scaled by 1/sqrt(D); softmax in fp32. With doc_lens (each
+    row's document lengths), a query also sees only keys of its own document: the causal/window mask and the
+    row's document mask together.
     """
-    H, K, T, D = q.shape[1], k.shape[1], q.shape[2], q.shape[3]
+    B, H, K, T, D = q.shape[0], q.shape[1], k.shape[1], q.shape[2], q.shape[3]
     k = k.repeat_interleave(H // K, dim=1)
     v = v.repeat_interleave(H // K, dim=1)
     scores = _acc(torch.matmul(q, k.transpose(-1, -2))) * (D ** -0.5)  # [B,H,T,T]
-    scores = scores.masked_fill(~attention_mask(T, window), float("-inf"))
+    visible = attention_mask(T, window).expand(B, 1, T, T)
+    if doc_lens is not None:
+        visible = visible & torch.stack([document_mask(row) for row in doc_lens])[:, None]
+    scores = scores.masked_fill(~visible, float("-inf"))
     probs = torch.softmax(scores, dim=-1)
     return torch.matmul(probs.to(v.dtype), v)
 
 
-def self_attention(x, p: Params, pre: str, cfg: Config, cos, sin, window, precision):
+def self_attention(x, p: Params, pre: str, cfg: Config, cos, sin, window, precision, doc_lens=None):
     B, T, _ = x.shape
     H, K, D = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
     q = linear(x, p[pre + "q_proj.weight"], precision)  # [B,T,H*D]
@@ -364,7 +379,7 @@ def self_attention(x, p: Params, pre: str, cfg: Config, cos, sin, window, precis
     k = k.view(B, T, K, D).transpose(1, 2)
     v = v.view(B, T, K, D).transpose(1, 2)
     q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-    y = attend(q, k, v, window).transpose(1, 2).reshape(B, T, H * D)
+    y = attend(q, k, v, window, doc_lens).transpose(1, 2).reshape(B, T, H * D)
     return linear(y, p[pre + "o_proj.weight"], precision)
 
 
@@ -378,11 +393,13 @@ def mlp(x, p: Params, pre: str, precision):
 # Model and loss
 
 
-def forward(params: Params, cfg: Config, ids: torch.Tensor, precision: str = "fp32") -> torch.Tensor:
+def forward(params: Params, cfg: Config, ids: torch.Tensor, precision: str = "fp32",
+            doc_lens: Optional[List[List[int]]] = None) -> torch.Tensor:
     """ids int64 [B, T] -> logits [B, T, V] in the parameters' dtype (float32 or float64).
 
     precision "fp32": plain; "bf16": every linear (q/k/v/o, gate/up/down, LM head) rounds its two
-    operands to bf16 and accumulates in fp32; everything else stays fp32.
+    operands to bf16 and accumulates in fp32; everything else stays fp32. doc_lens: packed rows' document
+    lengths (attend); RoPE positions stay global, 0 … T-1 over the whole row (stage3.md §3.3).
     """
     p, eps = params, cfg.rms_norm_eps
     T = ids.shape[1]
@@ -394,13 +411,13 @@ def forward(params: Params, cfg: Config, ids: torch.Tensor, precision: str = "fp
         w = cfg.window(i)
         cos, sin = scaled if cfg.yarn_layer(i) else plain
         if cfg.reordered_norm:  # h = x + norm(attn(x)); out = h + norm(mlp(h))
-            a = self_attention(x, p, pre + "self_attn.", cfg, cos, sin, w, precision)
+            a = self_attention(x, p, pre + "self_attn.", cfg, cos, sin, w, precision, doc_lens)
             h = x + rms_norm(a, p[pre + "post_attention_layernorm.weight"], eps)
             m = mlp(h, p, pre + "mlp.", precision)
             x = h + rms_norm(m, p[pre + "post_feedforward_layernorm.weight"], eps)
         else:  # llama pre-norm: h = x + attn(norm(x)); out = h + mlp(norm(h))
             a_in = rms_norm(x, p[pre + "input_layernorm.weight"], eps)
-            h = x + self_attention(a_in, p, pre + "self_attn.", cfg, cos, sin, w, precision)
+            h = x + self_attention(a_in, p, pre + "self_attn.", cfg, cos, sin, w, precision, doc_lens)
             m_in = rms_norm(h, p[pre + "post_attention_layernorm.weight"], eps)
             x = h + mlp(m_in, p, pre + "mlp.", precision)
     x = rms_norm(x, p["model.norm.weight"], eps)

@@ -292,6 +292,25 @@ def expand_kv(params, cfg):
     return out
 
 
+def test_document_masked_attention_is_each_document_alone():
+    """A packed row attends like its documents run one by one (the definition of intra-document masking),
+    with and without a window, including one-token documents."""
+    g = torch.Generator().manual_seed(4)
+    B, H, K, T, D = 2, 4, 2, 12, 8
+    q, k, v = (torch.randn(B, n, T, D, generator=g, dtype=F64) for n in (H, K, K))
+    doc_lens = [[1, 5, 1, 1, 4], [12]]
+    for window in (None, 3):
+        packed = ref.attend(q, k, v, window, doc_lens)
+        for b, lens in enumerate(doc_lens):
+            start = 0
+            for n in lens:
+                s = slice(start, start + n)
+                alone = ref.attend(q[b:b + 1, :, s], k[b:b + 1, :, s], v[b:b + 1, :, s], window)
+                diff = (packed[b:b + 1, :, s] - alone).abs().max()
+                check(diff < 1e-12, f"document [{start}, {start + n}) of row {b}, window {window}: {diff}")
+                start += n
+
+
 def test_gqa_equals_expanded_mha():
     for kw in (dict(num_key_value_heads=2), dict(num_key_value_heads=1), dict(model_type="llama")):
         cfg, params = model(**kw)

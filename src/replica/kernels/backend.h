@@ -79,12 +79,13 @@ class Backend {
   // Before any call, as automatic.
   virtual AttentionKernel use_attention(AttentionKernel wanted) = 0;
   // `precision` lets a backend run the attention products in bf16 on tensor cores (the kernel use_attention
-  // chose, for the head sizes it has; fp32 otherwise); the CPU is always fp32.
+  // chose, for the head sizes it has; fp32 otherwise); the CPU is always fp32. `docs`: the packed rows'
+  // documents (backend memory), or none.
   virtual void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                                 const AttentionShape& s, Precision precision) = 0;
+                                 const AttentionShape& s, const DocumentOffsets& docs, Precision precision) = 0;
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
                                   const float* lse, const float* q, const float* k, const float* v,
-                                  const AttentionShape& s, Precision precision) = 0;
+                                  const AttentionShape& s, const DocumentOffsets& docs, Precision precision) = 0;
   virtual void swiglu_forward(float* s, const float* g, const float* u, int64_t n) = 0;
   virtual void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u,
                                int64_t n) = 0;

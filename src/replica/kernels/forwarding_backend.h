@@ -85,15 +85,15 @@ class ForwardingBackend : public Backend {
   }
   AttentionKernel use_attention(AttentionKernel wanted) override { return inner_.use_attention(wanted); }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                         const AttentionShape& s, Precision p) override {
+                         const AttentionShape& s, const DocumentOffsets& docs, Precision p) override {
     Call call(*this, [&] { return fmt::format("attention_forward W={}", s.window); });
-    inner_.attention_forward(out, lse, q, k, v, s, p);
+    inner_.attention_forward(out, lse, q, k, v, s, docs, p);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           const float* q, const float* k, const float* v, const AttentionShape& s,
-                          Precision p) override {
+                          const DocumentOffsets& docs, Precision p) override {
     Call call(*this, [&] { return fmt::format("attention_backward W={}", s.window); });
-    inner_.attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, p);
+    inner_.attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, docs, p);
   }
   void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
     Call call(*this, "swiglu_forward");

@@ -33,7 +33,8 @@ struct WeightRef {
 };
 
 // Attention over q [B, T, H, D] and k, v [B, T, K, D]; query i sees keys max(0, i − window + 1) ≤ j ≤ i
-// (window 0: full causal); query head h reads KV head h / (H / K).
+// (window 0: full causal; with DocumentOffsets, below, only keys of i's own document); query head h reads KV
+// head h / (H / K).
 struct AttentionShape {
   int64_t B, T, H, K, D, window;
 };
@@ -46,6 +47,16 @@ struct CachedAttentionShape {
   int64_t n, position;  // new queries (and keys), and the position of the first
   int64_t H, K, D, window;
   int64_t capacity;  // slots of the cache: at least min(p, W) (sliding, W > 0) or p (full)
+};
+
+// The documents of packed rows, as flash-attn's varlen cu_seqlens: cumulative offsets into the B·T tokens,
+// offsets[0] = 0 < offsets[1] < … < offsets[count] = B·T, with every row start (a multiple of T) among them, so no
+// document crosses rows (a row's padding tail is a document of its own). A query then sees only the keys of its
+// own document, intersected with the window; positions stay global. The offsets are in backend memory. None
+// (count 0): each row is one document, the attention of every unpacked batch, bit for bit.
+struct DocumentOffsets {
+  const int32_t* offsets = nullptr;  // [count + 1]
+  int64_t count = 0;                 // documents over the batch
 };
 
 // Floats per partial sum of the gradient norm: the blocks fix the summation order on every backend and for

@@ -9,6 +9,7 @@
 
 #include "replica/core/error.h"
 #include "replica/model/activations.h"
+#include "replica/model/documents.h"
 
 namespace replica::model {
 
@@ -35,8 +36,18 @@ Transformer::Transformer(ModelConfig config, Precision precision, Remat remat, B
 
 Transformer::~Transformer() = default;
 
-void Transformer::prepare(int64_t B, int64_t T, bool for_training) {
+void Transformer::prepare(int64_t B, int64_t T, bool for_training, std::span<const int32_t> doc_offsets) {
   check(T <= config_.max_seq_len, "sequence length {} exceeds max_position_embeddings {}", T, config_.max_seq_len);
+  check_document_offsets(doc_offsets, B, T);
+  docs_ = {};
+  if (!doc_offsets.empty()) {
+    docs_ = {doc_offsets.data(), int64_t(doc_offsets.size()) - 1};
+    if (!be_.host_memory()) {  // room for the most documents [B, T] can hold, so a later micro-batch fits too
+      if (doc_offsets_.size() < doc_offsets.size()) doc_offsets_ = DeviceArray<int32_t>(be_, size_t(B * T + 1));
+      be_.to_device(doc_offsets_.data(), doc_offsets.data(), doc_offsets.size_bytes());
+      docs_.offsets = doc_offsets_.data();
+    }
+  }
   const ActivationShape shape(config_, B, T, remat_, precision_, for_training);
   if (ws_ && ws_->shape.serves(shape)) return;
   ws_.reset();  // the old buffers go before the new ones come
@@ -131,7 +142,7 @@ void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer,
   const AttentionOut att = attention_out(layer, a);
   // A kept attention output is what this call would compute again, bit for bit.
   if (!(recompute && remat_ == Remat::keep_attention))
-    be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, p);
+    be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, docs_, p);
   be_.linear_forward(a.ao.data(), rounded(att.att, a.att16.data(), size_t(N * HD)), P.matrix(o.wo), N, C, HD, p);
   branch_norm_out(P, norm, a.h.data(), x, a.ao.data());
 }
@@ -153,7 +164,7 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
   be_.linear_backward_weight(G(o.wo), dao16, {att.att, a.att16.data()}, N, C, HD, p);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
-                         a.kr.data(), a.v.data(), shape, p);
+                         a.kr.data(), a.v.data(), shape, docs_, p);
   const RopeBuffers& rope = rope_table(layer);
   be_.rope_backward(w.dqr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
   be_.rope_backward(w.dkr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
@@ -277,7 +288,7 @@ LossSums Transformer::forward_backward(const float* P, float* grads, const Micro
 
 LossSums Transformer::forward_backward(WeightSource& weights, GradientSink& sink, const MicroBatch& batch, float z_coef,
                                  float grad_scale) {
-  prepare(batch.B, batch.T, true);
+  prepare(batch.B, batch.T, true, batch.doc_offsets);
   Workspace& w = *ws_;
   const ModelConfig& c = config_;
   const int64_t N = batch.B * batch.T, C = c.d_model;
@@ -318,7 +329,7 @@ LossSums Transformer::forward_loss(const float* P, const MicroBatch& batch, floa
 }
 
 LossSums Transformer::forward_loss(WeightSource& weights, const MicroBatch& batch, float z_coef) {
-  prepare(batch.B, batch.T, false);
+  prepare(batch.B, batch.T, false, batch.doc_offsets);
   forward_blocks(weights, batch.ids, false);
   const ParamTable::Range head_range = table_.head_range();
   const LossSums sums = head_loss(weights, acquire(weights, head_range), batch.targets, z_coef, nullptr);
@@ -327,7 +338,7 @@ LossSums Transformer::forward_loss(WeightSource& weights, const MicroBatch& batc
 }
 
 void Transformer::forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T) {
-  prepare(B, T, false);
+  prepare(B, T, false, {});
   forward_blocks(weights, ids, false);
   final_norm(acquire(weights, table_.head_range()));
   weights.release(table_.head_range());

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "replica/kernels/backend.h"
@@ -24,11 +25,13 @@ enum class Remat { none, block, keep_attention };
 Remat parse_remat(const std::string& text);
 const char* remat_name(Remat remat);
 
-// One micro-batch: ids and targets are [B, T]; a target of kIgnoreLabel has no loss.
+// One micro-batch: ids and targets are [B, T]; a target of kIgnoreLabel has no loss. doc_offsets: the packed rows'
+// documents (model/documents.h, host memory), which attention keeps apart; empty: each row is one document.
 struct MicroBatch {
   const int32_t* ids;
   const int32_t* targets;
   int64_t B, T;
+  std::span<const int32_t> doc_offsets = {};
 };
 
 // OLMo-core labels: targets[t] = ids[t + 1] within each instance; the last position has no label.
@@ -88,7 +91,9 @@ class Transformer {
   struct ActivationShape;
   struct BlockActs;
   struct Workspace;
-  void prepare(int64_t B, int64_t T, bool for_training);
+  // Sizes the activations for [B, T] and puts the micro-batch's documents (`doc_offsets`, checked) where every
+  // attention call of this pass reads them (docs_).
+  void prepare(int64_t B, int64_t T, bool for_training, std::span<const int32_t> doc_offsets);
   void check_ids(const int32_t* ids, int64_t n) const;
   // An activation as a GEMM operand: in bf16, rounded once into x16 (n values) for every product that reads it.
   WeightRef rounded(const float* x, bf16* x16, size_t n);
@@ -159,6 +164,8 @@ class Transformer {
   Backend& be_;
   std::unique_ptr<Workspace> ws_;
   WholeWeights whole_;  // whole_weights(): the last whole buffer passed in
+  DocumentOffsets docs_;              // the documents of the pass in progress (backend memory), or none
+  DeviceArray<int32_t> doc_offsets_;  // their copy on a backend whose memory the host cannot read
 };
 
 }  // namespace replica::model

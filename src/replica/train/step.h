@@ -37,6 +37,12 @@ struct StepConfig {
 // The recipe's step settings: data sizes, precision, remat, sharding, optimizer, schedule, skip-step and loss.
 StepConfig step_config(const Recipe& recipe);
 
+// The labels of `batch`, [rows, seq_len], before the instance filter (OLMo-core's get_labels): each row's ids shifted
+// left, the last position without one. In packed rows (doc_lens) the positions whose next token is padding (the
+// row's last document when it is all data::kDolma2Pad) have none either, while the EOS that ends a document keeps
+// the next document's first token (stage3.md §3.4).
+std::vector<int32_t> step_targets(const data::Batch& batch);
+
 // What one step did. Losses are global-batch means over the labels the batch has without the instance filter.
 struct StepResult {
   double ce = 0, z_loss = 0;  // z_loss: coefficient × mean logsumexp²
@@ -57,10 +63,11 @@ class TrainStep {
   StepResult run(const data::Batch& batch, int64_t step);
 
   // The two halves of a step (OLMo-core's train_batch and optim_step), public for benchmarks. gradients: `batch` is
-  // this rank's G / W rows in micro-batch order (DataLoader::batch with the micro-batch size); targets are the shifted
-  // ids, instances the filter masks keep no labels, and the loss is scaled by 1 / (G (T - 1)) as OLMo-core does (the
-  // labels without the filter); returns the loss sums over every rank's micro-batches. update: the clip, the
-  // skip-step rule and the optimizer with the scheduled LR.
+  // this rank's G / W rows in micro-batch order (DataLoader::batch with the micro-batch size); targets are
+  // step_targets, instances the filter masks keep no labels, packed rows' attention keeps their documents apart, and
+  // the loss is OLMo-core's (unpacked: the mean over G (T - 1) labels, the labels without the filter; step.cc);
+  // returns the loss sums over every rank's micro-batches. update (after gradients, whose label count it divides
+  // by): the clip, the skip-step rule and the optimizer with the scheduled LR.
   LossSums gradients(const data::Batch& batch);
   StepResult update(const LossSums& sums, int64_t step);
 
@@ -80,6 +87,8 @@ class TrainStep {
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::SkipStep skip_step_;
   std::vector<int32_t> targets_;
+  std::vector<std::vector<int32_t>> doc_offsets_;  // per local micro-batch (model/documents.h); empty unpacked
+  double loss_denominator_ = 0;                    // the last gradients()' labels over every rank (step.cc)
 };
 
 }  // namespace replica::train

@@ -20,8 +20,18 @@ constexpr int64_t BK = 64;                // keys per tile (4 vectors)
 constexpr int64_t NV = BK / simd::kWidth;  // vectors per key row
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// First key visible to query i.
-inline int64_t first_key(int64_t i, int64_t window) { return window > 0 ? std::max<int64_t>(0, i - window + 1) : 0; }
+// The first key each query of the batch sees, [B·T]: the window's first, and with documents none before the start
+// of the query's own document. Non-decreasing along a row, so a query tile's first row bounds the keys it visits.
+std::vector<int64_t> first_keys(const AttentionShape& s, const DocumentOffsets& docs) {
+  std::vector<int64_t> first(size_t(s.B * s.T));
+  int64_t doc = 0;  // the document holding token n
+  for (int64_t n = 0; n < s.B * s.T; n++) {
+    while (doc < docs.count && docs.offsets[doc + 1] <= n) doc++;
+    const int64_t i = n % s.T, start = docs.count > 0 ? docs.offsets[doc] - (n - i) : 0;
+    first[size_t(n)] = std::max(start, s.window > 0 ? i - s.window + 1 : int64_t(0));
+  }
+  return first;
+}
 
 // S[r, 0:BK] = Σ_d A[r, d] · BT[d, 0:BK] for r < rows. Four rows at a time share each BT load.
 void scores_kernel(float* S, const float* A, const float* BT, int64_t rows, int64_t D) {
@@ -124,10 +134,11 @@ void mask_row(float* s, int64_t lo, int64_t hi) {
 }  // namespace
 
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                       const AttentionShape& s) {
+                       const AttentionShape& s, const DocumentOffsets& docs) {
   const int64_t T = s.T, H = s.H, K = s.K, D = s.D, group = H / K;
   const int64_t q_tiles = (T + BQ - 1) / BQ;
   const float scale = 1.0f / std::sqrt(float(D));
+  const std::vector<int64_t> first = first_keys(s, docs);
 
 #pragma omp parallel
   {
@@ -139,12 +150,13 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
           const int64_t g = h / group, i0 = qt * BQ, nq = std::min(BQ, T - i0);
           const float* kb = k + b * T * K * D;
           const float* vb = v + b * T * K * D;
+          const int64_t* first_b = first.data() + b * T;
           load_tile(Q.data(), nullptr, q + b * T * H * D, i0, nq, H, h, D, scale);
           std::fill(acc.begin(), acc.end(), 0.0f);
           std::fill(m.begin(), m.end(), kNegInf);
           std::fill(l.begin(), l.end(), 0.0f);
 
-          for (int64_t j0 = first_key(i0, s.window); j0 < i0 + nq; j0 += BK) {
+          for (int64_t j0 = first_b[i0]; j0 < i0 + nq; j0 += BK) {
             const int64_t nk = std::min(BK, i0 + nq - j0);
             load_tile(nullptr, KT.data(), kb, j0, nk, K, g, D, 1.0f);
             load_tile(V.data(), nullptr, vb, j0, nk, K, g, D, 1.0f);
@@ -153,11 +165,14 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
             for (int64_t r = 0; r < nq; r++) {
               const int64_t i = i0 + r;
               float* srow = S.data() + r * BK;
-              mask_row(srow, std::max(first_key(i, s.window), j0) - j0, std::min(i + 1, j0 + nk) - j0);
+              mask_row(srow, std::max(first_b[i], j0) - j0, std::min(i + 1, j0 + nk) - j0);
               f16v row_max = simd::load(srow);
               for (int64_t c = 1; c < NV; c++) row_max = simd::max(row_max, simd::load(srow + c * simd::kWidth));
               const float m_new = std::max(m[r], simd::max(row_max));
-              if (m_new == kNegInf) continue;  // no visible key of this row yet
+              if (m_new == kNegInf) {  // no visible key of this row yet (its document starts after this tile)
+                std::fill_n(srow, BK, 0.0f);
+                continue;
+              }
               f16v sum = {};
               for (int64_t c = 0; c < NV; c++) {
                 const f16v p = simd::exp(simd::load(srow + c * simd::kWidth) - m_new);
@@ -182,9 +197,11 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
 }
 
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
-                        const float* q, const float* k, const float* v, const AttentionShape& s) {
+                        const float* q, const float* k, const float* v, const AttentionShape& s,
+                        const DocumentOffsets& docs) {
   const int64_t B = s.B, T = s.T, H = s.H, K = s.K, D = s.D, group = H / K;
   const float scale = 1.0f / std::sqrt(float(D));
+  const std::vector<int64_t> first = first_keys(s, docs);
   // With GQA each query head writes its own dk/dv slice, summed over the group below.
   std::vector<float> dk_heads, dv_heads;
   if (group > 1) {
@@ -206,6 +223,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
         const float* vb = v + b * T * K * D;
         const float* ob = out + b * T * H * D;
         const float* lse_bh = lse + (b * H + h) * T;
+        const int64_t* first_b = first.data() + b * T;
         std::fill(dK.begin(), dK.end(), 0.0f);
         std::fill(dV.begin(), dV.end(), 0.0f);
 
@@ -221,7 +239,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           }
           std::fill(dQ.begin(), dQ.end(), 0.0f);
 
-          for (int64_t j0 = first_key(i0, s.window); j0 < i0 + nq; j0 += BK) {
+          for (int64_t j0 = first_b[i0]; j0 < i0 + nq; j0 += BK) {
             const int64_t nk = std::min(BK, i0 + nq - j0);
             load_tile(Kr.data(), KT.data(), kb, j0, nk, K, g, D, 1.0f);
             load_tile(nullptr, VT.data(), vb, j0, nk, K, g, D, 1.0f);
@@ -231,7 +249,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
               const int64_t i = i0 + r;
               float* p = P.data() + r * BK;
               float* ds = dS.data() + r * BK;
-              mask_row(p, std::max(first_key(i, s.window), j0) - j0, std::min(i + 1, j0 + nk) - j0);
+              mask_row(p, std::max(first_b[i], j0) - j0, std::min(i + 1, j0 + nk) - j0);
               for (int64_t c = 0; c < NV; c++) {
                 const f16v pc = simd::exp(simd::load(p + c * simd::kWidth) - lse_bh[i]);
                 simd::store(p + c * simd::kWidth, pc);

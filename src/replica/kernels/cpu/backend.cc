@@ -83,13 +83,13 @@ class CpuBackend final : public Backend {
     return AttentionKernel::fp32;
   }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                         const AttentionShape& s, Precision) override {
-    cpu::attention_forward(out, lse, q, k, v, s);
+                         const AttentionShape& s, const DocumentOffsets& docs, Precision) override {
+    cpu::attention_forward(out, lse, q, k, v, s, docs);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           const float* q, const float* k, const float* v, const AttentionShape& s,
-                          Precision) override {
-    cpu::attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s);
+                          const DocumentOffsets& docs, Precision) override {
+    cpu::attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, docs);
   }
   void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
     cpu::swiglu_forward(s, g, u, n);

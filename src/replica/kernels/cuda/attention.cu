@@ -11,19 +11,24 @@
 #include <stdexcept>
 
 #include "replica/kernels/cuda/attention.h"
+#include "replica/kernels/cuda/attention_mask.cuh"
 #include "replica/kernels/cuda/common.cuh"
 
 namespace replica::cuda {
 
 namespace {
 
+using attention_mask::RowMask;
+using attention_mask::visible_from;
+
 constexpr int kTile = 32;      // queries per query tile and keys per key tile
 constexpr int kThreads = 128;  // threads per block
 constexpr int kMaxD = 256;
 
-// First key visible to query i.
-__device__ inline int64_t first_key(int64_t i, int64_t window) { return window > 0 ? max(int64_t(0), i - window + 1) : 0; }
-__device__ inline bool visible(int64_t i, int64_t j, int64_t window) { return j <= i && j >= first_key(i, window); }
+// first[r] = the first key query t0 + r sees, for the rows of a tile.
+__device__ void load_first_keys(int64_t* first, const RowMask& row_mask, int64_t t0) {
+  if (threadIdx.x < kTile) first[threadIdx.x] = row_mask.first_key(t0 + threadIdx.x);
+}
 
 // Copies rows [t0, t0 + n) of head `head` of x [T, heads, D] (offset to the batch) into tile[kTile][ld]
 // times `scale`; rows ≥ n are zeroed.
@@ -45,9 +50,11 @@ __device__ inline float dot(const float* a, const float* b, int64_t D) {
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(float* out, float* lse, const float* q,
                                                                      const float* k, const float* v, int64_t T,
                                                                      int64_t H, int64_t K, int64_t D, int64_t window,
-                                                                     float scale) {
+                                                                     DocumentOffsets docs, float scale) {
   float* smem = reinterpret_cast<float*>(dynamic_shared_memory());
+  __shared__ int64_t first[kTile];  // the first key each query row sees
   const int64_t i0 = int64_t(blockIdx.x) * kTile, h = blockIdx.y, b = blockIdx.z, g = h / (H / K);
+  const RowMask row_mask(T, window, docs, b);
   const int64_t nq = min(int64_t(kTile), T - i0);
   const int ldk = int(D) + 1, lds = kTile + 1;
   float* Qs = smem;
@@ -62,13 +69,14 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(float* out,
   const float* vb = v + b * T * K * D;
 
   load_tile(Qs, int(D), q + b * T * H * D, i0, nq, H, h, D, scale);
+  load_first_keys(first, row_mask, i0);
   for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) acc[e] = 0.0f;
   if (threadIdx.x < kTile) {
     m[threadIdx.x] = -INFINITY;
     l[threadIdx.x] = 0.0f;
   }
 
-  for (int64_t j0 = first_key(i0, window); j0 < i0 + nq; j0 += kTile) {
+  for (int64_t j0 = row_mask.first_key(i0); j0 < i0 + nq; j0 += kTile) {
     const int64_t nk = min(int64_t(kTile), i0 + nq - j0);
     __syncthreads();  // the previous tile's K, V and S are no longer read
     load_tile(Ks, ldk, kb, j0, nk, K, g, D, 1.0f);
@@ -77,7 +85,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(float* out,
     // Scaled scores of visible pairs, −inf elsewhere.
     for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) {
       const int r = e / kTile, c = e % kTile;
-      const bool seen = r < nq && c < nk && visible(i0 + r, j0 + c, window);
+      const bool seen = r < nq && c < nk && visible_from(i0 + r, j0 + c, first[r]);
       S[r * lds + c] = seen ? dot(Qs + r * D, Ks + c * ldk, D) : -INFINITY;
     }
     __syncthreads();
@@ -132,15 +140,16 @@ __global__ void attention_delta_kernel(float* delta, const float* dout, const fl
 }
 
 // Probabilities P = exp(S − lse) and dS = P ∘ (dO·Vᵀ − delta) of a (query tile, key tile) pair, both
-// [kTile][kTile+1], zero where masked. Q is already scaled.
+// [kTile][kTile+1], zero where masked (`first`: the first key each query row sees). Q is already scaled.
 __device__ void probabilities_and_dscores(float* P, float* dS, const float* Qs, const float* dOs, const float* Ks,
-                                          const float* Vs, const float* lse_s, const float* delta_s, int64_t i0,
-                                          int64_t nq, int64_t j0, int64_t nk, int64_t D, int64_t window) {
+                                          const float* Vs, const float* lse_s, const float* delta_s,
+                                          const int64_t* first, int64_t i0, int64_t nq, int64_t j0, int64_t nk,
+                                          int64_t D) {
   const int ldk = int(D) + 1, lds = kTile + 1;
   for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) {
     const int r = e / kTile, c = e % kTile;
     float p = 0.0f, ds = 0.0f;
-    if (r < nq && c < nk && visible(i0 + r, j0 + c, window)) {
+    if (r < nq && c < nk && visible_from(i0 + r, j0 + c, first[r])) {
       p = expf(dot(Qs + r * D, Ks + c * ldk, D) - lse_s[r]);
       ds = p * (dot(dOs + r * D, Vs + c * ldk, D) - delta_s[r]);
     }
@@ -163,9 +172,11 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_kernel(float* dk, flo
                                                                   const float* lse, const float* delta,
                                                                   const float* q, const float* k, const float* v,
                                                                   int64_t T, int64_t H, int64_t K, int64_t D,
-                                                                  int64_t window, float scale) {
+                                                                  int64_t window, DocumentOffsets docs, float scale) {
   float* smem = reinterpret_cast<float*>(dynamic_shared_memory());
+  __shared__ int64_t first[kTile];  // the first key each row of the query tile sees
   const int64_t j0 = int64_t(blockIdx.x) * kTile, g = blockIdx.y, b = blockIdx.z, group = H / K;
+  const RowMask row_mask(T, window, docs, b);
   const int64_t nk = min(int64_t(kTile), T - j0);
   const int ldk = int(D) + 1, lds = kTile + 1;
   float* Ks = smem;
@@ -182,8 +193,8 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_kernel(float* dk, flo
   load_tile(Ks, ldk, k + b * T * K * D, j0, nk, K, g, D, 1.0f);
   load_tile(Vs, ldk, v + b * T * K * D, j0, nk, K, g, D, 1.0f);
   for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) dK[e] = dV[e] = 0.0f;
-  // Queries that see any key of this tile: j0 ≤ i ≤ j0 + nk − 1 + W − 1.
-  const int64_t i_end = window > 0 ? min(T, j0 + nk - 1 + window) : T;
+  // Queries that see any key of this tile: j0 ≤ i < the end of the last key's (j0 + nk − 1 + W − 1, its document).
+  const int64_t i_end = row_mask.query_end(j0 + nk - 1);
 
   for (int64_t h = g * group; h < (g + 1) * group; h++)
     for (int64_t i0 = j0; i0 < i_end; i0 += kTile) {
@@ -192,8 +203,9 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_kernel(float* dk, flo
       load_tile(Qs, int(D), q + b * T * H * D, i0, nq, H, h, D, scale);
       load_tile(dOs, int(D), dout + b * T * H * D, i0, nq, H, h, D, 1.0f);
       load_row_stats(lse_s, delta_s, lse, delta, (b * H + h) * T + i0, nq);
+      load_first_keys(first, row_mask, i0);
       __syncthreads();
-      probabilities_and_dscores(P, dS, Qs, dOs, Ks, Vs, lse_s, delta_s, i0, nq, j0, nk, D, window);
+      probabilities_and_dscores(P, dS, Qs, dOs, Ks, Vs, lse_s, delta_s, first, i0, nq, j0, nk, D);
       __syncthreads();
       // dV += Pᵀ·dO,  dK += dSᵀ·(scale·Q)
       for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) {
@@ -219,9 +231,12 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_kernel(float* dk, flo
 __global__ void __launch_bounds__(kThreads) attention_dq_kernel(float* dq, const float* dout, const float* lse,
                                                                 const float* delta, const float* q, const float* k,
                                                                 const float* v, int64_t T, int64_t H, int64_t K,
-                                                                int64_t D, int64_t window, float scale) {
+                                                                int64_t D, int64_t window, DocumentOffsets docs,
+                                                                float scale) {
   float* smem = reinterpret_cast<float*>(dynamic_shared_memory());
+  __shared__ int64_t first[kTile];  // the first key each query row sees
   const int64_t i0 = int64_t(blockIdx.x) * kTile, h = blockIdx.y, b = blockIdx.z, g = h / (H / K);
+  const RowMask row_mask(T, window, docs, b);
   const int64_t nq = min(int64_t(kTile), T - i0);
   const int ldk = int(D) + 1, lds = kTile + 1;
   float* Ks = smem;
@@ -236,15 +251,16 @@ __global__ void __launch_bounds__(kThreads) attention_dq_kernel(float* dq, const
   load_tile(Qs, int(D), q + b * T * H * D, i0, nq, H, h, D, scale);
   load_tile(dOs, int(D), dout + b * T * H * D, i0, nq, H, h, D, 1.0f);
   load_row_stats(lse_s, delta_s, lse, delta, (b * H + h) * T + i0, nq);
+  load_first_keys(first, row_mask, i0);
   for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) dQ[e] = 0.0f;
 
-  for (int64_t j0 = first_key(i0, window); j0 < i0 + nq; j0 += kTile) {
+  for (int64_t j0 = row_mask.first_key(i0); j0 < i0 + nq; j0 += kTile) {
     const int64_t nk = min(int64_t(kTile), i0 + nq - j0);
     __syncthreads();
     load_tile(Ks, ldk, k + b * T * K * D, j0, nk, K, g, D, 1.0f);
     load_tile(Vs, ldk, v + b * T * K * D, j0, nk, K, g, D, 1.0f);
     __syncthreads();
-    probabilities_and_dscores(nullptr, dS, Qs, dOs, Ks, Vs, lse_s, delta_s, i0, nq, j0, nk, D, window);
+    probabilities_and_dscores(nullptr, dS, Qs, dOs, Ks, Vs, lse_s, delta_s, first, i0, nq, j0, nk, D);
     __syncthreads();
     for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) {  // dQ += dS·K
       const int64_t r = e / D, d = e % D;
@@ -277,7 +293,7 @@ void check_shape(const AttentionShape& s) {
 }  // namespace
 
 void attention_forward(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
-                       const AttentionShape& s) {
+                       const AttentionShape& s, const DocumentOffsets& docs) {
   check_shape(s);
   if (s.B * s.T == 0) return;
   const int64_t D = s.D;
@@ -285,7 +301,7 @@ void attention_forward(Context& ctx, float* out, float* lse, const float* q, con
                                                                   kTile * (kTile + 1) + 3 * kTile);
   const dim3 grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.H), unsigned(s.B));
   launch("attention_forward", attention_forward_kernel, grid, kThreads, bytes, ctx.stream(), out, lse, q, k, v, s.T,
-         s.H, s.K, D, s.window, 1.0f / std::sqrt(float(D)));
+         s.H, s.K, D, s.window, docs, 1.0f / std::sqrt(float(D)));
 }
 
 void attention_delta(Context& ctx, float* delta, const float* dout, const float* out, const AttentionShape& s) {
@@ -296,7 +312,8 @@ void attention_delta(Context& ctx, float* delta, const float* dout, const float*
 }
 
 void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
-                        const float* lse, const float* q, const float* k, const float* v, const AttentionShape& s) {
+                        const float* lse, const float* q, const float* k, const float* v, const AttentionShape& s,
+                        const DocumentOffsets& docs) {
   check_shape(s);
   if (s.B * s.T == 0) return;
   const int64_t D = s.D;
@@ -309,12 +326,12 @@ void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const flo
       shared_bytes(attention_dkdv_kernel, 2 * kTile * (D + 1) + 4 * kTile * D + 2 * pair + 2 * kTile);
   const dim3 kv_grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.K), unsigned(s.B));
   launch("attention_dkdv", attention_dkdv_kernel, kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv, dout, lse,
-         delta.get(), q, k, v, s.T, s.H, s.K, D, s.window, scale);
+         delta.get(), q, k, v, s.T, s.H, s.K, D, s.window, docs, scale);
 
   const size_t dq_bytes = shared_bytes(attention_dq_kernel, 2 * kTile * (D + 1) + 3 * kTile * D + pair + 2 * kTile);
   const dim3 q_grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.H), unsigned(s.B));
   launch("attention_dq", attention_dq_kernel, q_grid, kThreads, dq_bytes, ctx.stream(), dq, dout, lse, delta.get(), q,
-         k, v, s.T, s.H, s.K, D, s.window, scale);
+         k, v, s.T, s.H, s.K, D, s.window, docs, scale);
 }
 
 }  // namespace replica::cuda

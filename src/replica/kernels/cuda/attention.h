@@ -1,8 +1,9 @@
 // Causal self-attention with optional sliding window and GQA on the GPU, same contract as
-// kernels/cpu/attention.h: query i sees keys max(0, i − W + 1) ≤ j ≤ i (W = window, 0 = full causal), query
-// head h reads KV head h / (H / K), lse saved. Flash style: tiles of queries and keys in shared memory, an
-// online softmax, and only the key tiles a query tile can see are visited (O(T · min(T, W))). Variants with the
-// same arguments: fp32 on CUDA cores (the baseline) and bf16 operands on tensor cores (mma.sync, and wgmma).
+// kernels/cpu/attention.h: query i sees keys max(0, i − W + 1) ≤ j ≤ i (W = window, 0 = full causal) of its own
+// document (`docs`, device memory, or none: kernels/types.h), query head h reads KV head h / (H / K), lse saved.
+// Flash style: tiles of queries and keys in shared memory, an online softmax, and only the key tiles a query tile
+// can see are visited (O(Σ_documents len · min(len, W))). Variants with the same arguments: fp32 on CUDA cores
+// (the baseline) and bf16 operands on tensor cores (mma.sync, and wgmma).
 #pragma once
 #include <cstdint>
 
@@ -13,13 +14,14 @@ namespace replica::cuda {
 
 // q, out: [B, T, H, D]; k, v: [B, T, K, D]; lse: [B, H, T]. D ≤ 256.
 void attention_forward(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
-                       const AttentionShape& s);
+                       const AttentionShape& s, const DocumentOffsets& docs);
 
 // dq: [B, T, H, D]; dk, dv: [B, T, K, D] (overwritten). Deterministic without atomics: dK and dV are
 // accumulated by one block per key tile and KV head (over the group's query heads in order, then query
 // tiles in order), dQ by one block per query tile and head.
 void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
-                        const float* lse, const float* q, const float* k, const float* v, const AttentionShape& s);
+                        const float* lse, const float* q, const float* k, const float* v, const AttentionShape& s,
+                        const DocumentOffsets& docs);
 
 // The same on tensor cores through mma.sync with register-resident scores and probabilities (attention_mma.cu,
 // FlashAttention-2 style), same arrays (fp32 in device memory) and the same lse (natural log of the scaled
@@ -28,20 +30,20 @@ void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const flo
 // (std::invalid_argument otherwise); q, k, v and dout 16-byte aligned. Deterministic without atomics, split
 // like attention_backward.
 void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
-                           const AttentionShape& s);
+                           const AttentionShape& s, const DocumentOffsets& docs);
 void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                             const float* lse, const float* q, const float* k, const float* v,
-                            const AttentionShape& s);
+                            const AttentionShape& s, const DocumentOffsets& docs);
 
 // The same on sm_90a warpgroup products (attention_wgmma.cu, FlashAttention-3's instruction): the same arguments,
 // rounding points and outputs as the mma.sync pair, and interchangeable with it; head dims 64 and 128 on an sm_90
 // GPU, and the mma.sync kernels for everything else.
 void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
-                             const AttentionShape& s);
+                             const AttentionShape& s, const DocumentOffsets& docs);
 // The backward on warpgroup products: the same as attention_backward_mma, and the same two-pass split.
 void attention_backward_wgmma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                               const float* lse, const float* q, const float* k, const float* v,
-                              const AttentionShape& s);
+                              const AttentionShape& s, const DocumentOffsets& docs);
 
 // delta[b, h, t] = Σ_d dout·out in fp32 with a fixed reduction order: the row term both backward variants need.
 void attention_delta(Context& ctx, float* delta, const float* dout, const float* out, const AttentionShape& s);

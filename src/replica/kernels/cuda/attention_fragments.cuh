@@ -149,14 +149,14 @@ __device__ inline void store_rows(float* y, const float (&acc)[D / 8][4], float 
 }
 
 // The query tiles a dK/dV block of keys [j0, j0 + nk) visits: for each of its KV head's `group` query heads in
-// order, the tiles of kTile queries from j0 to the last query that sees one of the keys (j0 + nk − 1 + W − 1).
-// They are numbered 0 … count − 1 so that one loop can fetch the next tile while it works on this one.
+// order, the tiles of kTile queries from j0 to the last query that sees one of the keys (that of the last key:
+// j0 + nk − 1 + W − 1, or its document's end). They are numbered 0 … count − 1 so that one loop can fetch the next
+// tile while it works on this one.
 struct QueryTiles {
   int64_t j0, T, first_head, per_head, count;
-  __device__ QueryTiles(int64_t j0_, int64_t nk, int64_t T_, int64_t window, int64_t kv_head, int64_t group)
-      : j0(j0_), T(T_), first_head(kv_head * group) {
-    const int64_t i_end = window > 0 ? min(T, j0 + nk - 1 + window) : T;
-    per_head = ceil_div(i_end - j0, kTile);
+  __device__ QueryTiles(int64_t j0_, int64_t nk, const RowMask& row_mask, int64_t kv_head, int64_t group)
+      : j0(j0_), T(row_mask.T), first_head(kv_head * group) {
+    per_head = ceil_div(row_mask.query_end(j0 + nk - 1) - j0, kTile);
     count = per_head * group;
   }
   __device__ int64_t head(int64_t index) const { return first_head + index / per_head; }
@@ -166,13 +166,14 @@ struct QueryTiles {
 
 // ---- The forward's online softmax ------------------------------------------------------------------------------
 
-// One tile's step for a warp's rows g and g + 8, with s its scores against the tile's kTile keys: scale, mask,
-// the rows' new maxima m (over the quad of lanes holding a row), and the running sums l and the output
-// accumulators o rescaled by how much the maxima grew. `base` receives what the probabilities subtract.
+// One tile's step for a warp's rows g and g + 8, with s its scores against the tile's kTile keys: scale, mask
+// (`first`: the first key each of the two rows sees), the rows' new maxima m (over the quad of lanes holding a
+// row), and the running sums l and the output accumulators o rescaled by how much the maxima grew. `base` receives
+// what the probabilities subtract.
 template <int D>
 __device__ inline void online_softmax(float (&s)[kTile / 8][4], float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
                                       float (&base)[2], bool mask, int64_t i0, int64_t nq, int64_t j0, int64_t nk,
-                                      int64_t window, float scale, int row0, int g, int t) {
+                                      const int64_t (&first)[2], float scale, int row0, int g, int t) {
   float row_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int n = 0; n < kTile / 8; n++)
@@ -180,7 +181,7 @@ __device__ inline void online_softmax(float (&s)[kTile / 8][4], float (&o)[D / 8
     for (int e = 0; e < 4; e++) {
       const int row = row0 + g + 8 * (e / 2), col = n * 8 + 2 * t + e % 2;
       float x = s[n][e] * scale;
-      if (mask && !(row < nq && col < nk && visible(i0 + row, j0 + col, window))) x = -INFINITY;
+      if (mask && !(row < nq && col < nk && visible_from(i0 + row, j0 + col, first[e / 2]))) x = -INFINITY;
       s[n][e] = x;
       row_max[e / 2] = fmaxf(row_max[e / 2], x);
     }

@@ -42,7 +42,7 @@ template <int D>
 __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* out, float* lse, const bf16_t* q,
                                                                          const bf16_t* k, const bf16_t* v, int64_t T,
                                                                          int64_t H, int64_t K, int64_t window,
-                                                                         float scale) {
+                                                                         DocumentOffsets docs, float scale) {
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
   bf16_t* Qs = tile_at<D>(smem, 0);
@@ -53,7 +53,11 @@ __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* 
   const int row0 = warp * kRowsPerWarp;  // the warp's rows in the block: row0 + g and row0 + g + 8 for this lane
   const bf16_t* kb = k + b * T * K * D;
   const bf16_t* vb = v + b * T * K * D;
-  const int64_t j_begin = first_key(i0, window), j_end = i0 + nq;  // the keys any of the block's queries sees
+  const RowMask row_mask(T, window, docs, b);
+  const int64_t j_begin = row_mask.first_key(i0), j_end = i0 + nq;  // the keys any of the block's queries sees
+  // The first key each of this lane's rows sees, and the block's last row's (the tile-skipping corner).
+  const int64_t first[2] = {row_mask.first_key(i0 + row0 + g), row_mask.first_key(i0 + row0 + g + 8)};
+  const int64_t last_row_first = row_mask.first_key(i0 + kBlockRows - 1);
 
   copy_rows_async<D>(Qs, q + b * T * H * D, i0, nq, H, h);
   copy_keys_async<D>(smem, 1, kb, vb, j_begin, min(int64_t(kTile), j_end - j_begin), K, kv_head);
@@ -90,8 +94,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* 
 
     // Online softmax: scale, mask, the rows' new maxima, and O rescaled by how much they grew.
     float base[2];
-    online_softmax<D>(s, o, m, l, base, needs_mask(i0, nq, kBlockRows, j0, nk, kTile, window), i0, nq, j0, nk, window,
-                      scale, row0, g, t);
+    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kTile, j0 >= last_row_first);
+    online_softmax<D>(s, o, m, l, base, mask, i0, nq, j0, nk, first, scale, row0, g, t);
 
     // P·V, 16 keys at a time: n-tiles 2j and 2j + 1 of P are the A fragment of keys [16j, 16j + 16), and
     // B(k = key, n = d) is V's rows as stored.
@@ -126,7 +130,8 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
                                                                       const float* lse, const float* delta,
                                                                       const bf16_t* q, const bf16_t* k,
                                                                       const bf16_t* v, int64_t T, int64_t H,
-                                                                      int64_t K, int64_t window, float scale) {
+                                                                      int64_t K, int64_t window, DocumentOffsets docs,
+                                                                      float scale) {
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
   const bf16_t* Ks = tile_at<D>(smem, 0);
@@ -139,8 +144,12 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
   const int row0 = warp * kRowsPerWarp;  // the warp's keys in the block
   const bf16_t* qb = q + b * T * H * D;
   const bf16_t* dob = dout + b * T * H * D;
-  // Queries that see any key of this tile: j0 ≤ i ≤ j0 + nk − 1 + W − 1.
-  const QueryTiles tiles(j0, nk, T, window, kv_head, group);
+  const RowMask row_mask(T, window, docs, b);
+  const QueryTiles tiles(j0, nk, row_mask, kv_head, group);
+  // The end of the queries that see each of this lane's keys, and the block's first key's (the tile-skipping
+  // corner).
+  const int64_t query_end[2] = {row_mask.query_end(j0 + row0 + g), row_mask.query_end(j0 + row0 + g + 8)};
+  const int64_t first_key_end = row_mask.query_end(j0);
   // Starts fetching query tile `index` (Q, dO and their rows' lse and delta) into `stage`.
   auto fetch = [&](int64_t index, int stage) {
     const int64_t h = tiles.head(index), i0 = tiles.first_query(index), nq = tiles.rows(index);
@@ -164,7 +173,7 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
     const float* lse_s = stats + 2 * kTile * stage;
     const float* delta_s = lse_s + kTile;
 
-    const bool mask = needs_mask(i0, nq, kTile, j0, nk, kBlockRows, window);
+    const bool mask = needs_mask(i0, nq, kTile, j0, nk, kBlockRows, i0 + kTile - 1 < first_key_end);
 #pragma unroll
     for (int c = 0; c < kTile / 16; c++) {  // 16 queries at a time
       // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: the warp's 16 keys × 16 queries (two 8-query tiles); B(k = d, n = query)
@@ -187,7 +196,7 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
         for (int e = 0; e < 4; e++) {
           const int key = row0 + g + 8 * (e / 2), col = c * 16 + half * 8 + 2 * t + e % 2;
           float p = 0.0f, ds = 0.0f;
-          if (!mask || (col < nq && key < nk && visible(i0 + col, j0 + key, window))) {
+          if (!mask || (col < nq && key < nk && visible_until(i0 + col, j0 + key, query_end[e / 2]))) {
             p = __expf(st[half][e] * scale - lse_s[col]);
             ds = p * (dpt[half][e] - delta_s[col]);
           }
@@ -224,7 +233,7 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
                                                                     const float* delta, const bf16_t* q,
                                                                     const bf16_t* k, const bf16_t* v, int64_t T,
                                                                     int64_t H, int64_t K, int64_t window,
-                                                                    float scale) {
+                                                                    DocumentOffsets docs, float scale) {
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
   const bf16_t* Qs = tile_at<D>(smem, 0);
@@ -236,7 +245,11 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
   const int row0 = warp * kRowsPerWarp;
   const bf16_t* kb = k + b * T * K * D;
   const bf16_t* vb = v + b * T * K * D;
-  const int64_t j_begin = first_key(i0, window), j_end = i0 + nq;
+  const RowMask row_mask(T, window, docs, b);
+  const int64_t j_begin = row_mask.first_key(i0), j_end = i0 + nq;  // the keys any of the block's queries sees
+  // The first key each of this lane's rows sees, and the block's last row's (the tile-skipping corner).
+  const int64_t first[2] = {row_mask.first_key(i0 + row0 + g), row_mask.first_key(i0 + row0 + g + 8)};
+  const int64_t last_row_first = row_mask.first_key(i0 + kBlockRows - 1);
 
   copy_rows_async<D>(tile_at<D>(smem, 0), q + b * T * H * D, i0, nq, H, h);
   copy_rows_async<D>(tile_at<D>(smem, 1), dout + b * T * H * D, i0, nq, H, h);
@@ -263,7 +276,7 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
       }
     }
 
-    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kTile, window);
+    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kTile, j0 >= last_row_first);
 #pragma unroll
     for (int j = 0; j < kTile / 16; j++) {  // 16 keys at a time
       // S = Q·Kᵀ and dP = dO·Vᵀ: the warp's 16 queries × 16 keys (two 8-key tiles); B(k = d, n = key) is K's
@@ -284,7 +297,7 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
         for (int e = 0; e < 4; e++) {
           const int row = row0 + g + 8 * (e / 2), col = j * 16 + half * 8 + 2 * t + e % 2;
           float ds = 0.0f;
-          if (!mask || (row < nq && col < nk && visible(i0 + row, j0 + col, window))) {
+          if (!mask || (row < nq && col < nk && visible_from(i0 + row, j0 + col, first[e / 2]))) {
             const float p = __expf(s[half][e] * scale - row_lse[e / 2]);
             ds = p * (dp[half][e] - row_delta[e / 2]);
           }
@@ -309,7 +322,7 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
 }  // namespace
 
 void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
-                           const AttentionShape& s) {
+                           const AttentionShape& s, const DocumentOffsets& docs) {
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
   const ForwardOperands in(ctx, q, k, v, s);
   with_head_dim(s.D, [&](auto head_dim) {
@@ -317,13 +330,13 @@ void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q,
     static const size_t bytes =
         prepare_kernel(attention_forward_mma_kernel<D>, kForwardBytes<D>, "attention_forward_mma");
     launch("attention_forward_mma", attention_forward_mma_kernel<D>, in.grid, kThreads, bytes, ctx.stream(), out, lse,
-           in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, in.scale);
+           in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, docs, in.scale);
   });
 }
 
 void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                             const float* lse, const float* q, const float* k, const float* v,
-                            const AttentionShape& s) {
+                            const AttentionShape& s, const DocumentOffsets& docs) {
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
   const BackwardOperands in(ctx, dout, out, q, k, v, s);
   with_head_dim(s.D, [&](auto head_dim) {
@@ -332,10 +345,11 @@ void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const
         prepare_kernel(attention_dkdv_mma_kernel<D>, kDkDvBytes<D>, "attention_dkdv_mma");
     static const size_t dq_bytes = prepare_kernel(attention_dq_mma_kernel<D>, kDqBytes<D>, "attention_dq_mma");
     launch("attention_dkdv_mma", attention_dkdv_mma_kernel<D>, in.kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk,
-           dv, in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window,
+           dv, in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, docs,
            in.scale);
     launch("attention_dq_mma", attention_dq_mma_kernel<D>, in.q_grid, kThreads, dq_bytes, ctx.stream(), dq,
-           in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, in.scale);
+           in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, docs,
+           in.scale);
   });
 }
 

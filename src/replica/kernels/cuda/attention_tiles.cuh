@@ -12,12 +12,16 @@
 #include <utility>
 
 #include "replica/kernels/cuda/attention.h"
+#include "replica/kernels/cuda/attention_mask.cuh"
 #include "replica/kernels/cuda/common.cuh"
 #include "replica/kernels/types.h"
 
 namespace replica::cuda::attention_tiles {
 
 using bf16_t = __nv_bfloat16;
+using attention_mask::RowMask;
+using attention_mask::visible_from;
+using attention_mask::visible_until;
 
 constexpr int kMaxD = 128;
 
@@ -26,19 +30,15 @@ constexpr int kMaxD = 128;
 template <int D>
 constexpr int ld_head = D + 8;
 
-__device__ inline int64_t first_key(int64_t i, int64_t window) {
-  return window > 0 ? max(int64_t(0), i - window + 1) : 0;
-}
-__device__ inline bool visible(int64_t i, int64_t j, int64_t window) { return j <= i && j >= first_key(i, window); }
-
 // True unless every (query, key) pair of the tiles [i0, i0 + nq) × [j0, j0 + nk) is visible and both tiles are
-// full (rows × cols): only such boundary tiles pay for the elementwise mask.
+// full (rows × cols): only such boundary tiles pay for the elementwise mask. The visible pairs are bounded by the
+// two corners: the last key against the first query (causal) and the first key against the last query (window
+// and document), which the caller knows from whichever side it holds (`last_query_sees_first_key`).
 __device__ inline bool needs_mask(int64_t i0, int64_t nq, int rows, int64_t j0, int64_t nk, int cols,
-                                  int64_t window) {
+                                  bool last_query_sees_first_key) {
   const bool full = nq == rows && nk == cols;
-  const bool causal_ok = j0 + cols - 1 <= i0;                        // last key ≤ first query
-  const bool window_ok = window == 0 || j0 >= i0 + rows - window;    // first key ≥ first_key(last query)
-  return !(full && causal_ok && window_ok);
+  const bool causal_ok = j0 + cols - 1 <= i0;  // last key ≤ first query
+  return !(full && causal_ok && last_query_sees_first_key);
 }
 
 // Copies lse and delta of rows [t0, t0 + n) of one (batch, head) (offset `base`); rows ≥ n get 0.

@@ -69,7 +69,7 @@ __device__ inline float (&wgmma_tiles(float (*tiles)[4]))[32] { return *reinterp
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_wgmma_kernel(float* out, float* lse, const bf16_t* q, const bf16_t* k, const bf16_t* v, int64_t T,
-                                   int64_t H, int64_t K, int64_t window, float scale) {
+                                   int64_t H, int64_t K, int64_t window, DocumentOffsets docs, float scale) {
   static_assert(D % 64 == 0 && kTile == 64, "the products are m64n64k16");
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
@@ -81,7 +81,11 @@ __global__ void __launch_bounds__(kThreads)
   const int row0 = warp * kRowsPerWarp;  // the warp's rows in the block, as in the warpgroup's products
   const bf16_t* kb = k + b * T * K * D;
   const bf16_t* vb = v + b * T * K * D;
-  const int64_t j_begin = first_key(i0, window), j_end = i0 + nq;
+  const RowMask row_mask(T, window, docs, b);
+  const int64_t j_begin = row_mask.first_key(i0), j_end = i0 + nq;  // the keys any of the block's queries sees
+  // The first key each of this lane's rows sees, and the block's last row's (the tile-skipping corner).
+  const int64_t first[2] = {row_mask.first_key(i0 + row0 + g), row_mask.first_key(i0 + row0 + g + 8)};
+  const int64_t last_row_first = row_mask.first_key(i0 + kBlockRows - 1);
   // Starts fetching keys [j, j + n) of K and V into `stage`.
   auto fetch = [&](int64_t j, int64_t n, int stage) {
     copy_core_rows_async<D>(core_tile_at<D>(smem, 2 * stage), kb, j, n, K, kv_head);
@@ -118,8 +122,8 @@ __global__ void __launch_bounds__(kThreads)
     wgmma_wait<0>();
 
     float base[2];
-    online_softmax<D>(s, o, m, l, base, needs_mask(i0, nq, kBlockRows, j0, nk, kTile, window), i0, nq, j0, nk, window,
-                      scale, row0, g, t);
+    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kTile, j0 >= last_row_first);
+    online_softmax<D>(s, o, m, l, base, mask, i0, nq, j0, nk, first, scale, row0, g, t);
 
     // O += P·V: B(k = key, n = d) is MN-major, 16 keys (two 8-token groups) by 64 dims per product.
     uint32_t pa[kTile / 16][4];
@@ -168,7 +172,7 @@ template <int D>
 __global__ void __launch_bounds__(kThreads)
     attention_dkdv_wgmma_kernel(float* dk, float* dv, const bf16_t* dout, const float* lse, const float* delta,
                                 const bf16_t* q, const bf16_t* k, const bf16_t* v, int64_t T, int64_t H, int64_t K,
-                                int64_t window, float scale) {
+                                int64_t window, DocumentOffsets docs, float scale) {
   unsigned char* smem = dynamic_shared_memory();
   auto core = [&](int index) { return reinterpret_cast<bf16_t*>(smem + index * kCoreTileBytes<D>); };
   float* stats = reinterpret_cast<float*>(smem + 6 * kCoreTileBytes<D>);  // [stage][lse, delta][kTile]
@@ -179,7 +183,12 @@ __global__ void __launch_bounds__(kThreads)
   const int row0 = warp * kRowsPerWarp;  // the warp's keys in the block
   const bf16_t* qb = q + b * T * H * D;
   const bf16_t* dob = dout + b * T * H * D;
-  const QueryTiles tiles(j0, nk, T, window, kv_head, group);
+  const RowMask row_mask(T, window, docs, b);
+  const QueryTiles tiles(j0, nk, row_mask, kv_head, group);
+  // The end of the queries that see each of this lane's keys, and the block's first key's (the tile-skipping
+  // corner).
+  const int64_t query_end[2] = {row_mask.query_end(j0 + row0 + g), row_mask.query_end(j0 + row0 + g + 8)};
+  const int64_t first_key_end = row_mask.query_end(j0);
   auto fetch = [&](int64_t index, int stage) {  // query tile `index` (Q, dO, lse, delta) into `stage`
     const int64_t h = tiles.head(index), i0 = tiles.first_query(index), nq = tiles.rows(index);
     copy_core_rows_async<D>(core(2 + 2 * stage), qb, i0, nq, H, h);
@@ -215,14 +224,14 @@ __global__ void __launch_bounds__(kThreads)
     wgmma_wait<0>();
 
     // Pᵀ = exp(scale·Sᵀ − lse) and dSᵀ = Pᵀ ∘ (dPᵀ − delta), zero where masked (row: key, column: query).
-    const bool mask = needs_mask(i0, nq, kTile, j0, nk, kBlockRows, window);
+    const bool mask = needs_mask(i0, nq, kTile, j0, nk, kBlockRows, i0 + kTile - 1 < first_key_end);
 #pragma unroll
     for (int n = 0; n < kTile / 8; n++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int key = row0 + g + 8 * (e / 2), col = n * 8 + 2 * t + e % 2;
         float p = 0.0f, ds = 0.0f;
-        if (!mask || (col < nq && key < nk && visible(i0 + col, j0 + key, window))) {
+        if (!mask || (col < nq && key < nk && visible_until(i0 + col, j0 + key, query_end[e / 2]))) {
           p = __expf(st[n][e] * scale - lse_s[col]);
           ds = p * (dpt[n][e] - delta_s[col]);
         }
@@ -264,7 +273,7 @@ template <int D>
 __global__ void __launch_bounds__(kThreads)
     attention_dq_wgmma_kernel(float* dq, const bf16_t* dout, const float* lse, const float* delta, const bf16_t* q,
                               const bf16_t* k, const bf16_t* v, int64_t T, int64_t H, int64_t K, int64_t window,
-                              float scale) {
+                              DocumentOffsets docs, float scale) {
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
   const bf16_t* Qs = tile_at<D>(smem, 0);
@@ -279,7 +288,11 @@ __global__ void __launch_bounds__(kThreads)
   const int row0 = warp * kRowsPerWarp;
   const bf16_t* kb = k + b * T * K * D;
   const bf16_t* vb = v + b * T * K * D;
-  const int64_t j_begin = first_key(i0, window), j_end = i0 + nq;
+  const RowMask row_mask(T, window, docs, b);
+  const int64_t j_begin = row_mask.first_key(i0), j_end = i0 + nq;  // the keys any of the block's queries sees
+  // The first key each of this lane's rows sees, and the block's last row's (the tile-skipping corner).
+  const int64_t first[2] = {row_mask.first_key(i0 + row0 + g), row_mask.first_key(i0 + row0 + g + 8)};
+  const int64_t last_row_first = row_mask.first_key(i0 + kBlockRows - 1);
   auto fetch = [&](int64_t j, int64_t n, int stage) {  // keys [j, j + n) of K and V into `stage`
     copy_core_rows_async<D>(core(2 * stage), kb, j, n, K, kv_head);
     copy_core_rows_async<D>(core(2 * stage + 1), vb, j, n, K, kv_head);
@@ -320,14 +333,14 @@ __global__ void __launch_bounds__(kThreads)
     wgmma_wait<0>();
 
     // dS = P ∘ (dP − delta) with P = exp(scale·S − lse), zero where masked.
-    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kTile, window);
+    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kTile, j0 >= last_row_first);
 #pragma unroll
     for (int n = 0; n < kTile / 8; n++)
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int row = row0 + g + 8 * (e / 2), col = n * 8 + 2 * t + e % 2;
         float ds = 0.0f;
-        if (!mask || (row < nq && col < nk && visible(i0 + row, j0 + col, window))) {
+        if (!mask || (row < nq && col < nk && visible_from(i0 + row, j0 + col, first[e / 2]))) {
           const float p = __expf(s[n][e] * scale - row_lse[e / 2]);
           ds = p * (dp[n][e] - row_delta[e / 2]);
         }
@@ -364,13 +377,13 @@ bool hopper(Context& ctx) {
 }  // namespace
 
 void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
-                             const AttentionShape& s) {
-  if (!hopper(ctx) || (s.D != 64 && s.D != 128)) return attention_forward_mma(ctx, out, lse, q, k, v, s);
+                             const AttentionShape& s, const DocumentOffsets& docs) {
+  if (!hopper(ctx) || (s.D != 64 && s.D != 128)) return attention_forward_mma(ctx, out, lse, q, k, v, s, docs);
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
   const ForwardOperands in(ctx, q, k, v, s);
   auto run = [&](auto kernel, size_t bytes) {
     launch("attention_forward_wgmma", kernel, in.grid, kThreads, bytes, ctx.stream(), out, lse, in.q.get(), in.k.get(),
-           in.v.get(), s.T, s.H, s.K, s.window, in.scale);
+           in.v.get(), s.T, s.H, s.K, s.window, docs, in.scale);
   };
   if (s.D == 64) {
     static const size_t bytes =
@@ -385,16 +398,17 @@ void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* 
 
 void attention_backward_wgmma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                               const float* lse, const float* q, const float* k, const float* v,
-                              const AttentionShape& s) {
+                              const AttentionShape& s, const DocumentOffsets& docs) {
   if (!hopper(ctx) || (s.D != 64 && s.D != 128))
-    return attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s);
+    return attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
   const BackwardOperands in(ctx, dout, out, q, k, v, s);
   auto run = [&](auto dkdv_kernel, size_t dkdv_bytes, auto dq_kernel, size_t dq_bytes) {
     launch("attention_dkdv_wgmma", dkdv_kernel, in.kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv,
-           in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, in.scale);
+           in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, docs,
+           in.scale);
     launch("attention_dq_wgmma", dq_kernel, in.q_grid, kThreads, dq_bytes, ctx.stream(), dq, in.dout.get(), lse,
-           in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, in.scale);
+           in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, docs, in.scale);
   };
   if (s.D == 64) {
     static const size_t dkdv =

@@ -157,18 +157,18 @@ class CudaBackend final : public Backend {
     return p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && attention_ != AttentionKernel::fp32;
   }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                         const AttentionShape& s, Precision p) override {
-    if (!tensor_core_attention(s, p)) cuda::attention_forward(ctx_, out, lse, q, k, v, s);
-    else if (attention_ == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx_, out, lse, q, k, v, s);
-    else cuda::attention_forward_mma(ctx_, out, lse, q, k, v, s);
+                         const AttentionShape& s, const DocumentOffsets& docs, Precision p) override {
+    if (!tensor_core_attention(s, p)) cuda::attention_forward(ctx_, out, lse, q, k, v, s, docs);
+    else if (attention_ == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx_, out, lse, q, k, v, s, docs);
+    else cuda::attention_forward_mma(ctx_, out, lse, q, k, v, s, docs);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           const float* q, const float* k, const float* v, const AttentionShape& s,
-                          Precision p) override {
-    if (!tensor_core_attention(s, p)) cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
+                          const DocumentOffsets& docs, Precision p) override {
+    if (!tensor_core_attention(s, p)) cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
     else if (attention_ == AttentionKernel::wgmma)
-      cuda::attention_backward_wgmma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
-    else cuda::attention_backward_mma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s);
+      cuda::attention_backward_wgmma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
+    else cuda::attention_backward_mma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
   }
   void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
     cuda::swiglu_forward(ctx_, s, g, u, n);
