@@ -255,13 +255,6 @@ std::string Recipe::to_yaml() const {
   return "# replica recipe, resolved (defaults, file and overrides)\n" + std::string(out.c_str()) + "\n";
 }
 
-void check_trainable(const Recipe& r, const model::ModelConfig& model) {
-  check(!model.rope_scaling,
-        "model.rope_scaling ({}): long-context training (OLMo 3 stage 3: document packing with intra-document "
-        "masking, the data a YaRN-scaled model trains on) is not implemented yet",
-        r.model.config.empty() ? r.model.init_from : r.model.config);
-}
-
 // Steps needed for `tokens` tokens at tokens_per_step (OLMo-core: ceil(tokens / global batch tokens)).
 static int64_t steps_for_tokens(double tokens, int64_t tokens_per_step) {
   return int64_t(std::ceil(tokens / double(tokens_per_step)));

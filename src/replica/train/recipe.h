@@ -105,9 +105,6 @@ Recipe load_recipe(const std::string& path, const std::vector<std::string>& over
 Recipe load_recipe_text(const std::string& yaml, const std::string& source,
                         const std::vector<std::string>& overrides = {}, bool check_files = true);
 
-// Raises replica::Error when the recipe and its model ask for something replica cannot train yet: a YaRN-scaled model
-// is stage 3, which trains on packed documents with intra-document masking.
-void check_trainable(const Recipe& recipe, const model::ModelConfig& model);
 
 optim::ScheduleConfig schedule_config(const Recipe& recipe);  // horizons resolved to steps
 

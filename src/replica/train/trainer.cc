@@ -56,7 +56,6 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
 
   // Everything that can be refused is checked before the run directory is touched.
   const model::ModelConfig config = recipe_model_config(r);
-  check_trainable(r, config);
   check(r.data.seq_len <= config.max_seq_len, "data.seq_len={} exceeds max_position_embeddings={} of the model ({})",
         r.data.seq_len, config.max_seq_len, r.model.config.empty() ? r.model.init_from : r.model.config);
   const std::unique_ptr<dist::Communicator> device_comm = connect_data(comm, backend);  // NCCL on GPUs
