@@ -7,7 +7,8 @@ source "$(dirname "$0")/ckpt_lib.bash"
 
 train "$work/run" train.max_steps=8 train.stop_at=4
 good="$work/run/checkpoints/step00000004"
-snapshot() { (cd "$work/run" && find . -type f ! -path './tb/*' -exec md5sum {} + | sort) >"$1"; }
+# .lock holds the pid of the last process that took the run directory, refused or not (docs/checkpoints.md).
+snapshot() { (cd "$work/run" && find . -type f ! -path './tb/*' ! -name .lock -exec md5sum {} + | sort) >"$1"; }
 snapshot "$work/before"
 broken() {  # name: a copy of the good checkpoint to break
   rm -rf "$work/$1" && cp -r "$good" "$work/$1"
