@@ -27,7 +27,8 @@ void load_model_source_params(const std::string& path, const model::ParamTable& 
   read_checkpoint_tensors(path, table, params);
 }
 
-HfModel load_model_source(const std::string& path) {
+HfModel load_model_source(const std::string& source) {
+  const std::string path = resolve_model_source(source);
   HfModel model;
   check(std::filesystem::is_directory(path), "{}: not a model directory (an HF model or a replica checkpoint)", path);
   model.config = load_model_source_config(path);

@@ -20,7 +20,7 @@ model::ModelConfig load_model_source_config(const std::string& path);
 // (padded back with zero rows).
 void load_model_source_params(const std::string& path, const model::ParamTable& table, float* params);
 
-// Config and weights together.
+// Config and weights together, of `path` or, for a run directory, of its latest checkpoint (resolve_model_source).
 HfModel load_model_source(const std::string& path);
 
 }  // namespace replica::ckpt

@@ -21,7 +21,7 @@ static Command eval_command(
         int64_t batch_tokens = 0;
       };
       auto o = std::make_shared<Options>();
-      app.add_option("--model", o->model, "HF model directory or replica checkpoint step directory")->required();
+      app.add_option("--model", o->model, "HF model directory, replica checkpoint, or run directory (its latest checkpoint)")->required();
       app.add_option("--suite", o->suite, "default, or a suite YAML (docs/evaluation.md)");
       app.add_option("--reference", o->reference, "reference model (HF dir or checkpoint) for the KL surface");
       app.add_option("--tasks-dir", o->tasks_dir,

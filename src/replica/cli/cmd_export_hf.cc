@@ -16,7 +16,7 @@ static Command export_hf_command(
         double max_shard_gb = 5.0;
       };
       auto o = std::make_shared<Options>();
-      app.add_option("--checkpoint", o->checkpoint, "replica checkpoint directory (or an HF model directory)")
+      app.add_option("--checkpoint", o->checkpoint, "replica checkpoint, run directory (its latest checkpoint) or HF model directory")
           ->required();
       app.add_option("--out", o->out, "output directory (must not exist or be empty)")->required();
       app.add_option("--dtype", o->dtype, "fp32 or bf16 (round to nearest even)");

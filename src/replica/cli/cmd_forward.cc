@@ -17,7 +17,7 @@ static Command forward_command(
         int threads = 0;
       };
       auto o = std::make_shared<Options>();
-      app.add_option("--model", o->model, "HF model directory (config.json + safetensors) or replica checkpoint")
+      app.add_option("--model", o->model, "HF model directory (config.json + safetensors), replica checkpoint, or run directory (its latest checkpoint)")
           ->required();
       app.add_option("--tokens", o->tokens, ".npy of int32/int64/uint32 token ids, shape [B, T] or [T]")->required();
       app.add_option("--out", o->out, "output .npy, float32 [B, T, V]")->required();

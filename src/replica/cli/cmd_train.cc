@@ -16,11 +16,18 @@ static Command train_command("train", "Train a model from a recipe: replica trai
   struct Options {
     std::string config;
     std::vector<std::string> overrides;
+    bool print_config = false;
   };
   auto o = std::make_shared<Options>();
   app.add_option("--config", o->config, "recipe YAML (configs/recipes/*.yaml)")->required();
   app.add_option("overrides", o->overrides, "section.key=value overrides, values parsed as YAML");
+  app.add_flag("--print-config", o->print_config,
+               "print the recipe as it would run (every key, overrides applied) and exit without training");
   return std::function<int()>([o] {
+    if (o->print_config) {
+      fmt::print("{}", train::load_recipe(o->config, o->overrides).to_yaml());
+      return 0;
+    }
     // Under mpirun every rank runs this; rank 0 alone prints, and an error on any rank ends the whole job.
     std::unique_ptr<dist::Communicator> comm = dist::connect();
     if (comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) comm->abort("cannot silence stdout", 2);

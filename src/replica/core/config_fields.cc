@@ -70,6 +70,28 @@ Field optional_integer(std::string key, std::optional<int64_t>& ref) {
           [&ref] { return ref ? YAML::Node(*ref) : YAML::Node(YAML::NodeType::Null); }};
 }
 
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& known) {
+  auto distance = [](const std::string& a, const std::string& b) {  // Levenshtein, one row at a time
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); j++) row[j] = j;
+    for (size_t i = 1; i <= a.size(); i++) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); j++) {
+        const size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    return row[b.size()];
+  };
+  const std::string* best = nullptr;
+  size_t best_distance = std::max<size_t>(2, key.size() / 4) + 1;  // at most a quarter of the key's letters wrong
+  for (const std::string& k : known)
+    if (const size_t d = distance(key, k); d < best_distance) best = &k, best_distance = d;
+  return best ? fmt::format(" (did you mean '{}'?)", *best) : "";
+}
+
 void read_mapping(const YAML::Node& node, const std::string& prefix, const std::vector<Field>& fields,
                   const std::string& where) {
   if (node.IsNull()) return;  // a key written with nothing after it: no settings
@@ -81,7 +103,8 @@ void read_mapping(const YAML::Node& node, const std::string& prefix, const std::
   for (const auto& item : node) {
     const std::string key = prefix + item.first.as<std::string>();
     const auto f = std::find_if(fields.begin(), fields.end(), [&](const Field& x) { return x.key == key; });
-    check(f != fields.end(), "{}: unknown key '{}' (expected one of {})", where, key, fmt::join(known, ", "));
+    check(f != fields.end(), "{}: unknown key '{}'{} (expected one of {})", where, key, did_you_mean(key, known),
+          fmt::join(known, ", "));
     f->set(item.second, where);
   }
 }

@@ -88,6 +88,9 @@ Field choice(std::string key, E& ref, Parse parse, Name name) {
 // Reads every key of the mapping `node` through the field named `prefix + key`. A key without a field raises
 // "<where>: unknown key '<prefix><key>' (expected one of ...)"; null reads as an empty mapping, any other
 // node that is not a mapping raises.
+// " (did you mean 'x'?)" naming the known key closest to `key` by edit distance when it is close (a typo), else "".
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& known);
+
 void read_mapping(const YAML::Node& node, const std::string& prefix, const std::vector<Field>& fields,
                   const std::string& where);
 

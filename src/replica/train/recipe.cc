@@ -92,6 +92,12 @@ const Field* find(const std::vector<Field>& table, const std::string& key) {
   return nullptr;
 }
 
+std::vector<std::string> keys(const std::vector<Field>& table) {
+  std::vector<std::string> out;
+  for (const Field& f : table) out.push_back(f.key);
+  return out;
+}
+
 std::vector<std::string> sections(const std::vector<Field>& table) {
   std::vector<std::string> out;
   for (const Field& f : table) {
@@ -108,14 +114,15 @@ void apply_file(Recipe& r, const YAML::Node& root, const std::string& source) {
   check(root.IsMap(), "{}: a recipe must be a mapping of sections ({})", source, fmt::join(known, ", "));
   for (const auto& section : root) {
     std::string name = section.first.as<std::string>();
-    check(std::find(known.begin(), known.end(), name) != known.end(), "{}: unknown section '{}' (expected one of {})",
-          source, name, fmt::join(known, ", "));
+    check(std::find(known.begin(), known.end(), name) != known.end(),
+          "{}: unknown section '{}'{} (expected one of {})", source, name, did_you_mean(name, known),
+          fmt::join(known, ", "));
     if (section.second.IsNull()) continue;
     check(section.second.IsMap(), "{}: section '{}' must be a mapping of keys", source, name);
     for (const auto& item : section.second) {
       std::string key = name + "." + item.first.as<std::string>();
       const Field* f = find(table, key);
-      check(f != nullptr, "{}: unknown key '{}'", source, key);
+      check(f != nullptr, "{}: unknown key '{}'{}", source, key, did_you_mean(key, keys(table)));
       f->set(item.second, source);
     }
   }
@@ -127,7 +134,7 @@ void apply_override(Recipe& r, const std::string& text) {
   check(eq != std::string::npos, "override '{}': expected section.key=value", text);
   std::string key = text.substr(0, eq);
   const Field* f = find(table, key);
-  check(f != nullptr, "override '{}': unknown key '{}'", text, key);
+  check(f != nullptr, "override '{}': unknown key '{}'{}", text, key, did_you_mean(key, keys(table)));
   YAML::Node value;
   try {
     value = YAML::Load(text.substr(eq + 1));
