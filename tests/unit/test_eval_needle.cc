@@ -6,10 +6,10 @@
 #include <fstream>
 #include <numeric>
 
-#include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/eval/needle.h"
 #include "replica/eval/suite.h"
+#include "scratch_dir.h"
 
 namespace replica::eval {
 namespace {
@@ -82,8 +82,8 @@ TEST(EvalNeedle, NeedleSitsAtTheRequestedDepthOfItsHaystack) {
       const size_t at = size_t(i < c.needle_at ? i : i + int64_t(needle.size()));
       ASSERT_EQ(c.context[at], hay[size_t(start + i)]) << "haystack token " << i;
     }
-    const std::vector<int32_t> question = encode("\nWhat is the special magic number for " + c.key +
-                                                 "? The special magic number for " + c.key + " is");
+    const std::vector<int32_t> question =
+        encode("\nWhat is the special magic number for " + c.key + "? The special magic number for " + c.key + " is");
     EXPECT_TRUE(std::equal(question.rbegin(), question.rend(), c.context.rbegin()));
   }
 }
@@ -132,10 +132,8 @@ TEST(EvalNeedle, SuiteSectionValuesAndBadKeys) {
   EXPECT_NE(suite_error("needle: {" + files + ", depths: [1.5]}\n").find("'needle.depths': 1.5 is not in [0, 1]"),
             std::string::npos);
   EXPECT_NE(suite_error("needle: {" + files + ", lengths: [0]}\n").find("'needle.lengths': 0"), std::string::npos);
-  EXPECT_NE(suite_error("needle: {" + files + ", distractors: 0}\n").find("'needle.distractors'"),
-            std::string::npos);
-  EXPECT_NE(suite_error("needle: {lengths: [64]}\n").find("'needle.files' lists no token files"),
-            std::string::npos);
+  EXPECT_NE(suite_error("needle: {" + files + ", distractors: 0}\n").find("'needle.distractors'"), std::string::npos);
+  EXPECT_NE(suite_error("needle: {lengths: [64]}\n").find("'needle.files' lists no token files"), std::string::npos);
 }
 
 }  // namespace

@@ -20,9 +20,9 @@ namespace {
 constexpr std::array<std::string_view, 16> kAdjectives = {"ancient", "bitter", "brave",  "calm",   "clever", "dusty",
                                                           "eager",   "fancy",  "gentle", "hollow", "jolly",  "lucky",
                                                           "quiet",   "rapid",  "silent", "tidy"};
-constexpr std::array<std::string_view, 16> kNouns = {"anchor", "badger", "canyon", "falcon", "garden", "harbor",
+constexpr std::array<std::string_view, 16> kNouns = {"anchor", "badger",  "canyon", "falcon", "garden", "harbor",
                                                      "island", "lantern", "meadow", "orchid", "pepper", "quartz",
-                                                     "river",  "saddle", "tunnel", "violin"};
+                                                     "river",  "saddle",  "tunnel", "violin"};
 constexpr uint64_t kValueBase = 1000000, kValueRange = 9000000;
 
 // A trial's key and values (values[0] the needle's), drawn in trial order from one random.Random.
@@ -66,8 +66,8 @@ std::vector<NeedleCase> needle_cases(const NeedleTask& task, std::span<const int
         const std::vector<int32_t> needle =
             encode(tokenizer, fmt::format(" The special magic number for {} is {}.", draw.key, draw.values[0]));
         const std::vector<int32_t> question = encode(
-            tokenizer, fmt::format("\nWhat is the special magic number for {0}? The special magic number for {0} is",
-                                   draw.key));
+            tokenizer,
+            fmt::format("\nWhat is the special magic number for {0}? The special magic number for {0} is", draw.key));
         const int64_t fixed = int64_t(needle.size() + question.size() + c.values[0].size());
         check(length > fixed, "needle.lengths: {} tokens cannot hold the needle, question and value ({} tokens)",
               length, fixed);

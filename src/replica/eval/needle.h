@@ -16,10 +16,11 @@ namespace replica::eval {
 // The task's settings (the suite's `needle` section).
 struct NeedleTask {
   std::vector<int64_t> lengths;  // tokens per scored sequence; empty = the model's max_position_embeddings
-  std::vector<double> depths = {0.0, 0.25, 0.5, 0.75, 1.0};  // the needle's place, as a fraction of the haystack
-  int64_t trials = 4;        // keys, values and haystacks per (length, depth)
-  int64_t distractors = 9;   // wrong values ranked against the needle's
-  int64_t seed = 1234;       // random.Random seed of the keys and values
+  // The needle's place, as a fraction of the haystack.
+  std::vector<double> depths = {0.0, 0.25, 0.5, 0.75, 1.0};
+  int64_t trials = 4;       // keys, values and haystacks per (length, depth)
+  int64_t distractors = 9;  // wrong values ranked against the needle's
+  int64_t seed = 1234;      // random.Random seed of the keys and values
 };
 
 // One trial at one (length, depth): context + values[i] is exactly `length` tokens for every candidate i.
@@ -28,8 +29,8 @@ struct NeedleCase {
   double depth = 0.0;
   int64_t trial = 0;
   std::string key;
-  int64_t needle_at = 0;     // token position of the needle sentence in `context`
-  int64_t haystack = 0;      // haystack tokens around the needle
+  int64_t needle_at = 0;                     // token position of the needle sentence in `context`
+  int64_t haystack = 0;                      // haystack tokens around the needle
   std::vector<int32_t> context;              // haystack with the needle inside, then the question
   std::vector<std::vector<int32_t>> values;  // continuation tokens; values[0] is the needle's, then distractors
 };

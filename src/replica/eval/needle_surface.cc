@@ -29,8 +29,7 @@ struct NeedleSurfaceResult final : SurfaceResult {
     }
     const double depths = double(task.depths.size());
     for (const auto& [length, sums] : per_length)
-      lengths[std::to_string(length)]["all"] = {{"accuracy", sums.first / depths},
-                                                {"mean_rank", sums.second / depths}};
+      lengths[std::to_string(length)]["all"] = {{"accuracy", sums.first / depths}, {"mean_rank", sums.second / depths}};
     return {{"trials", task.trials}, {"distractors", task.distractors}, {"seed", task.seed}, {"lengths", lengths}};
   }
 
@@ -61,10 +60,10 @@ class NeedleSurface final : public Surface {
                           config::list("needle.lengths", t.lengths, "a list of token counts"),
                           config::list("needle.depths", t.depths, "a list of fractions in [0, 1]"),
                           config::integer("needle.trials", t.trials),
-                          config::integer("needle.distractors", t.distractors),
-                          config::integer("needle.seed", t.seed)},
+                          config::integer("needle.distractors", t.distractors), config::integer("needle.seed", t.seed)},
                          where);
-    for (int64_t length : t.lengths) check(length > 0, "{}: 'needle.lengths': {} is not a positive length", where, length);
+    for (int64_t length : t.lengths)
+      check(length > 0, "{}: 'needle.lengths': {} is not a positive length", where, length);
     check(!t.depths.empty(), "{}: 'needle.depths' lists no depth", where);
     for (double d : t.depths) check(d >= 0.0 && d <= 1.0, "{}: 'needle.depths': {} is not in [0, 1]", where, d);
     check(t.trials > 0, "{}: 'needle.trials' must be positive, got {}", where, t.trials);
