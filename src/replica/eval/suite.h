@@ -1,6 +1,6 @@
-// An evaluation suite: which of the four surfaces (eval/surface.h: held-out loss, domain perplexity, downstream
-// tasks, KL against a reference model) to run on which files, read from a YAML spec (docs/evaluation.md) or the
-// default; results as one JSON object, a console table, and flat scalars for TensorBoard.
+// An evaluation suite: which of the surfaces (eval/surface.h: held-out loss, domain perplexity, downstream tasks,
+// KL against a reference model, needle-in-a-haystack retrieval) to run on which files, read from a YAML spec
+// (docs/evaluation.md) or the default; results as one JSON object, a console table, and flat scalars for TensorBoard.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -12,6 +12,7 @@
 
 #include "replica/data/dataset.h"
 #include "replica/data/tokenizer.h"
+#include "replica/eval/needle.h"
 #include "replica/eval/surface.h"
 #include "replica/eval/tasks.h"
 #include "replica/model/transformer.h"
@@ -45,6 +46,11 @@ struct SuiteSpec {
     int64_t window = 512;
     int64_t max_positions = 1024;  // per file (compare_logits is O(V) in double per position)
   } kl;
+  struct Needle {
+    bool enabled = false;
+    std::vector<data::MixEntry> files;  // the haystack text
+    NeedleTask task;
+  } needle;
 };
 
 // Token files from paths or glob patterns (a path ending in .mix is a mix file), labelled by stem, or by

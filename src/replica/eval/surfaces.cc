@@ -8,10 +8,11 @@ const Surface& heldout_surface();
 const Surface& perplexity_surface();
 const Surface& tasks_surface();
 const Surface& kl_surface();
+const Surface& needle_surface();
 
 const std::vector<const Surface*>& surfaces() {
   static const std::vector<const Surface*> table = {&heldout_surface(), &perplexity_surface(), &tasks_surface(),
-                                                    &kl_surface()};
+                                                    &kl_surface(), &needle_surface()};
   return table;
 }
 
