@@ -29,7 +29,9 @@ TEST(CoreConfigFields, ReadsAMappingThroughItsFields) {
   EXPECT_EQ(read("~"), "");                 // null: an empty mapping
   EXPECT_EQ(fields[0].get().as<int64_t>(), 3);
 
-  EXPECT_EQ(read("{n: 3, m: 4}"), "f.yaml: unknown key 's.m' (expected one of s.n, s.name, s.xs)");
+  EXPECT_EQ(read("{n: 3, m: 4}"),
+            "f.yaml: unknown key 's.m' (did you mean 's.n'?) (expected one of s.n, s.name, s.xs)");
+  EXPECT_EQ(read("{n: 3, colour: 4}"), "f.yaml: unknown key 's.colour' (expected one of s.n, s.name, s.xs)");
   EXPECT_EQ(read("{n: three}"), "f.yaml: 's.n' expects an integer, got three");
   EXPECT_EQ(read("[1, 2]"), "f.yaml: 's' must be a mapping of keys (s.n, s.name, s.xs)");
 }

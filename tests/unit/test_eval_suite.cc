@@ -78,8 +78,8 @@ TEST(EvalSuite, ReadsEverySection) {
 TEST(EvalSuite, UnknownKeysNameTheFileAndTheKey) {
   const std::string dir = token_dir();
   std::string e = load_error("heldout: {files: [" + dir + "/a/heldout.npy], seqlen: 64}\n");
-  EXPECT_NE(e.find("bad.yaml: unknown key 'heldout.seqlen' (expected one of heldout.files, heldout.seq_len, "
-                   "heldout.max_docs)"),
+  EXPECT_NE(e.find("bad.yaml: unknown key 'heldout.seqlen' (did you mean 'heldout.seq_len'?) (expected one of "
+                   "heldout.files, heldout.seq_len, heldout.max_docs)"),
             std::string::npos)
       << e;
   e = load_error("perplexty: {files: [x.npy]}\n");
