@@ -2,6 +2,7 @@
 #include "replica/core/file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,10 +16,12 @@ namespace replica {
 std::vector<char> read_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   check(f != nullptr, "{}: cannot open ({})", path, std::strerror(errno));
-  std::fseek(f, 0, SEEK_END);
-  long size = std::ftell(f);
-  std::fseek(f, 0, SEEK_SET);
-  std::vector<char> bytes(size_t(size > 0 ? size : 0));
+  struct stat st {};
+  if (::fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    std::fclose(f);
+    fail("{}: {} (expected a file)", path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+  }
+  std::vector<char> bytes(size_t(st.st_size));
   size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
   check(got == bytes.size(), "{}: short read ({} of {} bytes)", path, got, bytes.size());

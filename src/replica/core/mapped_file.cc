@@ -17,7 +17,10 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY);
   check(fd >= 0, "{}: cannot open ({})", path, std::strerror(errno));
   struct stat st {};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail("{}: {} (expected a file)", path, S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+  }
   size_ = size_t(st.st_size);
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
