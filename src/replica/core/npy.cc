@@ -1,12 +1,14 @@
 // NumPy .npy reader and writer.
 #include "replica/core/npy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <string_view>
 
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/core/parse_number.h"
 
 namespace replica {
 
@@ -44,37 +46,71 @@ bool has_npy_magic(const void* bytes, size_t size) {
 }
 
 // Returns the text of `key`'s value in a Python dict literal such as
-// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }.
+// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }: a quoted string with its quotes, a tuple with its
+// parentheses, or a bare word.
 static std::string dict_value(const std::string& dict, const std::string& key, const std::string& path) {
   size_t at = dict.find("'" + key + "'");
   check(at != std::string::npos, "{}: .npy header has no '{}' (header: {})", path, key, dict);
-  at = dict.find(':', at);
-  size_t start = dict.find_first_not_of(' ', at + 1);
-  size_t end = dict[start] == '(' ? dict.find(')', start) + 1
-               : dict[start] == '\'' ? dict.find('\'', start + 1) + 1
-                                     : dict.find_first_of(",}", start);
+  at = dict.find(':', at + key.size() + 2);
+  const size_t start = at == std::string::npos ? at : dict.find_first_not_of(' ', at + 1);
+  check(start != std::string::npos, "{}: .npy header has no value for '{}' (header: {})", path, key, dict);
+  // One past the value: its closing bracket or quote, or the separator after a bare word (not included).
+  const size_t end = dict[start] == '(' ? dict.find(')', start) + 1
+                     : dict[start] == '\'' ? dict.find('\'', start + 1) + 1
+                                           : dict.find_first_of(",}", start);
+  check(end != 0 && end != std::string::npos, "{}: .npy header value of '{}' is not terminated (header: {})", path,
+        key, dict);
   return dict.substr(start, end - start);
+}
+
+// The dimensions of a shape tuple "(3,)", "(2, 3)" or "()": each a non-negative decimal integer.
+static std::vector<int64_t> parse_shape(const std::string& tuple, const std::string& path) {
+  check(tuple.size() >= 2 && tuple.front() == '(' && tuple.back() == ')',
+        "{}: .npy shape must be a tuple of integers, got {}", path, tuple);
+  std::vector<int64_t> shape;
+  const std::string inside = tuple.substr(1, tuple.size() - 2);
+  for (size_t i = 0; i <= inside.size();) {
+    size_t j = std::min(inside.find(',', i), inside.size());
+    const size_t first = inside.find_first_not_of(' ', i), last = inside.find_last_not_of(' ', j - 1);
+    const bool blank = first == std::string::npos || first >= j;
+    // Only the item after a trailing comma may be blank: "(3,)" but not "(,)" or "(3,,)".
+    check(!blank || (j == inside.size() && (i == 0 || !shape.empty())), "{}: .npy shape {} has an empty dimension",
+          path, tuple);
+    if (!blank) {
+      const std::optional<int64_t> d = parse_int64(std::string_view(inside).substr(first, last + 1 - first));
+      check(d.has_value() && *d >= 0, "{}: .npy shape {}: dimension '{}' is not a non-negative integer", path, tuple,
+            inside.substr(first, last + 1 - first));
+      shape.push_back(*d);
+    }
+    i = j + 1;
+  }
+  return shape;
 }
 
 NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& path) {
   const auto* p = static_cast<const unsigned char*>(bytes);
-  check(has_npy_magic(bytes, size) && size >= 10, "{}: not a .npy file (missing \\x93NUMPY magic)", path);
-  int major = p[6];
+  check(has_npy_magic(bytes, size), "{}: not a .npy file (missing \\x93NUMPY magic)", path);
+  check(size >= 10, "{}: truncated .npy file ({} bytes; the header alone needs at least 10)", path, size);
+  const int major = p[6];
+  check(major >= 1 && major <= 3, "{}: unsupported .npy format version {}.{} (expected 1.0, 2.0 or 3.0)", path, major,
+        int(p[7]));
   size_t header_len, prefix;
   if (major == 1) {
     header_len = p[8] | (p[9] << 8);
     prefix = 10;
   } else {
-    check(size >= 12, "{}: truncated .npy header", path);
+    check(size >= 12, "{}: truncated .npy header ({} bytes)", path, size);
     header_len = p[8] | (p[9] << 8) | (size_t(p[10]) << 16) | (size_t(p[11]) << 24);
     prefix = 12;
   }
-  check(prefix + header_len <= size, "{}: truncated .npy header ({} bytes declared, file has {})", path,
-        header_len, size);
+  check(header_len <= size - prefix, "{}: truncated .npy header ({} bytes declared, file has {})", path, header_len,
+        size);
   std::string dict(reinterpret_cast<const char*>(p + prefix), header_len);
 
   NpyHeader header;
   std::string descr = dict_value(dict, "descr", path);
+  check(descr.size() >= 2 && descr.front() == '\'' && descr.back() == '\'',
+        "{}: .npy descr must be a quoted dtype string, got {}", path, descr);
   descr = descr.substr(1, descr.size() - 2);
   const NpyType types[] = {NpyType::f32, NpyType::f64, NpyType::i32, NpyType::i64,
                            NpyType::u16, NpyType::u32, NpyType::u8};
@@ -91,16 +127,19 @@ NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& pa
   check(known, "{}: unsupported .npy dtype '{}' (expected little-endian f4, f8, i4, i8, u1, u2 or u4)", path, descr);
   check(dict_value(dict, "fortran_order", path) == "False", "{}: Fortran-order .npy arrays are not supported",
         path);
-  std::string shape = dict_value(dict, "shape", path);
-  for (size_t i = 1; i < shape.size();) {
-    size_t j = shape.find_first_of(",)", i);
-    std::string item = shape.substr(i, j - i);
-    if (item.find_first_not_of(' ') != std::string::npos) header.shape.push_back(std::stoll(item));
-    i = j + 1;
-  }
+  const std::string shape_string = dict_value(dict, "shape", path);
+  header.shape = parse_shape(shape_string, path);
   header.data_offset = prefix + header_len;
-  size_t need = header.data_offset + header.count() * npy_type_size(header.type);
-  check(size >= need, "{}: truncated .npy data (expected {} bytes, file has {})", path, need, size);
+  // The data must fit in what follows the header. The element count is built with overflow checks and compared
+  // as a count (count <= bytes / item), so that nothing wraps past 2^64.
+  const size_t item = npy_type_size(header.type), available = (size - header.data_offset) / item;
+  const bool empty = std::find(header.shape.begin(), header.shape.end(), 0) != header.shape.end();
+  size_t count = 1;
+  bool overflow = false;
+  for (int64_t d : header.shape) overflow |= __builtin_mul_overflow(count, size_t(d), &count);
+  check(empty || (!overflow && count <= available),
+        "{}: truncated .npy data (shape {} of {}-byte items; the file has {} bytes after the header)", path,
+        shape_string, item, size - header.data_offset);
   return header;
 }
 

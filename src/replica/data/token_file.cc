@@ -27,10 +27,11 @@ TokenFile::TokenFile(const std::string& path, TokenDtype headerless_dtype) : fil
     check(header.shape.size() == 1, "{}: token .npy must be 1-D, has {} dimensions", path, header.shape.size());
     dtype_ = header.type == NpyType::u16 ? TokenDtype::u16 : TokenDtype::u32;
     header_size_ = header.data_offset;
-    num_tokens_ = header.count();
-    check(header_size_ + num_tokens_ * token_dtype_size(dtype_) == file_.size(),
-          "{}: truncated or corrupt .npy: header says {} tokens ({} bytes of data), file has {} bytes after the header",
-          path, num_tokens_, num_tokens_ * token_dtype_size(dtype_), file_.size() - header_size_);
+    num_tokens_ = header.count();  // parse_npy_header checked that they fit in the file
+    const size_t data_bytes = file_.size() - header_size_, item = token_dtype_size(dtype_);
+    check(data_bytes % item == 0 && num_tokens_ == data_bytes / item,
+          "{}: truncated or corrupt .npy: header says {} tokens, file has {} bytes after the header ({} tokens)", path,
+          num_tokens_, data_bytes, data_bytes / item);
     check(num_tokens_ > 0, "{}: empty token file (0 tokens)", path);
   } else {
     size_t item = token_dtype_size(dtype_);
@@ -54,8 +55,8 @@ uint32_t TokenFile::at(uint64_t i) const {
 }
 
 void TokenFile::read(uint64_t start, uint64_t count, int32_t* out, uint32_t vocab_size) const {
-  check(start + count <= num_tokens_, "{}: read of tokens [{}, {}) past the end ({} tokens)", path(), start,
-        start + count, num_tokens_);
+  check(start <= num_tokens_ && count <= num_tokens_ - start,
+        "{}: read of {} tokens from token {} past the end ({} tokens)", path(), count, start, num_tokens_);
   uint32_t max_id = 0;
   if (dtype_ == TokenDtype::u16) {
     for (uint64_t i = 0; i < count; i++) {
