@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace replica::config {
 
@@ -11,8 +12,17 @@ void wrong_type(const std::string& where, const std::string& key, const char* ex
   fail("{}: '{}' expects {}, got {}", where, key, expected, YAML::Dump(node));
 }
 
+// Every number a config holds is finite: `.inf` or `.nan` would train on NaN without a word.
+static double finite_number(const YAML::Node& n, const std::string& where, const std::string& key,
+                            const char* expected) {
+  const double value = scalar<double>(n, where, key, expected);
+  if (!std::isfinite(value)) wrong_type(where, key, "a finite number", n);
+  return value;
+}
+
 Field number(std::string key, double& ref) {
-  return {key, [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<double>(n, w, key, "a number"); },
+  return {key,
+          [&ref, key](const YAML::Node& n, const std::string& w) { ref = finite_number(n, w, key, "a number"); },
           [&ref] { return YAML::Node(fmt::format("{}", ref)); }};
 }
 
@@ -20,8 +30,8 @@ Field number_pair(std::string key, double& first, double& second, const char* ex
   return {key,
           [&first, &second, key, expected](const YAML::Node& n, const std::string& w) {
             if (!n.IsSequence() || n.size() != 2) wrong_type(w, key, expected, n);
-            first = scalar<double>(n[0], w, key, expected);
-            second = scalar<double>(n[1], w, key, expected);
+            first = finite_number(n[0], w, key, expected);
+            second = finite_number(n[1], w, key, expected);
           },
           [&first, &second] {
             YAML::Node n(YAML::NodeType::Sequence);
@@ -35,6 +45,16 @@ Field number_pair(std::string key, double& first, double& second, const char* ex
 Field integer(std::string key, int64_t& ref) {
   return {key,
           [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<int64_t>(n, w, key, "an integer"); },
+          [&ref] { return YAML::Node(ref); }};
+}
+
+Field integer(std::string key, int64_t& ref, int64_t at_least) {
+  return {key,
+          [&ref, key, at_least](const YAML::Node& n, const std::string& w) {
+            const int64_t value = scalar<int64_t>(n, w, key, "an integer");
+            check(value >= at_least, "{}: {} must be >= {}, got {}", w, key, at_least, value);
+            ref = value;
+          },
           [&ref] { return YAML::Node(ref); }};
 }
 
@@ -60,12 +80,26 @@ void read_mapping(const YAML::Node& node, const std::string& prefix, const std::
   check(node.IsMap(), "{}: {} must be a mapping of keys ({})", where,
         prefix.empty() ? std::string("the file") : fmt::format("'{}'", prefix.substr(0, prefix.size() - 1)),
         fmt::join(known, ", "));
-  for (const auto& item : node) {
-    const std::string key = prefix + item.first.as<std::string>();
-    const auto f = std::find_if(fields.begin(), fields.end(), [&](const Field& x) { return x.key == key; });
+  for (const auto& [key, value] : mapping_entries(node, prefix, where)) {
+    const auto f = std::find_if(fields.begin(), fields.end(), [&key = key](const Field& x) { return x.key == key; });
     check(f != fields.end(), "{}: unknown key '{}' (expected one of {})", where, key, fmt::join(known, ", "));
-    f->set(item.second, where);
+    f->set(value, where);
   }
+}
+
+std::vector<std::pair<std::string, YAML::Node>> mapping_entries(const YAML::Node& node, const std::string& prefix,
+                                                                const std::string& where) {
+  std::vector<std::pair<std::string, YAML::Node>> entries;
+  for (const auto& item : node) {
+    check(item.first.IsScalar(), "{}: a key in {} is not a name: {}", where,
+          prefix.empty() ? std::string("the file") : fmt::format("'{}'", prefix.substr(0, prefix.size() - 1)),
+          YAML::Dump(item.first));
+    std::string key = prefix + item.first.Scalar();
+    // yaml-cpp keeps both copies of a repeated key; a reader would silently let the last one win.
+    for (const auto& seen : entries) check(seen.first != key, "{}: '{}' appears twice", where, key);
+    entries.emplace_back(std::move(key), item.second);
+  }
+  return entries;
 }
 
 }  // namespace replica::config
