@@ -98,12 +98,12 @@ def load_config(src) -> Config:
         num_attention_heads=H,
         num_key_value_heads=K,
         head_dim=D,
-        rms_norm_eps=float(d.get("rms_norm_eps", 1e-6)),
+        rms_norm_eps=float(d.get("rms_norm_eps", 1e-6 if mt == "llama" else 1e-5)),  # LlamaConfig / Olmo[23]Config
         rope_theta=float(d.get("rope_theta", 10000.0)),
         sliding_window=window,
         layer_types=layer_types,
         tie_word_embeddings=bool(d.get("tie_word_embeddings", False)),
-        max_position_embeddings=int(d.get("max_position_embeddings", 4096)),
+        max_position_embeddings=int(d.get("max_position_embeddings", 2048)),  # every one of the three HF configs
         raw=d,
     )
 
