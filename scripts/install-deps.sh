@@ -13,6 +13,8 @@ packages=(
   libxxhash-dev                 # XXH3-128 checksums and fingerprints
   libgtest-dev libgmock-dev     # unit tests
   libbenchmark-dev              # micro-benchmarks
+  clang-14 libclang-rt-14-dev   # libFuzzer + ASan/UBSan runtimes: the fuzz harnesses (tests/fuzz)
+  libomp-14-dev                 # OpenMP for clang (the fuzz tree)
   libopenmpi-dev openmpi-bin    # data parallelism across processes (mpirun)
   python3-torch python3-numpy   # the independent reference (fixtures, speed baseline)
   python3-yaml                  # bench/run.sh reads model YAML for the reference

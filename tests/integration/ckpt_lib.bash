@@ -1,5 +1,6 @@
-# Shared by the ckpt_*.sh and parity_*.sh integration tests (sourced; not a test itself): a tiny OLMo 3
-# model (vocab 512, ~0.15M parameters) with synthetic uint32 token files, a recipe, and metric comparisons.
+# Shared by the ckpt_*.sh, parity_*.sh and data_crafted_input.sh integration tests (sourced; not a test itself):
+# a tiny OLMo 3 model (vocab 512, ~0.15M parameters) with synthetic uint32 token files, a recipe, and metric
+# comparisons.
 replica=$1
 src=$2
 work=$(mktemp -d)

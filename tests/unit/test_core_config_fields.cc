@@ -7,21 +7,23 @@
 namespace replica {
 namespace {
 
+// The message of the replica::Error that reading `yaml` (the mapping of section "s") raises ("" if none).
+std::string read_error(const std::vector<config::Field>& fields, const char* yaml) {
+  try {
+    config::read_mapping(YAML::Load(yaml), "s.", fields, "f.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(CoreConfigFields, ReadsAMappingThroughItsFields) {
   int64_t n = 0;
   std::string name;
   std::vector<double> xs;
   const std::vector<config::Field> fields = {config::integer("s.n", n), config::text("s.name", name),
                                              config::list("s.xs", xs, "a list of numbers")};
-  // The message of the replica::Error that reading `yaml` raises ("" if none).
-  auto read = [&](const char* yaml) -> std::string {
-    try {
-      config::read_mapping(YAML::Load(yaml), "s.", fields, "f.yaml");
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  };
+  auto read = [&](const char* yaml) { return read_error(fields, yaml); };
   EXPECT_EQ(read("{n: 3, name: abc, xs: 1.5}"), "");
   EXPECT_EQ(n, 3);
   EXPECT_EQ(name, "abc");
@@ -34,6 +36,30 @@ TEST(CoreConfigFields, ReadsAMappingThroughItsFields) {
   EXPECT_EQ(read("{n: 3, colour: 4}"), "f.yaml: unknown key 's.colour' (expected one of s.n, s.name, s.xs)");
   EXPECT_EQ(read("{n: three}"), "f.yaml: 's.n' expects an integer, got three");
   EXPECT_EQ(read("[1, 2]"), "f.yaml: 's' must be a mapping of keys (s.n, s.name, s.xs)");
+}
+
+// Reliability review D5 and D14: yaml-cpp's conversion error for a non-scalar key used to escape as
+// YAML::TypedBadConversion, and a repeated key let the last copy win in silence.
+TEST(CoreConfigFields, KeysMustBeNamesThatAppearOnce) {
+  int64_t n = 0;
+  const std::vector<config::Field> fields = {config::integer("s.n", n)};
+  auto read = [&](const char* yaml) { return read_error(fields, yaml); };
+  EXPECT_EQ(read("? [a, b]\n: 1\n"), "f.yaml: a key in 's' is not a name: [a, b]");
+  EXPECT_EQ(read("n: 1\nn: 2\n"), "f.yaml: 's.n' appears twice");
+}
+
+TEST(CoreConfigFields, NumbersAreFiniteAndBoundedIntegersRefuseWhatIsBelow) {
+  double x = 0;
+  int64_t window = 0;
+  const std::vector<config::Field> fields = {config::number("s.x", x), config::integer("s.window", window, 1)};
+  auto read = [&](const char* yaml) { return read_error(fields, yaml); };
+  EXPECT_EQ(read("{x: .inf}"), "f.yaml: 's.x' expects a finite number, got .inf");
+  EXPECT_EQ(read("{x: .nan}"), "f.yaml: 's.x' expects a finite number, got .nan");
+  EXPECT_EQ(read("{x: 2.5, window: 3}"), "");
+  EXPECT_EQ(x, 2.5);
+  EXPECT_EQ(window, 3);
+  EXPECT_EQ(read("{window: 0}"), "f.yaml: s.window must be >= 1, got 0");
+  EXPECT_EQ(window, 3);  // a refused value is not stored
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/sha256.h"
+#include "replica/data/tokenize.h"
 #include "replica/data/tokenizer.h"
 
 using namespace replica;
@@ -179,4 +181,19 @@ TEST(Tokenizer, HugeWhitespaceRunsAreNotARegexError) {
   auto ids = tokenizer().encode_ordinary(blanks);
   EXPECT_EQ(tokenizer().decode(ids), blanks);
   EXPECT_EQ(ids.back(), tokenizer().encode_ordinary(" x")[0]);  // the last blank goes with the word
+}
+
+// Reliability review D14: an input with no documents wrote a 0-byte token file (exit 0) that every reader refuses.
+TEST(Tokenize, InputsWithoutDocumentsWriteNothing) {
+  const std::filesystem::path dir = replica::testing::scratch_dir("tokenize");
+  const std::string input = (dir / "blank.jsonl").string(), output = (dir / "out.npy").string();
+  std::ofstream(input) << "\n  \n";
+  try {
+    tokenize_files(tokenizer(), {input}, output, 1, false);
+    FAIL() << "expected replica::Error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), input + ": no documents to tokenize (every input is empty or blank)");
+  }
+  EXPECT_FALSE(std::filesystem::exists(output));
+  EXPECT_FALSE(std::filesystem::exists(output + ".tmp"));
 }

@@ -102,6 +102,21 @@ TEST(EvalSuite, BadValuesNameTheFileAndTheKey) {
   EXPECT_NE(e.find("bad.yaml: 'tasks.format': unknown task format 'helm'"), std::string::npos) << e;
   e = load_error("kl: {files: [" + dir + "/a/heldout.npy]}\n");
   EXPECT_NE(e.find("bad.yaml: kl.reference names no model"), std::string::npos) << e;
+  // Reliability review D14: negative sizes ran as if they were the defaults.
+  e = load_error("batch_tokens: -1\n");
+  EXPECT_NE(e.find("bad.yaml: batch_tokens must be >= 1, got -1"), std::string::npos) << e;
+  e = load_error("heldout: {files: [" + dir + "/a/heldout.npy], seq_len: -5}\n");
+  EXPECT_NE(e.find("bad.yaml: heldout.seq_len must be >= 0, got -5"), std::string::npos) << e;
+  e = load_error("perplexity: {files: [" + dir + "/a/heldout.npy], max_docs: -1}\n");
+  EXPECT_NE(e.find("bad.yaml: perplexity.max_docs must be >= 0, got -1"), std::string::npos) << e;
+  // D13: an unknown task is named with the suite file.
+  e = load_error("tasks: {list: [{name: foo_task, path: f.jsonl}]}\n");
+  EXPECT_NE(e.find("bad.yaml: tasks.list[0].name: unknown task 'foo_task' (expected one of arc_easy"),
+            std::string::npos)
+      << e;
+  // D5: a non-scalar key is a named error, not a yaml-cpp conversion exception.
+  e = load_error("tasks:\n  ? [a, b]\n  : 1\n");
+  EXPECT_NE(e.find("bad.yaml: a key in 'tasks' is not a name: [a, b]"), std::string::npos) << e;
   e = load_error("- heldout\n");
   EXPECT_NE(e.find("bad.yaml: a suite is a mapping of sections (heldout, perplexity, tasks, kl, needle)"),
             std::string::npos)

@@ -39,6 +39,16 @@ std::vector<std::string> continuations(const TaskDoc& d) {
   return c;
 }
 
+// The message of the replica::Error that loading `spec` raises ("" if none).
+std::string task_error(const TaskSpec& spec) {
+  try {
+    load_task(spec, TaskFormat::lm_eval);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = (replica::testing::scratch_dir("eval_tasks") / name).string();
   std::ofstream(path) << text;
@@ -206,4 +216,26 @@ TEST(EvalTasks, ErrorsNameFileLineAndField) {
   EXPECT_THROW(load_task(s, TaskFormat::lm_eval), Error);
   s.num_fewshot = 5;  // only mmlu's first-n shots are supported
   EXPECT_THROW(load_task(s, TaskFormat::lm_eval), Error);
+}
+
+// Found by fuzz_task: nlohmann::json::parse raises out_of_range, not parse_error, for a number beyond double.
+TEST(EvalTasks, ANumberBeyondDoubleIsInvalidJson) {
+  TaskSpec s;
+  s.name = "boolq";
+  s.path = write_temp("replica_huge_number.jsonl", "{\"passage\":\"p\",\"question\":\"q\",\"label\":1e999}\n");
+  const std::string e = task_error(s);
+  EXPECT_NE(e.find("replica_huge_number.jsonl:1: invalid JSON"), std::string::npos) << e;
+}
+
+// Reliability review D5: a label of more digits than 2^63 escaped from std::stoll as std::out_of_range.
+TEST(EvalTasks, AnIntegerLabelTooLargeForInt64IsANamedError) {
+  TaskSpec s;
+  s.name = "hellaswag";
+  for (const char* label : {"\"99999999999999999999\"", "18446744073709551615"}) {
+    s.path = write_temp("replica_huge_label.jsonl", std::string("{\"activity_label\":\"a\",\"ctx_a\":\"b\",\"ctx_b\":"
+                        "\"c\",\"endings\":[\"x\",\"y\"],\"label\":") + label + "}\n");
+    const std::string e = task_error(s);
+    EXPECT_NE(e.find("replica_huge_label.jsonl:1: field 'label' must be an integer below 2^63"), std::string::npos)
+        << e;
+  }
 }

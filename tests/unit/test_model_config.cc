@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -200,6 +201,51 @@ TEST(ModelConfig, BadRopeScalingNamesTheKey) {
   other["factor"] = 4.0;
   expect_error(small_with({{"rope_scaling", kReleasedYarn}, {"rope_parameters", other}}),
                "rope_scaling and rope_parameters give different YaRN settings");
+}
+
+// Reliability review D12 and D13: a config.json that leaves keys out gets transformers' defaults for its model_type,
+// an integer key does not take a fraction, and save_pretrained's bookkeeping keys are not refused.
+TEST(ModelConfig, MissingKeysTakeTransformersDefaultsPerModelType) {
+  const nlohmann::json sizes = {{"vocab_size", 64}, {"hidden_size", 32}, {"intermediate_size", 48},
+                                {"num_hidden_layers", 4}, {"num_attention_heads", 4}};
+  struct Expected {
+    const char* model_type;
+    double rms_norm_eps, rope_theta;
+    int64_t max_position_embeddings, sliding_window;
+  };
+  // Olmo3Config, Olmo2Config and LlamaConfig (transformers/models/*/configuration_*.py).
+  for (const Expected& e : {Expected{"olmo3", 1e-5, 10000.0, 2048, 4096}, Expected{"olmo2", 1e-5, 10000.0, 2048, 0},
+                            Expected{"llama", 1e-6, 10000.0, 2048, 0}}) {
+    nlohmann::json j = sizes;
+    j["model_type"] = e.model_type;
+    const ModelConfig c = model_config_from_json(j, "config.json");
+    EXPECT_EQ(c.norm_eps, e.rms_norm_eps) << e.model_type;
+    EXPECT_EQ(c.rope_theta, e.rope_theta) << e.model_type;
+    EXPECT_EQ(c.max_seq_len, e.max_position_embeddings) << e.model_type;
+    EXPECT_EQ(c.sliding_window, e.sliding_window) << e.model_type;
+  }
+}
+
+TEST(ModelConfig, IntegersAreIntegralAndRequiredSizesAreNamedWhenMissing) {
+  const nlohmann::json good = {{"vocab_size", 64}, {"hidden_size", 32}, {"intermediate_size", 48},
+                               {"num_hidden_layers", 4}, {"num_attention_heads", 4}};
+  nlohmann::json j = good;
+  j["hidden_size"] = 128.7;
+  expect_error(j, "bad.json: key 'hidden_size' has value 128.7 of the wrong type (expected an integer)");
+  j = good;
+  j["qk_norm"] = 1;
+  expect_error(j, "key 'qk_norm' has value 1 of the wrong type (expected true or false)");
+  j = good;
+  j["rms_norm_eps"] = std::numeric_limits<double>::infinity();
+  expect_error(j, "rms_norm_eps");
+  j = good;
+  j.erase("hidden_size");
+  expect_error(j, "bad.json: missing 'hidden_size' (a positive integer)");
+  j = good;
+  j["_name_or_path"] = "allenai/Olmo-3-1025-7B";
+  j["_commit_hash"] = "abc";
+  j["output_hidden_states"] = false;
+  EXPECT_NO_THROW(model_config_from_json(j, "config.json"));
 }
 
 TEST(Init, TruncatedNormalIndependentOfThreads) {

@@ -133,7 +133,7 @@ def load_config(src) -> Config:
         layer_types, window = ["full_attention"] * L, None
     if len(layer_types) != L or any(t not in ("sliding_attention", "full_attention") for t in layer_types):
         raise ValueError(f"config: bad layer_types {layer_types}")
-    max_positions = int(d.get("max_position_embeddings", 4096))
+    max_positions = int(d.get("max_position_embeddings", 2048))  # every one of the three HF configs
     theta, yarn = _rope(d, max_positions)
     if "sliding_attention" not in layer_types:
         window = None
@@ -148,7 +148,7 @@ def load_config(src) -> Config:
         num_attention_heads=H,
         num_key_value_heads=K,
         head_dim=D,
-        rms_norm_eps=float(d.get("rms_norm_eps", 1e-6)),
+        rms_norm_eps=float(d.get("rms_norm_eps", 1e-6 if mt == "llama" else 1e-5)),  # LlamaConfig / Olmo[23]Config
         rope_theta=theta,
         sliding_window=window,
         layer_types=layer_types,

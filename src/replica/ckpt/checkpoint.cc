@@ -10,6 +10,7 @@
 #include "replica/ckpt/safetensors.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/core/parse_number.h"
 
 namespace replica::ckpt {
 
@@ -70,7 +71,7 @@ int64_t step_of(const fs::path& dir) {
   const std::string name = dir.filename().string();
   if (name.size() <= 4 || !name.starts_with("step")) return -1;
   if (!std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; })) return -1;
-  return std::stoll(name.substr(4));
+  return parse_int64(std::string_view(name).substr(4)).value_or(-1);  // more digits than 2^63: not a step
 }
 
 bool is_complete(const fs::path& dir) { return fs::exists(dir / "MANIFEST.json"); }

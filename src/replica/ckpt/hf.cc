@@ -21,6 +21,8 @@ namespace replica::ckpt {
 
 namespace fs = std::filesystem;
 
+constexpr int64_t kVocabPadding = 128;
+
 static bool is_vocab_tensor(const std::string& name) {
   return name == "model.embed_tokens.weight" || name == "lm_head.weight";
 }
@@ -57,7 +59,12 @@ void load_hf_params(const std::string& dir, const model::ParamTable& table, floa
     const SafetensorsReader& reader = *readers.at(it->second);
     const std::vector<int64_t>& shape = reader.info(e.name).shape;
     if (is_vocab_tensor(e.name) && shape.size() == 2 && shape[1] == e.shape[1] && shape[0] < e.shape[0]) {
-      reader.read_f32(e.name, shape, params + e.offset);  // a truncated vocabulary: pad with zero rows
+      // A truncated vocabulary (100278 tokens of a 100352-row embedding) is padded back with zero rows, up to the
+      // next multiple of 128 as OLMo-core pads it; a larger shortfall is another model's vocabulary.
+      check(e.shape[0] <= (shape[0] + kVocabPadding - 1) / kVocabPadding * kVocabPadding,
+            "{}: tensor '{}' has {} rows, the model {}: more than padding to a multiple of {} explains", dir, e.name,
+            shape[0], e.shape[0], kVocabPadding);
+      reader.read_f32(e.name, shape, params + e.offset);
       std::fill(params + e.offset + shape[0] * shape[1], params + e.offset + e.numel, 0.0f);
     } else {
       reader.read_f32(e.name, e.shape, params + e.offset);

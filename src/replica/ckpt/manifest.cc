@@ -41,6 +41,9 @@ void verify_manifest(const std::string& dir) {
     fail("{}: malformed manifest ({})", path.string(), e.what());
   }
   for (auto& [name, entry] : files.items()) {
+    // The manifest lists the files of its own directory: a path would have it hash any file on the machine.
+    check(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos,
+          "{}: lists '{}', which is not a file name in the checkpoint directory", path.string(), name);
     const fs::path file = fs::path(dir) / name;
     check(fs::exists(file), "{}: missing (listed in MANIFEST.json)", file.string());
     uint64_t size = 0;

@@ -12,6 +12,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/npy.h"
+#include "replica/core/threads.h"
 #include "replica/data/audit.h"
 #include "replica/data/loader.h"
 #include "replica/data/tokenize.h"
@@ -35,7 +36,7 @@ struct DatasetOptions {
     auto* paths_opt = app->add_option("--paths", paths, "Token files, in mix order");
     auto* mix_opt = app->add_option("--mix", mix, "Mix file: one 'label,path' or 'path' per line");
     paths_opt->excludes(mix_opt);
-    auto* seq = app->add_option("--seq-len", seq_len, "Tokens per instance");
+    auto* seq = app->add_option("--seq-len", seq_len, "Tokens per instance")->check(CLI::PositiveNumber);
     if (need_seq_len) seq->required();
     app->add_option("--dtype", dtype, "Element type of headerless token files (uint32 or uint16)")
         ->capture_default_str();
@@ -231,27 +232,32 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   tokenize->add_option("--input-list", o->input_list, "A file naming one input file per line (after --input's)");
   tokenize->add_option("--output", o->output, "Output token file (headerless uint32, EOS after each document)")
       ->required();
-  tokenize->add_option("--jobs", o->jobs, "Threads (0 = all cores); the output does not depend on it");
+  tokenize->add_option("--jobs", o->jobs, "Threads (0 = all cores); the output does not depend on it")
+      ->check(CLI::Range(int64_t{0}, kMaxThreads));
   tokenize->add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken (default: data/tokenizer/)");
 
   auto* info = app.add_subcommand("info", "Tokens, instances and documents per file; the dataset fingerprint");
   o->dataset.add_to(info, false);
   info->add_flag("--scan", o->scan, "Read every token: check ids against the vocab, count documents");
-  info->add_option("--seed", o->seed, "Data-loader seed (for the fingerprint)")->capture_default_str();
-  info->add_option("--global-batch", o->global_batch, "Instances per step (prints the fingerprint when given)");
+  info->add_option("--seed", o->seed, "Data-loader seed (for the fingerprint)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  info->add_option("--global-batch", o->global_batch, "Instances per step (prints the fingerprint when given)")
+      ->check(CLI::PositiveNumber);
 
   auto* show = app.add_subcommand("show", "Decode one instance of a dataset");
   o->dataset.add_to(show);
-  show->add_option("--instance", o->instance, "Global instance id")->required();
+  show->add_option("--instance", o->instance, "Global instance id")->required()->check(CLI::NonNegativeNumber);
   show->add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken (default: data/tokenizer/)");
   show->add_flag("--ids", o->ids, "Print token ids instead of text");
 
   auto* order = app.add_subcommand("order", "Write OLMo-core's global order [num_batches, G] as uint32 .npy");
   o->dataset.add_to(order);
-  order->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str();
+  order->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str()->check(CLI::NonNegativeNumber);
   order->add_option("--epoch", o->epoch, "Epoch (1-based; the generator is seeded with seed + epoch)")
-      ->capture_default_str();
-  order->add_option("--global-batch", o->global_batch, "Instances per step")->required();
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  order->add_option("--global-batch", o->global_batch, "Instances per step")->required()->check(CLI::PositiveNumber);
   order->add_option("--out", o->output, "Output .npy")->required();
 
   auto* audit_cmd = app.add_subcommand("audit", "Replay a planned run's data reads and report repeats (exit 1)");

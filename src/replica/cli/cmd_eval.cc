@@ -28,8 +28,10 @@ static Command eval_command(
                      "default suite: directory of <task>.jsonl exports (default data/eval, else tests/fixtures/eval)");
       app.add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken ranks (default: the usual search path)");
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)");
-      app.add_option("--batch-tokens", o->batch_tokens, "padded tokens per forward (default: the suite's, 8192)");
-      app.add_option("--threads", o->threads, "CPU threads (default: all)");
+      app.add_option("--batch-tokens", o->batch_tokens, "padded tokens per forward (default: the suite's, 8192)")
+          ->check(CLI::NonNegativeNumber);
+      app.add_option("--threads", o->threads, "CPU threads (default: all)")
+          ->check(CLI::Range(int64_t{0}, kMaxThreads));
       app.add_option("--device", o->device, "cpu or cuda");
       app.add_flag("--json", o->json, "print the results as one JSON object instead of tables");
       return std::function<int()>([o] {

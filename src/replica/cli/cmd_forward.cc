@@ -22,7 +22,8 @@ static Command forward_command(
       app.add_option("--tokens", o->tokens, ".npy of int32/int64/uint32 token ids, shape [B, T] or [T]")->required();
       app.add_option("--out", o->out, "output .npy, float32 [B, T, V]")->required();
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)");
-      app.add_option("--threads", o->threads, "CPU threads (default: all)");
+      app.add_option("--threads", o->threads, "CPU threads (default: all)")
+          ->check(CLI::Range(int64_t{0}, kMaxThreads));
       app.add_option("--device", o->device, "cpu or cuda");
       return std::function<int()>([o] {
         set_num_threads(o->threads);

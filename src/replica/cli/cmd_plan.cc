@@ -29,10 +29,12 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
   };
   auto o = std::make_shared<Options>();
   app.add_option("--model", o->model, "model YAML, config.json or HF directory")->required();
-  app.add_option("--seq-len", o->seq_len, "sequence length T");
-  app.add_option("--micro-batch", o->micro_batch, "instances per micro-batch B");
-  app.add_option("--ranks", o->ranks, "data-parallel ranks: also show the memory per rank");
-  app.add_option("--global-batch", o->global_batch, "instances per step over all ranks (default: ranks × B)");
+  app.add_option("--seq-len", o->seq_len, "sequence length T")->check(CLI::PositiveNumber);
+  app.add_option("--micro-batch", o->micro_batch, "instances per micro-batch B")->check(CLI::PositiveNumber);
+  app.add_option("--ranks", o->ranks, "data-parallel ranks: also show the memory per rank")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--global-batch", o->global_batch, "instances per step over all ranks (default: ranks × B)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--precision", o->precision, "bf16 (default; keeps a bf16 copy of the weights) or fp32");
   return std::function<int()>([o] {
     model::ModelConfig c = model::load_model_config(o->model);

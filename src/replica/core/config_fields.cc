@@ -48,6 +48,16 @@ Field integer(std::string key, int64_t& ref) {
           [&ref] { return YAML::Node(ref); }};
 }
 
+Field integer(std::string key, int64_t& ref, int64_t at_least) {
+  return {key,
+          [&ref, key, at_least](const YAML::Node& n, const std::string& w) {
+            const int64_t value = scalar<int64_t>(n, w, key, "an integer");
+            check(value >= at_least, "{}: {} must be >= {}, got {}", w, key, at_least, value);
+            ref = value;
+          },
+          [&ref] { return YAML::Node(ref); }};
+}
+
 Field boolean(std::string key, bool& ref) {
   return {key,
           [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<bool>(n, w, key, "true or false"); },
@@ -100,13 +110,27 @@ void read_mapping(const YAML::Node& node, const std::string& prefix, const std::
   check(node.IsMap(), "{}: {} must be a mapping of keys ({})", where,
         prefix.empty() ? std::string("the file") : fmt::format("'{}'", prefix.substr(0, prefix.size() - 1)),
         fmt::join(known, ", "));
-  for (const auto& item : node) {
-    const std::string key = prefix + item.first.as<std::string>();
-    const auto f = std::find_if(fields.begin(), fields.end(), [&](const Field& x) { return x.key == key; });
+  for (const auto& [key, value] : mapping_entries(node, prefix, where)) {
+    const auto f = std::find_if(fields.begin(), fields.end(), [&key = key](const Field& x) { return x.key == key; });
     check(f != fields.end(), "{}: unknown key '{}'{} (expected one of {})", where, key, did_you_mean(key, known),
           fmt::join(known, ", "));
-    f->set(item.second, where);
+    f->set(value, where);
   }
+}
+
+std::vector<std::pair<std::string, YAML::Node>> mapping_entries(const YAML::Node& node, const std::string& prefix,
+                                                                const std::string& where) {
+  std::vector<std::pair<std::string, YAML::Node>> entries;
+  for (const auto& item : node) {
+    check(item.first.IsScalar(), "{}: a key in {} is not a name: {}", where,
+          prefix.empty() ? std::string("the file") : fmt::format("'{}'", prefix.substr(0, prefix.size() - 1)),
+          YAML::Dump(item.first));
+    std::string key = prefix + item.first.Scalar();
+    // yaml-cpp keeps both copies of a repeated key; a reader would silently let the last one win.
+    for (const auto& seen : entries) check(seen.first != key, "{}: '{}' appears twice", where, key);
+    entries.emplace_back(std::move(key), item.second);
+  }
+  return entries;
 }
 
 }  // namespace replica::config

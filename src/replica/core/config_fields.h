@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "replica/core/error.h"
@@ -35,8 +36,14 @@ T scalar(const YAML::Node& node, const std::string& where, const std::string& ke
   }
 }
 
+// The entries of the mapping `node` in file order, each key `prefix + key`. A key that is not a scalar
+// (`? [a, b] : 1`) or that appears twice raises an Error naming `where` and the key.
+std::vector<std::pair<std::string, YAML::Node>> mapping_entries(const YAML::Node& node, const std::string& prefix,
+                                                                const std::string& where);
+
 Field number(std::string key, double& ref);
 Field integer(std::string key, int64_t& ref);
+Field integer(std::string key, int64_t& ref, int64_t at_least);  // refuses a value below `at_least`
 Field boolean(std::string key, bool& ref);
 Field text(std::string key, std::string& ref);  // null reads as ""
 Field optional_integer(std::string key, std::optional<int64_t>& ref);  // null reads as none and none writes as null

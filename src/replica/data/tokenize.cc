@@ -3,6 +3,7 @@
 #include "replica/data/tokenize.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -100,9 +101,11 @@ class Writer {
                  stats.tokens);
   }
 
-  void commit() {
+  void commit(const std::vector<std::string>& inputs) {
     flush();
     if (progress_) fmt::print(stderr, "\n");
+    // An empty token file is refused by every reader; nothing is written instead.
+    check(stats.tokens > 0, "{}: no documents to tokenize (every input is empty or blank)", fmt::join(inputs, ", "));
     file_.commit();
   }
 
@@ -142,7 +145,7 @@ TokenizeStats tokenize_files(const Tokenizer& tokenizer, const std::vector<std::
       pos = end + 1;
     }
   }
-  writer.commit();
+  writer.commit(inputs);
   writer.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return writer.stats;
 }

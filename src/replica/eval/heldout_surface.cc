@@ -41,8 +41,8 @@ class HeldoutSurface final : public Surface {
     std::vector<std::string> files;
     config::read_mapping(section, "heldout.",
                          {config::list("heldout.files", files, "a list of token files"),
-                          config::integer("heldout.seq_len", h.seq_len),
-                          config::integer("heldout.max_docs", h.max_docs)},
+                          config::integer("heldout.seq_len", h.seq_len, 0),
+                          config::integer("heldout.max_docs", h.max_docs, 0)},
                          where);
     h.files = section_files(files, where, "heldout.files");
     h.enabled = true;

@@ -43,7 +43,8 @@ class KlSurface final : public Surface {
     config::read_mapping(section, "kl.",
                          {config::text("kl.reference", k.reference),
                           config::list("kl.files", files, "a list of token files"),
-                          config::integer("kl.window", k.window), config::integer("kl.max_positions", k.max_positions)},
+                          config::integer("kl.window", k.window, 1),
+                          config::integer("kl.max_positions", k.max_positions, 0)},
                          where);
     k.files = section_files(files, where, "kl.files");
     check(!k.reference.empty(), "{}: kl.reference names no model", where);

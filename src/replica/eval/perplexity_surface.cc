@@ -43,11 +43,10 @@ class PerplexitySurface final : public Surface {
     std::vector<std::string> files;
     config::read_mapping(section, "perplexity.",
                          {config::list("perplexity.files", files, "a list of token files"),
-                          config::integer("perplexity.window", p.window),
-                          config::integer("perplexity.max_docs", p.max_docs)},
+                          config::integer("perplexity.window", p.window, 1),
+                          config::integer("perplexity.max_docs", p.max_docs, 0)},
                          where);
     p.files = section_files(files, where, "perplexity.files");
-    check(p.window >= 1, "{}: perplexity.window must be >= 1", where);
     p.enabled = true;
   }
 

@@ -77,7 +77,7 @@ SuiteSpec load_suite(const std::string& path) {
     fail("{}: cannot read suite ({})", path, e.what());
   }
   SuiteSpec s;
-  std::vector<config::Field> sections = {config::integer("batch_tokens", s.batch_tokens)};
+  std::vector<config::Field> sections = {config::integer("batch_tokens", s.batch_tokens, 1)};
   std::vector<std::string> names;
   for (const Surface* surface : surfaces()) {
     names.push_back(surface->name());

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "replica/core/error.h"
+#include "replica/core/parse_number.h"
 #include "replica/eval/pystr.h"
 
 namespace replica::eval {
@@ -32,7 +33,7 @@ std::vector<Row> read_jsonl(const std::string& path) {
     Row r{json(), fmt::format("{}:{}", path, n)};
     try {
       r.doc = json::parse(line);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // a parse_error, or out_of_range for a number like 1e999
       fail("{}: invalid JSON ({})", r.where, e.what());
     }
     check(r.doc.is_object(), "{}: expected a JSON object", r.where);
@@ -66,12 +67,14 @@ std::vector<std::string> str_list(const Row& r, const json& v, const char* key) 
 // An int, or a string of digits (HellaSwag's label, WinoGrande's answer): lm-eval renders then literal_evals.
 int64_t integer(const Row& r, const char* key) {
   const json& v = field(r, key);
-  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_integer() && (v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT64_MAX) : true))
+    return v.get<int64_t>();
   if (v.is_string()) {
     const std::string s = v.get<std::string>();
-    if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return std::stoll(s);
+    if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos)
+      if (const std::optional<int64_t> n = parse_int64(s)) return *n;
   }
-  fail("{}: field '{}' must be an integer (or a string of digits), got {}", r.where, key, v.dump());
+  fail("{}: field '{}' must be an integer below 2^63 (or a string of its digits), got {}", r.where, key, v.dump());
 }
 
 int64_t index_of(const Row& r, const std::vector<std::string>& labels, const std::string& key, const char* what) {

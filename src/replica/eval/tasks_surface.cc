@@ -1,5 +1,8 @@
 // The downstream tasks surface (eval/tasks.h, eval/downstream.h): multiple-choice accuracy per task.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "replica/core/config_fields.h"
 #include "replica/eval/downstream.h"
@@ -53,7 +56,7 @@ class TasksSurface final : public Surface {
     std::vector<TaskSpec> listed;
     config::read_mapping(section, "tasks.",
                          {config::choice("tasks.format", t.format, parse_task_format, task_format_name),
-                          config::integer("tasks.max_length", t.max_length), config::integer("tasks.limit", limit),
+                          config::integer("tasks.max_length", t.max_length, 0), config::integer("tasks.limit", limit, 0),
                           config::text("tasks.dir", dir), {"tasks.list", list_reader(listed), {}}},
                          where);
     t.list = dir.empty() ? std::vector<TaskSpec>{} : tasks_in_dir(dir);
@@ -90,10 +93,13 @@ class TasksSurface final : public Surface {
         config::read_mapping(list[i], key,
                              {config::text(key + "name", spec.name), config::text(key + "path", spec.path),
                               config::text(key + "fewshot", spec.fewshot_path),
-                              config::integer(key + "num_fewshot", spec.num_fewshot),
-                              config::integer(key + "limit", spec.limit)},
+                              config::integer(key + "num_fewshot", spec.num_fewshot, 0),
+                              config::integer(key + "limit", spec.limit, 0)},
                              where);
         check(!spec.name.empty() && !spec.path.empty(), "{}: every tasks.list entry needs a name and a path", where);
+        const std::vector<std::string>& names = task_names();
+        check(std::find(names.begin(), names.end(), spec.name) != names.end(),
+              "{}: {}name: unknown task '{}' (expected one of {})", where, key, spec.name, fmt::join(names, ", "));
         out.push_back(spec);
       }
     };

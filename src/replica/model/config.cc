@@ -3,13 +3,17 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <type_traits>
 
+#include "replica/core/config_fields.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/core/parse_number.h"
 
 namespace replica::model {
 
@@ -49,23 +53,53 @@ void ModelConfig::validate(const std::string& source) const {
   }
 }
 
-// The keys we understand. HF bookkeeping keys that do not change the math are accepted and ignored.
+// The keys we understand. HF bookkeeping keys that do not change the math are accepted and ignored, as are keys
+// starting with '_' (`_name_or_path`, `_commit_hash`: save_pretrained's records of where a config came from).
 static const std::set<std::string> kModelKeys = {
     "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
     "num_key_value_heads", "head_dim", "rms_norm_eps", "rope_theta", "rope_parameters", "rope_scaling",
     "sliding_window", "layer_types", "tie_word_embeddings", "max_position_embeddings", "norm_placement", "qk_norm",
     "initializer_range", "eos_token_id", "pad_token_id", "bos_token_id", "hidden_act", "attention_bias",
     "attention_dropout", "architectures", "torch_dtype", "dtype", "transformers_version", "use_cache", "name",
-    "mlp_bias", "pretraining_tp"};
+    "mlp_bias", "pretraining_tp", "output_attentions", "output_hidden_states", "return_dict", "torchscript",
+    "id2label", "label2id", "problem_type", "tokenizer_class", "auto_map"};
+
+// The defaults transformers' config classes give a key that config.json leaves out, where they change the math.
+// The sizes have no default here (a config without them describes no model); the token ids keep dolma2's.
+struct HfDefaults {
+  double rms_norm_eps;
+  double rope_theta;
+  int64_t max_position_embeddings;
+  int64_t sliding_window;  // Olmo3Config only; 0 where no layer slides
+};
+
+static HfDefaults hf_defaults(const std::string& model_type) {
+  if (model_type == "olmo3") return {1e-5, 10000.0, 2048, 4096};  // Olmo3Config
+  if (model_type == "olmo2") return {1e-5, 10000.0, 2048, 0};     // Olmo2Config
+  return {1e-6, 10000.0, 2048, 0};                                 // LlamaConfig
+}
 
 template <typename T>
 static T get(const json& j, const char* key, const std::string& source, T fallback) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
-  try {
-    return j[key].get<T>();
-  } catch (const json::exception&) {
-    fail("{}: key '{}' has value {} of the wrong type", source, key, j[key].dump());
-  }
+  const json& v = j[key];
+  // nlohmann converts 128.7 to 128 and true to 1; a config key of the wrong kind is refused instead.
+  const bool kind_ok = std::is_same_v<T, bool>            ? v.is_boolean()
+                       : std::is_same_v<T, std::string>   ? v.is_string()
+                       : std::is_floating_point_v<T>      ? v.is_number()
+                       : v.is_number_integer() && (!v.is_number_unsigned() || v.get<uint64_t>() <= uint64_t(INT64_MAX));
+  check(kind_ok, "{}: key '{}' has value {} of the wrong type (expected {})", source, key, v.dump(),
+        std::is_same_v<T, bool> ? "true or false" : std::is_same_v<T, std::string> ? "a string"
+        : std::is_floating_point_v<T> ? "a number" : "an integer");
+  if constexpr (std::is_floating_point_v<T>)
+    check(std::isfinite(v.get<T>()), "{}: key '{}' must be a finite number, got {}", source, key, v.dump());
+  return v.get<T>();
+}
+
+// A size the config must give: missing is its own error, not "must be positive, got 0".
+static int64_t required(const json& j, const char* key, const std::string& source) {
+  check(j.contains(key) && !j[key].is_null(), "{}: missing '{}' (a positive integer)", source, key);
+  return get<int64_t>(j, key, source, 0);
 }
 
 // One rope block as HF writes it: rope_scaling {"rope_type" (or the older "type"), factor, ...}, or a rope_parameters
@@ -104,8 +138,8 @@ static std::optional<YarnScaling> read_rope_block(const json& block, const std::
 // rope_theta + rope_scaling (null = none); 5.x writes rope_parameters, flat or per layer type
 // ({"full_attention": {...}, "sliding_attention": {...}}). Sliding layers keep plain RoPE (OLMo-core), so a scaled
 // sliding_attention entry is refused rather than silently dropped.
-static void read_rope(const json& j, ModelConfig& c, const std::string& source) {
-  c.rope_theta = get<double>(j, "rope_theta", source, 500000.0);
+static void read_rope(const json& j, ModelConfig& c, double default_theta, const std::string& source) {
+  c.rope_theta = get<double>(j, "rope_theta", source, default_theta);
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
     c.rope_scaling = read_rope_block(j["rope_scaling"], "rope_scaling", c.max_seq_len, c.rope_theta, source);
   if (!j.contains("rope_parameters") || j["rope_parameters"].is_null()) return;
@@ -138,24 +172,26 @@ static void read_rope(const json& j, ModelConfig& c, const std::string& source) 
 ModelConfig model_config_from_json(const json& j, const std::string& source) {
   check(j.is_object(), "{}: a model config must be a mapping of keys", source);
   for (auto& [key, value] : j.items())
-    check(kModelKeys.count(key) != 0, "{}: unknown model config key '{}'", source, key);
+    check(key.starts_with("_") || kModelKeys.count(key) != 0, "{}: unknown model config key '{}'", source, key);
 
   ModelConfig c;
   c.model_type = get<std::string>(j, "model_type", source, "olmo3");
   check(c.model_type == "olmo3" || c.model_type == "olmo2" || c.model_type == "llama",
         "{}: model_type '{}' is not supported (expected olmo3, olmo2 or llama)", source, c.model_type);
   bool olmo = c.model_type != "llama";
-  c.vocab_size = get<int64_t>(j, "vocab_size", source, 0);
-  c.d_model = get<int64_t>(j, "hidden_size", source, 0);
-  c.ffn_hidden = get<int64_t>(j, "intermediate_size", source, 0);
-  c.n_layers = get<int64_t>(j, "num_hidden_layers", source, 0);
-  c.n_heads = get<int64_t>(j, "num_attention_heads", source, 0);
+  const HfDefaults defaults = hf_defaults(c.model_type);
+  c.vocab_size = required(j, "vocab_size", source);
+  c.d_model = required(j, "hidden_size", source);
+  c.ffn_hidden = required(j, "intermediate_size", source);
+  c.n_layers = required(j, "num_hidden_layers", source);
+  c.n_heads = required(j, "num_attention_heads", source);
   c.n_kv_heads = get<int64_t>(j, "num_key_value_heads", source, c.n_heads);
   c.head_dim = get<int64_t>(j, "head_dim", source, c.n_heads > 0 ? c.d_model / c.n_heads : 0);
-  c.norm_eps = get<double>(j, "rms_norm_eps", source, 1e-6);
-  c.max_seq_len = get<int64_t>(j, "max_position_embeddings", source, 8192);
-  read_rope(j, c, source);
-  c.sliding_window = get<int64_t>(j, "sliding_window", source, 0);
+  c.norm_eps = get<double>(j, "rms_norm_eps", source, defaults.rms_norm_eps);
+  c.max_seq_len = get<int64_t>(j, "max_position_embeddings", source, defaults.max_position_embeddings);
+  read_rope(j, c, defaults.rope_theta, source);
+  c.sliding_window = get<int64_t>(j, "sliding_window", source, defaults.sliding_window);
+  if (c.model_type != "olmo3") c.sliding_window = 0;  // not a key of Olmo2Config or LlamaConfig: transformers ignores it
   c.tie_embeddings = get<bool>(j, "tie_word_embeddings", source, false);
   c.qk_norm = get<bool>(j, "qk_norm", source, olmo);
   c.init_std = get<double>(j, "initializer_range", source, 0.02);
@@ -175,6 +211,10 @@ ModelConfig model_config_from_json(const json& j, const std::string& source) {
       check(type == "sliding_attention" || type == "full_attention",
             "{}: layer_types entry '{}' (expected sliding_attention or full_attention)", source, type);
       c.sliding.push_back(type == "sliding_attention");
+      // Olmo2Config and LlamaConfig have no sliding layers: their HF export could not say so, and transformers
+      // would build full attention.
+      check(c.model_type == "olmo3" || !c.sliding.back(), "{}: layer_types has sliding_attention layers, which only "
+            "model_type olmo3 has", source);
     }
   } else {
     // HF Olmo3 default: three sliding layers then one full, so the last of every four is global.
@@ -185,16 +225,16 @@ ModelConfig model_config_from_json(const json& j, const std::string& source) {
   return c;
 }
 
-static json yaml_to_json(const YAML::Node& node) {
+static json yaml_to_json(const YAML::Node& node, const std::string& source) {
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       json j = json::object();
-      for (auto it : node) j[it.first.as<std::string>()] = yaml_to_json(it.second);
+      for (const auto& [key, value] : config::mapping_entries(node, "", source)) j[key] = yaml_to_json(value, source);
       return j;
     }
     case YAML::NodeType::Sequence: {
       json j = json::array();
-      for (auto item : node) j.push_back(yaml_to_json(item));
+      for (auto item : node) j.push_back(yaml_to_json(item, source));
       return j;
     }
     case YAML::NodeType::Scalar: {
@@ -203,14 +243,8 @@ static json yaml_to_json(const YAML::Node& node) {
       if (s == "true" || s == "True") return true;
       if (s == "false" || s == "False") return false;
       if (s == "null" || s == "~") return nullptr;
-      try {
-        size_t used = 0;
-        long long i = std::stoll(s, &used);
-        if (used == s.size()) return i;
-        double d = std::stod(s, &used);
-        if (used == s.size()) return d;
-      } catch (...) {
-      }
+      if (const std::optional<int64_t> i = parse_int64(s)) return *i;
+      if (const std::optional<double> d = parse_double(s)) return *d;
       return s;
     }
     default:
@@ -226,7 +260,7 @@ ModelConfig load_model_config(const std::string& path) {
   json j;
   if (ext == ".yaml" || ext == ".yml") {
     try {
-      j = yaml_to_json(YAML::LoadFile(file));
+      j = yaml_to_json(YAML::LoadFile(file), file);
     } catch (const YAML::Exception& e) {
       fail("{}: invalid YAML ({})", file, e.what());
     }

@@ -52,6 +52,7 @@ struct ModelConfig {
 
   // Raises replica::Error naming `source` when the shape is impossible.
   void validate(const std::string& source) const;
+  bool operator==(const ModelConfig&) const = default;
 };
 
 // Reads `path`: a .json file (HF config.json), a .yaml/.yml model file, or a directory holding config.json.

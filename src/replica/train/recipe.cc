@@ -112,18 +112,16 @@ void apply_file(Recipe& r, const YAML::Node& root, const std::string& source) {
   std::vector<std::string> known = sections(table);
   if (root.IsNull()) return;
   check(root.IsMap(), "{}: a recipe must be a mapping of sections ({})", source, fmt::join(known, ", "));
-  for (const auto& section : root) {
-    std::string name = section.first.as<std::string>();
+  for (const auto& [name, section] : mapping_entries(root, "", source)) {
     check(std::find(known.begin(), known.end(), name) != known.end(),
           "{}: unknown section '{}'{} (expected one of {})", source, name, did_you_mean(name, known),
           fmt::join(known, ", "));
-    if (section.second.IsNull()) continue;
-    check(section.second.IsMap(), "{}: section '{}' must be a mapping of keys", source, name);
-    for (const auto& item : section.second) {
-      std::string key = name + "." + item.first.as<std::string>();
+    if (section.IsNull()) continue;
+    check(section.IsMap(), "{}: section '{}' must be a mapping of keys", source, name);
+    for (const auto& [key, value] : mapping_entries(section, name + ".", source)) {
       const Field* f = find(table, key);
       check(f != nullptr, "{}: unknown key '{}'{}", source, key, did_you_mean(key, keys(table)));
-      f->set(item.second, source);
+      f->set(value, source);
     }
   }
 }
