@@ -38,6 +38,15 @@ rm -r "$work/n/checkpoints"
 train "$work/n" train.stop_at=3 checkpoint.every=0 train.max_steps=6
 echo "ok: incomplete checkpoints are set aside, history is kept"
 
+# Review #17 and #18: `latest` naming another run's checkpoint, or being a directory, is refused; nothing changes.
+cp -r "$work/solo" "$work/l"
+echo "../../solo/checkpoints/step00000040" >"$work/l/checkpoints/latest"
+expect_failure "which is not a checkpoint directory of this run" run run.dir="$work/l" train.max_steps=44
+rm "$work/l/checkpoints/latest"; mkdir "$work/l/checkpoints/latest"
+expect_failure "latest: is a directory" run run.dir="$work/l" train.max_steps=44
+same_metrics "$work/l/metrics.jsonl" "$work/solo/metrics.jsonl" 40
+echo "ok: latest names only this run's checkpoints"
+
 # D5: what used to abort (exit 134/139) is a one-line error with exit 2.
 touch "$work/afile"
 expect_failure "run.dir: $work/afile exists and is not a directory" run run.dir="$work/afile"

@@ -190,6 +190,27 @@ TEST(CkptCheckpoint, LatestAndIncompleteCheckpoints) {
   EXPECT_FALSE(fs::exists(d.path / "step00000020"));
 }
 
+// Reliability review #17: `latest` naming another run's checkpoint was followed silently.
+TEST(CkptCheckpoint, LatestNamingAnotherRunIsRefused) {
+  Dir d;
+  const fs::path run = d.path / "run" / "checkpoints", other = d.path / "other" / "checkpoints";
+  fs::create_directories(run);
+  fs::create_directories(other);
+  const Tensors t(1.0f);
+  t.write(run, 2);
+  t.write(other, 4);
+  for (const std::string& name :
+       {std::string("../../other/checkpoints/step00000004"), (other / "step00000004").string(), std::string("..")}) {
+    write_text_file_atomic((run / "latest").string(), name + "\n");
+    const std::string message = error_of([&] { find_latest_checkpoint(run.string()); });
+    EXPECT_NE(message.find("latest: names '" + name + "', which is not a checkpoint directory of this run"),
+              std::string::npos)
+        << message;
+  }
+  write_text_file_atomic((run / "latest").string(), "step00000002\n");
+  EXPECT_EQ(find_latest_checkpoint(run.string()), (run / "step00000002").string());
+}
+
 TEST(CkptCheckpoint, SaverWritesTheSnapshot) {
   Dir d;
   Tensors t(1.0f);

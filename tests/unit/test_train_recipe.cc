@@ -242,6 +242,24 @@ TEST(Recipe, ErrorsNameTheKey) {
   EXPECT_TRUE(names(error_of([] { load_recipe("/nonexistent/recipe.yaml"); }), "/nonexistent/recipe.yaml"));
 }
 
+// Reliability review D13: an error an override caused names the override, not the recipe file.
+TEST(Recipe, ErrorsNameTheOverrideThatCausedThem) {
+  auto load = [](std::vector<std::string> overrides) {
+    return error_of([&] { load_recipe_text(kMinimal, "bad.yaml", overrides, false); });
+  };
+  EXPECT_TRUE(load({"data.global_batch_size=10"}).starts_with("override 'data.global_batch_size=10': "))
+      << load({"data.global_batch_size=10"});
+  EXPECT_TRUE(load({"data.micro_batch_size=3"}).starts_with("override 'data.micro_batch_size=3': "));
+  EXPECT_TRUE(load({"train.seed=-1"}).starts_with("override 'train.seed=-1': 'train.seed'"));
+  EXPECT_TRUE(load({"schedule.warmup_steps=100"}).starts_with("override 'schedule.warmup_steps=100': "));
+  // The last override of a key is the one named; a bad value in the file itself still names the file.
+  EXPECT_TRUE(load({"train.seed=-1", "train.seed=-2"}).starts_with("override 'train.seed=-2': "));
+  std::string text = kMinimal;
+  text.replace(text.find("max_steps: 100"), 14, "max_steps: 100, seed: -1");
+  const std::string file = error_of([&] { load_recipe_text(text, "bad.yaml", {}, false); });
+  EXPECT_TRUE(file.starts_with("bad.yaml: 'train.seed'")) << file;
+}
+
 TEST(Recipe, ToYamlRoundTrips) {
   Recipe r = load_recipe(recipe_path("olmo3_7b_stage1.yaml"), {"optim.lr=0.1234567890123"}, false);
   std::string yaml = r.to_yaml();

@@ -141,6 +141,12 @@ std::string find_latest_checkpoint(const std::string& root) {
   if (fs::exists(latest)) {
     std::string name = read_text_file(latest.string());
     while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+    // replica writes a bare step name there; a path is someone else's doing, and following it would resume
+    // another run's checkpoint as if it were this one's.
+    check(name.find('/') == std::string::npos && name != "..",
+          "{}: names '{}', which is not a checkpoint directory of this run (replica writes a name like step00000004 "
+          "there); to start from another run's checkpoint, set train.resume_from or model.init_from",
+          latest.string(), name);
     const fs::path dir = fs::path(root) / name;
     if (!name.empty() && step_of(dir) >= 0 && is_complete(dir)) return dir.string();
   }

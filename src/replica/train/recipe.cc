@@ -9,6 +9,8 @@
 #include <bit>
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <string_view>
 
 #include "replica/core/config_fields.h"
 #include "replica/core/error.h"
@@ -126,6 +128,25 @@ void apply_file(Recipe& r, const YAML::Node& root, const std::string& source) {
   }
 }
 
+// Where each key's value came from, for errors: the override that set it last, else the recipe file.
+struct Origins {
+  std::string file;
+  std::map<std::string, std::string> overrides;  // key -> "override 'key=value'"
+
+  std::string of(std::initializer_list<std::string_view> keys) const {
+    for (std::string_view key : keys)
+      if (auto it = overrides.find(std::string(key)); it != overrides.end()) return it->second;
+    return file;
+  }
+  std::string of_section(std::string_view prefix) const {
+    for (const auto& [key, origin] : overrides)
+      if (key.starts_with(prefix)) return origin;
+    return file;
+  }
+};
+
+std::string override_key(const std::string& text) { return text.substr(0, text.find('=')); }
+
 void apply_override(Recipe& r, const std::string& text) {
   std::vector<Field> table = fields(r);
   size_t eq = text.find('=');
@@ -142,9 +163,9 @@ void apply_override(Recipe& r, const std::string& text) {
   f->set(value, fmt::format("override '{}'", text));
 }
 
-void validate(const Recipe& r, const std::string& source) {
+void validate(const Recipe& r, const Origins& origins) {
   auto require = [&](bool ok, const char* key, const std::string& what) {
-    check(ok, "{}: '{}' {}", source, key, what);
+    check(ok, "{}: '{}' {}", origins.of({key}), key, what);
   };
   require(!r.run.dir.empty(), "run.dir", "must name the run directory");
   Recipe copy = r;
@@ -161,14 +182,15 @@ void validate(const Recipe& r, const std::string& source) {
           fmt::format("must be positive, got {}", r.data.global_batch_size));
   require(r.data.micro_batch_size > 0, "data.micro_batch_size",
           fmt::format("must be positive, got {}", r.data.micro_batch_size));
-  require(r.data.global_batch_size % r.data.micro_batch_size == 0, "data.global_batch_size",
-          fmt::format("({}) must be a multiple of data.micro_batch_size ({})", r.data.global_batch_size,
-                      r.data.micro_batch_size));
+  check(r.data.global_batch_size % r.data.micro_batch_size == 0,
+        "{}: 'data.global_batch_size' ({}) must be a multiple of data.micro_batch_size ({})",
+        origins.of({"data.global_batch_size", "data.micro_batch_size"}), r.data.global_batch_size,
+        r.data.micro_batch_size);
   require(r.data.packing.source_group_size >= 1, "data.source_group_size",
           fmt::format("must be at least 1, got {}", r.data.packing.source_group_size));
-  require(r.data.packing.kind == data::Packing::none || std::has_single_bit(uint64_t(r.data.seq_len)), "data.seq_len",
-          fmt::format("must be a power of two with data.packing: obfd (the OBFD segment tree's leaves), got {}",
-                      r.data.seq_len));
+  check(r.data.packing.kind == data::Packing::none || std::has_single_bit(uint64_t(r.data.seq_len)),
+        "{}: 'data.seq_len' must be a power of two with data.packing: obfd (the OBFD segment tree's leaves), got {}",
+        origins.of({"data.seq_len", "data.packing"}), r.data.seq_len);
   const optim::AdamWConfig& adamw = r.optim.adamw;
   require(r.schedule.steps.lr > 0, "optim.lr", fmt::format("must be positive, got {}", r.schedule.steps.lr));
   require(adamw.weight_decay >= 0, "optim.weight_decay", fmt::format("must be >= 0, got {}", adamw.weight_decay));
@@ -205,17 +227,18 @@ void validate(const Recipe& r, const std::string& source) {
   try {
     validate(schedule_config(r));
   } catch (const Error& e) {
-    fail("{}: {}", source, e.what());
+    fail("{}: {}", origins.of_section("schedule."), e.what());
   }
 }
 
-void check_files_exist(Recipe& r, const std::string& source) {
+void check_files_exist(Recipe& r, const Origins& origins) {
   namespace fs = std::filesystem;
   auto exists = [&](const std::string& path, const char* key) {
-    check(fs::exists(path), "{}: '{}': {} not found", source, key, path);
+    check(fs::exists(path), "{}: '{}': {} not found", origins.of({key}), key, path);
   };
-  r.data.paths = expand_globs(r.data.paths, source, "data.paths");
-  r.data.validation_paths = expand_globs(r.data.validation_paths, source, "data.validation_paths");
+  r.data.paths = expand_globs(r.data.paths, origins.of({"data.paths"}), "data.paths");
+  r.data.validation_paths =
+      expand_globs(r.data.validation_paths, origins.of({"data.validation_paths"}), "data.validation_paths");
   if (!r.model.config.empty()) exists(r.model.config, "model.config");
   if (!r.model.init_from.empty()) exists(r.model.init_from, "model.init_from");
   if (!r.train.resume_from.empty()) exists(r.train.resume_from, "train.resume_from");
@@ -236,9 +259,13 @@ Recipe load_recipe_text(const std::string& yaml, const std::string& source, cons
     fail("{}: invalid YAML ({})", source, e.what());
   }
   apply_file(r, root, source);
-  for (const std::string& o : overrides) apply_override(r, o);
-  validate(r, source);
-  if (check_files) check_files_exist(r, source);
+  Origins origins{source, {}};
+  for (const std::string& o : overrides) {
+    apply_override(r, o);
+    origins.overrides[override_key(o)] = fmt::format("override '{}'", o);
+  }
+  validate(r, origins);
+  if (check_files) check_files_exist(r, origins);
   return r;
 }
 
