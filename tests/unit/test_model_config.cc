@@ -193,7 +193,7 @@ TEST(ModelConfig, BadRopeScalingNamesTheKey) {
   expect_error(small_with({{"rope_scaling", "yarn"}}), "'rope_scaling' must be a mapping");
   expect_error(small_with({{"rope_parameters", {{"sliding_attention", kReleasedYarn}}}}),
                "applies YaRN to the full-attention layers only");
-  expect_error(small_with({{"rope_parameters", {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}},
+  expect_error(small_with({{"rope_parameters", {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e5}}},
                                                 {"sliding_attention", {{"rope_type", "default"}}}}}}),
                "one rope_theta");
   expect_error(small_with({{"rope_parameters", {{"global", kReleasedYarn}}}}), "'rope_parameters.global'");
