@@ -36,6 +36,8 @@ test "$(wc -l <"$work/m/metrics.jsonl")" = "$lines"
 train "$work/n" train.stop_at=3 checkpoint.every=0 train.max_steps=6
 rm -r "$work/n/checkpoints"
 train "$work/n" train.stop_at=3 checkpoint.every=0 train.max_steps=6
+grep -q "training steps of this recipe and no checkpoint: starting at step 0 recomputes" \
+  "$work/n.log"
 echo "ok: incomplete checkpoints are set aside, history is kept"
 
 # Review #17 and #18: `latest` naming another run's checkpoint, or being a directory, is refused; nothing changes.

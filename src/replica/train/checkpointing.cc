@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "replica/ckpt/model_source.h"
@@ -38,16 +39,18 @@ static nlohmann::json schedule_json(const optim::ScheduleConfig& c) {
 // A step-0 start in a run directory whose metrics.jsonl already holds training steps (and no checkpoint is left to
 // resume from) would empty that history. That is right only when it is this same run restarting before its first
 // checkpoint: its steps are recomputed bit for bit. Anything else is refused rather than erased.
-static void check_fresh_start_keeps_history(const Recipe& r, const std::vector<std::string>& set_aside) {
+// Returns what a permitted restart over earlier steps does, for the start-up notes.
+static std::optional<std::string> check_fresh_start_keeps_history(const Recipe& r,
+                                                                  const std::vector<std::string>& set_aside) {
   const fs::path metrics = fs::path(r.run.dir) / "metrics.jsonl", config = fs::path(r.run.dir) / "config.yaml";
-  if (!fs::exists(metrics)) return;
+  if (!fs::exists(metrics)) return std::nullopt;
   int64_t steps = 0;
   std::istringstream in(read_text_file(metrics.string()));
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_object() && j.contains("loss") && j.contains("step") && j["step"].is_number_integer()) steps++;
   }
-  if (steps == 0) return;
+  if (steps == 0) return std::nullopt;
   std::vector<std::string> changed;
   if (fs::exists(config))
     for (const RecipeChange& c : recipe_changes(read_text_file(config.string()), r))
@@ -63,6 +66,8 @@ static void check_fresh_start_keeps_history(const Recipe& r, const std::vector<s
         "{}: holds {} training steps, no checkpoint is left to resume from, and {}; starting at step 0 would erase "
         "them: resume from a checkpoint (train.resume_from), use another run.dir, or move metrics.jsonl away",
         metrics.string(), steps, why);
+  return fmt::format("{} holds {} training steps of this recipe and no checkpoint: starting at step 0 recomputes "
+                     "them (the same recipe gives the same steps)", metrics.string(), steps);
 }
 
 // The weights and the Adam state of checkpoint `dir` into params and start.
@@ -126,7 +131,7 @@ RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::
   }
   const std::string latest = ckpt::find_latest_checkpoint(root);
   if (!latest.empty()) return resume(r, latest, table, loader, params, skip_step, notes);
-  check_fresh_start_keeps_history(r, incomplete.set_aside);
+  if (auto note = check_fresh_start_keeps_history(r, incomplete.set_aside)) notes.push_back(*note);
   truncate_metrics((fs::path(r.run.dir) / "metrics.jsonl").string(), -1);  // a run killed before its first save
 
   const std::string& from = r.model.init_from;
