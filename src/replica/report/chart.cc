@@ -64,7 +64,7 @@ std::string axes(const Plot& plot, const std::string& y_label) {
   for (double k = std::ceil(plot.yr().lo / ys); k * ys <= plot.yr().hi; k++) {  // multiples of the tick step
     const double v = k * ys, y = plot.y(v);
     s += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#eee"/>)", kLeft, y, right, y);
-    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end" class="tick">{:.4g}</text>)", kLeft - 4, y + 4,
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end" class="tick">{:.6g}</text>)", kLeft - 4, y + 4,
                      k == 0 ? 0.0 : v);
   }
   const double xs = std::max(1.0, std::round(tick_step(plot.xr().hi - plot.xr().lo)));
@@ -140,8 +140,8 @@ std::string render_chart(const Chart& chart) {
     const double x = plot.x(double(r.step));
     svg += fmt::format(R"(<g data-mark="{}"><title>{}</title><line x1="{:.2f}" y1="{}" x2="{:.2f}" y2="{}" )"
                        R"(stroke="#e67e00" stroke-width="2" stroke-dasharray="5 3"/>)"
-                       R"(<text x="{:.2f}" y="{}" class="rule">{}</text></g>)",
-                       escape_html(r.kind), escape_html(r.title), x, kTop, x, kHeight - kBottom, x + 3, kTop + 11,
+                       R"(<text x="{:.2f}" y="{}" text-anchor="end" class="rule">{}</text></g>)",
+                       escape_html(r.kind), escape_html(r.title), x, kTop, x, kHeight - kBottom, x - 3, kTop + 11,
                        escape_html(r.kind));
   }
   svg += "</svg>";

@@ -1,5 +1,5 @@
-// report_charts: which series go on which chart, and how runs are told apart — by colour where a chart has one
-// line per run, by dash where colour already tells the files or tasks apart.
+// report_charts: which series go on which chart, and how runs are told apart: by line style always (so that identical
+// runs, drawn over each other, both show), and by colour where a chart has one line per run.
 #include "replica/report/charts.h"
 
 #include <fmt/format.h>
@@ -59,6 +59,7 @@ Chart loss_chart(const Report& report) {
                         .label = fmt::format("{} (smoothed, {} steps)", run.label, w),
                         .points = smooth_centred(loss, w),
                         .color = palette_color(i),
+                        .dash = run_dash(i),
                         .width = 2.0});
   }
   c.rules = alarm_rules(report);
@@ -73,8 +74,11 @@ Chart train_chart(const Report& report, const std::string& metric, const std::st
     const RunHistory& run = report.runs[i];
     const Series& s = run.train_series(metric);
     if (!s.empty())
-      c.series.push_back(
-          {.id = run.label + "/" + metric, .label = run.label, .points = scaled(s, factor), .color = palette_color(i)});
+      c.series.push_back({.id = run.label + "/" + metric,
+                          .label = run.label,
+                          .points = scaled(s, factor),
+                          .color = palette_color(i),
+                          .dash = run_dash(i)});
   }
   return c;
 }
@@ -115,8 +119,7 @@ Chart keyed_chart(const Report& report, std::map<std::string, Series> RunHistory
                           .width = name == "all" ? 2.5 : 1.5,
                           .dots = true});
   }
-  if (report.runs.size() > 1)
-    c.note = "Colour: the file or task; line style: the run (solid, dashed, dotted, dash-dot in the order listed).";
+  if (report.runs.size() > 1) c.note = "Colour: the file or task; line style: the run.";
   return c;
 }
 
