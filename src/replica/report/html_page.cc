@@ -2,6 +2,7 @@
 #include "replica/report/html_page.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -82,11 +83,12 @@ std::string comparison_section(const Report& report) {
                      escape_html(run.label), first, verdict, escape_html(run.label), escape_html(describe_exact(c)),
                      escape_html(describe_distance(c)), std::string(verdict) == "within" ? "ok" : "bad", verdict);
   }
-  return s + "</table><p class=\"note\">Bitwise: the training metrics (" +
-         std::string("loss, ce, z_loss, lr, grad_norm, skipped") +
-         ") as doubles; metrics.jsonl prints each in its shortest round-trip form, so equal bits are equal text. "
-         "Distance: |Δ| of the centred moving averages at each step of the run that the baseline covers, the "
-         "baseline interpolated linearly between its logged steps.</p>";
+  return s + fmt::format(
+                 R"(</table><p class="note">Bitwise: the training metrics ({}) as doubles; metrics.jsonl prints each )"
+                 "in its shortest round-trip form, so equal bits are equal text. Distance: |Δ| of the centred moving "
+                 "averages at each step of the run that the baseline covers, the baseline interpolated linearly "
+                 "between its logged steps.</p>",
+                 fmt::join(kExactMetrics, ", "));
 }
 
 std::string eval_table(const Report& report) {

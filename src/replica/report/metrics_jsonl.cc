@@ -18,7 +18,7 @@ using nlohmann::json;
 bool is_task_score(const std::string& key, const json& value) {
   if (!value.is_number()) return false;
   if (key == "docs" || key == "requests" || key == "forwards") return false;
-  return !(key.size() > 7 && key.ends_with("_stderr"));
+  return !key.ends_with("_stderr");
 }
 
 void read_evaluation(const json& e, int64_t step, SeriesBuilder& heldout, SeriesBuilder& tasks, RunHistory& run) {
