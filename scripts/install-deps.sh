@@ -18,6 +18,7 @@ packages=(
   libopenmpi-dev openmpi-bin    # data parallelism across processes (mpirun)
   python3-torch python3-numpy   # the independent reference (fixtures, speed baseline)
   python3-yaml                  # bench/run.sh reads model YAML for the reference
+  chromium                      # the report test renders report.html in headless Chromium
 )
 
 missing=()

@@ -1,4 +1,4 @@
-// The three destinations of a run's metrics, each formatting a step and an evaluation for its medium.
+// The destinations of a run's metrics, each formatting a step and an evaluation for its medium.
 #include "replica/train/metrics_sinks.h"
 
 #include <fmt/core.h>
@@ -8,6 +8,7 @@
 #include "replica/eval/suite.h"
 #include "replica/metrics/metrics_log.h"
 #include "replica/metrics/tensorboard.h"
+#include "replica/report/report.h"
 
 namespace replica::train {
 namespace {
@@ -61,6 +62,19 @@ class TensorBoardSink final : public MetricsSink {
   metrics::TensorBoardWriter tb_;
 };
 
+// run.dir/report.html, rewritten from metrics.jsonl (the sink before it, which flushes every line) after each
+// evaluation and at the end of the run.
+class ReportSink final : public MetricsSink {
+ public:
+  explicit ReportSink(std::string run_dir) : run_dir_(std::move(run_dir)) {}
+  void step(const StepRecord&) override {}
+  void evaluation(const EvalRecord&) override { report::write_run_report(run_dir_); }
+  void flush() override { report::write_run_report(run_dir_); }
+
+ private:
+  std::string run_dir_;
+};
+
 class ConsoleSink final : public MetricsSink {
  public:
   ConsoleSink(metrics::Progress& progress, int64_t last_step) : progress_(progress), last_step_(last_step) {}
@@ -90,6 +104,7 @@ std::unique_ptr<MetricsSink> run_metrics(const Recipe& r, bool root, metrics::Pr
   if (root) {
     sinks->add(std::make_unique<JsonlSink>((fs::path(r.run.dir) / "metrics.jsonl").string()));
     sinks->add(std::make_unique<TensorBoardSink>((fs::path(r.run.dir) / "tb").string()));
+    sinks->add(std::make_unique<ReportSink>(r.run.dir));
   }
   sinks->add(std::make_unique<ConsoleSink>(console, r.last_step()));
   return sinks;

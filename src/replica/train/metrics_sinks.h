@@ -1,4 +1,5 @@
-// The run's metric destinations: metrics.jsonl and TensorBoard events (rank 0, in run.dir) and the console.
+// The run's metric destinations: metrics.jsonl, TensorBoard events and report.html (rank 0, in run.dir) and the
+// console.
 #pragma once
 #include <memory>
 
@@ -8,8 +9,8 @@
 
 namespace replica::train {
 
-// metrics.jsonl and tb/ in run.dir on rank 0 (`root`), and the console on every rank (evaluations are published on
-// rank 0 only).
+// metrics.jsonl, tb/ and report.html in run.dir on rank 0 (`root`), and the console on every rank (evaluations are
+// published on rank 0 only).
 std::unique_ptr<MetricsSink> run_metrics(const Recipe& recipe, bool root, metrics::Progress& console);
 
 }  // namespace replica::train

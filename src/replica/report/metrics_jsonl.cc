@@ -1,0 +1,72 @@
+// metrics.jsonl → RunHistory. Doubles are written in their shortest round-trip form, so the values read back are the
+// exact doubles the run computed: the report's bitwise comparison compares these.
+#include "replica/report/metrics_jsonl.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "replica/core/error.h"
+
+namespace replica::report {
+namespace {
+
+using nlohmann::json;
+
+// A task's entry in the tasks surface holds its metrics, their standard errors and bookkeeping; the scores are the
+// numbers that are neither.
+bool is_task_score(const std::string& key, const json& value) {
+  if (!value.is_number()) return false;
+  if (key == "docs" || key == "requests" || key == "forwards") return false;
+  return !key.ends_with("_stderr");
+}
+
+void read_evaluation(const json& e, int64_t step, SeriesBuilder& heldout, SeriesBuilder& tasks, RunHistory& run) {
+  std::erase_if(run.alarms, [step](const AlarmMark& a) { return a.step == step; });  // a re-evaluated step
+  if (e.contains("heldout_loss")) heldout.add("all", step, e.at("heldout_loss").get<double>());
+  if (e.contains("files"))
+    for (const auto& [label, loss] : e.at("files").items()) heldout.add(label, step, loss.get<double>());
+  if (e.contains("suite") && e.at("suite").contains("tasks"))
+    for (const auto& [task, result] : e.at("suite").at("tasks").items())
+      if (result.is_object())  // "format" is a string beside the tasks
+        for (const auto& [metric, value] : result.items())
+          if (is_task_score(metric, value)) tasks.add(task + " " + metric, step, value.get<double>());
+  if (e.contains("memorisation_alarm"))
+    run.alarms.push_back({step, e.at("memorisation_alarm").at("from_step").get<int64_t>()});
+}
+
+}  // namespace
+
+void read_metrics_jsonl(const std::string& path, RunHistory& run) {
+  std::ifstream in(path);
+  check(in.good(), "{}: cannot open metrics.jsonl", path);
+  SeriesBuilder train, heldout, tasks;
+  std::string text;
+  for (int64_t line = 1; std::getline(in, text); line++) {
+    if (text.empty()) continue;
+    try {
+      const json j = json::parse(text);
+      check(j.is_object() && j.contains("step") && j.at("step").is_number_integer(),
+            "expected a JSON object with an integer \"step\"");
+      const int64_t step = j.at("step").get<int64_t>();
+      if (j.contains("eval")) read_evaluation(j.at("eval"), step, heldout, tasks, run);
+      if (!j.contains("loss")) continue;
+      for (const char* metric : kTrainMetrics)
+        if (j.contains(metric)) {
+          const json& v = j.at(metric);
+          train.add(metric, step, v.is_boolean() ? double(v.get<bool>()) : v.get<double>());
+        }
+    } catch (const json::exception& e) {
+      fail("{}:{}: not a metrics record ({})", path, line, e.what());
+    } catch (const Error& e) {
+      fail("{}:{}: {}", path, line, e.what());
+    }
+  }
+  std::sort(run.alarms.begin(), run.alarms.end(),
+            [](const AlarmMark& a, const AlarmMark& b) { return a.step < b.step; });
+  run.train = train.build();
+  run.heldout = heldout.build();
+  run.tasks = tasks.build();
+}
+
+}  // namespace replica::report
