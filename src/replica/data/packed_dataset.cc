@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <bit>
 #include <exception>
+#include <optional>
+#include <span>
 
 #include "replica/core/error.h"
+#include "replica/data/packing_cache.h"
 
 namespace replica::data {
 
@@ -62,12 +65,39 @@ PackedDataset::Group PackedDataset::pack_group(size_t first_file, size_t count) 
   Group group;
   group.first_file = first_file;
   group.file_starts.push_back(0);
+  for (size_t f = first_file; f < first_file + count; f++)
+    group.file_starts.push_back(group.file_starts.back() + files_[f].num_tokens());
+  const uint64_t max_len = uint64_t(seq_len_);
+  if (packing_.work_dir.empty()) {
+    group.packed = pack_documents(document_spans(group), max_len);
+    return group;
+  }
+  const std::string key = packing_cache_key(std::span(files_).subspan(first_file, count), max_len, eos_,
+                                            packing_.long_doc_strategy);
+  const std::string path = packing_cache_path(packing_.work_dir, key);
+  try {
+    if (std::optional<PackedInstances> cached = read_packing_cache(path, key, group.file_starts.back(), max_len)) {
+      group.packed = std::move(*cached);
+      group.from_cache = true;
+      return group;
+    }
+  } catch (const Error& e) {  // never trusted: packed again and rewritten
+    fmt::print(stderr, "packing cache: {}; packing files {}..{} again\n", e.what(), first_file,
+               first_file + count - 1);
+  }
+  group.packed = pack_documents(document_spans(group), max_len);
+  write_packing_cache(path, key, group.packed, first_file);
+  return group;
+}
+
+std::vector<DocumentSpan> PackedDataset::document_spans(const Group& group) const {
   const uint64_t max_len = uint64_t(seq_len_);
   std::vector<DocumentSpan> documents;
-  for (size_t f = first_file; f < first_file + count; f++) {
-    const uint64_t offset = group.file_starts.back();
+  for (size_t i = 0; i + 1 < group.file_starts.size(); i++) {
+    const uint64_t offset = group.file_starts[i];
     uint64_t start = 0;
-    for (uint64_t eos : files_[f].positions_of(eos_)) {  // a document ends with its EOS; a tail without one is dropped
+    // A document ends with its EOS; a tail without one is dropped.
+    for (uint64_t eos : files_[group.first_file + i].positions_of(eos_)) {
       const uint64_t end = eos + 1;
       if (end - start <= max_len) {
         documents.push_back({offset + start, offset + end});
@@ -79,10 +109,12 @@ PackedDataset::Group PackedDataset::pack_group(size_t first_file, size_t count) 
       }
       start = end;
     }
-    group.file_starts.push_back(offset + files_[f].num_tokens());
   }
-  group.packed = pack_documents(documents, max_len);
-  return group;
+  return documents;
+}
+
+size_t PackedDataset::groups_from_cache() const {
+  return size_t(std::count_if(groups_.begin(), groups_.end(), [](const Group& g) { return g.from_cache; }));
 }
 
 uint64_t PackedDataset::num_documents() const {

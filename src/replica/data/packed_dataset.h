@@ -3,7 +3,8 @@
 // tokens after a file's last EOS dropped; longer than seq_len: truncated or fragmented) are packed by OBFD
 // (data/obfd.h) into instances of seq_len tokens, padded with the pad id. Global instance ids run over the
 // groups in order, and within a group in bin creation order. Files stay memory-mapped; the packing (document
-// spans only, no tokens) is computed when the dataset is built, the groups in parallel.
+// spans only, no tokens) is computed when the dataset is built, the groups in parallel, or read from the cache in
+// packing.work_dir.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,6 +31,9 @@ struct PackingConfig {
   Packing kind = Packing::none;   // data.packing: none = fixed-length chunks of each file (FslDataset)
   int64_t source_group_size = 1;  // data.source_group_size: files packed together (OLMo-core's default 1; stage 3: 8)
   LongDocStrategy long_doc_strategy = LongDocStrategy::truncate;  // data.long_doc_strategy (OLMo-core's default)
+  // data.work_dir: where each group's packing is cached (data/packing_cache.h), as OLMo-core's work_dir; empty: no
+  // cache, every start packs again. Not part of the data: the fingerprint leaves it out.
+  std::string work_dir = {};
 };
 
 class PackedDataset : public InstanceSource {
@@ -44,6 +48,7 @@ class PackedDataset : public InstanceSource {
   const TokenFile& file(size_t i) const override { return files_[i]; }
   const std::string& label(size_t i) const override { return labels_[i]; }
   size_t num_groups() const { return groups_.size(); }
+  size_t groups_from_cache() const;  // groups whose packing was read from packing.work_dir
   uint64_t num_documents() const;   // packed documents (after truncation or fragmentation) over all groups
   uint64_t padding_tokens() const;  // over all instances
 
@@ -66,9 +71,12 @@ class PackedDataset : public InstanceSource {
     size_t first_file = 0;
     std::vector<uint64_t> file_starts;  // token offset of each of the group's files within the group, and the end
     PackedInstances packed;
+    bool from_cache = false;
   };
   std::pair<const Group*, uint64_t> locate(uint64_t instance) const;  // the group and the instance within it
   Group pack_group(size_t first_file, size_t count) const;
+  // The group's documents as pack_documents takes them: EOS-terminated spans, long ones truncated or fragmented.
+  std::vector<DocumentSpan> document_spans(const Group& group) const;
 
   std::vector<TokenFile> files_;
   std::vector<std::string> labels_;

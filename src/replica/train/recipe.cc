@@ -44,6 +44,7 @@ std::vector<Field> fields(Recipe& r) {
       integer("data.source_group_size", r.data.packing.source_group_size),
       choice("data.long_doc_strategy", r.data.packing.long_doc_strategy, data::parse_long_doc_strategy,
              data::long_doc_strategy_name),
+      text("data.work_dir", r.data.packing.work_dir),
       optional_integer("data.source_permutation_seed", r.data.source_permutation_seed),
       number("optim.lr", schedule.lr),
       number("optim.weight_decay", r.optim.adamw.weight_decay),
