@@ -69,7 +69,7 @@ std::vector<TaskSpec> tasks_in_dir(const std::string& tasks_dir);
 // the same surfaces capped to finish in minutes on the tiny model on 2 cores (docs/evaluation.md has the time):
 // kDefaultHeldoutDocs documents per held-out file, kDefaultPerplexityDocs per perplexity domain,
 // kDefaultTaskDocs per task.
-constexpr int64_t kDefaultHeldoutDocs = 64, kDefaultPerplexityDocs = 16, kDefaultTaskDocs = 500;
+constexpr int64_t kDefaultHeldoutDocs = 16, kDefaultPerplexityDocs = 2, kDefaultTaskDocs = 100;
 bool is_builtin_suite(const std::string& name);
 SuiteSpec builtin_suite(const std::string& name, const std::string& tasks_dir, const std::string& reference);
 
