@@ -68,6 +68,23 @@ for s in "held-out loss" "domain perplexity" "bits/byte" "downstream tasks (lm-e
          "winogrande" "KL(reference || model)"; do
   grep -qF "$s" eval.txt || { echo "missing '$s' in replica eval output"; exit 1; }
 done
+# Progress on stderr, as plain lines (stderr is a file here: no carriage returns), each pass reaching 100 %; the
+# surfaces' tables in order on stdout.
+grep -q "eval: held-out loss (1 files, truncated to 64 tokens): .*(100%)" eval.err || { cat eval.err; exit 1; }
+grep -q "eval: task hellaswag (2 docs, 8 requests): .*(100%)" eval.err || { cat eval.err; exit 1; }
+if grep -q $'\r' eval.err; then echo "carriage returns in a non-terminal stderr"; exit 1; fi
+grep -q "TEST FIXTURES" eval.txt || { echo "the tasks table does not say its documents are the test fixtures"; exit 1; }
+# --max-docs caps documents per file and per task; --num-fewshot prefixes lm-eval's sampled shots (the forwards
+# grow, the documents do not).
+"$REPLICA" eval --model "$CKPT" --suite suite.yaml --threads 2 --max-docs 1 --num-fewshot 2 --json 2>/dev/null > few.json
+python3 - <<'PY'
+import json
+r = json.load(open("few.json"))
+assert r["heldout"]["docs"] == 1 and r["perplexity"]["domains"]["heldout"]["docs"] == 1, r["heldout"]
+for name in ["arc_easy", "arc_challenge", "hellaswag", "piqa", "boolq", "openbookqa", "winogrande", "mmlu"]:
+    assert r["tasks"][name]["docs"] == 1 and r["tasks"][name]["num_fewshot"] == 2, (name, r["tasks"][name])
+print("max-docs and num-fewshot ok")
+PY
 "$REPLICA" eval --model "$CKPT" --suite suite.yaml --threads 2 --json 2>/dev/null > eval.json
 python3 - <<'PY'
 import json

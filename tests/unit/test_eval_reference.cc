@@ -40,6 +40,22 @@ std::vector<std::string> texts() {
           "def f(x):\n    return x * 2  # doubles\n\nprint(f(21))\n" + long_text};
 }
 
+// Checks that every pass reports exactly the work it announced (the progress line's done / total).
+struct CountingProgress final : Progress {
+  std::string what;
+  int64_t total = -1, done = 0;
+  void start(const std::string& w, int64_t t) override {
+    check_finished();
+    what = w, total = t, done = 0;
+  }
+  void advance(int64_t amount) override { done += amount; }
+  void check_finished() const {
+    if (total >= 0) {
+      EXPECT_EQ(done, total) << what;
+    }
+  }
+};
+
 }  // namespace
 
 TEST(EvalReference, AllSurfacesMatchPyTorch) {
@@ -67,9 +83,12 @@ TEST(EvalReference, AllSurfacesMatchPyTorch) {
   data::FslDataset set(files, 48, data::TokenDtype::u32, uint32_t(a.config.vocab_size));
   model::WeightSource &weights = model.whole_weights(a.params.data()),
                       &other_weights = other.whole_weights(b.params.data());
-  const HeldoutResult h = heldout_loss(model, weights, set, 2, 0);
-  const PerplexityResult p = domain_perplexity(model, weights, tok, files, 32, 0, 96);
-  const std::vector<DomainKl> kl = domain_kl(model, weights, other, other_weights, files, 32, 100);
+  CountingProgress progress;
+  const HeldoutResult h = heldout_loss(model, weights, set, 2, 0, progress);
+  EXPECT_EQ(h.seq_len, 48);
+  EXPECT_EQ(h.docs, int64_t(texts().size()));
+  const PerplexityResult p = domain_perplexity(model, weights, tok, files, 32, 0, 96, progress);
+  const std::vector<DomainKl> kl = domain_kl(model, weights, other, other_weights, files, 32, 100, progress);
 
   json jobs = json::array();
   const std::string A = (dir / "a").string();
@@ -91,7 +110,7 @@ TEST(EvalReference, AllSurfacesMatchPyTorch) {
       if (name == "mmlu") s.fewshot_path = kSource + "/tests/fixtures/eval/mmlu_dev.jsonl", s.num_fewshot = 5;
       const int64_t max_length = name == "mmlu" ? 64 : 0;  // 5-shot MMLU prompts are left-truncated to 64
       Task t = load_task(s, f);
-      TaskResult r = evaluate_task(model, weights, tok, t, max_length, 256);
+      TaskResult r = evaluate_task(model, weights, tok, t, max_length, 256, progress);
       json reqs = json::array();
       for (const TaskDoc& d : t.docs)
         for (const Request& q : d.requests) {
@@ -101,6 +120,8 @@ TEST(EvalReference, AllSurfacesMatchPyTorch) {
       jobs.push_back({{"kind", "score"}, {"model", A}, {"max_length", max_length > 0 ? max_length : 512}, {"requests", reqs}});
       cases.push_back({std::move(t), std::move(r), max_length});
     }
+  progress.check_finished();
+  EXPECT_GT(progress.done, 0);
   std::ofstream(dir / "jobs.json") << jobs.dump();
   python("jobs " + (dir / "jobs.json").string() + " " + (dir / "out.json").string());
   json out;

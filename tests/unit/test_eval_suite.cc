@@ -123,5 +123,62 @@ TEST(EvalSuite, BadValuesNameTheFileAndTheKey) {
       << e;
 }
 
+// Runs `body` in a scratch directory that holds data/tokens/{a,b}/heldout.npy, as the built-in suites expect.
+template <typename Body>
+void in_data_dir(Body body) {
+  const std::filesystem::path dir = replica::testing::scratch_dir("builtin_suite"), cwd = std::filesystem::current_path();
+  for (const char* domain : {"a", "b"}) {
+    std::filesystem::create_directories(dir / "data/tokens" / domain);
+    std::ofstream(dir / "data/tokens" / domain / "heldout.npy") << "tokens";
+  }
+  std::filesystem::current_path(dir);
+  body();
+  std::filesystem::current_path(cwd);
+}
+
+TEST(EvalSuite, TheDefaultSuiteIsTheFullOneCappedAndFlagsOverrideBoth) {
+  in_data_dir([] {
+    const std::string tasks = kSource + "/tests/fixtures/eval";
+    const SuiteSpec full = builtin_suite("full", tasks, ""), quick = builtin_suite("default", tasks, "");
+    ASSERT_EQ(full.heldout.files.size(), 2u);
+    EXPECT_EQ(full.heldout.max_docs, 0);
+    EXPECT_EQ(full.perplexity.max_docs, 0);
+    EXPECT_EQ(quick.heldout.files.size(), 2u);
+    EXPECT_EQ(quick.heldout.max_docs, kDefaultHeldoutDocs);
+    EXPECT_EQ(quick.perplexity.max_docs, kDefaultPerplexityDocs);
+    ASSERT_EQ(quick.tasks.list.size(), 8u);
+    for (size_t i = 0; i < quick.tasks.list.size(); i++) {
+      const TaskSpec &q = quick.tasks.list[i], &f = full.tasks.list[i];
+      EXPECT_EQ(q.limit, kDefaultTaskDocs);
+      EXPECT_EQ(f.limit, 0);
+      EXPECT_EQ(q.num_fewshot, q.name == "mmlu" ? 5 : 0);  // lm-eval's defaults, MMLU 5-shot as OLMo reports it
+      EXPECT_EQ(q.fewshot_path, tasks + "/" + q.name + (q.name == "mmlu" ? "_dev" : "_train") + ".jsonl");
+    }
+    SuiteSpec capped = full;
+    cap_documents(capped, 3);
+    set_num_fewshot(capped, 2);
+    EXPECT_EQ(capped.heldout.max_docs, 3);
+    EXPECT_EQ(capped.perplexity.max_docs, 3);
+    for (const TaskSpec& t : capped.tasks.list) {
+      EXPECT_EQ(t.limit, 3);
+      EXPECT_EQ(t.num_fewshot, 2);
+    }
+    EXPECT_THROW(cap_documents(capped, 0), Error);
+    EXPECT_THROW(set_num_fewshot(capped, -1), Error);
+    EXPECT_THROW(builtin_suite("quick", tasks, ""), Error);
+  });
+}
+
+TEST(EvalSuite, TasksNumFewshotAppliesToTheDirectorysTasksAndListEntriesFindTheirTrainingSplit) {
+  const SuiteSpec s = load_suite(write_suite("shots.yaml", "tasks:\n"
+                                                           "  num_fewshot: 3\n"
+                                                           "  dir: " + kSource + "/tests/fixtures/eval\n"
+                                                           "  list: [{name: piqa, path: x/p.jsonl}]\n"));
+  ASSERT_EQ(s.tasks.list.size(), 9u);
+  for (size_t i = 0; i + 1 < s.tasks.list.size(); i++) EXPECT_EQ(s.tasks.list[i].num_fewshot, 3);
+  EXPECT_EQ(s.tasks.list.back().num_fewshot, 0);  // its own, unset
+  EXPECT_EQ(s.tasks.list.back().fewshot_path, "x/piqa_train.jsonl");
+}
+
 }  // namespace
 }  // namespace replica::eval

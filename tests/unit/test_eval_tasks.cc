@@ -1,9 +1,11 @@
 // Task formats against hand-rendered lm-eval / OLMES requests from the fixtures in each task's HF-datasets JSONL
-// schema (tests/fixtures/eval/), Python string semantics, lm-eval's pair encoding, and errors naming file:line.
+// schema (tests/fixtures/eval/), Python string semantics, lm-eval's pair encoding, and errors naming file:line; the
+// few-shot contexts against tools/reference/fewshot_ref.py (lm-eval's sampler transcribed, run on CPython).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "scratch_dir.h"
 #include "replica/core/error.h"
@@ -23,7 +25,7 @@ Task load(const std::string& name, TaskFormat f = TaskFormat::lm_eval, int64_t s
   TaskSpec s;
   s.name = name;
   s.path = kTasks + name + ".jsonl";
-  if (name == "mmlu") s.fewshot_path = kTasks + "mmlu_dev.jsonl";
+  s.fewshot_path = kTasks + name + "_" + fewshot_split(name) + ".jsonl";
   s.num_fewshot = shots;
   return load_task(s, f);
 }
@@ -214,8 +216,51 @@ TEST(EvalTasks, ErrorsNameFileLineAndField) {
   s.path = write_temp("replica_bad_arc.jsonl",
                       "{\"question\":\"q\",\"choices\":{\"text\":[\"a\"],\"label\":[\"A\"]},\"answerKey\":\"B\"}\n");
   EXPECT_THROW(load_task(s, TaskFormat::lm_eval), Error);
-  s.num_fewshot = 5;  // only mmlu's first-n shots are supported
+}
+
+TEST(EvalTasks, FewshotContextsMatchLmEvalsSamplerOnCPython) {
+  // 1, 4 and 5 shots: piqa's 25 training rows are drawn by CPython's set branch of random.sample for up to 5
+  // draws and by its pool branch for 6; the tasks without a test split draw one extra shot; every training
+  // fixture but arc_challenge's and openbookqa's holds a copy of an evaluated document, which is never its own shot.
+  for (int shots : {1, 4, 5}) {
+    SCOPED_TRACE(std::to_string(shots) + " shots");
+    const std::string out = (replica::testing::scratch_dir("fewshot_ref") / "contexts.json").string();
+    const std::string cmd = "/usr/bin/python3 " + std::string(REPLICA_SOURCE_DIR) + "/tools/reference/fewshot_ref.py " +
+                            kTasks + " " + std::to_string(shots) + " > " + out;
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(out);
+    const nlohmann::json expected = nlohmann::json::parse(in);
+    ASSERT_EQ(expected.size(), task_names().size() - 1);  // every task but mmlu (first-n shots, tested above)
+    for (const auto& [name, docs] : expected.items()) {
+      const Task t = load(name, TaskFormat::lm_eval, shots);
+      ASSERT_EQ(t.docs.size(), docs.size()) << name;
+      for (size_t d = 0; d < t.docs.size(); d++) {
+        ASSERT_EQ(t.docs[d].requests.size(), docs[d].size()) << name << " doc " << d;
+        for (size_t r = 0; r < t.docs[d].requests.size(); r++)
+          EXPECT_EQ(t.docs[d].requests[r].context, docs[d][r].get<std::string>()) << name << " doc " << d;
+      }
+    }
+  }
+}
+
+TEST(EvalTasks, FewshotNeedsItsSplitAndEnoughShots) {
+  TaskSpec s;
+  s.name = "boolq";
+  s.path = kTasks + "boolq.jsonl";
+  s.fewshot_path = kTasks + "no_such_train.jsonl";
+  s.num_fewshot = 1;
+  try {
+    load_task(s, TaskFormat::lm_eval);
+    FAIL() << "a missing few-shot split was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs the train split the shots come from: no file"), std::string::npos)
+        << e.what();
+  }
+  s.fewshot_path = kTasks + "boolq_train.jsonl";
+  s.num_fewshot = 7;  // 8 draws from 7 rows
   EXPECT_THROW(load_task(s, TaskFormat::lm_eval), Error);
+  s.num_fewshot = 1;
+  EXPECT_THROW(load_task(s, TaskFormat::olmes), Error);  // OLMES's curated shots are not shipped
 }
 
 // Found by fuzz_task: nlohmann::json::parse raises out_of_range, not parse_error, for a number beyond double.

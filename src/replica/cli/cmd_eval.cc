@@ -1,10 +1,13 @@
-// replica eval: held-out loss, domain perplexity, downstream tasks and KL against a reference, on demand.
+// replica eval: held-out loss, domain perplexity, downstream tasks and KL against a reference, on demand; progress
+// on stderr, each surface's table on stdout as it finishes.
 #include <fmt/core.h>
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
 #include "replica/cli/command.h"
+#include "replica/cli/eval_progress.h"
 #include "replica/core/threads.h"
 #include "replica/ckpt/model_source.h"
 #include "replica/eval/suite.h"
@@ -19,13 +22,19 @@ static Command eval_command(
         bool json = false;
         int threads = 0;
         int64_t batch_tokens = 0;
+        std::optional<int64_t> max_docs, num_fewshot;
       };
       auto o = std::make_shared<Options>();
       app.add_option("--model", o->model, "HF model directory, replica checkpoint, or run directory (its latest checkpoint)")->required();
-      app.add_option("--suite", o->suite, "default, or a suite YAML (docs/evaluation.md)");
+      app.add_option("--suite", o->suite,
+                     "default (capped to finish in minutes), full (every held-out document), or a suite YAML "
+                     "(docs/evaluation.md)");
+      app.add_option("--max-docs,--limit", o->max_docs,
+                     "at most N documents per held-out file, per perplexity domain and per task");
+      app.add_option("--num-fewshot", o->num_fewshot, "shots for every task (lm-eval sampling, random.Random(1234))");
       app.add_option("--reference", o->reference, "reference model (HF dir or checkpoint) for the KL surface");
       app.add_option("--tasks-dir", o->tasks_dir,
-                     "default suite: directory of <task>.jsonl exports (default data/eval, else tests/fixtures/eval)");
+                     "built-in suites: directory of <task>.jsonl exports (default data/eval, else tests/fixtures/eval)");
       app.add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken ranks (default: the usual search path)");
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)");
       app.add_option("--batch-tokens", o->batch_tokens, "padded tokens per forward (default: the suite's, 8192)")
@@ -39,30 +48,45 @@ static Command eval_command(
         const auto start = std::chrono::steady_clock::now();
         std::string tasks_dir = o->tasks_dir;
         if (tasks_dir.empty()) tasks_dir = std::filesystem::exists("data/eval") ? "data/eval" : "tests/fixtures/eval";
-        eval::SuiteSpec spec =
-            o->suite == "default" ? eval::default_suite(tasks_dir, o->reference) : eval::load_suite(o->suite);
+        eval::SuiteSpec spec = eval::is_builtin_suite(o->suite) ? eval::builtin_suite(o->suite, tasks_dir, o->reference)
+                                                                : eval::load_suite(o->suite);
         if (!o->reference.empty()) {
           spec.kl.reference = o->reference;
           if (spec.kl.files.empty()) spec.kl.files = spec.perplexity.enabled ? spec.perplexity.files : spec.heldout.files;
         }
         if (o->batch_tokens > 0) spec.batch_tokens = o->batch_tokens;
+        if (o->max_docs) eval::cap_documents(spec, *o->max_docs);
+        if (o->num_fewshot) eval::set_num_fewshot(spec, *o->num_fewshot);
         ckpt::HfModel hf = ckpt::load_model_source(o->model);
         Backend& backend = backend_for(parse_device(o->device));
         model::Transformer model(hf.config, parse_precision(o->precision.c_str()), model::Remat::none, backend);
         data::Tokenizer tokenizer = data::Tokenizer::load(o->tokenizer.empty() ? data::default_ranks_path() : o->tokenizer);
-        auto log = [](const std::string& line) { fmt::print(stderr, "eval: {}\n", line); };
+        EvalConsole console(o->json);
+        if (eval::is_builtin_suite(o->suite) && tasks_dir == "tests/fixtures/eval" && spec.tasks.enabled)
+          console.line("tasks come from the TEST FIXTURES in tests/fixtures/eval (2-3 documents per task): put lm-eval "
+                       "exports in data/eval or pass --tasks-dir for real scores");
+        if (!o->json) fmt::print("replica eval {} ({}, suite {})\n", o->model, o->precision, o->suite);
         const OnBackend params(backend, hf.params);
-        const eval::SuiteResults results =
-            eval::run_suite(model, model.whole_weights(params.data()), spec, tokenizer, log);
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (o->json) {
-          nlohmann::json j = results.to_json();
-          j["model"] = o->model;
-          j["seconds"] = seconds;
-          fmt::print("{}\n", j.dump());
-        } else {
-          fmt::print("replica eval {} ({}, {:.1f} s)\n{}", o->model, o->precision, seconds, eval::format_results(results));
+        auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+        std::optional<EvalInterrupted> interrupted;
+        try {
+          eval::run_suite(model, model.whole_weights(params.data()), spec, tokenizer, console);
+        } catch (const EvalInterrupted& stop) {
+          interrupted = stop;
         }
+        if (o->json) {
+          nlohmann::json j = console.results();
+          j["model"] = o->model;
+          j["seconds"] = seconds();
+          if (interrupted) j["interrupted"] = interrupted->during;
+          fmt::print("{}\n", j.dump());
+        }
+        if (interrupted) {
+          console.line(fmt::format("stopped by a signal during {} after {:.1f} s; the surfaces printed above finished",
+                                   interrupted->during, seconds()));
+          return 130;
+        }
+        console.line(fmt::format("done in {:.1f} s", seconds()));
         return 0;
       });
     });

@@ -1,6 +1,8 @@
 // Task scoring: request encoding, shared forwards, acc / acc_norm / len_norm / bpb with stderr.
 #include "replica/eval/downstream.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -41,7 +43,7 @@ TokenPair encode_pair(const data::Tokenizer& tok, const Request& r, TaskFormat f
 }
 
 TaskResult evaluate_task(model::Transformer& model, model::WeightSource& weights, const data::Tokenizer& tok,
-                         const Task& task, int64_t max_length, int64_t batch_tokens) {
+                         const Task& task, int64_t max_length, int64_t batch_tokens, Progress& progress) {
   const model::ModelConfig& c = model.config();
   const int64_t L = max_length > 0 ? std::min(max_length, c.max_seq_len) : c.max_seq_len;
   TaskResult result;
@@ -72,7 +74,9 @@ TaskResult evaluate_task(model::Transformer& model, model::WeightSource& weights
   result.forwards = int64_t(seqs.size());
   std::vector<size_t> first_span(seqs.size() + 1, 0);
   for (size_t i = 0; i < seqs.size(); i++) first_span[i + 1] = first_span[i] + seqs[i].spans.size();
-  const std::vector<SpanScore> scores = score_sequences(model, weights, seqs, batch_tokens);
+  progress.start(fmt::format("task {} ({} docs, {} requests)", task.name, result.docs, result.requests),
+                 input_tokens(seqs));
+  const std::vector<SpanScore> scores = score_sequences(model, weights, seqs, batch_tokens, progress);
 
   std::vector<double> acc, norm, bpb;
   size_t k = 0;

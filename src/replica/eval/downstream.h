@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "replica/data/tokenizer.h"
+#include "replica/eval/progress.h"
 #include "replica/eval/tasks.h"
 #include "replica/model/transformer.h"
 
@@ -35,8 +36,8 @@ struct TaskResult {
   std::vector<std::vector<double>> logprobs;  // per doc, per choice: Σ log p(continuation)
 };
 
-// max_length 0: the model's max_position_embeddings.
+// max_length 0: the model's max_position_embeddings. `progress` sees the task as one pass.
 TaskResult evaluate_task(model::Transformer& model, model::WeightSource& weights, const data::Tokenizer& tok,
-                         const Task& task, int64_t max_length, int64_t batch_tokens);
+                         const Task& task, int64_t max_length, int64_t batch_tokens, Progress& progress);
 
 }  // namespace replica::eval

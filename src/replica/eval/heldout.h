@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "replica/data/dataset.h"
+#include "replica/eval/progress.h"
 #include "replica/model/transformer.h"
 
 namespace replica::eval {
@@ -23,12 +24,15 @@ struct HeldoutFile {
 struct HeldoutResult {
   double loss = 0.0;  // over all files, token-weighted
   int64_t tokens = 0;
+  int64_t docs = 0;     // over all files
+  int64_t seq_len = 0;  // the truncation length used: the set's seq_len capped at the model's context
   std::vector<HeldoutFile> files;
 };
 
 // Scores the first `max_docs` documents of each file of `set` (0 = all; its seq_len is the truncation
 // length), batched micro_batch × seq_len padded tokens at a time. The model's eos_token_id separates documents.
+// `progress` sees one pass over every file's tokens.
 HeldoutResult heldout_loss(model::Transformer& model, model::WeightSource& weights, const data::FslDataset& set,
-                           int64_t micro_batch, int64_t max_docs);
+                           int64_t micro_batch, int64_t max_docs, Progress& progress);
 
 }  // namespace replica::eval

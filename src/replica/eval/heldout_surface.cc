@@ -12,22 +12,21 @@ namespace {
 
 struct HeldoutSurfaceResult final : SurfaceResult {
   HeldoutResult heldout;
-  int64_t seq_len = 0;  // the truncation length used
 
   nlohmann::json to_json() const override {
     nlohmann::json files = nlohmann::json::object();
     for (const HeldoutFile& f : heldout.files)
       files[f.label] = {{"loss", f.loss},   {"nll", f.nll},   {"tokens", f.tokens},
                         {"docs", f.docs},   {"olmo_ce", f.doc_tokens ? f.nll / double(f.doc_tokens) : 0.0}};
-    return {{"loss", heldout.loss}, {"tokens", heldout.tokens}, {"seq_len", seq_len}, {"files", files}};
+    return {{"loss", heldout.loss}, {"tokens", heldout.tokens}, {"docs", heldout.docs}, {"seq_len", heldout.seq_len}, {"files", files}};
   }
 
   std::string format() const override {
     std::string s =
-        fmt::format("held-out loss (documents truncated to {} tokens, mean CE per predicted token)\n", seq_len);
+        fmt::format("held-out loss (documents truncated to {} tokens, mean CE per predicted token)\n", heldout.seq_len);
     for (const HeldoutFile* f : by_label(heldout.files, [](const HeldoutFile& x) { return x.label; }))
       s += fmt::format("  {:<16} {:8.4f}  ({} docs, {} tokens)\n", f->label, f->loss, f->docs, f->tokens);
-    s += fmt::format("  {:<16} {:8.4f}  ({} tokens)\n", "all", heldout.loss, heldout.tokens);
+    s += fmt::format("  {:<16} {:8.4f}  ({} docs, {} tokens)\n", "all", heldout.loss, heldout.docs, heldout.tokens);
     return s;
   }
 };
@@ -55,11 +54,12 @@ class HeldoutSurface final : public Surface {
     const SuiteSpec::Heldout& spec = ctx.spec.heldout;
     const int64_t max_T = model.config().max_seq_len;
     auto r = std::make_unique<HeldoutSurfaceResult>();
-    r->seq_len = spec.seq_len > 0 ? std::min(spec.seq_len, max_T) : max_T;
-    const int64_t micro = std::max<int64_t>(1, ctx.spec.batch_tokens / r->seq_len);
-    const data::FslDataset set(spec.files, r->seq_len, data::TokenDtype::u32, uint32_t(model.config().vocab_size));
-    r->heldout = heldout_loss(model, weights, set, micro, spec.max_docs);
-    ctx.log(fmt::format("held-out loss {:.4f} over {} tokens", r->heldout.loss, r->heldout.tokens));
+    const int64_t seq_len = spec.seq_len > 0 ? std::min(spec.seq_len, max_T) : max_T;
+    const int64_t micro = std::max<int64_t>(1, ctx.spec.batch_tokens / seq_len);
+    const data::FslDataset set(spec.files, seq_len, data::TokenDtype::u32, uint32_t(model.config().vocab_size));
+    r->heldout = heldout_loss(model, weights, set, micro, spec.max_docs, ctx.progress);
+    ctx.progress.line(fmt::format("held-out loss {:.4f} over {} tokens ({} docs truncated to {} tokens)",
+                                  r->heldout.loss, r->heldout.tokens, r->heldout.docs, r->heldout.seq_len));
     return r;
   }
 };

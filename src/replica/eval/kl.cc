@@ -1,6 +1,8 @@
 // KL(reference ‖ model) and top-1 agreement over held-out windows, the LM heads run in row chunks.
 #include "replica/eval/kl.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "replica/core/error.h"
@@ -27,7 +29,8 @@ void head_rows(model::Transformer& m, model::WeightSource& weights, int64_t row0
 
 std::vector<DomainKl> domain_kl(model::Transformer& reference, model::WeightSource& reference_weights,
                                 model::Transformer& model, model::WeightSource& weights,
-                                const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions) {
+                                const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions,
+                                Progress& progress) {
   const model::ModelConfig &rc = reference.config(), &mc = model.config();
   check(rc.eos_token_id == mc.eos_token_id, "kl: the models' eos_token_id differ ({} vs {})", rc.eos_token_id,
         mc.eos_token_id);
@@ -35,6 +38,14 @@ std::vector<DomainKl> domain_kl(model::Transformer& reference, model::WeightSour
   const uint32_t vocab = uint32_t(V);
   std::vector<float> full_ref(size_t(kRows * rc.vocab_size)), full_model(size_t(kRows * mc.vocab_size));
   std::vector<float> ref_logits(size_t(kRows * V)), model_logits(size_t(kRows * V));
+  int64_t total = 0;  // every document token is one compared position, up to max_positions per file
+  for (const data::MixEntry& entry : files) {
+    data::TokenFile file(entry.path, data::TokenDtype::u32);
+    int64_t positions = 0;
+    for (DocRange r : split_documents(file, uint32_t(mc.eos_token_id), false, 0)) positions += int64_t(r.end - r.begin);
+    total += max_positions > 0 ? std::min(positions, max_positions) : positions;
+  }
+  progress.start(fmt::format("KL vs the reference ({} files)", files.size()), total);
   std::vector<DomainKl> out;
   for (const data::MixEntry& entry : files) {
     data::TokenFile file(entry.path, data::TokenDtype::u32);
@@ -54,6 +65,7 @@ std::vector<DomainKl> domain_kl(model::Transformer& reference, model::WeightSour
           head_rows(model, weights, start + r0, rows, V, full_model, model_logits);
           d.stats += compare_logits(ref_logits.data(), model_logits.data(), rows, V);
         }
+        progress.advance(n);
       }
     }
     out.push_back(d);

@@ -8,6 +8,7 @@
 
 #include "replica/data/dataset.h"
 #include "replica/eval/parity.h"
+#include "replica/eval/progress.h"
 #include "replica/model/transformer.h"
 
 namespace replica::eval {
@@ -17,9 +18,11 @@ struct DomainKl {
   ParityStats stats;
 };
 
-// At most `max_positions` scored positions per file (0 = every token of every document).
+// At most `max_positions` scored positions per file (0 = every token of every document). `progress` counts
+// compared positions over all files.
 std::vector<DomainKl> domain_kl(model::Transformer& reference, model::WeightSource& reference_weights,
                                 model::Transformer& model, model::WeightSource& weights,
-                                const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions);
+                                const std::vector<data::MixEntry>& files, int64_t window, int64_t max_positions,
+                                Progress& progress);
 
 }  // namespace replica::eval

@@ -103,7 +103,11 @@ std::vector<int32_t> haystack_tokens(const std::vector<data::MixEntry>& files, u
 }
 
 std::vector<NeedleCell> score_needle(model::Transformer& model, model::WeightSource& weights,
-                                     const std::vector<NeedleCase>& cases, int64_t batch_tokens) {
+                                     const std::vector<NeedleCase>& cases, int64_t batch_tokens, Progress& progress) {
+  int64_t total = 0;
+  for (const NeedleCase& c : cases)
+    for (const std::vector<int32_t>& value : c.values) total += int64_t(c.context.size() + value.size());
+  progress.start(fmt::format("needle ({} cases)", cases.size()), total);
   std::vector<NeedleCell> cells;
   for (size_t begin = 0; begin < cases.size();) {
     size_t end = begin;
@@ -116,7 +120,7 @@ std::vector<NeedleCell> score_needle(model::Transformer& model, model::WeightSou
         s.ids.insert(s.ids.end(), value.begin(), value.end());
         seqs.push_back(std::move(s));
       }
-    const std::vector<SpanScore> scores = score_sequences(model, weights, seqs, batch_tokens);
+    const std::vector<SpanScore> scores = score_sequences(model, weights, seqs, batch_tokens, progress);
     NeedleCell cell{cases[begin].length, cases[begin].depth, int64_t(end - begin), 0.0, 0.0};
     size_t k = 0;
     for (size_t i = begin; i < end; i++) {

@@ -9,6 +9,7 @@
 
 #include "replica/data/dataset.h"
 #include "replica/data/tokenizer.h"
+#include "replica/eval/progress.h"
 #include "replica/model/transformer.h"
 
 namespace replica::eval {
@@ -55,8 +56,9 @@ struct NeedleCell {
   double mean_rank = 0.0;  // 1 + distractors scoring at least as high as the needle's value (ties count against)
 };
 
-// Scores `cases` grouped by (length, depth), in their order; `batch_tokens` padded tokens per forward.
+// Scores `cases` grouped by (length, depth), in their order; `batch_tokens` padded tokens per forward. `progress`
+// sees every case as one pass.
 std::vector<NeedleCell> score_needle(model::Transformer& model, model::WeightSource& weights,
-                                     const std::vector<NeedleCase>& cases, int64_t batch_tokens);
+                                     const std::vector<NeedleCase>& cases, int64_t batch_tokens, Progress& progress);
 
 }  // namespace replica::eval

@@ -89,9 +89,9 @@ class NeedleSurface final : public Surface {
         haystack_tokens(ctx.spec.needle.files, uint32_t(config.eos_token_id), uint32_t(config.vocab_size),
                         uint64_t(r->task.trials * longest));
     const std::vector<NeedleCase> cases = needle_cases(r->task, haystack, ctx.tokenizer);
-    r->cells = score_needle(model, weights, cases, ctx.spec.batch_tokens);
+    r->cells = score_needle(model, weights, cases, ctx.spec.batch_tokens, ctx.progress);
     for (const NeedleCell& c : r->cells)
-      ctx.log(fmt::format("needle length {} depth {}: accuracy {:.3f}, mean rank {:.2f}", c.length,
+      ctx.progress.line(fmt::format("needle length {} depth {}: accuracy {:.3f}, mean rank {:.2f}", c.length,
                           NeedleSurfaceResult::depth_key(c.depth), c.accuracy, c.mean_rank));
     return r;
   }

@@ -1,6 +1,8 @@
 // Paloma-style perplexity and bits per byte per domain.
 #include "replica/eval/perplexity.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -48,27 +50,33 @@ std::vector<Sequence> rolling_windows(const std::vector<int32_t>& doc, int32_t p
 
 PerplexityResult domain_perplexity(model::Transformer& model, model::WeightSource& weights,
                                    const data::Tokenizer& tokenizer, const std::vector<data::MixEntry>& files,
-                                   int64_t window, int64_t max_docs, int64_t batch_tokens) {
+                                   int64_t window, int64_t max_docs, int64_t batch_tokens, Progress& progress) {
   const model::ModelConfig& c = model.config();
   PerplexityResult result;
   result.window = std::min(window, c.max_seq_len);
-  for (const data::MixEntry& entry : files) {
-    data::TokenFile file(entry.path, data::TokenDtype::u32);
+  // Every domain's windows first, so the progress line knows the whole pass.
+  std::vector<std::vector<Sequence>> seqs(files.size());
+  int64_t total = 0;
+  for (size_t f = 0; f < files.size(); f++) {
+    data::TokenFile file(files[f].path, data::TokenDtype::u32);
     DomainPerplexity d;
-    d.label = entry.label;
-    std::vector<Sequence> seqs;
+    d.label = files[f].label;
     for (DocRange r : split_documents(file, uint32_t(c.eos_token_id), false, max_docs)) {
       std::vector<int32_t> doc = read_tokens(file, r, uint32_t(c.vocab_size));
       if (doc.empty()) continue;
       d.docs++;
       d.tokens += int64_t(doc.size());
       for (int32_t id : doc) d.bytes += int64_t(tokenizer.token_bytes(uint32_t(id)).size());
-      for (Sequence& s : rolling_windows(doc, int32_t(c.eos_token_id), result.window)) seqs.push_back(std::move(s));
+      for (Sequence& s : rolling_windows(doc, int32_t(c.eos_token_id), result.window)) seqs[f].push_back(std::move(s));
     }
-    d.windows = int64_t(seqs.size());
-    for (const SpanScore& sc : score_sequences(model, weights, seqs, batch_tokens)) d.nll -= sc.logprob;
+    d.windows = int64_t(seqs[f].size());
+    total += input_tokens(seqs[f]);
     result.domains.push_back(d);
   }
+  progress.start(fmt::format("perplexity ({} domains, windows of {} tokens)", files.size(), result.window), total);
+  for (size_t f = 0; f < files.size(); f++)
+    for (const SpanScore& sc : score_sequences(model, weights, seqs[f], batch_tokens, progress))
+      result.domains[f].nll -= sc.logprob;
   return result;
 }
 

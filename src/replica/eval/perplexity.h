@@ -34,9 +34,10 @@ struct PerplexityResult {
 // Sequences of ≤ L input tokens, one span each.
 std::vector<Sequence> rolling_windows(const std::vector<int32_t>& doc, int32_t prefix, int64_t L);
 
-// Scores at most `max_docs` documents (0 = all) of each file in `files`; batches of `batch_tokens`.
+// Scores at most `max_docs` documents (0 = all) of each file in `files`; batches of `batch_tokens`. `progress`
+// sees one pass over every domain's windows.
 PerplexityResult domain_perplexity(model::Transformer& model, model::WeightSource& weights,
                                    const data::Tokenizer& tokenizer, const std::vector<data::MixEntry>& files,
-                                   int64_t window, int64_t max_docs, int64_t batch_tokens);
+                                   int64_t window, int64_t max_docs, int64_t batch_tokens, Progress& progress);
 
 }  // namespace replica::eval

@@ -57,8 +57,8 @@ class PerplexitySurface final : public Surface {
     const SuiteSpec::Perplexity& spec = ctx.spec.perplexity;
     auto r = std::make_unique<PerplexitySurfaceResult>();
     r->perplexity = domain_perplexity(model, weights, ctx.tokenizer, spec.files, spec.window, spec.max_docs,
-                                      ctx.spec.batch_tokens);
-    ctx.log(fmt::format("perplexity: macro {:.2f}, {:.4f} bits/byte", r->perplexity.macro_ppl(),
+                                      ctx.spec.batch_tokens, ctx.progress);
+    ctx.progress.line(fmt::format("perplexity: macro {:.2f}, {:.4f} bits/byte", r->perplexity.macro_ppl(),
                         r->perplexity.macro_bits_per_byte()));
     return r;
   }

@@ -84,7 +84,7 @@ void score_batch(model::Transformer& model, model::WeightSource& weights, const 
 }  // namespace
 
 std::vector<SpanScore> score_sequences(model::Transformer& model, model::WeightSource& weights,
-                                       const std::vector<Sequence>& seqs, int64_t batch_tokens) {
+                                       const std::vector<Sequence>& seqs, int64_t batch_tokens, Progress& progress) {
   std::vector<size_t> first_span(seqs.size() + 1, 0);
   for (size_t i = 0; i < seqs.size(); i++) first_span[i + 1] = first_span[i] + seqs[i].spans.size();
   std::vector<SpanScore> out(first_span.back());
@@ -93,18 +93,23 @@ std::vector<SpanScore> score_sequences(model::Transformer& model, model::WeightS
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return seqs[a].ids.size() > seqs[b].ids.size(); });
   std::vector<size_t> members;
+  int64_t batch_input = 0;
+  auto score_members = [&] {
+    score_batch(model, weights, seqs, members, first_span, out);
+    progress.advance(batch_input);
+    members.clear();
+    batch_input = 0;
+  };
   for (size_t i = 0; i < order.size(); i++) {
     const Sequence& s = seqs[order[i]];
     if (s.ids.empty()) continue;
     check(int64_t(s.ids.size()) <= model.config().max_seq_len, "score: a sequence of {} tokens exceeds the model's {}",
           s.ids.size(), model.config().max_seq_len);
     members.push_back(order[i]);
-    if (int64_t(members.size() + 1) * int64_t(seqs[members.front()].ids.size()) > batch_tokens) {
-      score_batch(model, weights, seqs, members, first_span, out);
-      members.clear();
-    }
+    batch_input += int64_t(s.ids.size());
+    if (int64_t(members.size() + 1) * int64_t(seqs[members.front()].ids.size()) > batch_tokens) score_members();
   }
-  if (!members.empty()) score_batch(model, weights, seqs, members, first_span, out);
+  if (!members.empty()) score_members();
   // A NaN log-probability compares false with everything, so a task would still report an accuracy from it.
   for (const SpanScore& sc : out)
     check(std::isfinite(sc.logprob),
@@ -112,6 +117,12 @@ std::vector<SpanScore> score_sequences(model::Transformer& model, model::WeightS
           "reported from them",
           sc.logprob);
   return out;
+}
+
+int64_t input_tokens(const std::vector<Sequence>& seqs) {
+  int64_t n = 0;
+  for (const Sequence& s : seqs) n += int64_t(s.ids.size());
+  return n;
 }
 
 }  // namespace replica::eval

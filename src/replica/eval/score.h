@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "replica/eval/progress.h"
 #include "replica/model/transformer.h"
 
 namespace replica::eval {
@@ -28,8 +29,12 @@ struct SpanScore {
 
 // Scores every span of every sequence, in order (flattened: sequence-major, then span). Sequences are
 // sorted by length and batched with at most `batch_tokens` padded tokens per forward (one sequence at
-// least); padding goes on the right, so it never changes a score.
+// least); padding goes on the right, so it never changes a score. `progress` advances by each batch's input tokens
+// (their total is input_tokens(seqs)).
 std::vector<SpanScore> score_sequences(model::Transformer& model, model::WeightSource& weights,
-                                       const std::vector<Sequence>& seqs, int64_t batch_tokens);
+                                       const std::vector<Sequence>& seqs, int64_t batch_tokens, Progress& progress);
+
+// Σ input tokens of `seqs`: the work score_sequences reports.
+int64_t input_tokens(const std::vector<Sequence>& seqs);
 
 }  // namespace replica::eval

@@ -48,16 +48,17 @@ std::vector<TaskSpec> tasks_in_dir(const std::string& tasks_dir) {
     TaskSpec t;
     t.name = name;
     t.path = path.string();
-    if (name == "mmlu") {
-      t.fewshot_path = (fs::path(tasks_dir) / "mmlu_dev.jsonl").string();
-      t.num_fewshot = 5;
-    }
+    t.fewshot_path = (fs::path(tasks_dir) / (name + "_" + fewshot_split(name) + ".jsonl")).string();
+    if (name == "mmlu") t.num_fewshot = 5;
     list.push_back(t);
   }
   return list;
 }
 
-SuiteSpec default_suite(const std::string& tasks_dir, const std::string& reference) {
+bool is_builtin_suite(const std::string& name) { return name == "default" || name == "full"; }
+
+SuiteSpec builtin_suite(const std::string& name, const std::string& tasks_dir, const std::string& reference) {
+  check(is_builtin_suite(name), "unknown built-in suite '{}' (expected default or full)", name);
   SuiteSpec s;
   const std::vector<std::string> heldout = {"data/tokens/*/heldout.npy"};
   s.heldout.enabled = s.perplexity.enabled = true;
@@ -66,7 +67,23 @@ SuiteSpec default_suite(const std::string& tasks_dir, const std::string& referen
   s.tasks.enabled = !s.tasks.list.empty();
   s.kl.reference = reference;
   s.kl.files = s.heldout.files;
+  if (name == "default") {
+    s.heldout.max_docs = kDefaultHeldoutDocs;
+    s.perplexity.max_docs = kDefaultPerplexityDocs;
+    for (TaskSpec& t : s.tasks.list) t.limit = kDefaultTaskDocs;
+  }
   return s;
+}
+
+void cap_documents(SuiteSpec& spec, int64_t n) {
+  check(n > 0, "--max-docs must be positive, got {}", n);
+  spec.heldout.max_docs = spec.perplexity.max_docs = n;
+  for (TaskSpec& t : spec.tasks.list) t.limit = n;
+}
+
+void set_num_fewshot(SuiteSpec& spec, int64_t n) {
+  check(n >= 0, "--num-fewshot must be 0 or more, got {}", n);
+  for (TaskSpec& t : spec.tasks.list) t.num_fewshot = n;
 }
 
 SuiteSpec load_suite(const std::string& path) {
@@ -97,11 +114,14 @@ json SuiteResults::to_json() const {
 }
 
 SuiteResults run_suite(model::Transformer& model, model::WeightSource& weights, const SuiteSpec& spec,
-                       const data::Tokenizer& tokenizer, const std::function<void(const std::string&)>& log) {
-  const SurfaceContext ctx{spec, tokenizer, log};
+                       const data::Tokenizer& tokenizer, Progress& progress) {
+  const SurfaceContext ctx{spec, tokenizer, progress};
   SuiteResults results;
   for (const Surface* surface : surfaces())
-    if (surface->enabled(spec)) results.entries.push_back({surface->name(), surface->run(model, weights, ctx)});
+    if (surface->enabled(spec)) {
+      results.entries.push_back({surface->name(), surface->run(model, weights, ctx)});
+      progress.finished(surface->name(), *results.entries.back().result);
+    }
   return results;
 }
 

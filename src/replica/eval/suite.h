@@ -60,12 +60,23 @@ std::vector<data::MixEntry> labelled_files(const std::vector<std::string>& patte
 std::vector<data::MixEntry> section_files(const std::vector<std::string>& patterns, const std::string& where,
                                           const std::string& key);
 
-// Every task with a <task>.jsonl in `tasks_dir`; mmlu 5-shot from mmlu_dev.jsonl there.
+// Every task with a <task>.jsonl in `tasks_dir`, its shots drawn from <task>_<split>.jsonl there (fewshot_split()):
+// mmlu 5-shot, the others 0-shot (lm-eval's defaults; OLMo reports MMLU 5-shot).
 std::vector<TaskSpec> tasks_in_dir(const std::string& tasks_dir);
 
-// The default suite: held-out loss and perplexity over data/tokens/*/heldout.npy (scripts/fetch-data.sh), every
-// task with a <task>.jsonl in `tasks_dir` (MMLU 5-shot from mmlu_dev.jsonl), KL when `reference` is set.
-SuiteSpec default_suite(const std::string& tasks_dir, const std::string& reference);
+// The built-in suites. "full": held-out loss and perplexity over every document of data/tokens/*/heldout.npy
+// (scripts/fetch-data.sh), every task with a <task>.jsonl in `tasks_dir`, KL when `reference` is set. "default":
+// the same surfaces capped to finish in minutes on the tiny model on 2 cores (docs/evaluation.md has the time):
+// kDefaultHeldoutDocs documents per held-out file, kDefaultPerplexityDocs per perplexity domain,
+// kDefaultTaskDocs per task.
+constexpr int64_t kDefaultHeldoutDocs = 16, kDefaultPerplexityDocs = 2, kDefaultTaskDocs = 100;
+bool is_builtin_suite(const std::string& name);
+SuiteSpec builtin_suite(const std::string& name, const std::string& tasks_dir, const std::string& reference);
+
+// --max-docs: at most `n` documents per held-out file, per perplexity domain and per task (lm-eval's --limit).
+void cap_documents(SuiteSpec& spec, int64_t n);
+// --num-fewshot: every task takes `n` shots.
+void set_num_fewshot(SuiteSpec& spec, int64_t n);
 // Reads a suite YAML file; unknown keys and bad values raise replica::Error naming the file and key.
 SuiteSpec load_suite(const std::string& path);
 
@@ -79,10 +90,10 @@ struct SuiteResults {
   nlohmann::json to_json() const;  // {"<surface>": {...}, ...}
 };
 
-// Runs every enabled surface. `tokenizer` is needed for perplexity (bytes) and tasks; `log` gets one line per
-// surface (per task) as it finishes.
+// Runs every enabled surface. `tokenizer` is needed for perplexity (bytes) and tasks; `progress` sees every pass,
+// a summary line per surface (per task), and each surface's result as it finishes.
 SuiteResults run_suite(model::Transformer& model, model::WeightSource& weights, const SuiteSpec& spec,
-                       const data::Tokenizer& tokenizer, const std::function<void(const std::string&)>& log);
+                       const data::Tokenizer& tokenizer, Progress& progress);
 
 // A readable table per surface of run_suite's result.
 std::string format_results(const SuiteResults& results);

@@ -3,7 +3,6 @@
 #pragma once
 #include <yaml-cpp/yaml.h>
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "replica/data/tokenizer.h"
+#include "replica/eval/progress.h"
 #include "replica/model/transformer.h"
 
 namespace replica::eval {
@@ -26,11 +26,11 @@ class SurfaceResult {
 };
 
 // What a surface runs with besides the model: the suite (its own section, batch_tokens), the tokenizer, and
-// where its progress lines go.
+// where its progress and summary lines go.
 struct SurfaceContext {
   const SuiteSpec& spec;
   const data::Tokenizer& tokenizer;
-  const std::function<void(const std::string&)>& log;
+  Progress& progress;
 };
 
 class Surface {

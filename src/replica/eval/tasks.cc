@@ -4,18 +4,22 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "replica/core/error.h"
 #include "replica/core/parse_number.h"
+#include "replica/core/python_random.h"
 #include "replica/eval/pystr.h"
 
 namespace replica::eval {
 namespace {
 
 using nlohmann::json;
+
+constexpr int64_t kFewshotSeed = 1234;  // lm-eval's simple_evaluate(fewshot_random_seed=1234)
 
 // One JSONL row and where it came from ("file:line"), for error messages.
 struct Row {
@@ -204,14 +208,51 @@ struct TaskKind {
   std::string name;
   Render render;  // null: mmlu
   bool acc_norm;  // lm-eval reports acc_norm too
+  // lm-eval draws one shot more than asked, then drops the document itself, when the task's fewshot_split equals
+  // its test_split: for the tasks without a test split both are None, so they do (ContextSampler.get_context).
+  bool extra_draw;
 };
 
 const std::vector<TaskKind>& kinds() {
   static const std::vector<TaskKind> k = {
-      {"arc_easy", arc, true},          {"arc_challenge", arc, true}, {"hellaswag", hellaswag, true},
-      {"piqa", piqa, true},             {"boolq", boolq, false},      {"openbookqa", openbookqa, true},
-      {"winogrande", winogrande, false}, {"mmlu", nullptr, false}};
+      {"arc_easy", arc, true, false},      {"arc_challenge", arc, true, false}, {"hellaswag", hellaswag, true, true},
+      {"piqa", piqa, true, true},          {"boolq", boolq, false, true},       {"openbookqa", openbookqa, true, false},
+      {"winogrande", winogrande, false, true}, {"mmlu", nullptr, false, false}};
   return k;
+}
+
+// A solved example as lm-eval writes it: doc_to_text (WinoGrande: the gold option spliced in) + target_delimiter
+// " " + the gold choice (WinoGrande: the rest of the sentence), which is the gold request's context + continuation.
+std::string labelled_example(const TaskDoc& d) {
+  const Request& gold = d.requests[size_t(d.gold)];
+  return gold.context + gold.continuation;
+}
+
+// lm-eval's ContextSampler.get_context for every document in order with one random.Random(1234) per task:
+// rnd.sample(shot rows, n) with n = num_fewshot (+1 when kind.extra_draw), shots equal to the document dropped,
+// the first num_fewshot kept, each followed by fewshot_delimiter "\n\n"; the result prefixes every request.
+void prefix_sampled_shots(std::vector<TaskDoc>& docs, const std::vector<Row>& rows, const TaskSpec& spec,
+                          const TaskKind& kind, TaskFormat format) {
+  check(std::filesystem::exists(spec.fewshot_path),
+        "task {}: num_fewshot {} needs the {} split the shots come from: no file {}", spec.name, spec.num_fewshot,
+        fewshot_split(spec.name), spec.fewshot_path);
+  const std::vector<Row> shot_rows = read_jsonl(spec.fewshot_path);
+  std::vector<std::string> examples;
+  for (const Row& r : shot_rows) examples.push_back(labelled_example(kind.render(r, format)));
+  const size_t draws = size_t(spec.num_fewshot) + (kind.extra_draw ? 1 : 0);
+  check(draws <= shot_rows.size(), "task {}: {} shots (lm-eval draws {}) from the {} documents of {}", spec.name,
+        spec.num_fewshot, draws, shot_rows.size(), spec.fewshot_path);
+  PythonRandom rnd(kFewshotSeed);
+  for (size_t i = 0; i < docs.size(); i++) {
+    std::string shots;
+    size_t kept = 0;
+    for (size_t j : rnd.sample(shot_rows.size(), draws))
+      if (shot_rows[j].doc != rows[i].doc && kept < size_t(spec.num_fewshot)) {
+        shots += examples[j] + "\n\n";
+        kept++;
+      }
+    for (Request& r : docs[i].requests) r.context = shots + r.context;
+  }
 }
 
 }  // namespace
@@ -223,6 +264,8 @@ TaskFormat parse_task_format(const std::string& name) {
 }
 
 const char* task_format_name(TaskFormat f) { return f == TaskFormat::lm_eval ? "lm-eval" : "olmes"; }
+
+const char* fewshot_split(const std::string& task) { return task == "mmlu" ? "dev" : "train"; }
 
 const std::vector<std::string>& task_names() {
   static const std::vector<std::string> names = [] {
@@ -238,9 +281,10 @@ Task load_task(const TaskSpec& spec, TaskFormat format) {
   for (const TaskKind& k : kinds())
     if (k.name == spec.name) kind = &k;
   check(kind != nullptr, "unknown task '{}' (expected one of {})", spec.name, fmt::join(task_names(), ", "));
-  check(spec.num_fewshot == 0 || spec.name == "mmlu",
-        "task {}: num_fewshot {}: lm-eval samples these shots with Python's random.Random(1234); only mmlu's first-n "
-        "shots are supported",
+  check(spec.num_fewshot >= 0, "task {}: num_fewshot must be 0 or more, got {}", spec.name, spec.num_fewshot);
+  check(spec.num_fewshot == 0 || spec.name == "mmlu" || format == TaskFormat::lm_eval,
+        "task {}: num_fewshot {} in the olmes format: OLMES takes its shots from curated lists, which replica does "
+        "not ship; use the lm-eval format",
         spec.name, spec.num_fewshot);
   std::vector<Row> rows = read_jsonl(spec.path);
   if (spec.limit > 0 && int64_t(rows.size()) > spec.limit) rows.resize(size_t(spec.limit));
@@ -251,6 +295,7 @@ Task load_task(const TaskSpec& spec, TaskFormat format) {
     task.docs = mmlu(rows, spec, format);
   } else {
     for (const Row& r : rows) task.docs.push_back(kind->render(r, format));
+    if (spec.num_fewshot > 0) prefix_sampled_shots(task.docs, rows, spec, *kind, format);
   }
   return task;
 }

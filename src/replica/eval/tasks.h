@@ -1,7 +1,8 @@
 // Downstream multiple-choice tasks read from the JSONL that Hugging Face `datasets` exports (Dataset.to_json),
-// rendered into (context, continuation) requests exactly as lm-evaluation-harness does (prompts, " " + choice
-// continuations, HellaSwag preprocessing, WinoGrande partial scoring, MMLU subject header and first-n dev
-// shots), or as OLMo's in-loop OLMES RC formats. Scoring lives in downstream.h.
+// rendered into (context, continuation) requests exactly as lm-evaluation-harness (v0.4.9.2) does (prompts, " " +
+// choice continuations, HellaSwag preprocessing, WinoGrande partial scoring, MMLU subject header and first-n dev
+// shots, the other tasks' shots drawn from their training split with random.Random(1234)), or as OLMo's in-loop
+// OLMES RC formats. Scoring lives in downstream.h.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,8 +28,8 @@ struct TaskDoc {
 struct TaskSpec {
   std::string name;          // arc_easy | arc_challenge | hellaswag | piqa | boolq | openbookqa | winogrande | mmlu
   std::string path;          // JSONL of the evaluation split
-  std::string fewshot_path;  // mmlu: JSONL of the dev split (shots are its first num_fewshot rows per subject)
-  int64_t num_fewshot = 0;   // lm-eval's default is 0; only mmlu (first_n) takes shots here
+  std::string fewshot_path;  // JSONL of the split shots come from (fewshot_split(name)); read when num_fewshot > 0
+  int64_t num_fewshot = 0;   // lm-eval's default is 0
   int64_t limit = 0;         // first `limit` documents (0 = all)
 };
 
@@ -45,5 +46,9 @@ Task load_task(const TaskSpec& spec, TaskFormat format);
 
 // The eight task names, in report order.
 const std::vector<std::string>& task_names();
+
+// The split lm-eval draws a task's shots from: "dev" for mmlu (its first n per subject), "train" for the others
+// (ContextSampler: random.Random(1234).sample over the whole split, one draw per document in order).
+const char* fewshot_split(const std::string& task);
 
 }  // namespace replica::eval

@@ -3,6 +3,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 
 #include "replica/core/config_fields.h"
 #include "replica/eval/downstream.h"
@@ -10,6 +12,9 @@
 
 namespace replica::eval {
 namespace {
+
+// The toy task files the tests use, which the default suite falls back to when data/eval is absent.
+bool is_test_fixture(const std::string& path) { return path.find("tests/fixtures/eval/") != std::string::npos; }
 
 struct ScoredTask {
   TaskSpec spec;
@@ -24,7 +29,8 @@ struct TasksSurfaceResult final : SurfaceResult {
     nlohmann::json out = {{"format", task_format_name(format_used)}};
     for (const ScoredTask& t : tasks) {
       const TaskResult& r = t.result;
-      nlohmann::json j = {{"docs", r.docs}, {"requests", r.requests}, {"forwards", r.forwards}, {"path", t.spec.path}};
+      nlohmann::json j = {{"docs", r.docs},         {"requests", r.requests},          {"forwards", r.forwards},
+                          {"path", t.spec.path}, {"num_fewshot", t.spec.num_fewshot}};
       for (const MetricValue& m : r.metrics) {
         j[m.name] = m.value;
         j[m.name + "_stderr"] = m.stderr;
@@ -35,12 +41,20 @@ struct TasksSurfaceResult final : SurfaceResult {
   }
 
   std::string format() const override {
-    std::string s = fmt::format("downstream tasks ({} format)\n", task_format_name(format_used));
-    s += fmt::format("  {:<14} {:>6} {:<9} {:>8}   {:>8}\n", "task", "docs", "metric", "value", "stderr");
+    std::string s = fmt::format("downstream tasks ({} format)", task_format_name(format_used));
+    int64_t fixture_docs = 0;
+    for (const ScoredTask& t : tasks)
+      if (is_test_fixture(t.spec.path)) fixture_docs += t.result.docs;
+    if (fixture_docs > 0)
+      s += fmt::format(" -- {} documents from the TEST FIXTURES (tests/fixtures/eval): a check of the code path, not "
+                       "a benchmark score",
+                       fixture_docs);
+    s += fmt::format("\n  {:<14} {:>6} {:>5} {:<9} {:>8}   {:>8}\n", "task", "docs", "shots", "metric", "value",
+                     "stderr");
     for (const ScoredTask* t : by_label(tasks, [](const ScoredTask& x) { return x.spec.name; }))
       for (const MetricValue& m : t->result.metrics)
-        s += fmt::format("  {:<14} {:>6} {:<9} {:8.4f} ± {:8.4f}\n", t->spec.name, t->result.docs, m.name, m.value,
-                         m.stderr);
+        s += fmt::format("  {:<14} {:>6} {:>5} {:<9} {:8.4f} ± {:8.4f}\n", t->spec.name, t->result.docs,
+                         t->spec.num_fewshot, m.name, m.value, m.stderr);
     return s;
   }
 };
@@ -53,13 +67,17 @@ class TasksSurface final : public Surface {
     SuiteSpec::Tasks& t = spec.tasks;
     std::string dir;
     int64_t limit = 0;
+    std::optional<int64_t> num_fewshot;
     std::vector<TaskSpec> listed;
     config::read_mapping(section, "tasks.",
                          {config::choice("tasks.format", t.format, parse_task_format, task_format_name),
                           config::integer("tasks.max_length", t.max_length, 0), config::integer("tasks.limit", limit, 0),
-                          config::text("tasks.dir", dir), {"tasks.list", list_reader(listed), {}}},
+                          config::optional_integer("tasks.num_fewshot", num_fewshot), config::text("tasks.dir", dir),
+                          {"tasks.list", list_reader(listed), {}}},
                          where);
     t.list = dir.empty() ? std::vector<TaskSpec>{} : tasks_in_dir(dir);
+    if (num_fewshot)
+      for (TaskSpec& task : t.list) task.num_fewshot = *num_fewshot;
     t.list.insert(t.list.end(), listed.begin(), listed.end());
     for (TaskSpec& task : t.list)
       if (task.limit == 0) task.limit = limit;
@@ -75,15 +93,17 @@ class TasksSurface final : public Surface {
     r->format_used = spec.format;
     for (const TaskSpec& t : spec.list) {
       TaskResult result = evaluate_task(model, weights, ctx.tokenizer, load_task(t, spec.format), spec.max_length,
-                                        ctx.spec.batch_tokens);
-      ctx.log(fmt::format("task {}: acc {:.4f} over {} docs", t.name, result.metrics[0].value, result.docs));
+                                        ctx.spec.batch_tokens, ctx.progress);
+      ctx.progress.line(fmt::format("task {}: acc {:.4f} over {} docs, {}-shot", t.name, result.metrics[0].value,
+                                    result.docs, t.num_fewshot));
       r->tasks.push_back({t, std::move(result)});
     }
     return r;
   }
 
  private:
-  // tasks.list: explicit entries {name, path, fewshot, num_fewshot, limit}.
+  // tasks.list: explicit entries {name, path, fewshot, num_fewshot, limit}; `fewshot` defaults to
+  // <task>_<split>.jsonl beside `path` (fewshot_split()).
   static std::function<void(const YAML::Node&, const std::string&)> list_reader(std::vector<TaskSpec>& out) {
     return [&out](const YAML::Node& list, const std::string& where) {
       check(list.IsSequence(), "{}: tasks.list must be a list of {{name, path, ...}}", where);
@@ -100,6 +120,10 @@ class TasksSurface final : public Surface {
         const std::vector<std::string>& names = task_names();
         check(std::find(names.begin(), names.end(), spec.name) != names.end(),
               "{}: {}name: unknown task '{}' (expected one of {})", where, key, spec.name, fmt::join(names, ", "));
+        if (spec.fewshot_path.empty())
+          spec.fewshot_path = (std::filesystem::path(spec.path).parent_path() /
+                               (spec.name + "_" + fewshot_split(spec.name) + ".jsonl"))
+                                  .string();
         out.push_back(spec);
       }
     };

@@ -24,8 +24,9 @@ std::optional<double> EvalObserver::evaluate(int64_t step) {
   model::WeightSource& weights = step_.weights();
   EvalRecord record;
   record.step = step;
-  record.heldout = eval::heldout_loss(step_.model(), weights, *heldout_, step_.config().micro_batch, max_docs_);
-  if (suite_) record.suite = eval::run_suite(step_.model(), weights, *suite_, *tokenizer_, [](const std::string&) {});
+  record.heldout = eval::heldout_loss(step_.model(), weights, *heldout_, step_.config().micro_batch, max_docs_,
+                                      eval::no_progress());
+  if (suite_) record.suite = eval::run_suite(step_.model(), weights, *suite_, *tokenizer_, eval::no_progress());
   if (root_) publish_(record);
   return record.heldout.loss;
 }
