@@ -76,6 +76,7 @@ std::vector<Field> fields(Recipe& r) {
       choice("train.attention", r.train.attention, parse_attention_kernel, attention_kernel_name),
       boolean("train.profile", r.train.profile),
       integer("train.log_every", r.train.log_every),
+      choice("train.progress", r.train.progress, metrics::parse_progress_style, metrics::progress_style_name),
       integer("checkpoint.every", r.checkpoint.every),
       integer("checkpoint.keep", r.checkpoint.keep),
       integer("eval.every", r.eval.every),
@@ -211,19 +212,10 @@ void validate(const Recipe& r, const std::string& source) {
   }
 }
 
-void check_files_exist(Recipe& r, const std::string& source) {
-  namespace fs = std::filesystem;
-  auto exists = [&](const std::string& path, const char* key) {
-    check(fs::exists(path), "{}: '{}': {} not found", source, key, path);
-  };
-  r.data.paths = expand_globs(r.data.paths, source, "data.paths");
+void check_held_out_files(Recipe& r, const std::string& source) {
   r.data.validation_paths = expand_globs(r.data.validation_paths, source, "data.validation_paths");
-  if (!r.model.config.empty()) exists(r.model.config, "model.config");
-  if (!r.model.init_from.empty()) exists(r.model.init_from, "model.init_from");
-  if (!r.train.resume_from.empty()) exists(r.train.resume_from, "train.resume_from");
-  for (const std::string& p : r.data.paths) exists(p, "data.paths");
-  if (!r.data.mix_file.empty()) exists(r.data.mix_file, "data.mix_file");
-  for (const std::string& p : r.data.validation_paths) exists(p, "data.validation_paths");
+  for (const std::string& p : r.data.validation_paths)
+    check(std::filesystem::exists(p), "{}: 'data.validation_paths': {} not found{}", source, p, resolved_against(p));
 }
 
 }  // namespace
@@ -240,8 +232,23 @@ Recipe load_recipe_text(const std::string& yaml, const std::string& source, cons
   apply_file(r, root, source);
   for (const std::string& o : overrides) apply_override(r, o);
   validate(r, source);
-  if (check_files) check_files_exist(r, source);
+  if (check_files) {
+    resolve_training_files(r, source);
+    check_held_out_files(r, source);
+  }
   return r;
+}
+
+void resolve_training_files(Recipe& r, const std::string& source) {
+  auto exists = [&](const std::string& path, const char* key) {
+    check(std::filesystem::exists(path), "{}: '{}': {} not found{}", source, key, path, resolved_against(path));
+  };
+  r.data.paths = expand_globs(r.data.paths, source, "data.paths");
+  if (!r.model.config.empty()) exists(r.model.config, "model.config");
+  if (!r.model.init_from.empty()) exists(r.model.init_from, "model.init_from");
+  if (!r.train.resume_from.empty()) exists(r.train.resume_from, "train.resume_from");
+  for (const std::string& p : r.data.paths) exists(p, "data.paths");
+  if (!r.data.mix_file.empty()) exists(r.data.mix_file, "data.mix_file");
 }
 
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides, bool check_files) {
