@@ -82,9 +82,10 @@ struct Options {
 
 // What a fingerprint from the flags stands for, so it can be matched with (or told apart from) a run's.
 std::string fingerprint_line(const DataLoader& loader, const Options& o) {
-  return fmt::format("{}  (what `replica train` records for these files, seq_len {}, seed {}, instance filter {} and a "
-                     "model vocab of {}; a recipe's own: data audit --config RECIPE)",
-                     loader.fingerprint(), o.dataset.seq_len, o.seed, o.filter ? "on" : "off", o.vocab_size);
+  return fmt::format("{}  (what `replica train` records for these files, seq_len {}, seed {}, packing {}, instance "
+                     "filter {} and a model vocab of {}; a recipe's own: data audit --config RECIPE)",
+                     loader.fingerprint(), o.dataset.seq_len, o.seed, o.dataset.packing, o.filter ? "on" : "off",
+                     o.vocab_size);
 }
 
 // The loader the command-line flags describe (without --config).
