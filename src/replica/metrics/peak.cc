@@ -41,7 +41,8 @@ std::string peak_cache_path() {
 }
 
 Peak stable_peak(Backend& backend, Precision precision) {
-  if (backend.device() != Device::cpu) return {backend.peak_flops(precision), "datasheet"};
+  if (backend.device() != Device::cpu)  // a GPU is not shared: its own number needs no cache
+    return {backend.peak_flops(precision), "the datasheet's, or measured on a GPU without one"};
   const std::string path = peak_cache_path();
   const std::string key = fmt::format("{} | {} threads | {}", cpu_model(), num_threads(), precision_name(precision));
   nlohmann::json cache = read_cache(path);

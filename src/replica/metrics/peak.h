@@ -16,7 +16,7 @@ namespace replica::metrics {
 
 struct Peak {
   double flops = 0;    // per rank, FLOP/s
-  std::string source;  // how it was found: "datasheet", "cached in PATH", "measured now, cached in PATH"
+  std::string source;  // how it was found: the datasheet, "cached in PATH", "measured now, cached in PATH"
 };
 
 // The peak of `backend` at `precision` (on the CPU: the cached measurement, measuring and caching it when absent).
