@@ -1,6 +1,7 @@
 // core/glob: glob patterns expand to the files they match, in name order.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "scratch_dir.h"
@@ -23,6 +24,20 @@ TEST(CoreGlob, ExpandsPatternsInNameOrder) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "r.yaml: 'data.paths': no file matches " + dir + "/*.bin");
+  }
+}
+
+TEST(CoreGlob, ARelativePatternMatchingNothingSaysWhatItWasResolvedAgainst) {
+  const std::string cwd = std::filesystem::current_path().string();
+  EXPECT_EQ(resolved_against("data/x.npy"),
+            " (resolved against the current directory " + cwd + ", not the recipe's)");
+  EXPECT_EQ(resolved_against("/abs/x.npy"), "");
+  try {
+    expand_globs({"no_such_dir_here/*.npy"}, "r.yaml", "data.validation_paths");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "r.yaml: 'data.validation_paths': no file matches no_such_dir_here/*.npy" +
+                                         resolved_against("no_such_dir_here/*.npy"));
   }
 }
 

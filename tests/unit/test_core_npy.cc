@@ -102,5 +102,30 @@ TEST(TokenFile, ADirectoryIsNamedAsOne) {
   EXPECT_THROW(read_file(dir), Error);
 }
 
+TEST(CoreNpy, AHeaderPaddedToAMinimumSizeStillParsesToItsShape) {
+  EXPECT_EQ(npy_header(NpyType::u32, {0}, 128).size(), 128u);
+  EXPECT_EQ(npy_header(NpyType::u32, {123456789012}, 128).size(), 128u);  // a rewrite with the final count fits
+  EXPECT_EQ(npy_header(NpyType::u32, {5}, 200).size(), 256u);              // still a multiple of 64
+  const std::vector<uint32_t> ids = {7, 8, 9};
+  const std::string path = (testing::scratch_dir("core_npy") / "three.npy").string();
+  write_npy(path, NpyType::u32, {3}, ids.data());
+  const std::string written = read_text_file(path), header = npy_header(NpyType::u32, {3});
+  EXPECT_EQ(written.substr(0, header.size()), header);  // write_npy writes the same header
+  const std::string padded = npy_header(NpyType::u32, {3}, 256) + written.substr(header.size());
+  const NpyHeader parsed = parse_npy_header(padded.data(), padded.size(), "padded.npy");
+  EXPECT_EQ(parsed.shape, std::vector<int64_t>{3});
+  EXPECT_EQ(parsed.data_offset, 256u);
+}
+
+TEST(CoreAtomicFile, OverwriteReplacesBytesAndLaterWritesAppend) {
+  const std::string path = (testing::scratch_dir("core_npy") / "overwrite.bin").string();
+  AtomicFile out(path);
+  out.write("aaaa", 4);
+  out.overwrite(1, "bb", 2);
+  out.write("cc", 2);
+  out.commit();
+  EXPECT_EQ(read_text_file(path), "abbacc");
+}
+
 }  // namespace
 }  // namespace replica

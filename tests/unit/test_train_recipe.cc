@@ -180,6 +180,33 @@ TEST(Recipe, NumericsAndDataSettingsAreKeys) {
             std::string::npos);
 }
 
+TEST(Recipe, TheProgressStyleIsAKeyDefaultingToAuto) {
+  EXPECT_EQ(load_recipe_text(kMinimal, "minimal", {}, false).train.progress, metrics::ProgressStyle::automatic);
+  const Recipe r = load_recipe_text(kMinimal, "minimal", {"train.progress=plain"}, false);
+  EXPECT_EQ(r.train.progress, metrics::ProgressStyle::plain);
+  EXPECT_NE(r.to_yaml().find("progress: plain"), std::string::npos);
+  EXPECT_EQ(load_recipe_text(r.to_yaml(), "resolved", {}, false).to_yaml(), r.to_yaml());
+  const std::string bad = error_of([] { load_recipe_text(kMinimal, "m", {"train.progress=live"}, false); });
+  EXPECT_NE(bad.find("'train.progress': progress style must be 'auto'"), std::string::npos) << bad;
+}
+
+TEST(Recipe, TrainingFilesResolveWithoutTheHeldOutOnes) {
+  const std::string dir = temp_dir();
+  for (const char* f : {"/a.npy", "/m.yaml"}) std::ofstream(dir + f) << "x";
+  Recipe r = load_recipe_text(kMinimal, "audit.yaml",
+                              {"model.config=" + dir + "/m.yaml", "data.paths=[" + dir + "/*.npy]",
+                               "data.validation_paths=[" + dir + "/held/*.npy]"},
+                              false);
+  resolve_training_files(r, "audit.yaml");  // the held-out pattern matches nothing and is not looked at
+  EXPECT_EQ(r.data.paths, std::vector<std::string>{dir + "/a.npy"});
+  r.data.paths = {"missing_here.npy"};
+  const std::string missing = error_of([&] { resolve_training_files(r, "audit.yaml"); });
+  EXPECT_NE(missing.find("audit.yaml: 'data.paths': missing_here.npy not found (resolved against the current "
+                         "directory"),
+            std::string::npos)
+      << missing;
+}
+
 TEST(Recipe, PackingKeysDefaultToPlainChunksAndReachTheLoader) {
   // OLMo-core's defaults: no packing, groups of one file, no source permutation, long documents truncated.
   const Recipe defaults = load_recipe_text(kMinimal, "minimal", {}, false);

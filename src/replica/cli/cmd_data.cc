@@ -64,6 +64,10 @@ struct DatasetOptions {
   }
 };
 
+// dolma2's 100,278 ids padded to a multiple of 128: the vocab_size of every shipped model (configs/models/), which the
+// trainer hashes into the data fingerprint.
+constexpr uint32_t kModelVocabSize = 100352;
+
 struct Options {
   // tokenize
   std::vector<std::string> inputs;
@@ -75,8 +79,17 @@ struct Options {
   uint64_t seed = 34521, epoch = 1, first_epoch = 1;
   int64_t global_batch = 0, steps = 0, micro_batch = 0, instance = 0;
   int world_size = 1;
-  bool filter = false, scan = false, ids = false;
+  uint32_t vocab_size = kModelVocabSize;  // the model's, hashed into the fingerprint
+  bool filter = false, scan = false, ids = false, npy_header = false;
 };
+
+// What a fingerprint from the flags stands for, so it can be matched with (or told apart from) a run's.
+std::string fingerprint_line(const DataLoader& loader, const Options& o) {
+  return fmt::format("{}  (what `replica train` records for these files, seq_len {}, seed {}, packing {}, instance "
+                     "filter {} and a model vocab of {}; a recipe's own: data audit --config RECIPE)",
+                     loader.fingerprint(), o.dataset.seq_len, o.seed, o.dataset.packing, o.filter ? "on" : "off",
+                     o.vocab_size);
+}
 
 // The loader the command-line flags describe (without --config).
 LoaderConfig flags_loader_config(const Options& o) {
@@ -84,6 +97,7 @@ LoaderConfig flags_loader_config(const Options& o) {
   o.dataset.configure(config);
   config.seed = o.seed;
   config.global_batch = o.global_batch;
+  config.vocab_size = o.vocab_size;
   config.filter.enabled = o.filter;
   return config;
 }
@@ -96,11 +110,13 @@ int run_tokenize(const Options& o) {
       if (!line.empty()) inputs.push_back(line);
   }
   Tokenizer tokenizer = Tokenizer::load(o.tokenizer.empty() ? default_ranks_path() : o.tokenizer);
-  TokenizeStats stats = tokenize_files(tokenizer, inputs, o.output, o.jobs, true);
-  fmt::print("{}: {} documents, {:.2f} MB of text, {} tokens ({:.2f} bytes/token), {:.2f} s ({:.1f} MB/s)\n",
+  TokenizeStats stats = tokenize_files(tokenizer, inputs, o.output, o.jobs, o.npy_header, true);
+  fmt::print("{}: {} documents, {:.2f} MB of text, {} tokens ({:.2f} bytes/token), {:.2f} s ({:.1f} MB/s), {}\n",
              o.output, stats.documents, stats.bytes / 1e6, stats.tokens,
              stats.tokens ? double(stats.bytes) / double(stats.tokens) : 0.0, stats.seconds,
-             stats.seconds > 0 ? stats.bytes / 1e6 / stats.seconds : 0.0);
+             stats.seconds > 0 ? stats.bytes / 1e6 / stats.seconds : 0.0,
+             o.npy_header ? ".npy header (np.load, forward --tokens)"
+                          : "headerless uint32 (np.fromfile(path, '<u4'); forward --tokens with --seq-len)");
   return 0;
 }
 
@@ -142,8 +158,11 @@ int run_info(const Options& o) {
                set.num_documents(), set.num_instances(), o.dataset.seq_len, set.num_groups(), set.padding_tokens(),
                tokens ? 100.0 * double(set.padding_tokens()) / double(tokens) : 0.0);
   }
-  if (o.dataset.seq_len > 0 && o.global_batch > 0)
-    fmt::print("fingerprint  {}\n", DataLoader(flags_loader_config(o)).fingerprint());
+  if (o.dataset.seq_len > 0) {  // the global batch is not part of it
+    Options one_instance = o;
+    one_instance.global_batch = std::max<int64_t>(o.global_batch, 1);
+    fmt::print("fingerprint  {}\n", fingerprint_line(DataLoader(flags_loader_config(one_instance)), o));
+  }
   return 0;
 }
 
@@ -204,7 +223,8 @@ int run_audit(Options o) {
   AuditPlan plan;
   std::optional<LoaderConfig> config;
   if (!o.recipe.empty()) {  // the planned run's loader, exactly as `replica train` builds it
-    const train::Recipe r = train::load_recipe(o.recipe, o.overrides);
+    train::Recipe r = train::load_recipe(o.recipe, o.overrides, /*check_files=*/false);
+    train::resolve_training_files(r, o.recipe);  // an audit reads no held-out files, so they need not exist
     config = replica::train::loader_config(r, train::recipe_model_config(r));
     o.steps = r.train.max_steps;
     o.micro_batch = r.data.micro_batch_size;
@@ -215,7 +235,11 @@ int run_audit(Options o) {
     config = flags_loader_config(o);
   }
   DataLoader loader(*config);
-  fmt::print("fingerprint           {}\nbatches per epoch     {}\n", loader.fingerprint(), loader.batches_per_epoch());
+  fmt::print("fingerprint           {}\nbatches per epoch     {}\n",
+             o.recipe.empty() ? fingerprint_line(loader, o)
+                              : fmt::format("{}  (what `replica train --config {}` records)", loader.fingerprint(),
+                                            o.recipe),
+             loader.batches_per_epoch());
   plan.steps = o.steps;
   plan.world_size = o.world_size;
   if (o.micro_batch > 0) plan.micro_batch = o.micro_batch;
@@ -232,19 +256,23 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   auto* tokenize = app.add_subcommand("tokenize", "Text or JSONL ({\"text\": ...} per line) -> uint32 token file");
   tokenize->add_option("--input", o->inputs, "Input files: *.jsonl/*.json are JSONL, others one document each");
   tokenize->add_option("--input-list", o->input_list, "A file naming one input file per line (after --input's)");
-  tokenize->add_option("--output", o->output, "Output token file (headerless uint32, EOS after each document)")
-      ->required();
+  tokenize->add_option("--output", o->output, "Output token file (uint32, EOS after each document)")->required();
+  tokenize->add_flag("--npy-header", o->npy_header,
+                     "Write a .npy header (np.load reads it; the trainer too); default: headerless, as OLMo's files");
   tokenize->add_option("--jobs", o->jobs, "Threads (0 = all cores); the output does not depend on it")
       ->check(CLI::Range(int64_t{0}, kMaxThreads));
   tokenize->add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken (default: data/tokenizer/)");
 
-  auto* info = app.add_subcommand("info", "Tokens, instances and documents per file; the dataset fingerprint");
+  auto* info = app.add_subcommand("info", "Tokens, instances and documents per file; with --seq-len, the fingerprint");
   o->dataset.add_to(info, false);
   info->add_flag("--scan", o->scan, "Read every token: check ids against the vocab, count documents");
   info->add_option("--seed", o->seed, "Data-loader seed (for the fingerprint)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  info->add_option("--global-batch", o->global_batch, "Instances per step (prints the fingerprint when given)")
+  info->add_option("--global-batch", o->global_batch, "Instances per step (not part of the fingerprint)")
+      ->check(CLI::PositiveNumber);
+  info->add_option("--vocab-size", o->vocab_size, "The model's vocab size (part of the fingerprint)")
+      ->capture_default_str()
       ->check(CLI::PositiveNumber);
 
   auto* show = app.add_subcommand("show", "Decode one instance of a dataset");
@@ -272,6 +300,8 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   audit_cmd->add_option("--world-size", o->world_size, "Data-parallel ranks")->capture_default_str();
   audit_cmd->add_option("--micro-batch", o->micro_batch, "Rows per micro-batch per rank (0 = whole rank batch)");
   audit_cmd->add_option("--first-epoch", o->first_epoch, "Epoch of step 0")->capture_default_str();
+  audit_cmd->add_option("--vocab-size", o->vocab_size, "The model's vocab size (part of the fingerprint)")
+      ->capture_default_str();
   audit_cmd->add_flag("--filter", o->filter, "The run uses the n-gram instance filter (part of the fingerprint)");
 
   const replica::cli::TextCommands text = replica::cli::add_text_commands(app);  // encode, decode

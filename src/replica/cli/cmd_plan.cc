@@ -1,11 +1,17 @@
 // replica plan: parameter count, memory per component and FLOPs per token of a model, without running it.
 #include <fmt/core.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
 #include "replica/dist/memory_plan.h"
 #include "replica/model/flops.h"
 #include "replica/model/transformer.h"
+#include "replica/train/checkpointing.h"
+#include "replica/train/recipe.h"
 
 namespace replica::cli {
 
@@ -21,27 +27,68 @@ static std::string grouped(int64_t n) {
 
 static std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
+// What the plan is for: a model at a shape, from the flags or from a recipe (its model, sequence length, micro-batch,
+// global batch, precision and remat, as `replica train` would run it).
+struct PlanInput {
+  std::string label;  // the model file, or the recipe
+  model::ModelConfig model;
+  int64_t seq_len = 0, micro_batch = 0, global_batch = 0;
+  Precision precision = Precision::bf16;
+  std::optional<model::Remat> remat;  // the recipe's; none: every policy is shown and the per-rank plan takes block
+};
+
+static PlanInput recipe_plan(const std::string& path, const std::vector<std::string>& overrides) {
+  const train::Recipe r = train::load_recipe(path, overrides, /*check_files=*/false);  // plans need no data
+  return {fmt::format("{} (recipe; model {})", path, r.model.config.empty() ? r.model.init_from : r.model.config),
+          train::recipe_model_config(r),
+          r.data.seq_len,
+          r.data.micro_batch_size,
+          r.data.global_batch_size,
+          r.train.precision,
+          r.train.remat};
+}
+
 static Command plan_command("plan", "Memory and FLOP plan of a model at a sequence length and micro-batch",
                             [](CLI::App& app) {
   struct Options {
-    std::string model, precision = "bf16";
+    std::string model, config, precision = "bf16";
+    std::vector<std::string> overrides;
     int64_t seq_len = 8192, micro_batch = 1, ranks = 0, global_batch = 0;
   };
   auto o = std::make_shared<Options>();
-  app.add_option("--model", o->model, "model YAML, config.json or HF directory")->required();
-  app.add_option("--seq-len", o->seq_len, "sequence length T")->check(CLI::PositiveNumber);
-  app.add_option("--micro-batch", o->micro_batch, "instances per micro-batch B")->check(CLI::PositiveNumber);
-  app.add_option("--ranks", o->ranks, "data-parallel ranks: also show the memory per rank")
+  auto* model = app.add_option("--model", o->model, "model YAML, config.json or HF directory");
+  auto* config = app.add_option("--config", o->config,
+                                "a recipe instead: its model, data.seq_len, data.micro_batch_size, "
+                                "data.global_batch_size, train.precision and train.remat");
+  model->excludes(config);
+  app.add_option("overrides", o->overrides, "section.key=value overrides of the --config recipe");
+  for (CLI::Option* shape :
+       {app.add_option("--seq-len", o->seq_len, "sequence length T")->check(CLI::PositiveNumber),
+        app.add_option("--micro-batch", o->micro_batch, "instances per micro-batch B")->check(CLI::PositiveNumber),
+        app.add_option("--global-batch", o->global_batch, "instances per step over all ranks (default: ranks × B)")
+            ->check(CLI::NonNegativeNumber),
+        app.add_option("--precision", o->precision, "bf16 (default; keeps a bf16 copy of the weights) or fp32")})
+    shape->excludes(config);  // the recipe gives them
+  app.add_option("--ranks", o->ranks, "data-parallel ranks: also show the memory per rank (with --config: default 1)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--global-batch", o->global_batch, "instances per step over all ranks (default: ranks × B)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--precision", o->precision, "bf16 (default; keeps a bf16 copy of the weights) or fp32");
   return std::function<int()>([o] {
-    model::ModelConfig c = model::load_model_config(o->model);
+    check(!o->model.empty() || !o->config.empty(), "plan: give --model MODEL or --config RECIPE");
+    check(o->overrides.empty() || !o->config.empty(), "plan: overrides ({} ...) need --config RECIPE",
+          o->overrides.empty() ? "" : o->overrides.front());
+    const PlanInput in = !o->config.empty()
+                             ? recipe_plan(o->config, o->overrides)
+                             : PlanInput{o->model, model::load_model_config(o->model), o->seq_len, o->micro_batch,
+                                         o->global_batch, parse_precision(o->precision.c_str()), std::nullopt};
+    const int64_t ranks = o->ranks > 0 ? o->ranks : !o->config.empty() ? 1 : 0;
+    const int64_t G = in.global_batch > 0 ? in.global_batch : ranks * in.micro_batch;
+    check(ranks == 0 || G % (ranks * in.micro_batch) == 0,
+          "{}: the global batch {} is not a multiple of the micro-batch {} times the {} ranks", in.label, G,
+          in.micro_batch, ranks);
+    const model::ModelConfig& c = in.model;
     model::ParamTable table(c);
     const double n = double(table.count());
-    const double fpt = model::training_flops_per_token(c, o->seq_len);
-    fmt::print("model            {}\n", o->model);
+    const double fpt = model::training_flops_per_token(c, in.seq_len);
+    fmt::print("model            {}\n", in.label);
     fmt::print("shape            C={} L={} H={} K={} D={} F={} V={} window={}\n", c.d_model, c.n_layers, c.n_heads,
                c.n_kv_heads, c.head_dim, c.ffn_hidden, c.vocab_size, c.sliding_window);
     fmt::print("parameters       {} ({} in matmuls)\n", grouped(int64_t(n)), grouped(model::matmul_params(c)));
@@ -50,35 +97,35 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     fmt::print("adam moments     {}  (exp_avg + exp_avg_sq, fp32)\n", gib(8 * n));
     const double group = 4.0 * double(table.largest_group()) * (c.tie_embeddings ? 2 : 1);
     fmt::print("gradient group   {}  (a block, the head or the embedding, before it joins the sum)\n", gib(group));
-    const Precision precision = parse_precision(o->precision.c_str());
+    const Precision precision = in.precision;
     const double states = 16 * n + group + (precision == Precision::bf16 ? 2 * n : 0.0);
     if (precision == Precision::bf16)
       fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
-    fmt::print("activations      B={} T={}\n", o->micro_batch, o->seq_len);
+    fmt::print("activations      B={} T={}\n", in.micro_batch, in.seq_len);
     for (model::Remat r : {model::Remat::none, model::Remat::block, model::Remat::keep_attention}) {
-      double act = double(model::Transformer::activation_bytes(c, r, o->micro_batch, o->seq_len, precision));
-      fmt::print("  remat={:<15} {}  (total with states: {})\n", model::remat_name(r), gib(act), gib(act + states));
+      double act = double(model::Transformer::activation_bytes(c, r, in.micro_batch, in.seq_len, precision));
+      fmt::print("  remat={:<15} {}  (total with states: {}){}\n", model::remat_name(r), gib(act), gib(act + states),
+                 in.remat == r ? "  <- train.remat" : "");
     }
     fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
                6.0 * double(model::matmul_params(c)), fpt - 6.0 * double(model::matmul_params(c)));
-    fmt::print("FLOPs per step   {:.4g} per micro-batch\n", fpt * double(o->micro_batch * o->seq_len));
-    if (o->ranks > 0) {
-      const int64_t G = o->global_batch > 0 ? o->global_batch : o->ranks * o->micro_batch;
-      check(G % (o->ranks * o->micro_batch) == 0, "--global-batch {} is not a multiple of --ranks × --micro-batch", G);
+    fmt::print("FLOPs per step   {:.4g} per micro-batch\n", fpt * double(in.micro_batch * in.seq_len));
+    if (ranks > 0) {
+      const model::Remat remat = in.remat.value_or(model::Remat::block);
       const double act =
-          double(model::Transformer::activation_bytes(c, model::Remat::block, o->micro_batch, o->seq_len, precision));
+          double(model::Transformer::activation_bytes(c, remat, in.micro_batch, in.seq_len, precision));
       auto show = [](const std::string& title, const std::vector<dist::MemoryItem>& items) {
         fmt::print("{}\n", title);
         for (const dist::MemoryItem& item : items)
           fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);
         fmt::print("  {:<22} {:>12}\n", "total per rank", gib(dist::total_bytes(items)));
       };
-      const int64_t L = G / (o->ranks * o->micro_batch);
-      show(fmt::format(
-               "per rank, {} ranks, {} micro-batches each, remat=block, gradients and moments sharded:", o->ranks, L),
-           dist::data_parallel_memory(c, o->ranks, act, precision, false));
+      const int64_t L = G / (ranks * in.micro_batch);
+      show(fmt::format("per rank, {} ranks, {} micro-batches each, remat={}, gradients and moments sharded:", ranks, L,
+                       model::remat_name(remat)),
+           dist::data_parallel_memory(c, ranks, act, precision, false));
       show(fmt::format("the same with the weights sharded too (train.shard_weights=true, FSDP):"),
-           dist::data_parallel_memory(c, o->ranks, act, precision, true));
+           dist::data_parallel_memory(c, ranks, act, precision, true));
     }
     return 0;
   });

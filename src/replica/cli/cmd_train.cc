@@ -1,8 +1,10 @@
 // replica train: run a recipe (YAML) with section.key=value overrides.
 #include <fmt/core.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
+#include <thread>
 
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
@@ -10,6 +12,14 @@
 #include "replica/train/trainer.h"
 
 namespace replica::cli {
+
+// Under mpirun an error that every rank raises alike (a bad recipe, a batch the ranks do not divide) is printed once,
+// by rank 0, and one rank's own error still names it: rank 0 ends the job at once, any other rank waits a moment
+// first, so that when rank 0 failed as well its abort ends this rank before it prints.
+static void end_job(dist::Communicator& comm, const std::string& message) {
+  if (comm.rank() != 0) std::this_thread::sleep_for(std::chrono::seconds(3));
+  comm.abort(message, 2);
+}
 
 static Command train_command("train", "Train a model from a recipe: replica train --config RECIPE [key=value ...]",
                              [](CLI::App& app) {
@@ -36,7 +46,7 @@ static Command train_command("train", "Train a model from a recipe: replica trai
       s = train::train(train::load_recipe(o->config, o->overrides), *comm);
     } catch (const std::exception& e) {
       if (comm->size() == 1) throw;
-      comm->abort(e.what(), 2);
+      end_job(*comm, e.what());
     }
     fmt::print("\nrun directory: {}  (config.yaml, metrics.jsonl, tb/)\n", s.run_dir);
     if (s.final_loss)
@@ -47,6 +57,9 @@ static Command train_command("train", "Train a model from a recipe: replica trai
     if (s.heldout_initial && s.heldout_final)
       fmt::print("held-out loss: {:.4f} at step 0 -> {:.4f} at step {} ({:+.4f})\n", *s.heldout_initial,
                  *s.heldout_final, s.steps, *s.heldout_final - *s.heldout_initial);
+    else if (s.heldout_initial && s.interrupted)
+      fmt::print("held-out loss: {:.4f} at step 0 (none at step {}: the final evaluation is skipped after a signal)\n",
+                 *s.heldout_initial, s.steps);
     return s.interrupted ? 130 : 0;
   });
 });

@@ -51,6 +51,14 @@ static std::string error_text(bool ok) { return ok ? std::string() : std::strerr
 
 void AtomicFile::write(const void* data, size_t size) { write_all(file_, data, size, temp_path_); }
 
+void AtomicFile::overwrite(size_t offset, const void* data, size_t size) {
+  const bool ok = std::fseek(file_, long(offset), SEEK_SET) == 0;
+  const std::string why = error_text(ok);
+  check(ok, "{}: seek failed ({})", temp_path_, why);
+  write(data, size);
+  check(std::fseek(file_, 0, SEEK_END) == 0, "{}: seek failed", temp_path_);
+}
+
 void AtomicFile::commit() {
   bool ok = std::fflush(file_) == 0 && ::fsync(fileno(file_)) == 0;
   std::string why = error_text(ok);

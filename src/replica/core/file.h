@@ -19,6 +19,8 @@ class AtomicFile {
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
   void write(const void* data, size_t size);
+  // Replaces bytes already written (a header whose sizes are known only at the end); later writes append.
+  void overwrite(size_t offset, const void* data, size_t size);
   void commit();
 
  private:

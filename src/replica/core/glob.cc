@@ -1,7 +1,10 @@
 // Glob expansion through glob(3).
 #include "replica/core/glob.h"
 
+#include <fmt/core.h>
 #include <glob.h>
+
+#include <filesystem>
 
 #include "replica/core/error.h"
 
@@ -16,6 +19,12 @@ std::vector<std::string> glob_matches(const std::string& pattern) {
   return out;
 }
 
+std::string resolved_against(const std::string& path) {
+  if (std::filesystem::path(path).is_absolute()) return "";
+  return fmt::format(" (resolved against the current directory {}, not the recipe's)",
+                     std::filesystem::current_path().string());
+}
+
 std::vector<std::string> expand_globs(const std::vector<std::string>& paths, const std::string& source,
                                       const char* key) {
   std::vector<std::string> out;
@@ -25,7 +34,7 @@ std::vector<std::string> expand_globs(const std::vector<std::string>& paths, con
       continue;
     }
     const std::vector<std::string> matches = glob_matches(p);
-    check(!matches.empty(), "{}: '{}': no file matches {}", source, key, p);
+    check(!matches.empty(), "{}: '{}': no file matches {}{}", source, key, p, resolved_against(p));
     out.insert(out.end(), matches.begin(), matches.end());
   }
   return out;

@@ -168,7 +168,7 @@ std::vector<int64_t> read_npy_ids(const std::string& path, std::vector<int64_t>*
   return ids;
 }
 
-void write_npy(const std::string& path, NpyType type, const std::vector<int64_t>& shape, const void* data) {
+std::string npy_header(NpyType type, const std::vector<int64_t>& shape, size_t min_size) {
   std::string shape_text = "(";
   for (int64_t d : shape) shape_text += std::to_string(d) + ", ";
   if (shape.size() > 1) shape_text.resize(shape_text.size() - 2);
@@ -176,12 +176,18 @@ void write_npy(const std::string& path, NpyType type, const std::vector<int64_t>
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
                                  npy_type_descr(type), shape_text);
   size_t total = 10 + dict.size() + 1;
-  dict.append((64 - total % 64) % 64, ' ');
+  if (total < min_size) total = min_size;
+  dict.append(total - (10 + dict.size() + 1) + (64 - total % 64) % 64, ' ');
   dict += '\n';
   std::string header = std::string("\x93NUMPY\x01\x00", 8);
   header += char(dict.size() & 0xff);
   header += char(dict.size() >> 8);
   header += dict;
+  return header;
+}
+
+void write_npy(const std::string& path, NpyType type, const std::vector<int64_t>& shape, const void* data) {
+  const std::string header = npy_header(type, shape);
   size_t count = 1;
   for (int64_t d : shape) count *= size_t(d);
   AtomicFile out(path);

@@ -35,6 +35,10 @@ NpyArray read_npy(const std::string& path);
 // Reads integer token ids (int32, int64, uint16 or uint32) of any shape as int64.
 std::vector<int64_t> read_npy_ids(const std::string& path, std::vector<int64_t>* shape);
 
+// A format 1.0 header, padded to a multiple of 64 bytes and to at least min_size (so that a header rewritten with the
+// final shape keeps the size of the one written first).
+std::string npy_header(NpyType type, const std::vector<int64_t>& shape, size_t min_size = 0);
+
 // Writes to path + ".tmp" and renames, so a reader never sees half a file.
 void write_npy(const std::string& path, NpyType type, const std::vector<int64_t>& shape, const void* data);
 

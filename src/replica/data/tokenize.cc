@@ -17,6 +17,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/mapped_file.h"
+#include "replica/core/npy.h"
 
 namespace replica::data {
 
@@ -57,8 +58,11 @@ void encode_document(const Tokenizer& tokenizer, const Document& doc, std::vecto
 
 class Writer {
  public:
-  Writer(const Tokenizer& tokenizer, const std::string& output, int jobs, bool progress)
-      : tokenizer_(tokenizer), file_(output), jobs_(jobs), progress_(progress) {}
+  Writer(const Tokenizer& tokenizer, const std::string& output, int jobs, bool npy_header, bool progress)
+      : tokenizer_(tokenizer), file_(output), jobs_(jobs), npy_header_(npy_header), progress_(progress) {
+    // The token count is known at the end: a header of a fixed size now, rewritten with the shape by commit().
+    if (npy_header_) file_.write(header().data(), kHeaderBytes);
+  }
 
   void add(Document doc) {
     pending_bytes_ += doc.end - doc.begin;
@@ -106,17 +110,26 @@ class Writer {
     if (progress_) fmt::print(stderr, "\n");
     // An empty token file is refused by every reader; nothing is written instead.
     check(stats.tokens > 0, "{}: no documents to tokenize (every input is empty or blank)", fmt::join(inputs, ", "));
+    if (npy_header_) file_.overwrite(0, header().data(), kHeaderBytes);
     file_.commit();
   }
 
   TokenizeStats stats;
 
  private:
+  // Room for the header of any uint32 shape (a 20-digit token count included), a multiple of 64 as NumPy writes it.
+  static constexpr size_t kHeaderBytes = 128;
+  std::string header() const {
+    const std::string h = npy_header(NpyType::u32, {int64_t(stats.tokens)}, kHeaderBytes);
+    check(h.size() == kHeaderBytes, "npy header of {} tokens takes {} bytes", stats.tokens, h.size());
+    return h;
+  }
+
   static constexpr size_t kChunkBytes = size_t(32) << 20, kChunkDocs = 65536;
   const Tokenizer& tokenizer_;
   AtomicFile file_;
   int jobs_;
-  bool progress_;
+  bool npy_header_, progress_;
   std::vector<Document> pending_;
   size_t pending_bytes_ = 0;
 };
@@ -124,11 +137,11 @@ class Writer {
 }  // namespace
 
 TokenizeStats tokenize_files(const Tokenizer& tokenizer, const std::vector<std::string>& inputs,
-                             const std::string& output, int jobs, bool progress) {
+                             const std::string& output, int jobs, bool npy_header, bool progress) {
   check(!inputs.empty(), "no input files to tokenize (give --input FILES... or --input-list FILE)");
   if (jobs <= 0) jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   auto start = std::chrono::steady_clock::now();
-  Writer writer(tokenizer, output, jobs, progress && isatty(2));
+  Writer writer(tokenizer, output, jobs, npy_header, progress && isatty(2));
   for (const auto& path : inputs) {
     auto file = std::make_shared<const MappedFile>(path);
     if (!is_jsonl(path)) {

@@ -1,5 +1,6 @@
 // Text -> OLMo token file: plain text (one document per file) or JSONL ({"text": ...} per line), each
-// document encoded with encode_ordinary and followed by EOS, in input order, as headerless uint32.
+// document encoded with encode_ordinary and followed by EOS, in input order, as uint32: headerless (OLMo's layout,
+// what the trainer and fingerprints of existing data expect) or behind a .npy header that np.load reads.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -18,6 +19,6 @@ struct TokenizeStats {
 // same for any `jobs` (<= 0: all cores) and is written to output.tmp, then renamed. A bad JSONL line raises
 // Error naming the file and line; nothing is written then.
 TokenizeStats tokenize_files(const Tokenizer& tokenizer, const std::vector<std::string>& inputs,
-                             const std::string& output, int jobs, bool progress = false);
+                             const std::string& output, int jobs, bool npy_header = false, bool progress = false);
 
 }  // namespace replica::data

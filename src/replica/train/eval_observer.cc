@@ -10,10 +10,11 @@ EvalObserver::EvalObserver(const Recipe& r, const model::ModelConfig& model, Tra
       root_(step.dp().comm().rank() == 0),
       evaluates_(root_ || step.dp().shards_weights()),
       publish_(std::move(publish)) {
-  if (!r.data.validation_paths.empty())
+  // eval.every = 0 switches evaluation off entirely, the evaluations before the first and after the last step too.
+  if (every_ > 0 && !r.data.validation_paths.empty())
     heldout_ = std::make_unique<data::FslDataset>(eval::labelled_files(r.data.validation_paths), r.data.seq_len,
                                                   data::TokenDtype::u32, uint32_t(model.vocab_size));
-  if (!r.eval.suite.empty() && evaluates_) {
+  if (heldout_ && !r.eval.suite.empty() && evaluates_) {
     suite_ = eval::load_suite(r.eval.suite);
     tokenizer_.emplace(data::Tokenizer::load_default());
   }
@@ -32,7 +33,7 @@ std::optional<double> EvalObserver::evaluate(int64_t step) {
 }
 
 void EvalObserver::after_step(const StepRecord& r) {
-  if (every_ > 0 && r.step % every_ == 0 && !r.last) evaluate(r.step);
+  if (every_ > 0 && r.step % every_ == 0 && !r.last && !r.stop) evaluate(r.step);  // a signal: exit fast
 }
 
 }  // namespace replica::train

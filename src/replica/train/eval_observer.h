@@ -1,5 +1,5 @@
-// In-loop evaluation every eval.every steps: the held-out loss of data.validation_paths and, with eval.suite, the
-// suite's surfaces. Rank 0 evaluates over its whole weights; with sharded weights every rank runs it (gathering the
+// In-loop evaluation every eval.every steps, before the first and after the last (eval.every = 0: none at all): the
+// held-out loss of data.validation_paths and, with eval.suite, the suite's surfaces. Rank 0 evaluates over its whole weights; with sharded weights every rank runs it (gathering the
 // groups in step with the others) and rank 0 publishes the result.
 #pragma once
 #include <functional>
@@ -19,10 +19,11 @@ class EvalObserver final : public Observer {
   using Publish = std::function<void(EvalRecord&)>;
   EvalObserver(const Recipe& recipe, const model::ModelConfig& model, TrainStep& step, Publish publish);
 
-  // Evaluates after `step` steps (0: before the first); the held-out loss, or none without validation data or on a
-  // rank that takes no part.
+  // Evaluates after `step` steps (0: before the first); the held-out loss, or none when evaluation is off, without
+  // validation data or on a rank that takes no part.
   std::optional<double> evaluate(int64_t step);
-  // Every eval.every steps, except after the last step: the trainer's final evaluation follows the loop.
+  // Every eval.every steps, except after the last step (the trainer's final evaluation follows the loop) and after a
+  // signal (the run exits fast).
   void after_step(const StepRecord& record) override;
 
  private:

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "replica/eval/suite.h"
 #include "replica/metrics/metrics_log.h"
@@ -21,7 +22,7 @@ class JsonlSink final : public MetricsSink {
     const StepResult& s = r.result;
     log_.write({{"step", r.step}, {"tokens", r.tokens}, {"loss", s.loss()}, {"ce", s.ce}, {"z_loss", s.z_loss},
                 {"lr", s.lr}, {"grad_norm", s.grad_norm}, {"skipped", s.skipped}, {"tokens_per_s", r.tokens_per_s},
-                {"mfu", r.mfu}, {"epoch", r.epoch}, {"batch", r.batch}, {"comm_s", r.comm_seconds}});
+                {"mfu", r.mfu ? nlohmann::json(*r.mfu) : nlohmann::json(nullptr)}, {"epoch", r.epoch}, {"batch", r.batch}, {"comm_s", r.comm_seconds}});
   }
   void evaluation(const EvalRecord& e) override {
     nlohmann::json record = {{"heldout_loss", e.heldout.loss}, {"heldout_tokens", e.heldout.tokens}};
@@ -97,6 +98,18 @@ class ConsoleSink final : public MetricsSink {
 };
 
 }  // namespace
+
+std::optional<double> logged_heldout_loss(const std::string& run_dir, int64_t step) {
+  std::ifstream log(std::filesystem::path(run_dir) / "metrics.jsonl");
+  std::optional<double> loss;
+  for (std::string line; std::getline(log, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.value("step", int64_t(-1)) == step && j.contains("eval") &&
+        j["eval"].contains("heldout_loss") && j["eval"]["heldout_loss"].is_number())
+      loss = j["eval"]["heldout_loss"].get<double>();
+  }
+  return loss;
+}
 
 std::unique_ptr<MetricsSink> run_metrics(const Recipe& r, bool root, metrics::Progress& console) {
   namespace fs = std::filesystem;

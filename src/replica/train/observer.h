@@ -22,7 +22,8 @@ struct StepRecord {
   int64_t batch = 0;   // within the epoch
   int64_t tokens = 0;  // trained on so far, over all ranks
   StepResult result{};
-  double seconds = 0, tokens_per_s = 0, mfu = 0;
+  double seconds = 0, tokens_per_s = 0;
+  std::optional<double> mfu = std::nullopt;  // none: no trustworthy peak (and on ranks other than 0)
   double comm_seconds = 0;  // of this step, in the control communicator
   bool last = false;        // the run's last step (train.stop_at or train.max_steps)
   bool stop = false;        // a signal asked the run to stop: the loop ends after this step

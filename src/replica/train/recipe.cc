@@ -79,6 +79,7 @@ std::vector<Field> fields(Recipe& r) {
       choice("train.attention", r.train.attention, parse_attention_kernel, attention_kernel_name),
       boolean("train.profile", r.train.profile),
       integer("train.log_every", r.train.log_every),
+      choice("train.progress", r.train.progress, metrics::parse_progress_style, metrics::progress_style_name),
       integer("checkpoint.every", r.checkpoint.every),
       integer("checkpoint.keep", r.checkpoint.keep),
       integer("eval.every", r.eval.every),
@@ -232,20 +233,24 @@ void validate(const Recipe& r, const Origins& origins) {
   }
 }
 
-void check_files_exist(Recipe& r, const Origins& origins) {
-  namespace fs = std::filesystem;
+void check_held_out_files(Recipe& r, const Origins& origins) {
+  const std::string source = origins.of({"data.validation_paths"});
+  r.data.validation_paths = expand_globs(r.data.validation_paths, source, "data.validation_paths");
+  for (const std::string& p : r.data.validation_paths)
+    check(std::filesystem::exists(p), "{}: 'data.validation_paths': {} not found{}", source, p, resolved_against(p));
+}
+
+void check_training_files(Recipe& r, const Origins& origins) {
   auto exists = [&](const std::string& path, const char* key) {
-    check(fs::exists(path), "{}: '{}': {} not found", origins.of({key}), key, path);
+    check(std::filesystem::exists(path), "{}: '{}': {} not found{}", origins.of({key}), key, path,
+          resolved_against(path));
   };
   r.data.paths = expand_globs(r.data.paths, origins.of({"data.paths"}), "data.paths");
-  r.data.validation_paths =
-      expand_globs(r.data.validation_paths, origins.of({"data.validation_paths"}), "data.validation_paths");
   if (!r.model.config.empty()) exists(r.model.config, "model.config");
   if (!r.model.init_from.empty()) exists(r.model.init_from, "model.init_from");
   if (!r.train.resume_from.empty()) exists(r.train.resume_from, "train.resume_from");
   for (const std::string& p : r.data.paths) exists(p, "data.paths");
   if (!r.data.mix_file.empty()) exists(r.data.mix_file, "data.mix_file");
-  for (const std::string& p : r.data.validation_paths) exists(p, "data.validation_paths");
 }
 
 }  // namespace
@@ -266,9 +271,14 @@ Recipe load_recipe_text(const std::string& yaml, const std::string& source, cons
     origins.overrides[override_key(o)] = fmt::format("override '{}'", o);
   }
   validate(r, origins);
-  if (check_files) check_files_exist(r, origins);
+  if (check_files) {
+    check_training_files(r, origins);
+    check_held_out_files(r, origins);
+  }
   return r;
 }
+
+void resolve_training_files(Recipe& r, const std::string& source) { check_training_files(r, Origins{source, {}}); }
 
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides, bool check_files) {
   check(std::filesystem::is_regular_file(path), "{}: recipe file not found", path);

@@ -12,6 +12,7 @@
 #include "replica/data/instance_filter.h"
 #include "replica/data/loader.h"
 #include "replica/kernels/backend.h"
+#include "replica/metrics/progress.h"
 #include "replica/model/transformer.h"
 #include "replica/optim/adamw.h"
 #include "replica/optim/schedule.h"
@@ -79,13 +80,16 @@ struct Recipe {
     AttentionKernel attention = AttentionKernel::automatic;
     bool profile = false;  // the device time per operation of every step after the first, to run.dir/profile.md
     int64_t log_every = 1;
+    // The console: auto = a live line on a terminal (every log_every-th kept), plain lines when stdout is not a
+    // terminal or under mpirun; plain = plain lines always.
+    metrics::ProgressStyle progress = metrics::ProgressStyle::automatic;
   } train;
   struct Checkpoint {
     int64_t every = 1000;  // 0 = only at the end
     int64_t keep = 0;      // newest checkpoints kept; 0 = all
   } checkpoint;
   struct Eval {
-    int64_t every = 0;    // 0 = no in-loop evaluation
+    int64_t every = 0;    // also before the first and after the last step; 0 = no evaluation at all
     int64_t batches = 0;  // held-out documents per file and evaluation = batches × micro_batch_size; 0 = all
     std::string suite;    // eval suite YAML run at each evaluation besides the held-out loss; empty = none
     int64_t alarm_window = 3;   // memorisation alarm: evaluations compared (0 = off)
@@ -100,11 +104,14 @@ struct Recipe {
 
 // Reads a recipe file (or text), applies `section.key=value` overrides (values parsed as YAML) and
 // validates. Unknown sections/keys, wrong types, bad values and (with check_files) missing files raise
-// replica::Error naming the key. Relative paths are relative to the working directory. With check_files,
+// replica::Error naming the key. Relative paths are relative to the working directory (and the error says so). With check_files,
 // glob patterns in data.paths / data.validation_paths are replaced by the files they match (name order).
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {}, bool check_files = true);
 Recipe load_recipe_text(const std::string& yaml, const std::string& source,
                         const std::vector<std::string>& overrides = {}, bool check_files = true);
+// The file checks of a recipe loaded without them, for what training reads (the model and data.paths / mix_file,
+// globs expanded) but not the held-out files: `replica data audit` reads no held-out data.
+void resolve_training_files(Recipe& recipe, const std::string& source);
 
 
 optim::ScheduleConfig schedule_config(const Recipe& recipe);  // horizons resolved to steps

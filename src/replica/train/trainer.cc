@@ -15,6 +15,7 @@
 #include "replica/core/file.h"
 #include "replica/core/threads.h"
 #include "replica/dist/collectives.h"
+#include "replica/metrics/peak.h"
 #include "replica/model/flops.h"
 #include "replica/train/alarm_observer.h"
 #include "replica/train/checkpoint_observer.h"
@@ -29,16 +30,17 @@ namespace {
 
 void print_header(metrics::Progress& console, const Recipe& r, const TrainStep& step, const data::DataLoader& loader,
                   const RunStart& start, const dist::Communicator& comm, const dist::Communicator& data_comm,
-                  Backend& backend, double peak, double flops_per_token) {
+                  Backend& backend, const metrics::Peak& peak, double flops_per_token) {
   console.line(fmt::format("replica train: {} ({:.1f}M parameters, {}), {} steps of {} tokens, data {}", r.run.name,
                            double(step.table().count()) / 1e6, precision_name(r.train.precision), r.last_step(),
                            r.tokens_per_step(), loader.fingerprint()));
   console.line(start.message);
   console.line(
-      fmt::format("machine: {} rank(s) ({}) on {}, peak {:.0f} GFLOP/s per rank ({}, the MFU denominator); "
+      fmt::format("machine: {} rank(s) ({}) on {}, peak {:.0f} GFLOP/s per rank ({}, {}; the MFU denominator); "
                   "{:.3g} FLOPs per token; attention {}",
-                  comm.size(), data_comm.name(), backend.describe(), peak / 1e9, precision_name(r.train.precision),
-                  flops_per_token, attention_kernel_name(r.train.attention)));
+                  comm.size(), data_comm.name(), backend.describe(), peak.flops / 1e9,
+                  precision_name(r.train.precision), peak.source, flops_per_token,
+                  attention_kernel_name(r.train.attention)));
 }
 
 }  // namespace
@@ -87,10 +89,13 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
   // config.yaml once the start is known to be valid: a refused resume overwrites nothing.
   if (root) write_text_file_atomic((fs::path(r.run.dir) / "config.yaml").string(), r.to_yaml());
 
-  metrics::Progress console(r.train.log_every);
+  // A live line only where it can work: one process on its own terminal (under mpirun the ranks share a pty).
+  metrics::Progress console(r.train.log_every, r.train.progress == metrics::ProgressStyle::automatic &&
+                                                   comm.size() == 1 && metrics::stdout_is_own_terminal());
   metrics = run_metrics(r, root, console);
   const double flops_per_token = model::training_flops_per_token(config, r.data.seq_len);
-  const double peak = root ? backend.peak_flops(r.train.precision) : 1.0;  // per rank; only rank 0 reports MFU
+  // Per rank; only rank 0 measures it and reports MFU.
+  const metrics::Peak peak = root ? metrics::stable_peak(backend, r.train.precision) : metrics::Peak{};
   print_header(console, r, step, loader, start, comm, data_comm, backend, peak, flops_per_token);
 
   observers.push_back(std::make_unique<AlarmObserver>(r.eval.alarm_window, r.eval.alarm_margin));
@@ -105,7 +110,9 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
     console.line(fmt::format("nothing to train: the run is at step {} of {}", start.step, r.last_step()));
 
   TrainSummary summary{.run_dir = r.run.dir, .steps = start.step};
-  if (start.step == 0) summary.heldout_initial = eval.evaluate(0);
+  // A resumed run repeats the summary of the whole run: its step-0 held-out loss is in metrics.jsonl.
+  summary.heldout_initial = start.step == 0 ? eval.evaluate(0) : logged_heldout_loss(r.run.dir, 0);
+  bool mfu_noted = false;
   const StopSignal signal;
   for (int64_t s = start.step + 1; s <= r.last_step() && !summary.interrupted; s++) {
     for (auto& o : observers) o->before_step(s);
@@ -120,7 +127,14 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
     record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     record.tokens = s * r.tokens_per_step();
     record.tokens_per_s = double(r.tokens_per_step()) / record.seconds;
-    record.mfu = flops_per_token * record.tokens_per_s / (peak * double(comm.size()));
+    const double achieved = flops_per_token * record.tokens_per_s / double(comm.size());  // per rank
+    if (root) record.mfu = metrics::model_flops_utilization(achieved, peak.flops);
+    if (root && !record.mfu && !mfu_noted) {
+      console.line(fmt::format("MFU n/a from step {}: {:.0f} GFLOP/s achieved is above the peak ({}); delete {} to "
+                               "measure it again on a quiet machine",
+                               s, achieved / 1e9, peak.source, metrics::peak_cache_path()));
+      mfu_noted = true;
+    }
     record.comm_seconds = comm.comm_seconds() - comm_before;
     metrics->step(record);
     for (auto& o : observers) o->after_step(record);
@@ -128,9 +142,16 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
     summary.final_loss = record.result.loss();
     summary.interrupted = record.stop;
   }
-  if (summary.interrupted) console.line(fmt::format("stopping after step {} (signal)", summary.steps));
-  for (auto& o : observers) o->at_end();
-  if (summary.steps > start.step || start.step == 0) summary.heldout_final = eval.evaluate(summary.steps);
+  for (auto& o : observers) o->at_end();  // the checkpoint of the last step is complete
+  // A signal asks for a fast exit (a scheduler's grace period is short): the checkpoint is saved, the final
+  // evaluation is not run.
+  if (summary.interrupted)
+    console.line(fmt::format("stopped after step {} by a signal: checkpoint saved, final evaluation skipped",
+                             summary.steps));
+  else if (summary.steps > start.step || start.step == 0)
+    summary.heldout_final = eval.evaluate(summary.steps);
+  else
+    summary.heldout_final = logged_heldout_loss(r.run.dir, summary.steps);
   metrics->flush();
   return summary;
 }

@@ -1,7 +1,7 @@
 // The training loop: data order → this rank's micro-batches → one TrainStep (gradients, clipping, skip-step,
 // AdamW with the scheduled LR) → observers: metrics.jsonl, TensorBoard scalars and a progress line, held-out loss
 // every eval.every steps, checkpoints every checkpoint.every steps and at the end; a run resumes from its newest
-// checkpoint. SIGINT/SIGTERM finish the current step, save a checkpoint and stop.
+// checkpoint. SIGINT/SIGTERM finish the current step, save a checkpoint and stop without the final evaluation.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -16,7 +16,8 @@ struct TrainSummary {
   std::string run_dir = "";
   int64_t steps = 0;               // optimizer steps taken (skipped ones included)
   std::optional<double> final_loss = std::nullopt;  // training loss of the last step (none: no step ran)
-  std::optional<double> heldout_initial = std::nullopt;  // held-out loss before the first step (none: no held-out data)
+  // Held-out loss before the first step, from metrics.jsonl after a resume (none: no evaluation).
+  std::optional<double> heldout_initial = std::nullopt;
   std::optional<double> heldout_final = std::nullopt;
   bool interrupted = false;
 };

@@ -1,0 +1,32 @@
+// The MFU denominator: a peak FLOP rate per rank that stays the same from run to run, and the MFU it gives.
+//
+// A CPU has no datasheet number that fits every machine, so its peak is a measured GEMM rate. Measured at each
+// start, as replica once did, it moves with whatever else runs on the machine (168 to 421 GFLOP/s between runs on
+// two shared cores): a start under load gives a low peak and an MFU above 100 % once the load goes. So the CPU peak
+// is measured once per machine (CPU model, thread count, precision) and cached in
+// $XDG_CACHE_HOME/replica/peak.json (~/.cache/replica/peak.json without XDG_CACHE_HOME). GPUs report the datasheet's
+// dense peak (Backend::peak_flops), which needs no cache.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "replica/kernels/backend.h"
+
+namespace replica::metrics {
+
+struct Peak {
+  double flops = 0;    // per rank, FLOP/s
+  std::string source;  // how it was found: the datasheet, "cached in PATH", "measured now, cached in PATH"
+};
+
+// The peak of `backend` at `precision` (on the CPU: the cached measurement, measuring and caching it when absent).
+Peak stable_peak(Backend& backend, Precision precision);
+
+// Where the CPU peak cache lives.
+std::string peak_cache_path();
+
+// achieved / peak, or none when the achieved rate exceeds the peak: then the peak is not trustworthy (measured under
+// load) and the MFU is "n/a" rather than above 100 %.
+std::optional<double> model_flops_utilization(double achieved_flops, double peak_flops);
+
+}  // namespace replica::metrics
