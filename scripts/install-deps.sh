@@ -16,6 +16,7 @@ packages=(
   libopenmpi-dev openmpi-bin    # data parallelism across processes (mpirun)
   python3-torch python3-numpy   # the independent reference (fixtures, speed baseline)
   python3-yaml                  # bench/run.sh reads model YAML for the reference
+  python3-regex                 # \p{..} classes for the tokenizer.json BPE in tests/integration/ckpt_hf_tokenizer.sh
 )
 
 missing=()
