@@ -19,6 +19,7 @@ packages=(
   python3-torch python3-numpy   # the independent reference (fixtures, speed baseline)
   python3-yaml                  # bench/run.sh reads model YAML for the reference
   chromium                      # the report test renders report.html in headless Chromium
+  python3-regex                 # \p{..} classes for the tokenizer.json BPE in tests/integration/ckpt_hf_tokenizer.sh
 )
 
 missing=()

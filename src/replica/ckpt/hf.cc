@@ -110,6 +110,13 @@ void export_hf(const model::ModelConfig& config, const model::ParamTable& table,
   exported.vocab_size = V;
   nlohmann::json hf_config = model::model_config_to_hf_json(exported);
   hf_config["torch_dtype"] = options.dtype == StDtype::F32 ? "float32" : "bfloat16";
+  // What transformers' GenerationConfig.from_model_config keeps of this config (keys sorted, as it writes them).
+  const nlohmann::json generation_config = {
+      {"_from_model_config", true}, {"eos_token_id", config.eos_token_id}, {"pad_token_id", config.pad_token_id}};
+  for (const auto& [name, content] : options.extra_files)
+    check(name.find('/') == std::string::npos && !name.ends_with(".safetensors") && !name.ends_with(".index.json") &&
+              name != "config.json" && name != "generation_config.json",
+          "export: extra file '{}' would replace one the export writes", name);
 
   // Shards: tensors in table order, a new shard when the next tensor would pass the limit.
   const size_t width = options.dtype == StDtype::F32 ? 4 : 2;
@@ -134,6 +141,8 @@ void export_hf(const model::ModelConfig& config, const model::ParamTable& table,
                                fs::perms::others_read | fs::perms::others_exec);
   try {
     write_text_file_atomic((partial / "config.json").string(), hf_config.dump(2) + "\n");
+    write_text_file_atomic((partial / "generation_config.json").string(), generation_config.dump(2) + "\n");
+    for (const auto& [name, content] : options.extra_files) write_text_file_atomic((partial / name).string(), content);
     const std::map<std::string, std::string> metadata = {{"format", "pt"}};
     if (shards.size() == 1) {
       write_safetensors((partial / "model.safetensors").string(), shards[0], metadata);

@@ -4,6 +4,7 @@
 // back with zero rows on import into a model whose config pads it.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,11 +29,13 @@ struct HfExportOptions {
   StDtype dtype = StDtype::F32;
   int64_t vocab = 0;                        // rows of the embedding and LM head kept; 0 = the model's vocab
   uint64_t max_shard_bytes = 5000000000;    // above this, tensors go to model-0000k-of-0000n.safetensors shards
+  std::map<std::string, std::string> extra_files;  // name → content, written beside them (the tokenizer's files)
 };
 
-// Writes config.json (Olmo3Config, vocab_size = the exported vocab) and the weights (in table order) to
-// `out`, which must not exist or be empty. Everything goes to out.partial/ first and is renamed when
-// complete. The output is a pure function of (config, params, options): exports are byte-reproducible.
+// Writes config.json (Olmo3Config, vocab_size = the exported vocab), generation_config.json (the model's EOS and
+// pad ids), the weights (in table order) and options.extra_files to `out`, which must not exist or be empty.
+// Everything goes to out.partial/ first and is renamed when complete. The output is a pure function of
+// (config, params, options): exports are byte-reproducible.
 void export_hf(const model::ModelConfig& config, const model::ParamTable& table, const float* params,
                const std::string& out, const HfExportOptions& options);
 

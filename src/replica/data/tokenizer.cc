@@ -125,7 +125,7 @@ struct Tokenizer::Impl {
   }
 
   void encode_piece(const char* p, size_t n, std::vector<uint32_t>& out) const;
-  void merge_small(const char* p, size_t n, std::vector<uint32_t>& out) const;
+  void merge_small(const char* p, size_t n, std::vector<uint32_t>& out, uint32_t rank_limit = kNone) const;
   void merge_large(const char* p, size_t n, std::vector<uint32_t>& out) const;
 };
 
@@ -169,8 +169,9 @@ thread_local ThreadState thread_state;
 }  // namespace
 
 // Lowest-rank merge for short pieces, as tiktoken does it: parts are byte ranges, pair_rank[i] is the rank
-// of parts i and i+1 joined; merge the leftmost lowest pair, update its two neighbours, repeat.
-void Tokenizer::Impl::merge_small(const char* p, size_t n, std::vector<uint32_t>& out) const {
+// of parts i and i+1 joined; merge the leftmost lowest pair, update its two neighbours, repeat (while that rank is
+// below rank_limit).
+void Tokenizer::Impl::merge_small(const char* p, size_t n, std::vector<uint32_t>& out, uint32_t rank_limit) const {
   uint32_t start[129], pair_rank[129];
   size_t parts = n;
   for (size_t i = 0; i <= n; i++) start[i] = uint32_t(i);
@@ -184,7 +185,7 @@ void Tokenizer::Impl::merge_small(const char* p, size_t n, std::vector<uint32_t>
     size_t at = 0;
     for (size_t i = 0; i + 1 < parts; i++)
       if (pair_rank[i] < best) best = pair_rank[i], at = i;
-    if (best == kNone) break;
+    if (best >= rank_limit) break;
     // Remove the boundary at+1.
     for (size_t i = at + 1; i < parts; i++) start[i] = start[i + 1];
     for (size_t i = at + 1; i + 1 < parts; i++) pair_rank[i] = pair_rank[i + 1];
@@ -341,11 +342,20 @@ std::vector<uint32_t> Tokenizer::encode_ordinary(std::string_view text) const {
 }
 
 std::string_view Tokenizer::token_bytes(uint32_t id) const {
-  uint32_t num_ranks = uint32_t(impl_->offsets.size() - 1);
-  if (id < num_ranks) return impl_->token(id);
+  if (id < num_ranks()) return impl_->token(id);
   check(id >= kCl100kRanks && id < kDolma2VocabSize, "token id {} is outside the vocabulary (size {})", id,
         kDolma2VocabSize);
   return kAddedTokens[id - kCl100kRanks];
+}
+
+uint32_t Tokenizer::num_ranks() const { return uint32_t(impl_->offsets.size() - 1); }
+
+std::vector<uint32_t> Tokenizer::merge_below(std::string_view bytes, uint32_t rank_limit) const {
+  check(!bytes.empty() && bytes.size() <= 128, "merge_below: {} bytes, expected 1 to 128 (a token's length)",
+        bytes.size());
+  std::vector<uint32_t> parts;
+  impl_->merge_small(bytes.data(), bytes.size(), parts, rank_limit);
+  return parts;
 }
 
 std::string Tokenizer::decode(std::span<const uint32_t> ids) const {

@@ -23,8 +23,12 @@ inline constexpr const char* kCl100kSha256 = "223921b76ee99bde995b7ff738513eef10
 // under tests/fixtures/data/ (both relative to the working directory).
 std::string default_ranks_path();
 
-// Pre-tokenisation: the cl100k regex, compiled with PCRE2 JIT in UTF mode with Unicode properties.
-//   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// The cl100k pre-tokenisation regex as tiktoken writes it (and Hugging Face's tokenizer.json carries it).
+inline constexpr const char* kCl100kPattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// Pre-tokenisation: kCl100kPattern (as tokenizer.cc spells it for PCRE2), compiled with PCRE2 JIT in UTF mode with
+// Unicode properties.
 // Invalid UTF-8 (defined behaviour, byte-preserving): the regex runs with PCRE2_MATCH_INVALID_UTF, so
 // no piece ever contains or crosses an ill-formed byte sequence; each maximal run of bytes that no
 // regex piece covers (always ill-formed bytes only) becomes a piece of its own and is BPE-encoded as
@@ -47,6 +51,12 @@ class Tokenizer {
   // Bytes of `ids` (BPE tokens as bytes, added tokens as their text). Raises Error for id >= vocab_size.
   std::string decode(std::span<const uint32_t> ids) const;
   std::string_view token_bytes(uint32_t id) const;
+
+  // The BPE ranks: ids below num_ranks().
+  uint32_t num_ranks() const;
+  // tiktoken's merge of `bytes` (1..128 of them) using only ranks below rank_limit. For a token's bytes and its own
+  // rank this gives the two parts whose merge makes it: its entry in a Hugging Face merges list.
+  std::vector<uint32_t> merge_below(std::string_view bytes, uint32_t rank_limit) const;
 
   uint32_t vocab_size() const { return kDolma2VocabSize; }
   // Id of an added token by content ("<|endoftext|>" -> 100257); raises Error when unknown.
