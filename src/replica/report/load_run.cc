@@ -45,19 +45,17 @@ RunHistory load_run(const std::string& path, const std::string& label) {
     read_wandb_csv(path, run);
   } else {
     check(fs::is_regular_file(path),
-          "{}: no such run directory or file (expected a run directory, a metrics.jsonl "
-          "or a W&B CSV export)",
-          path);
+          "{}: no such run directory or file (expected a run directory, a metrics.jsonl or a W&B CSV export)", path);
     read_metrics_jsonl(path, run);
   }
   return run;
 }
 
 std::string default_label(const std::string& path) {
-  fs::path p = fs::path(path).lexically_normal();
-  if (p.filename().empty()) p = p.parent_path();  // "runs/a/"
-  if (p.filename() == "metrics.jsonl") return fs::absolute(p).parent_path().filename().string();
-  return fs::is_directory(p) ? fs::absolute(p).filename().string() : p.stem().string();
+  fs::path p = fs::absolute(path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "runs/a/" or "."
+  if (p.filename() == "metrics.jsonl") return p.parent_path().filename().string();
+  return fs::is_directory(p) ? p.filename().string() : p.stem().string();
 }
 
 }  // namespace replica::report
