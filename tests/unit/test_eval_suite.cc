@@ -126,7 +126,8 @@ TEST(EvalSuite, BadValuesNameTheFileAndTheKey) {
 // Runs `body` in a scratch directory that holds data/tokens/{a,b}/heldout.npy, as the built-in suites expect.
 template <typename Body>
 void in_data_dir(Body body) {
-  const std::filesystem::path dir = replica::testing::scratch_dir("builtin_suite"), cwd = std::filesystem::current_path();
+  const std::filesystem::path dir = replica::testing::scratch_dir("builtin_suite");
+  const std::filesystem::path cwd = std::filesystem::current_path();
   for (const char* domain : {"a", "b"}) {
     std::filesystem::create_directories(dir / "data/tokens" / domain);
     std::ofstream(dir / "data/tokens" / domain / "heldout.npy") << "tokens";

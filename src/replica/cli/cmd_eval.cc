@@ -34,7 +34,8 @@ static Command eval_command(
       app.add_option("--num-fewshot", o->num_fewshot, "shots for every task (lm-eval sampling, random.Random(1234))");
       app.add_option("--reference", o->reference, "reference model (HF dir or checkpoint) for the KL surface");
       app.add_option("--tasks-dir", o->tasks_dir,
-                     "built-in suites: directory of <task>.jsonl exports (default data/eval, else tests/fixtures/eval)");
+                     "built-in suites: directory of <task>.jsonl exports (default data/eval, else "
+                     "tests/fixtures/eval)");
       app.add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken ranks (default: the usual search path)");
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)");
       app.add_option("--batch-tokens", o->batch_tokens, "padded tokens per forward (default: the suite's, 8192)")

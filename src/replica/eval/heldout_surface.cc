@@ -18,7 +18,8 @@ struct HeldoutSurfaceResult final : SurfaceResult {
     for (const HeldoutFile& f : heldout.files)
       files[f.label] = {{"loss", f.loss},   {"nll", f.nll},   {"tokens", f.tokens},
                         {"docs", f.docs},   {"olmo_ce", f.doc_tokens ? f.nll / double(f.doc_tokens) : 0.0}};
-    return {{"loss", heldout.loss}, {"tokens", heldout.tokens}, {"docs", heldout.docs}, {"seq_len", heldout.seq_len}, {"files", files}};
+    return {{"loss", heldout.loss},       {"tokens", heldout.tokens}, {"docs", heldout.docs},
+            {"seq_len", heldout.seq_len}, {"files", files}};
   }
 
   std::string format() const override {

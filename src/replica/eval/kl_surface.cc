@@ -63,7 +63,8 @@ class KlSurface final : public Surface {
     r->domains = domain_kl(reference, reference.whole_weights(ref_params.data()), model, weights, spec.files,
                            spec.window, spec.max_positions, ctx.progress);
     for (const DomainKl& d : r->domains) r->all += d.stats;
-    ctx.progress.line(fmt::format("KL(reference || model) mean {:.4g}, top-1 agreement {:.4f}", r->all.kl_mean(), r->all.top1()));
+    ctx.progress.line(
+        fmt::format("KL(reference || model) mean {:.4g}, top-1 agreement {:.4f}", r->all.kl_mean(), r->all.top1()));
     return r;
   }
 };

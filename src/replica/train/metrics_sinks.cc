@@ -88,7 +88,8 @@ class ConsoleSink final : public MetricsSink {
     if (e.alarm) progress_.line(e.alarm->message());
     std::string per_file;
     for (const eval::HeldoutFile& f : e.heldout.files) per_file += fmt::format("  {} {:.4f}", f.label, f.loss);
-    progress_.line(fmt::format("eval step {}: held-out loss {:.4f} over {} tokens ({} docs truncated to data.seq_len {}) |{}",
+    progress_.line(fmt::format("eval step {}: held-out loss {:.4f} over {} tokens ({} docs truncated to data.seq_len "
+                               "{}) |{}",
                                e.step, e.heldout.loss, e.heldout.tokens, e.heldout.docs, e.heldout.seq_len, per_file));
   }
 
