@@ -83,12 +83,12 @@ struct Options {
   bool filter = false, scan = false, ids = false, npy_header = false;
 };
 
-// What a fingerprint from the flags stands for, so it can be matched with (or told apart from) a run's.
-std::string fingerprint_line(const DataLoader& loader, const Options& o) {
-  return fmt::format("{}  (what `replica train` records for these files, seq_len {}, seed {}, packing {}, instance "
-                     "filter {} and a model vocab of {}; a recipe's own: data audit --config RECIPE)",
-                     loader.fingerprint(), o.dataset.seq_len, o.seed, o.dataset.packing, o.filter ? "on" : "off",
-                     o.vocab_size);
+// What a fingerprint from the flags stands for, so it can be matched with (or told apart from) a run's: a line under
+// the fingerprint's own, which stays "fingerprint  HEX" for scripts.
+std::string flags_fingerprint_note(const Options& o) {
+  return fmt::format("  (the fingerprint `replica train` records for these files, seq_len {}, seed {}, packing {}, "
+                     "instance filter {} and a model vocab of {}; a recipe's own: data audit --config RECIPE)\n",
+                     o.dataset.seq_len, o.seed, o.dataset.packing, o.filter ? "on" : "off", o.vocab_size);
 }
 
 // The loader the command-line flags describe (without --config).
@@ -161,7 +161,8 @@ int run_info(const Options& o) {
   if (o.dataset.seq_len > 0) {  // the global batch is not part of it
     Options one_instance = o;
     one_instance.global_batch = std::max<int64_t>(o.global_batch, 1);
-    fmt::print("fingerprint  {}\n", fingerprint_line(DataLoader(flags_loader_config(one_instance)), o));
+    fmt::print("fingerprint  {}\n{}", DataLoader(flags_loader_config(one_instance)).fingerprint(),
+               flags_fingerprint_note(o));
   }
   return 0;
 }
@@ -235,10 +236,9 @@ int run_audit(Options o) {
     config = flags_loader_config(o);
   }
   DataLoader loader(*config);
-  fmt::print("fingerprint           {}\nbatches per epoch     {}\n",
-             o.recipe.empty() ? fingerprint_line(loader, o)
-                              : fmt::format("{}  (what `replica train --config {}` records)", loader.fingerprint(),
-                                            o.recipe),
+  fmt::print("fingerprint           {}\n{}batches per epoch     {}\n", loader.fingerprint(),
+             o.recipe.empty() ? flags_fingerprint_note(o)
+                              : fmt::format("  (the fingerprint `replica train --config {}` records)\n", o.recipe),
              loader.batches_per_epoch());
   plan.steps = o.steps;
   plan.world_size = o.world_size;

@@ -14,7 +14,7 @@ EvalObserver::EvalObserver(const Recipe& r, const model::ModelConfig& model, Tra
   if (every_ > 0 && !r.data.validation_paths.empty())
     heldout_ = std::make_unique<data::FslDataset>(eval::labelled_files(r.data.validation_paths), r.data.seq_len,
                                                   data::TokenDtype::u32, uint32_t(model.vocab_size));
-  if (heldout_ && !r.eval.suite.empty() && evaluates_) {
+  if (!r.eval.suite.empty() && evaluates_) {  // loaded (and so checked) even when evaluation is off
     suite_ = eval::load_suite(r.eval.suite);
     tokenizer_.emplace(data::Tokenizer::load_default());
   }
