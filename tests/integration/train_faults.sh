@@ -52,7 +52,7 @@ echo "ok: latest names only this run's checkpoints"
 # D5: what used to abort (exit 134/139) is a one-line error with exit 2.
 touch "$work/afile"
 expect_failure "run.dir: $work/afile exists and is not a directory" run run.dir="$work/afile"
-expect_failure "threads: 100000 is not a thread count" \
+expect_failure "--threads: Value 100000 not in range 0 to 1024" \
   "$replica" forward --model "$work/solo/checkpoints/step00000040" --tokens "$work/ids.npy" --out "$work/l.npy" \
   --threads 100000
 mkdir -p "$work/c"; touch "$work/c/checkpoints"
