@@ -219,13 +219,15 @@ struct AttentionResult {
   std::vector<float> out, lse, dq, dk, dv;
 };
 
-// Random q, k, v, dout, and the packed rows' document offsets (kernels/types.h), none by default.
+// Random q, k, v, dout (q and dout for the shape's queries), and the packed rows' document offsets (kernels/types.h),
+// none by default.
 struct AttentionInputs {
   std::vector<float> q, k, v, dout;
   std::vector<int32_t> doc_offsets;
   explicit AttentionInputs(const AttentionShape& s, std::vector<int32_t> offsets = {})
-      : q(random_vector(size_t(s.B * s.T * s.H * s.D), 30)), k(random_vector(size_t(s.B * s.T * s.K * s.D), 31)),
-        v(random_vector(size_t(s.B * s.T * s.K * s.D), 32)), dout(random_vector(size_t(s.B * s.T * s.H * s.D), 33)),
+      : q(random_vector(size_t(s.B * s.rows_q() * s.H * s.D), 30)),
+        k(random_vector(size_t(s.B * s.T * s.K * s.D), 31)), v(random_vector(size_t(s.B * s.T * s.K * s.D), 32)),
+        dout(random_vector(size_t(s.B * s.rows_q() * s.H * s.D), 33)),
         doc_offsets(std::move(offsets)) {}
   DocumentOffsets documents(const int32_t* offsets) const {
     return doc_offsets.empty() ? DocumentOffsets{} : DocumentOffsets{offsets, int64_t(doc_offsets.size()) - 1};
@@ -233,7 +235,7 @@ struct AttentionInputs {
 };
 
 AttentionResult attention_cpu(const AttentionInputs& in, const AttentionShape& s) {
-  AttentionResult r{std::vector<float>(in.q.size()), std::vector<float>(size_t(s.B * s.H * s.T)),
+  AttentionResult r{std::vector<float>(in.q.size()), std::vector<float>(size_t(s.B * s.H * s.rows_q())),
                     std::vector<float>(in.q.size()), std::vector<float>(in.k.size()), std::vector<float>(in.k.size())};
   const DocumentOffsets docs = in.documents(in.doc_offsets.data());
   cpu::attention_forward(r.out.data(), r.lse.data(), in.q.data(), in.k.data(), in.v.data(), s, docs);
@@ -266,7 +268,7 @@ void attention_backward_gpu(Context& ctx, AttentionKernel kernel, float* dq, flo
 
 // One kernel's forward, then its backward on the GPU's own out and lse.
 AttentionResult attention_gpu(Context& ctx, const AttentionInputs& in, const AttentionShape& s, AttentionKernel kernel) {
-  const size_t nq = in.q.size(), nk = in.k.size(), nl = size_t(s.B * s.H * s.T);
+  const size_t nq = in.q.size(), nk = in.k.size(), nl = size_t(s.B * s.H * s.rows_q());
   GpuArray<float> q(ctx, in.q), k(ctx, in.k), v(ctx, in.v), dout(ctx, in.dout), out(ctx, nq), lse(ctx, nl),
       dq(ctx, nq), dk(ctx, nk), dv(ctx, nk);
   GpuArray<int32_t> offsets(ctx, in.doc_offsets);
@@ -509,6 +511,18 @@ void check_grad_norm(Context& ctx, CheckTable& t) {
   t.row("sum_of_squares", shape + " rerun", "Σ g²", first == again ? 0.0 : INFINITY, kExact);
 }
 
+// A context-parallel rank's attention (dist/context_parallel.h): the last queries of a packed row against all its
+// keys, on a tile boundary and inside a tile, fp32 (the kernels that take a query slice).
+void check_attention_query_slice(Context& ctx, CheckTable& t) {
+  for (int64_t queries : {172, 101}) {
+    AttentionShape s{1, 300, 4, 2, 64, 33};
+    s.queries = queries;
+    const AttentionInputs in(s, offsets_of({{1, 70, 5, 90, 134}}, s.T));
+    attention_rows(t, "", attention_shape_text(s) + " docs, last " + std::to_string(queries) + " queries",
+                   attention_gpu(ctx, in, s, AttentionKernel::fp32), attention_cpu(in, s), kFp32Bound, relative);
+  }
+}
+
 int run_checks(Context& ctx) {
   CheckTable t;
   check_gemm(ctx, t);
@@ -519,6 +533,7 @@ int run_checks(Context& ctx) {
   check_cached_attention(ctx, t);
   for (AttentionKernel kernel : {AttentionKernel::fp32, AttentionKernel::mma, AttentionKernel::wgmma})
     check_attention_documents(ctx, t, kernel);
+  check_attention_query_slice(ctx, t);
   check_swiglu(ctx, t);
   check_embedding(ctx, t);
   check_lm_head_loss(ctx, t);

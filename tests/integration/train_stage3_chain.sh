@@ -9,38 +9,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 py=${PYTHON:-/usr/bin/python3}
 
-# The dolma2 vocabulary (EOS 100257, padding 100277), a small OLMo 3 block: 3 sliding layers, 1 full.
-model() {  # file, extra YAML
-  cat >"$1" <<YAML
-model_type: olmo3
-vocab_size: 100352
-hidden_size: 32
-intermediate_size: 96
-num_hidden_layers: 4
-num_attention_heads: 4
-num_key_value_heads: 2
-head_dim: 8
-sliding_window: 16
-tie_word_embeddings: false
-eos_token_id: 100257
-pad_token_id: 100277
-$2
-YAML
-}
-model "$work/stage12.yaml" "max_position_embeddings: 64"
-model "$work/stage3.yaml" "max_position_embeddings: 256
+source "$(dirname "$0")/stage3_tiny.bash"
+stage3_model "$work/stage12.yaml" "max_position_embeddings: 64"
+stage3_model "$work/stage3.yaml" "max_position_embeddings: 256
 rope_scaling: {rope_type: yarn, factor: 4.0, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1,
   attention_factor: 1.1386294361119891}"
-
-# Documents of random lengths (1 to 300 tokens, each ending in EOS) in four files.
-$py - "$work" <<'PY'
-import sys, numpy as np
-rng = np.random.default_rng(3)
-for f in range(4):
-    docs = [np.append(rng.integers(0, 1000, size=n, dtype=np.uint32), np.uint32(100257))
-            for n in rng.integers(0, 300, size=40)]
-    np.save(f"{sys.argv[1]}/docs{f}.npy", np.concatenate(docs))
-PY
+stage3_documents "$work"
 files="[$work/docs0.npy,$work/docs1.npy,$work/docs2.npy,$work/docs3.npy]"
 
 cat >"$work/recipe.yaml" <<YAML

@@ -292,6 +292,64 @@ TEST(AttentionDocuments, A65536TokenDocumentIsThePlainCausalPath) {
   EXPECT_EQ(attention_outputs(p.s, p.docs(), 60), attention_outputs(p.s, {}, 60));
 }
 
+// ---- a slice of the queries (context parallelism) -------------------------------------------------------------
+
+// The queries [Q0, T) of a packed row against its keys [0, T) (AttentionShape::queries): what the whole row's attention
+// gives those rows, bit for bit when Q0 starts a 64-query tile; dK and dV of the two slices add up to the row's.
+void expect_query_slice_matches_whole_row(int64_t Q0) {
+  const PackedRows p({1, 256, 4, 2, 8, 30}, {{1, 99, 64, 57, 35}});
+  const AttentionShape& s = p.s;
+  const int64_t Tq = s.T - Q0, HD = s.H * s.D, KD = s.K * s.D;
+  const AttentionRun whole(s, p.docs(), 70);
+  auto rows = [](const std::vector<float>& x, int64_t first, int64_t n, int64_t width) {
+    return std::vector<float>(x.begin() + first * width, x.begin() + (first + n) * width);
+  };
+  AttentionShape tail = s;
+  tail.queries = Tq;
+  const std::vector<float> q = rows(whole.q, Q0, Tq, HD), dout = rows(whole.dout, Q0, Tq, HD);
+  std::vector<float> out(q.size()), lse(size_t(s.H * Tq)), dq(q.size()), dk(whole.k.size()), dv(whole.v.size());
+  attention_forward(out.data(), lse.data(), q.data(), whole.k.data(), whole.v.data(), tail, p.docs());
+  attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), whole.k.data(),
+                     whole.v.data(), tail, p.docs());
+  std::vector<float> lse_rows;
+  for (int64_t h = 0; h < s.H; h++) {
+    const std::vector<float> r = rows(whole.lse, h * s.T + Q0, Tq, 1);
+    lse_rows.insert(lse_rows.end(), r.begin(), r.end());
+  }
+  if (Q0 % 64 == 0) {
+    EXPECT_EQ(out, rows(whole.out, Q0, Tq, HD));
+    EXPECT_EQ(lse, lse_rows);
+    EXPECT_EQ(dq, rows(whole.dq, Q0, Tq, HD));
+  } else {
+    EXPECT_LE(max_rel(out, to_double(rows(whole.out, Q0, Tq, HD))), 1e-6);
+    EXPECT_LE(max_rel(dq, to_double(rows(whole.dq, Q0, Tq, HD))), 1e-6);
+  }
+  // The head slice: the queries [0, Q0) over the keys [0, Q0), whose dK and dV add to the tail's.
+  AttentionShape head = s;
+  head.T = Q0;
+  const std::vector<float> q0 = rows(whole.q, 0, Q0, HD), dout0 = rows(whole.dout, 0, Q0, HD);
+  const std::vector<float> k0 = rows(whole.k, 0, Q0, KD), v0 = rows(whole.v, 0, Q0, KD);
+  std::vector<int32_t> head_offsets;
+  for (int32_t o : p.offsets)
+    if (o < Q0) head_offsets.push_back(o);
+  head_offsets.push_back(int32_t(Q0));
+  const DocumentOffsets head_docs{head_offsets.data(), int64_t(head_offsets.size()) - 1};
+  std::vector<float> out0(q0.size()), lse0(size_t(s.H * Q0)), dq0(q0.size()), dk0(k0.size()), dv0(v0.size());
+  attention_forward(out0.data(), lse0.data(), q0.data(), k0.data(), v0.data(), head, head_docs);
+  attention_backward(dq0.data(), dk0.data(), dv0.data(), dout0.data(), out0.data(), lse0.data(), q0.data(), k0.data(),
+                     v0.data(), head, head_docs);
+  for (size_t i = 0; i < dk0.size(); i++) {
+    dk[i] += dk0[i];
+    dv[i] += dv0[i];
+  }
+  EXPECT_LE(max_rel(dk, to_double(whole.dk)), 1e-5);
+  EXPECT_LE(max_rel(dv, to_double(whole.dv)), 1e-5);
+}
+
+TEST(AttentionQuerySlice, OnATileBoundaryGivesTheBitsOfTheWholeRow) { expect_query_slice_matches_whole_row(128); }
+
+TEST(AttentionQuerySlice, InsideATileMatchesTheWholeRow) { expect_query_slice_matches_whole_row(100); }
+
 // ---- RMSNorm, RoPE, SwiGLU, embedding ---------------------------------------------------------------
 
 TEST(RmsNorm, ForwardAndBackward) {

@@ -8,6 +8,7 @@
 #include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/train/recipe.h"
+#include "replica/train/step.h"
 
 namespace replica::train {
 namespace {
@@ -231,6 +232,40 @@ TEST(Recipe, PackingKeysDefaultToPlainChunksAndReachTheLoader) {
   EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
   const std::string plain = defaults.to_yaml();  // none round-trips as null
   EXPECT_EQ(load_recipe_text(plain, "resolved", {}, false).data.source_permutation_seed, std::nullopt);
+}
+
+TEST(Recipe, ContextParallelKeysDefaultToOffAndReachTheStep) {
+  const Recipe defaults = load_recipe_text(kMinimal, "minimal", {}, false);
+  EXPECT_EQ(defaults.train.context.degree, 1);
+  EXPECT_EQ(defaults.train.context.head_stride, 0);
+  const Recipe r = load_recipe_text(kMinimal, "minimal",
+                                    {"train.context_parallel=2", "train.cp_head_stride=1", "data.seq_len=256",
+                                     "data.micro_batch_size=1"},
+                                    false);
+  const StepConfig step = step_config(r);
+  EXPECT_EQ(step.context.degree, 2);
+  EXPECT_EQ(step.context.head_stride, 1);
+  const std::string yaml = r.to_yaml();
+  for (const char* line : {"context_parallel: 2", "cp_head_stride: 1"})
+    EXPECT_NE(yaml.find(line), std::string::npos) << line << "\n" << yaml;
+  EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
+}
+
+TEST(Recipe, ContextParallelRefusesWhatItCannotSplit) {
+  auto load = [](std::vector<std::string> overrides) {
+    return error_of([&] { load_recipe_text(kMinimal, "bad.yaml", overrides, false); });
+  };
+  const std::string zero = load({"train.context_parallel=0"});
+  EXPECT_NE(zero.find("train.context_parallel"), std::string::npos) << zero;
+  EXPECT_NE(load({"train.cp_head_stride=-1"}).find("train.cp_head_stride"), std::string::npos);
+  // Each rank's slice a multiple of 128 tokens: 256 splits over 2 ranks, not over 4.
+  const std::string seq = load({"train.context_parallel=4", "data.seq_len=256", "data.micro_batch_size=1"});
+  EXPECT_NE(seq.find("'data.seq_len' (256) must be a multiple of 512 with train.context_parallel=4"),
+            std::string::npos)
+      << seq;
+  const std::string batch = load({"train.context_parallel=2", "data.seq_len=256"});
+  EXPECT_NE(batch.find("'data.micro_batch_size' must be 1 with train.context_parallel=2"), std::string::npos) << batch;
+  EXPECT_EQ(load({"train.context_parallel=2", "data.seq_len=256", "data.micro_batch_size=1"}), "");
 }
 
 TEST(Recipe, ErrorsNameTheKey) {

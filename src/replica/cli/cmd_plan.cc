@@ -7,6 +7,7 @@
 
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
+#include "replica/dist/context_parallel.h"
 #include "replica/dist/memory_plan.h"
 #include "replica/model/flops.h"
 #include "replica/model/transformer.h"
@@ -35,6 +36,7 @@ struct PlanInput {
   int64_t seq_len = 0, micro_batch = 0, global_batch = 0;
   Precision precision = Precision::bf16;
   std::optional<model::Remat> remat;  // the recipe's; none: every policy is shown and the per-rank plan takes block
+  dist::ContextParallelConfig context;  // ranks sharing each sequence, KV heads gathered at once
 };
 
 static PlanInput recipe_plan(const std::string& path, const std::vector<std::string>& overrides) {
@@ -45,7 +47,8 @@ static PlanInput recipe_plan(const std::string& path, const std::vector<std::str
           r.data.micro_batch_size,
           r.data.global_batch_size,
           r.train.precision,
-          r.train.remat};
+          r.train.remat,
+          r.train.context};
 }
 
 static Command plan_command("plan", "Memory and FLOP plan of a model at a sequence length and micro-batch",
@@ -54,6 +57,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     std::string model, config, precision = "bf16";
     std::vector<std::string> overrides;
     int64_t seq_len = 8192, micro_batch = 1, ranks = 0, global_batch = 0;
+    dist::ContextParallelConfig context;
   };
   auto o = std::make_shared<Options>();
   auto* model = app.add_option("--model", o->model, "model YAML, config.json or HF directory");
@@ -67,9 +71,15 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
         app.add_option("--micro-batch", o->micro_batch, "instances per micro-batch B")->check(CLI::PositiveNumber),
         app.add_option("--global-batch", o->global_batch, "instances per step over all ranks (default: ranks × B)")
             ->check(CLI::NonNegativeNumber),
-        app.add_option("--precision", o->precision, "bf16 (default; keeps a bf16 copy of the weights) or fp32")})
+        app.add_option("--precision", o->precision, "bf16 (default; keeps a bf16 copy of the weights) or fp32"),
+        app.add_option("--context-parallel", o->context.degree,
+                       "ranks sharing each sequence (train.context_parallel; --ranks counts all ranks)")
+            ->check(CLI::PositiveNumber),
+        app.add_option("--cp-head-stride", o->context.head_stride,
+                       "KV heads gathered at once (train.cp_head_stride; 0: all)")
+            ->check(CLI::NonNegativeNumber)})
     shape->excludes(config);  // the recipe gives them
-  app.add_option("--ranks", o->ranks, "data-parallel ranks: also show the memory per rank (with --config: default 1)")
+  app.add_option("--ranks", o->ranks, "ranks: also show the memory per rank (with --config: default 1)")
       ->check(CLI::NonNegativeNumber);
   return std::function<int()>([o] {
     check(!o->model.empty() || !o->config.empty(), "plan: give --model MODEL or --config RECIPE");
@@ -78,12 +88,18 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     const PlanInput in = !o->config.empty()
                              ? recipe_plan(o->config, o->overrides)
                              : PlanInput{o->model, model::load_model_config(o->model), o->seq_len, o->micro_batch,
-                                         o->global_batch, parse_precision(o->precision.c_str()), std::nullopt};
+                                         o->global_batch, parse_precision(o->precision.c_str()), std::nullopt,
+                                         o->context};
     const int64_t ranks = o->ranks > 0 ? o->ranks : !o->config.empty() ? 1 : 0;
-    const int64_t G = in.global_batch > 0 ? in.global_batch : ranks * in.micro_batch;
-    check(ranks == 0 || G % (ranks * in.micro_batch) == 0,
-          "{}: the global batch {} is not a multiple of the micro-batch {} times the {} ranks", in.label, G,
-          in.micro_batch, ranks);
+    const int64_t N = in.context.degree;
+    check(ranks == 0 || ranks % N == 0, "{}: context parallel {} must divide the {} ranks", in.label, N, ranks);
+    check(N == 1 || (in.micro_batch == 1 && in.seq_len % N == 0),
+          "{}: context parallel {} needs a micro-batch of 1 and a sequence length it divides", in.label, N);
+    const int64_t data_ranks = ranks / N;
+    const int64_t G = in.global_batch > 0 ? in.global_batch : data_ranks * in.micro_batch;
+    check(ranks == 0 || G % (data_ranks * in.micro_batch) == 0,
+          "{}: the global batch {} is not a multiple of the micro-batch {} times the {} data-parallel ranks", in.label,
+          G, in.micro_batch, data_ranks);
     const model::ModelConfig& c = in.model;
     model::ParamTable table(c);
     const double n = double(table.count());
@@ -112,20 +128,26 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     fmt::print("FLOPs per step   {:.4g} per micro-batch\n", fpt * double(in.micro_batch * in.seq_len));
     if (ranks > 0) {
       const model::Remat remat = in.remat.value_or(model::Remat::block);
-      const double act =
-          double(model::Transformer::activation_bytes(c, remat, in.micro_batch, in.seq_len, precision));
+      const int64_t T_rank = in.seq_len / N;  // this rank's slice of each sequence
+      const double act = double(model::Transformer::activation_bytes(c, remat, in.micro_batch, T_rank, precision));
       auto show = [](const std::string& title, const std::vector<dist::MemoryItem>& items) {
         fmt::print("{}\n", title);
         for (const dist::MemoryItem& item : items)
           fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);
         fmt::print("  {:<22} {:>12}\n", "total per rank", gib(dist::total_bytes(items)));
       };
-      const int64_t L = G / (ranks * in.micro_batch);
-      show(fmt::format("per rank, {} ranks, {} micro-batches each, remat={}, gradients and moments sharded:", ranks, L,
-                       model::remat_name(remat)),
-           dist::data_parallel_memory(c, ranks, act, precision, false));
-      show(fmt::format("the same with the weights sharded too (train.shard_weights=true, FSDP):"),
-           dist::data_parallel_memory(c, ranks, act, precision, true));
+      const int64_t L = G / (data_ranks * in.micro_batch);
+      auto items = [&](bool shard_weights) {
+        std::vector<dist::MemoryItem> all = dist::data_parallel_memory(c, ranks, act, precision, shard_weights);
+        if (N > 1) all.push_back(dist::context_parallel_memory(c, in.seq_len, N, in.context.head_stride));
+        return all;
+      };
+      const std::string mesh =
+          N > 1 ? fmt::format(" ({} data-parallel × {} context-parallel, {} tokens each)", data_ranks, N, T_rank) : "";
+      show(fmt::format("per rank, {} ranks{}, {} micro-batches each, remat={}, gradients and moments sharded:", ranks,
+                       mesh, L, model::remat_name(remat)),
+           items(false));
+      show(fmt::format("the same with the weights sharded too (train.shard_weights=true, FSDP):"), items(true));
     }
     return 0;
   });

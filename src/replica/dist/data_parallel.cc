@@ -11,22 +11,25 @@
 
 namespace replica::dist {
 
-// L = G / (W M), after checking that it is a whole number.
-static int64_t local_micro_batches(int64_t global_batch, int64_t micro_batch, int world) {
-  check(micro_batch > 0 && global_batch % (micro_batch * world) == 0,
-        "data.global_batch_size={} must be a multiple of data.micro_batch_size={} times the {} ranks", global_batch,
-        micro_batch, world);
-  return global_batch / (micro_batch * world);
+// L = G / (W M), after checking that it is a whole number (W: the data-parallel ranks).
+static int64_t local_micro_batches(int64_t global_batch, int64_t micro_batch, int world, int context) {
+  check(context > 0 && world % context == 0, "{} ranks do not split into context-parallel groups of {}", world,
+        context);
+  const int64_t data_ranks = world / context;
+  check(micro_batch > 0 && global_batch % (micro_batch * data_ranks) == 0,
+        "data.global_batch_size={} must be a multiple of data.micro_batch_size={} times the {} data-parallel ranks",
+        global_batch, micro_batch, data_ranks);
+  return global_batch / (micro_batch * data_ranks);
 }
 
 static size_t length(model::ParamTable::Range r) { return r.end - r.begin; }
 
 DataParallel::DataParallel(Communicator& control, Communicator& data, Backend& backend, const model::ParamTable& table,
-                           int64_t global_batch, int64_t micro_batch, Sharding sharding)
+                           int64_t global_batch, int64_t micro_batch, Sharding sharding, int context)
     : control_(control),
       data_(data),
       be_(backend),
-      local_micro_(local_micro_batches(global_batch, micro_batch, control.size())),
+      local_micro_(local_micro_batches(global_batch, micro_batch, control.size(), context)),
       layout_(table, control.size()),
       sharding_(sharding),
       weights_(backend, sharding.weights ? layout_.shard_size(control.rank()) : table.total()),

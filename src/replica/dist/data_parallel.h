@@ -17,6 +17,10 @@
 // Weights, gradients and optimizer state live in the backend's memory. Two communicators: `data` moves backend memory
 // (gradient groups, weights: NCCL on GPUs), `control` moves host memory (loss sums, norm block sums, checkpoint
 // gathers: MPI). On the CPU both are the same object. train/step.h runs a whole step with it.
+// With context parallelism of degree N (dist/mesh.h) the N consecutive ranks of a group share each micro-batch, each
+// computing its slice's part of the gradient: the micro-batches are counted over the W / N data-parallel ranks, and
+// the shards and reductions stay over all W, the copies of rank r = N d + j (data rank d, slice j) added in rank
+// order, so micro-batches in order and within one its slices in order: bitwise independent of W / N for a given N.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -44,9 +48,10 @@ struct Sharding {
 
 class DataParallel {
  public:
-  // Raises Error unless micro_batch × world divides global_batch.
+  // Raises Error unless micro_batch × world / context divides global_batch (context: ranks per context-parallel
+  // group, which divides the world; dist/mesh.h checks it).
   DataParallel(Communicator& control, Communicator& data, Backend& backend, const model::ParamTable& table,
-               int64_t global_batch, int64_t micro_batch, Sharding sharding = {});
+               int64_t global_batch, int64_t micro_batch, Sharding sharding = {}, int context = 1);
   // On the CPU: one communicator for both.
   DataParallel(Communicator& comm, const model::ParamTable& table, int64_t global_batch, int64_t micro_batch,
                Sharding sharding = {})
@@ -62,7 +67,7 @@ class DataParallel {
 
   Communicator& comm() { return control_; }  // the control communicator: rank, size, host collectives
   Backend& backend() { return be_; }
-  int64_t micro_batches() const { return local_micro_; }  // per rank: L = G / (W M)
+  int64_t micro_batches() const { return local_micro_; }  // per rank: L = G / (W M), W the data-parallel ranks
   const ShardLayout& layout() const { return layout_; }   // which floats each rank's shard holds
   // This rank's parts of the flat buffer, for the optimizer of its shard.
   std::vector<optim::Optimizer::Part> shard_parts() const;

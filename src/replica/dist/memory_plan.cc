@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "replica/dist/context_parallel.h"
 #include "replica/dist/data_parallel.h"
 #include "replica/dist/shard_layout.h"
 #include "replica/model/params.h"
@@ -38,6 +39,11 @@ std::vector<MemoryItem> data_parallel_memory(const model::ModelConfig& config, i
       {"receive buffer", 4 * double(largest_receive), "other ranks' copies of a piece of this rank's part of a group"});
   items.push_back({"activations", activation_bytes, "one micro-batch"});
   return items;
+}
+
+MemoryItem context_parallel_memory(const model::ModelConfig& c, int64_t T, int64_t context, int64_t head_stride) {
+  const size_t bytes = ContextParallel::bytes(T, context, c.n_heads, c.n_kv_heads, c.head_dim, head_stride);
+  return {"context-parallel K/V", double(bytes), "one layer's keys and values of the whole sequence, and dK, dV"};
 }
 
 double total_bytes(const std::vector<MemoryItem>& items) {

@@ -23,6 +23,11 @@ struct MemoryItem {
 std::vector<MemoryItem> data_parallel_memory(const model::ModelConfig& config, int64_t ranks, double activation_bytes,
                                              Precision precision, bool shard_weights);
 
+// What context parallelism of degree `context` adds per rank at sequence length T (dist/context_parallel.h): one
+// layer's K and V gathered over the whole sequence and its dK, dV, for a chunk of `head_stride` KV heads (0: all).
+// The activations themselves are those of the rank's T / context tokens.
+MemoryItem context_parallel_memory(const model::ModelConfig& config, int64_t T, int64_t context, int64_t head_stride);
+
 double total_bytes(const std::vector<MemoryItem>& items);
 
 }  // namespace replica::dist

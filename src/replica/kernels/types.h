@@ -35,8 +35,14 @@ struct WeightRef {
 // Attention over q [B, T, H, D] and k, v [B, T, K, D]; query i sees keys max(0, i − window + 1) ≤ j ≤ i
 // (window 0: full causal; with DocumentOffsets, below, only keys of i's own document); query head h reads KV
 // head h / (H / K).
+// With `queries` > 0 a row holds only its last `queries` queries (q, out [B, queries, H, D], lse [B, H, queries]):
+// local query i sits at key position T − queries + i, flash-attn's bottom-right alignment. A context-parallel rank
+// (dist/context_parallel.h) runs its slice of the sequence this way against the keys gathered up to its end.
 struct AttentionShape {
   int64_t B, T, H, K, D, window;
+  int64_t queries = 0;  // per row; 0: all T
+  int64_t rows_q() const { return queries > 0 ? queries : T; }  // queries per row
+  int64_t q_offset() const { return T - rows_q(); }              // the key position of query 0
 };
 
 // Attention of n new queries of one sequence, at positions p … p + n − 1, over a key/value cache (decoding): query

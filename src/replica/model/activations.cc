@@ -10,8 +10,8 @@
 namespace replica::model {
 
 Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision,
-                                        bool training)
-    : B(B), T(T), N(B * T), C(size_t(c.d_model)), F(size_t(c.ffn_hidden)), HD(size_t(c.q_width())),
+                                        bool training, int64_t position)
+    : B(B), T(T), N(B * T), position(position), C(size_t(c.d_model)), F(size_t(c.ffn_hidden)), HD(size_t(c.q_width())),
       KD(size_t(c.kv_width())), lse(size_t(B * c.n_heads * T)), layers(size_t(c.n_layers)),
       block_acts(training && remat == Remat::none ? layers : 1),
       kept_attention(training && remat == Remat::keep_attention ? layers : 0), rope_plain(0), rope_yarn(0),
@@ -22,7 +22,7 @@ Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, i
 }
 
 bool Transformer::ActivationShape::serves(const ActivationShape& other) const {
-  return B == other.B && T == other.T && block_acts == other.block_acts && kept_attention == other.kept_attention &&
+  return B == other.B && T == other.T && position == other.position && block_acts == other.block_acts && kept_attention == other.kept_attention &&
          (training || !other.training);
 }
 
@@ -69,8 +69,9 @@ void Transformer::Workspace::each(Visit&& visit) {
 
 Transformer::Workspace::Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape) : Workspace(shape) {
   each([&](auto& buffer, size_t n) { buffer = std::decay_t<decltype(buffer)>(backend, n); });
-  if (shape.rope_plain > 0) upload(backend, rope, make_rope_table(c, shape.T, false));
-  if (shape.rope_yarn > 0) upload(backend, yarn, make_rope_table(c, shape.T, true));
+  const int64_t end = shape.position + shape.T;  // rows [position, end) of the tables of the whole sequence
+  if (shape.rope_plain > 0) upload(backend, rope, make_rope_table(c, end, false), shape.position);
+  if (shape.rope_yarn > 0) upload(backend, yarn, make_rope_table(c, end, true), shape.position);
 }
 
 size_t Transformer::Workspace::bytes(const ActivationShape& shape) {

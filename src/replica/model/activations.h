@@ -14,11 +14,13 @@ using Buffer16 = DeviceArray<bf16>;
 
 // What a workspace is sized for: a micro-batch of [B, T], for training (with the backward's scratch) or evaluation.
 struct Transformer::ActivationShape {
-  ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision, bool training);
+  ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision, bool training,
+                  int64_t position = 0);
   // Whether a workspace of this shape holds every buffer `other` needs: the same ones, or training's for evaluation.
   bool serves(const ActivationShape& other) const;
 
   int64_t B, T, N;            // N = B·T rows
+  int64_t position;           // of the first token (a context-parallel slice's): the RoPE tables' first row
   size_t C, F, HD, KD, lse;   // widths, and the log-sum-exp's B·H·T
   size_t layers;              // L
   size_t block_acts;          // BlockActs: one per layer (training under Remat::none), else one the blocks share

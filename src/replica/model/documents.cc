@@ -26,6 +26,17 @@ std::vector<int32_t> document_offsets(std::span<const std::vector<int32_t>> doc_
   return offsets;
 }
 
+std::vector<int32_t> leading_document_offsets(std::span<const int32_t> offsets, int64_t end) {
+  if (offsets.empty()) return {};
+  check(end > 0 && end <= offsets.back(), "document offsets: a prefix of {} tokens of a row of {}", end,
+        offsets.back());
+  std::vector<int32_t> leading;
+  for (int32_t offset : offsets)
+    if (offset < end) leading.push_back(offset);
+  leading.push_back(int32_t(end));
+  return leading;
+}
+
 void check_document_offsets(std::span<const int32_t> offsets, int64_t B, int64_t T) {
   if (offsets.empty()) return;
   check(offsets.front() == 0 && offsets.back() == B * T,

@@ -8,9 +8,10 @@ RopeTable make_rope_table(const ModelConfig& config, int64_t T, bool yarn) {
               : RopeTable(T, config.head_dim, config.rope_theta);
 }
 
-void upload(Backend& backend, RopeBuffers& to, const RopeTable& table) {
-  backend.to_device(to.cos.data(), table.cos.data(), table.cos.size() * sizeof(float));
-  backend.to_device(to.sin.data(), table.sin.data(), table.sin.size() * sizeof(float));
+void upload(Backend& backend, RopeBuffers& to, const RopeTable& table, int64_t first_row) {
+  const size_t skip = size_t(first_row * table.D / 2), bytes = (table.cos.size() - skip) * sizeof(float);
+  backend.to_device(to.cos.data(), table.cos.data() + skip, bytes);
+  backend.to_device(to.sin.data(), table.sin.data() + skip, bytes);
 }
 
 }  // namespace replica::model

@@ -18,7 +18,8 @@ struct RopeBuffers {
 // The table for positions 0 … T − 1 of the layers that rotate with YaRN (`yarn`) or with plain RoPE.
 RopeTable make_rope_table(const ModelConfig& config, int64_t T, bool yarn);
 
-// Copies `table` into `to` (allocated by the caller with T·D/2 values each).
-void upload(Backend& backend, RopeBuffers& to, const RopeTable& table);
+// Copies rows [first_row, T) of `table` into `to` (allocated by the caller with (T − first_row)·D/2 values each):
+// a context-parallel slice's rows are those of its global positions (stage3.md §4.3).
+void upload(Backend& backend, RopeBuffers& to, const RopeTable& table, int64_t first_row = 0);
 
 }  // namespace replica::model

@@ -36,9 +36,15 @@ Transformer::Transformer(ModelConfig config, Precision precision, Remat remat, B
 
 Transformer::~Transformer() = default;
 
-void Transformer::prepare(int64_t B, int64_t T, bool for_training, std::span<const int32_t> doc_offsets) {
-  check(T <= config_.max_seq_len, "sequence length {} exceeds max_position_embeddings {}", T, config_.max_seq_len);
+void Transformer::prepare(int64_t B, int64_t T, bool for_training, std::span<const int32_t> doc_offsets,
+                          ContextAttention* context) {
+  const int64_t position = context ? context->position() : 0;
+  check(position + T <= config_.max_seq_len, "sequence length {} exceeds max_position_embeddings {}", position + T,
+        config_.max_seq_len);
+  check(!context || (B == 1 && doc_offsets.empty()),
+        "a context-parallel slice is one row ({} given) whose documents its context holds", B);
   check_document_offsets(doc_offsets, B, T);
+  context_ = context;
   docs_ = {};
   if (!doc_offsets.empty()) {
     docs_ = {doc_offsets.data(), int64_t(doc_offsets.size()) - 1};
@@ -48,7 +54,7 @@ void Transformer::prepare(int64_t B, int64_t T, bool for_training, std::span<con
       docs_.offsets = doc_offsets_.data();
     }
   }
-  const ActivationShape shape(config_, B, T, remat_, precision_, for_training);
+  const ActivationShape shape(config_, B, T, remat_, precision_, for_training, position);
   if (ws_ && ws_->shape.serves(shape)) return;
   ws_.reset();  // the old buffers go before the new ones come
   ws_ = std::make_unique<Workspace>(be_, config_, shape);
@@ -141,8 +147,12 @@ void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer,
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   const AttentionOut att = attention_out(layer, a);
   // A kept attention output is what this call would compute again, bit for bit.
-  if (!(recompute && remat_ == Remat::keep_attention))
-    be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, docs_, p);
+  if (!(recompute && remat_ == Remat::keep_attention)) {
+    if (context_)
+      context_->forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, p);
+    else
+      be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, docs_, p);
+  }
   be_.linear_forward(a.ao.data(), rounded(att.att, a.att16.data(), size_t(N * HD)), P.matrix(o.wo), N, C, HD, p);
   branch_norm_out(P, norm, a.h.data(), x, a.ao.data());
 }
@@ -163,8 +173,12 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
   be_.linear_backward_input(w.datt.data(), dao16, P.matrix(o.wo), N, C, HD, false, p);
   be_.linear_backward_weight(G(o.wo), dao16, {att.att, a.att16.data()}, N, C, HD, p);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
-  be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
-                         a.kr.data(), a.v.data(), shape, docs_, p);
+  if (context_)
+    context_->backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
+                       a.kr.data(), a.v.data(), shape, p);
+  else
+    be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
+                           a.kr.data(), a.v.data(), shape, docs_, p);
   const RopeBuffers& rope = rope_table(layer);
   be_.rope_backward(w.dqr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
   be_.rope_backward(w.dkr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
@@ -288,7 +302,7 @@ LossSums Transformer::forward_backward(const float* P, float* grads, const Micro
 
 LossSums Transformer::forward_backward(WeightSource& weights, GradientSink& sink, const MicroBatch& batch, float z_coef,
                                  float grad_scale) {
-  prepare(batch.B, batch.T, true, batch.doc_offsets);
+  prepare(batch.B, batch.T, true, batch.doc_offsets, batch.context);
   Workspace& w = *ws_;
   const ModelConfig& c = config_;
   const int64_t N = batch.B * batch.T, C = c.d_model;
@@ -329,7 +343,7 @@ LossSums Transformer::forward_loss(const float* P, const MicroBatch& batch, floa
 }
 
 LossSums Transformer::forward_loss(WeightSource& weights, const MicroBatch& batch, float z_coef) {
-  prepare(batch.B, batch.T, false, batch.doc_offsets);
+  prepare(batch.B, batch.T, false, batch.doc_offsets, batch.context);
   forward_blocks(weights, batch.ids, false);
   const ParamTable::Range head_range = table_.head_range();
   const LossSums sums = head_loss(weights, acquire(weights, head_range), batch.targets, z_coef, nullptr);

@@ -10,6 +10,7 @@
 
 #include "replica/kernels/backend.h"
 #include "replica/model/config.h"
+#include "replica/model/context_attention.h"
 #include "replica/model/gradient_sink.h"
 #include "replica/model/weight_source.h"
 #include "replica/model/params.h"
@@ -27,11 +28,14 @@ const char* remat_name(Remat remat);
 
 // One micro-batch: ids and targets are [B, T]; a target of kIgnoreLabel has no loss. doc_offsets: the packed rows'
 // documents (model/documents.h, host memory), which attention keeps apart; empty: each row is one document.
+// context: this rank's slice of one sequence split over a context-parallel group (B = 1, T = the slice; its
+// documents are the context's, doc_offsets empty): RoPE from its position, attention through it.
 struct MicroBatch {
   const int32_t* ids;
   const int32_t* targets;
   int64_t B, T;
   std::span<const int32_t> doc_offsets = {};
+  ContextAttention* context = nullptr;
 };
 
 // OLMo-core labels: targets[t] = ids[t + 1] within each instance; the last position has no label.
@@ -92,8 +96,9 @@ class Transformer {
   struct BlockActs;
   struct Workspace;
   // Sizes the activations for [B, T] and puts the micro-batch's documents (`doc_offsets`, checked) where every
-  // attention call of this pass reads them (docs_).
-  void prepare(int64_t B, int64_t T, bool for_training, std::span<const int32_t> doc_offsets);
+  // attention call of this pass reads them (docs_), and its context (context_: none, or a slice from its position).
+  void prepare(int64_t B, int64_t T, bool for_training, std::span<const int32_t> doc_offsets,
+               ContextAttention* context = nullptr);
   void check_ids(const int32_t* ids, int64_t n) const;
   // An activation as a GEMM operand: in bf16, rounded once into x16 (n values) for every product that reads it.
   WeightRef rounded(const float* x, bf16* x16, size_t n);
@@ -165,6 +170,7 @@ class Transformer {
   std::unique_ptr<Workspace> ws_;
   WholeWeights whole_;  // whole_weights(): the last whole buffer passed in
   DocumentOffsets docs_;              // the documents of the pass in progress (backend memory), or none
+  ContextAttention* context_ = nullptr;  // the pass's sequence slice (MicroBatch::context), or none
   DeviceArray<int32_t> doc_offsets_;  // their copy on a backend whose memory the host cannot read
 };
 

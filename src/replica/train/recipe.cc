@@ -76,6 +76,8 @@ std::vector<Field> fields(Recipe& r) {
       integer("train.seed", r.train.seed),
       choice("train.remat", r.train.remat, model::parse_remat, model::remat_name),
       boolean("train.shard_weights", r.train.shard_weights),
+      integer("train.context_parallel", r.train.context.degree),
+      integer("train.cp_head_stride", r.train.context.head_stride),
       choice("train.attention", r.train.attention, parse_attention_kernel, attention_kernel_name),
       boolean("train.profile", r.train.profile),
       integer("train.log_every", r.train.log_every),
@@ -220,6 +222,21 @@ void validate(const Recipe& r, const Origins& origins) {
           fmt::format("must be 0 (all cores) to {}, got {}", kMaxThreads, r.train.threads));
   require(r.train.seed >= 0, "train.seed", fmt::format("must be >= 0, got {}", r.train.seed));
   require(r.train.log_every > 0, "train.log_every", fmt::format("must be positive, got {}", r.train.log_every));
+  const dist::ContextParallelConfig& cp = r.train.context;
+  require(cp.degree >= 1, "train.context_parallel", fmt::format("must be >= 1 (1 = off), got {}", cp.degree));
+  require(cp.head_stride >= 0, "train.cp_head_stride",
+          fmt::format("must be >= 0 (0 = all KV heads at once), got {}", cp.head_stride));
+  if (cp.degree > 1) {
+    require(r.data.micro_batch_size == 1, "data.micro_batch_size",
+            fmt::format("must be 1 with train.context_parallel={} (a context-parallel micro-batch is one instance "
+                        "split over the ranks), got {}",
+                        cp.degree, r.data.micro_batch_size));
+    const int64_t multiple = cp.degree * dist::ContextParallelConfig::kSliceMultiple;
+    require(r.data.seq_len % multiple == 0, "data.seq_len",
+            fmt::format("({}) must be a multiple of {} with train.context_parallel={} (each rank's slice a multiple "
+                        "of {} tokens)",
+                        r.data.seq_len, multiple, cp.degree, dist::ContextParallelConfig::kSliceMultiple));
+  }
   require(r.checkpoint.every >= 0, "checkpoint.every", fmt::format("must be >= 0, got {}", r.checkpoint.every));
   require(r.checkpoint.keep >= 0, "checkpoint.keep", fmt::format("must be >= 0, got {}", r.checkpoint.keep));
   require(r.eval.every >= 0, "eval.every", fmt::format("must be >= 0, got {}", r.eval.every));

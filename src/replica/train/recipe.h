@@ -11,6 +11,7 @@
 
 #include "replica/data/instance_filter.h"
 #include "replica/data/loader.h"
+#include "replica/dist/context_parallel.h"
 #include "replica/kernels/backend.h"
 #include "replica/metrics/progress.h"
 #include "replica/model/transformer.h"
@@ -76,6 +77,7 @@ struct Recipe {
     int64_t seed = 0;     // parameter init seed
     model::Remat remat = model::Remat::none;
     bool shard_weights = false;  // FSDP: shard the fp32 weights over the ranks too (dist/data_parallel.h)
+    dist::ContextParallelConfig context;  // train.context_parallel, train.cp_head_stride (dist/context_parallel.h)
     // The attention kernel: auto is the backend's best measured one (the run records what it resolved to).
     AttentionKernel attention = AttentionKernel::automatic;
     bool profile = false;  // the device time per operation of every step after the first, to run.dir/profile.md

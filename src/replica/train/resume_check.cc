@@ -38,7 +38,8 @@ std::map<std::string, std::string> flat_values(const std::string& yaml, const st
 constexpr const char* kNeutral[] = {
     "run.",        "checkpoint.",          "eval.",          "train.stop_at",          "train.threads",
     "train.log_every", "train.progress", "train.resume_from", "train.allow_change", "train.profile",     "train.remat",
-    "train.shard_weights", "train.device",  "train.attention", "data.micro_batch_size", "data.allow_fingerprint_change",
+    "train.shard_weights", "train.context_parallel", "train.cp_head_stride", "train.device",  "train.attention",
+    "data.micro_batch_size", "data.allow_fingerprint_change",
     "data.validation_paths", "data.paths", "data.mix_file", "model.", "optim.load_state",
 };
 

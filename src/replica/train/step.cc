@@ -20,6 +20,7 @@ StepConfig step_config(const Recipe& r) {
   c.precision = r.train.precision;
   c.remat = r.train.remat;
   c.sharding.weights = r.train.shard_weights;
+  c.context = r.train.context;
   c.adamw = r.optim.adamw;
   c.schedule = schedule_config(r);
   c.skip_step = r.optim.skip_step;
@@ -53,10 +54,15 @@ std::vector<int32_t> step_targets(const data::Batch& batch) {
 TrainStep::TrainStep(const model::ModelConfig& model, const StepConfig& config, dist::Communicator& control,
                      dist::Communicator& data, Backend& backend)
     : config_(config),
+      control_mesh_(control, int(config.context.degree)),
+      data_mesh_(data, int(config.context.degree)),
       model_(model, config.precision, config.remat, backend),
-      dp_(control, data, backend, model_.table(), config.global_batch, config.micro_batch, config.sharding),
+      dp_(control, data, backend, model_.table(), config.global_batch, config.micro_batch, config.sharding,
+          int(config.context.degree)),
       optimizer_(std::make_unique<optim::AdamW>(model_.table(), config.adamw, dp_.shard_parts(), backend)),
-      skip_step_(config.skip_step) {}
+      skip_step_(config.skip_step) {
+  if (config.context.degree > 1) context_.emplace(data_mesh_.context(), backend, config.context.head_stride);
+}
 
 // This rank's whole buffer through the model's own view (its bf16 copy follows the weights' version), or with sharded
 // weights the groups gathered from the shards.
@@ -71,21 +77,25 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t step) { return updat
 // instance filter kept every row, and the ranks' gradients are averaged. Unpacked rows all have T − 1 labels, so that
 // is the mean over G (T − 1); packed rows lose their padding's, so ranks may count differently. Each rank's loss sums
 // are weighted so that the global sum over the global count (loss_denominator_) is OLMo-core's mean of rank means.
+// Under context parallelism W counts data-parallel ranks and the labels are those of the whole rows, before the
+// slicing (stage3.md §4.3): OLMo-core divides by N more and averages over the W N ranks of dp_cp; DataParallel
+// sums over them instead, so each slice's gradient keeps the scale 1 / (W labels) and the slices add up to the row's.
 LossSums TrainStep::gradients(const data::Batch& batch) {
-  const int W = dp_.comm().size();
+  dist::Communicator& data_ranks = control_mesh_.data();
+  const int W = data_ranks.size();
   const int64_t T = config_.seq_len, M = config_.micro_batch, rows = config_.global_batch / W;
   check(batch.seq_len == T && batch.rows == rows, "TrainStep: a batch of {} rows of {} tokens, expected {} of {}",
         batch.rows, batch.seq_len, rows, T);
   targets_ = step_targets(batch);
   const int64_t labels = std::count_if(targets_.begin(), targets_.end(), [](int32_t t) { return t != kIgnoreLabel; });
-  check(labels > 0, "TrainStep: rank {} has no labels in its {} rows (all padding)", dp_.comm().rank(), rows);
+  check(labels > 0, "TrainStep: rank {} has no labels in its {} rows (all padding)", data_ranks.rank(), rows);
   for (int64_t row = 0; row < batch.rows; row++)  // instances masked by the filter keep no labels
     if (!batch.keep[size_t(row)]) std::fill_n(targets_.begin() + row * T, T, kIgnoreLabel);
   std::vector<double> counts(size_t(W), 0.0);
-  counts[size_t(dp_.comm().rank())] = double(labels);
+  counts[size_t(data_ranks.rank())] = double(labels);
   std::vector<size_t> bounds(size_t(W) + 1, 0);
   for (int r = 0; r <= W; r++) bounds[size_t(r)] = size_t(r);
-  dist::all_gather(dp_.comm(), counts.data(), bounds);
+  dist::all_gather(data_ranks, counts.data(), bounds);
   loss_denominator_ = 0;
   for (double n : counts) loss_denominator_ += n;
   const double rank_weight = loss_denominator_ / (double(W) * double(labels));  // 1 when every rank counts alike
@@ -98,7 +108,12 @@ LossSums TrainStep::gradients(const data::Batch& batch) {
   model::WeightSource& weights = this->weights();
   return dp_.gradients([&](int64_t k, model::GradientSink& sink) {  // local micro-batch k: rows [k M, (k + 1) M)
     const std::span<const int32_t> docs = doc_offsets_.empty() ? std::span<const int32_t>() : doc_offsets_[size_t(k)];
-    const model::MicroBatch micro_batch{batch.tokens.data() + k * M * T, targets_.data() + k * M * T, M, T, docs};
+    model::MicroBatch micro_batch{batch.tokens.data() + k * M * T, targets_.data() + k * M * T, M, T, docs};
+    if (context_) {  // this rank's slice of the one row, its labels shifted before the slicing
+      context_->set_sequence(T, docs);
+      const int64_t slice = T / control_mesh_.context_size(), first = context_->position();
+      micro_batch = {micro_batch.ids + first, micro_batch.targets + first, 1, slice, {}, &*context_};
+    }
     LossSums sums = model_.forward_backward(weights, sink, micro_batch, float(config_.z_loss), grad_scale);
     sums.ce *= rank_weight;
     sums.z *= rank_weight;

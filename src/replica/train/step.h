@@ -3,14 +3,17 @@
 // bench_model, dist-selftest and the data-parallel tests all step through it.
 //
 //   TrainStep step(model_config, step_config(recipe), control, data, backend);
-//   data::Batch batch = loader.batch(epoch, b, rank, world, micro_batch);  // this rank's micro-batches
+//   data::Batch batch = loader.batch(epoch, b, step.data_rank(), step.data_ranks(), micro_batch);
 //   StepResult result = step.run(batch, s);                               // s = 1, 2, ...: the schedule's step
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "replica/data/loader.h"
+#include "replica/dist/context_parallel.h"
 #include "replica/dist/data_parallel.h"
+#include "replica/dist/mesh.h"
 #include "replica/model/transformer.h"
 #include "replica/optim/adamw.h"
 #include "replica/optim/schedule.h"
@@ -27,6 +30,7 @@ struct StepConfig {
   Precision precision = Precision::fp32;
   model::Remat remat = model::Remat::none;
   dist::Sharding sharding;
+  dist::ContextParallelConfig context;  // degree N: each instance split over N consecutive ranks
   optim::AdamWConfig adamw;
   optim::ScheduleConfig schedule;  // horizons in steps
   optim::SkipStepConfig skip_step;
@@ -54,7 +58,8 @@ struct StepResult {
 
 class TrainStep {
  public:
-  // Raises replica::Error unless micro_batch × ranks divides global_batch. The weights are zero until
+  // Raises replica::Error unless micro_batch × data-parallel ranks divides global_batch and the context-parallel
+  // degree divides the ranks. The weights are zero until
   // dp().load_weights (train/distributed.h's start_run_all_ranks, or the caller's own init).
   TrainStep(const model::ModelConfig& model, const StepConfig& config, dist::Communicator& control,
             dist::Communicator& data, Backend& backend);
@@ -63,7 +68,8 @@ class TrainStep {
   StepResult run(const data::Batch& batch, int64_t step);
 
   // The two halves of a step (OLMo-core's train_batch and optim_step), public for benchmarks. gradients: `batch` is
-  // this rank's G / W rows in micro-batch order (DataLoader::batch with the micro-batch size); targets are
+  // this data-parallel rank's G / W rows in micro-batch order (DataLoader::batch with the micro-batch size, W the
+  // data-parallel ranks; under context parallelism each rank of a group takes its slice of every row); targets are
   // step_targets, instances the filter masks keep no labels, packed rows' attention keeps their documents apart, and
   // the loss is OLMo-core's (unpacked: the mean over G (T - 1) labels, the labels without the filter; step.cc);
   // returns the loss sums over every rank's micro-batches. update (after gradients, whose label count it divides
@@ -72,6 +78,9 @@ class TrainStep {
   StepResult update(const LossSums& sums, int64_t step);
 
   const StepConfig& config() const { return config_; }
+  // Where this rank reads its rows: the data-parallel ranks (the world's ranks without context parallelism).
+  int data_rank() const { return control_mesh_.data_rank(); }
+  int data_ranks() const { return control_mesh_.data_size(); }
   model::Transformer& model() { return model_; }
   const model::ParamTable& table() const { return model_.table(); }
   dist::DataParallel& dp() { return dp_; }
@@ -82,6 +91,8 @@ class TrainStep {
 
  private:
   StepConfig config_;
+  dist::Mesh control_mesh_, data_mesh_;  // the mesh over the control and over the data communicator
+  std::optional<dist::ContextParallel> context_;  // with context parallelism: this rank's slice's attention
   model::Transformer model_;
   dist::DataParallel dp_;
   std::unique_ptr<optim::Optimizer> optimizer_;

@@ -41,6 +41,9 @@ void print_header(metrics::Progress& console, const Recipe& r, const TrainStep& 
                   comm.size(), data_comm.name(), backend.describe(), peak.flops / 1e9,
                   precision_name(r.train.precision), peak.source, flops_per_token,
                   attention_kernel_name(r.train.attention)));
+  if (r.train.context.degree > 1)
+    console.line(fmt::format("context parallel: {} ranks per sequence, {} data-parallel replica(s), {} tokens each",
+                             r.train.context.degree, step.data_ranks(), r.data.seq_len / r.train.context.degree));
 }
 
 }  // namespace
@@ -120,8 +123,8 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
     const double comm_before = comm.comm_seconds();
     StepRecord record{.step = s, .last = s == r.last_step()};
     std::tie(record.epoch, record.batch) = loader.position(s - 1);
-    record.result =
-        step.run(loader.batch(record.epoch, record.batch, comm.rank(), comm.size(), r.data.micro_batch_size), s);
+    record.result = step.run(
+        loader.batch(record.epoch, record.batch, step.data_rank(), step.data_ranks(), r.data.micro_batch_size), s);
     record.stop = dist::any_rank(comm, signal.asked());
     backend.synchronize();  // the step's kernels are done before it is timed
     record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();

@@ -20,8 +20,9 @@ constexpr int64_t BK = 64;                // keys per tile (4 vectors)
 constexpr int64_t NV = BK / simd::kWidth;  // vectors per key row
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The first key each query of the batch sees, [B·T]: the window's first, and with documents none before the start
-// of the query's own document. Non-decreasing along a row, so a query tile's first row bounds the keys it visits.
+// The first key each query of the batch sees, [B·T] indexed by key position (only the last rows_q() of each row are
+// queries): the window's first, and with documents none before the start of the query's own document.
+// Non-decreasing along a row, so a query tile's first row bounds the keys it visits.
 std::vector<int64_t> first_keys(const AttentionShape& s, const DocumentOffsets& docs) {
   std::vector<int64_t> first(size_t(s.B * s.T));
   int64_t doc = 0;  // the document holding token n
@@ -135,8 +136,9 @@ void mask_row(float* s, int64_t lo, int64_t hi) {
 
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                        const AttentionShape& s, const DocumentOffsets& docs) {
-  const int64_t T = s.T, H = s.H, K = s.K, D = s.D, group = H / K;
-  const int64_t q_tiles = (T + BQ - 1) / BQ;
+  // Positions i are key positions; the queries are rows [Q0, T) of the keys, held from 0 in q, out and lse.
+  const int64_t T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
+  const int64_t q_tiles = (Tq + BQ - 1) / BQ;
   const float scale = 1.0f / std::sqrt(float(D));
   const std::vector<int64_t> first = first_keys(s, docs);
 
@@ -147,11 +149,11 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
     for (int64_t b = 0; b < s.B; b++)
       for (int64_t h = 0; h < H; h++)
         for (int64_t qt = 0; qt < q_tiles; qt++) {
-          const int64_t g = h / group, i0 = qt * BQ, nq = std::min(BQ, T - i0);
+          const int64_t g = h / group, i0 = Q0 + qt * BQ, nq = std::min(BQ, T - i0);
           const float* kb = k + b * T * K * D;
           const float* vb = v + b * T * K * D;
           const int64_t* first_b = first.data() + b * T;
-          load_tile(Q.data(), nullptr, q + b * T * H * D, i0, nq, H, h, D, scale);
+          load_tile(Q.data(), nullptr, q + b * Tq * H * D, i0 - Q0, nq, H, h, D, scale);
           std::fill(acc.begin(), acc.end(), 0.0f);
           std::fill(m.begin(), m.end(), kNegInf);
           std::fill(l.begin(), l.end(), 0.0f);
@@ -187,10 +189,10 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
             accumulate_kernel(acc.data(), S.data(), V.data(), nq, nk, D);
           }
           for (int64_t r = 0; r < nq; r++) {
-            float* o = out + ((b * T + i0 + r) * H + h) * D;
+            float* o = out + ((b * Tq + i0 - Q0 + r) * H + h) * D;
             const float inv = 1.0f / l[r];
             for (int64_t d = 0; d < D; d++) o[d] = acc[size_t(r * D + d)] * inv;
-            lse[(b * H + h) * T + i0 + r] = m[r] + std::log(l[r]);
+            lse[(b * H + h) * Tq + i0 - Q0 + r] = m[r] + std::log(l[r]);
           }
         }
   }
@@ -199,7 +201,7 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                         const float* q, const float* k, const float* v, const AttentionShape& s,
                         const DocumentOffsets& docs) {
-  const int64_t B = s.B, T = s.T, H = s.H, K = s.K, D = s.D, group = H / K;
+  const int64_t B = s.B, T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
   const float scale = 1.0f / std::sqrt(float(D));
   const std::vector<int64_t> first = first_keys(s, docs);
   // With GQA each query head writes its own dk/dv slice, summed over the group below.
@@ -221,18 +223,18 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
         const int64_t g = h / group;
         const float* kb = k + b * T * K * D;
         const float* vb = v + b * T * K * D;
-        const float* ob = out + b * T * H * D;
-        const float* lse_bh = lse + (b * H + h) * T;
+        const float* ob = out + b * Tq * H * D;          // query rows, from the first query
+        const float* lse_bh = lse + (b * H + h) * Tq;    // of query rows
         const int64_t* first_b = first.data() + b * T;
         std::fill(dK.begin(), dK.end(), 0.0f);
         std::fill(dV.begin(), dV.end(), 0.0f);
 
-        for (int64_t i0 = 0; i0 < T; i0 += BQ) {
+        for (int64_t i0 = Q0; i0 < T; i0 += BQ) {
           const int64_t nq = std::min(BQ, T - i0);
-          load_tile(Q.data(), nullptr, q + b * T * H * D, i0, nq, H, h, D, scale);
-          load_tile(dO.data(), nullptr, dout + b * T * H * D, i0, nq, H, h, D, 1.0f);
+          load_tile(Q.data(), nullptr, q + b * Tq * H * D, i0 - Q0, nq, H, h, D, scale);
+          load_tile(dO.data(), nullptr, dout + b * Tq * H * D, i0 - Q0, nq, H, h, D, 1.0f);
           for (int64_t r = 0; r < nq; r++) {  // delta_i = Σ_d dO·O  (= Σ_j P·dP)
-            const float* o = ob + ((i0 + r) * H + h) * D;
+            const float* o = ob + ((i0 - Q0 + r) * H + h) * D;
             float sum = 0.0f;
             for (int64_t d = 0; d < D; d++) sum += dO[size_t(r * D + d)] * o[d];
             delta[size_t(r)] = sum;
@@ -251,7 +253,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
               float* ds = dS.data() + r * BK;
               mask_row(p, std::max(first_b[i], j0) - j0, std::min(i + 1, j0 + nk) - j0);
               for (int64_t c = 0; c < NV; c++) {
-                const f16v pc = simd::exp(simd::load(p + c * simd::kWidth) - lse_bh[i]);
+                const f16v pc = simd::exp(simd::load(p + c * simd::kWidth) - lse_bh[i - Q0]);
                 simd::store(p + c * simd::kWidth, pc);
                 simd::store(ds + c * simd::kWidth, pc * (simd::load(ds + c * simd::kWidth) - delta[size_t(r)]));
               }
@@ -263,7 +265,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
             accumulate_kernel(dK.data() + j0 * D, dST.data(), Q.data(), nk, nq, D);  // dK += dSᵀ · (scale·Q)
           }
           for (int64_t r = 0; r < nq; r++) {
-            float* dst = dq + ((b * T + i0 + r) * H + h) * D;
+            float* dst = dq + ((b * Tq + i0 - Q0 + r) * H + h) * D;
             for (int64_t d = 0; d < D; d++) dst[d] = dQ[size_t(r * D + d)] * scale;
           }
         }

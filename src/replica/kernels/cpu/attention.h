@@ -10,12 +10,15 @@
 
 namespace replica::cpu {
 
-// q, out: [B, T, H, D]; k, v: [B, T, K, D]; lse: [B, H, T] (log-sum-exp of the scaled scores, saved).
+// q, out: [B, Tq, H, D]; k, v: [B, T, K, D]; lse: [B, H, Tq] (log-sum-exp of the scaled scores, saved), with
+// Tq = s.rows_q() the last queries of each row (kernels/types.h). Query tiles start at the first query, so a slice
+// whose offset is a multiple of 64 visits the same tiles in the same order as the whole row: the same bits per query.
 // `docs`: host memory here; valid offsets (model/documents.h checks them), or none.
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                        const AttentionShape& s, const DocumentOffsets& docs);
 
-// dq: [B, T, H, D]; dk, dv: [B, T, K, D] (overwritten). Recomputes the probabilities tile by tile from lse.
+// dq: [B, Tq, H, D]; dk, dv: [B, T, K, D] (overwritten; keys no query sees get zeros). Recomputes the
+// probabilities tile by tile from lse.
 // Each (b, h) accumulates its own dk/dv; heads that share a KV head are summed in head order afterwards.
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                         const float* q, const float* k, const float* v, const AttentionShape& s,

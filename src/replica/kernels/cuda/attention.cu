@@ -49,11 +49,13 @@ __device__ inline float dot(const float* a, const float* b, int64_t D) {
 // Shared memory: Q [kTile][D], K [kTile][D+1], V [kTile][D+1], acc [kTile][D], S [kTile][kTile+1], m, l, alpha.
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(float* out, float* lse, const float* q,
                                                                      const float* k, const float* v, int64_t T,
-                                                                     int64_t H, int64_t K, int64_t D, int64_t window,
-                                                                     DocumentOffsets docs, float scale) {
+                                                                     int64_t Q0, int64_t H, int64_t K, int64_t D,
+                                                                     int64_t window, DocumentOffsets docs,
+                                                                     float scale) {
   float* smem = reinterpret_cast<float*>(dynamic_shared_memory());
   __shared__ int64_t first[kTile];  // the first key each query row sees
-  const int64_t i0 = int64_t(blockIdx.x) * kTile, h = blockIdx.y, b = blockIdx.z, g = h / (H / K);
+  // Positions are key positions; the row's queries are [Q0, T), held from 0 in q, out and lse (Tq of them).
+  const int64_t Tq = T - Q0, i0 = Q0 + int64_t(blockIdx.x) * kTile, h = blockIdx.y, b = blockIdx.z, g = h / (H / K);
   const RowMask row_mask(T, window, docs, b);
   const int64_t nq = min(int64_t(kTile), T - i0);
   const int ldk = int(D) + 1, lds = kTile + 1;
@@ -68,7 +70,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(float* out,
   const float* kb = k + b * T * K * D;
   const float* vb = v + b * T * K * D;
 
-  load_tile(Qs, int(D), q + b * T * H * D, i0, nq, H, h, D, scale);
+  load_tile(Qs, int(D), q + b * Tq * H * D, i0 - Q0, nq, H, h, D, scale);
   load_first_keys(first, row_mask, i0);
   for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) acc[e] = 0.0f;
   if (threadIdx.x < kTile) {
@@ -121,9 +123,9 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(float* out,
   __syncthreads();
   for (int64_t e = threadIdx.x; e < nq * D; e += blockDim.x) {
     const int64_t r = e / D, d = e % D;
-    out[((b * T + i0 + r) * H + h) * D + d] = acc[e] / l[r];
+    out[((b * Tq + i0 - Q0 + r) * H + h) * D + d] = acc[e] / l[r];
   }
-  if (threadIdx.x < nq) lse[(b * H + h) * T + i0 + threadIdx.x] = m[threadIdx.x] + logf(l[threadIdx.x]);
+  if (threadIdx.x < nq) lse[(b * H + h) * Tq + i0 - Q0 + threadIdx.x] = m[threadIdx.x] + logf(l[threadIdx.x]);
 }
 
 // delta[b, h, t] = Σ_d dO·O, one warp per row, a fixed shuffle tree.
@@ -171,11 +173,12 @@ __device__ void load_row_stats(float* lse_s, float* delta_s, const float* lse, c
 __global__ void __launch_bounds__(kThreads) attention_dkdv_kernel(float* dk, float* dv, const float* dout,
                                                                   const float* lse, const float* delta,
                                                                   const float* q, const float* k, const float* v,
-                                                                  int64_t T, int64_t H, int64_t K, int64_t D,
-                                                                  int64_t window, DocumentOffsets docs, float scale) {
+                                                                  int64_t T, int64_t Q0, int64_t H, int64_t K,
+                                                                  int64_t D, int64_t window, DocumentOffsets docs,
+                                                                  float scale) {
   float* smem = reinterpret_cast<float*>(dynamic_shared_memory());
   __shared__ int64_t first[kTile];  // the first key each row of the query tile sees
-  const int64_t j0 = int64_t(blockIdx.x) * kTile, g = blockIdx.y, b = blockIdx.z, group = H / K;
+  const int64_t Tq = T - Q0, j0 = int64_t(blockIdx.x) * kTile, g = blockIdx.y, b = blockIdx.z, group = H / K;
   const RowMask row_mask(T, window, docs, b);
   const int64_t nk = min(int64_t(kTile), T - j0);
   const int ldk = int(D) + 1, lds = kTile + 1;
@@ -195,14 +198,16 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_kernel(float* dk, flo
   for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) dK[e] = dV[e] = 0.0f;
   // Queries that see any key of this tile: j0 ≤ i < the end of the last key's (j0 + nk − 1 + W − 1, its document).
   const int64_t i_end = row_mask.query_end(j0 + nk - 1);
+  // The first query tile holding a query ≥ j0 (tiles start at Q0).
+  const int64_t i_first = Q0 + max(j0 - Q0, int64_t(0)) / kTile * kTile;
 
   for (int64_t h = g * group; h < (g + 1) * group; h++)
-    for (int64_t i0 = j0; i0 < i_end; i0 += kTile) {
+    for (int64_t i0 = i_first; i0 < i_end; i0 += kTile) {
       const int64_t nq = min(int64_t(kTile), T - i0);
       __syncthreads();  // the previous tile's Q, dO, P and dS are no longer read
-      load_tile(Qs, int(D), q + b * T * H * D, i0, nq, H, h, D, scale);
-      load_tile(dOs, int(D), dout + b * T * H * D, i0, nq, H, h, D, 1.0f);
-      load_row_stats(lse_s, delta_s, lse, delta, (b * H + h) * T + i0, nq);
+      load_tile(Qs, int(D), q + b * Tq * H * D, i0 - Q0, nq, H, h, D, scale);
+      load_tile(dOs, int(D), dout + b * Tq * H * D, i0 - Q0, nq, H, h, D, 1.0f);
+      load_row_stats(lse_s, delta_s, lse, delta, (b * H + h) * Tq + i0 - Q0, nq);
       load_first_keys(first, row_mask, i0);
       __syncthreads();
       probabilities_and_dscores(P, dS, Qs, dOs, Ks, Vs, lse_s, delta_s, first, i0, nq, j0, nk, D);
@@ -230,12 +235,12 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_kernel(float* dk, flo
 // Shared memory: K, V [kTile][D+1]; Q, dO, dQ [kTile][D]; dS [kTile][kTile+1]; lse, delta [kTile].
 __global__ void __launch_bounds__(kThreads) attention_dq_kernel(float* dq, const float* dout, const float* lse,
                                                                 const float* delta, const float* q, const float* k,
-                                                                const float* v, int64_t T, int64_t H, int64_t K,
-                                                                int64_t D, int64_t window, DocumentOffsets docs,
-                                                                float scale) {
+                                                                const float* v, int64_t T, int64_t Q0, int64_t H,
+                                                                int64_t K, int64_t D, int64_t window,
+                                                                DocumentOffsets docs, float scale) {
   float* smem = reinterpret_cast<float*>(dynamic_shared_memory());
   __shared__ int64_t first[kTile];  // the first key each query row sees
-  const int64_t i0 = int64_t(blockIdx.x) * kTile, h = blockIdx.y, b = blockIdx.z, g = h / (H / K);
+  const int64_t Tq = T - Q0, i0 = Q0 + int64_t(blockIdx.x) * kTile, h = blockIdx.y, b = blockIdx.z, g = h / (H / K);
   const RowMask row_mask(T, window, docs, b);
   const int64_t nq = min(int64_t(kTile), T - i0);
   const int ldk = int(D) + 1, lds = kTile + 1;
@@ -248,9 +253,9 @@ __global__ void __launch_bounds__(kThreads) attention_dq_kernel(float* dq, const
   float* lse_s = dS + kTile * lds;
   float* delta_s = lse_s + kTile;
 
-  load_tile(Qs, int(D), q + b * T * H * D, i0, nq, H, h, D, scale);
-  load_tile(dOs, int(D), dout + b * T * H * D, i0, nq, H, h, D, 1.0f);
-  load_row_stats(lse_s, delta_s, lse, delta, (b * H + h) * T + i0, nq);
+  load_tile(Qs, int(D), q + b * Tq * H * D, i0 - Q0, nq, H, h, D, scale);
+  load_tile(dOs, int(D), dout + b * Tq * H * D, i0 - Q0, nq, H, h, D, 1.0f);
+  load_row_stats(lse_s, delta_s, lse, delta, (b * H + h) * Tq + i0 - Q0, nq);
   load_first_keys(first, row_mask, i0);
   for (int64_t e = threadIdx.x; e < kTile * D; e += blockDim.x) dQ[e] = 0.0f;
 
@@ -272,7 +277,7 @@ __global__ void __launch_bounds__(kThreads) attention_dq_kernel(float* dq, const
   __syncthreads();
   for (int64_t e = threadIdx.x; e < nq * D; e += blockDim.x) {
     const int64_t r = e / D, d = e % D;
-    dq[((b * T + i0 + r) * H + h) * D + d] = dQ[e] * scale;
+    dq[((b * Tq + i0 - Q0 + r) * H + h) * D + d] = dQ[e] * scale;
   }
 }
 
@@ -299,16 +304,16 @@ void attention_forward(Context& ctx, float* out, float* lse, const float* q, con
   const int64_t D = s.D;
   const size_t bytes = shared_bytes(attention_forward_kernel, 2 * kTile * D + 2 * kTile * (D + 1) +
                                                                   kTile * (kTile + 1) + 3 * kTile);
-  const dim3 grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.H), unsigned(s.B));
+  const dim3 grid(unsigned(ceil_div(s.rows_q(), kTile)), unsigned(s.H), unsigned(s.B));
   launch("attention_forward", attention_forward_kernel, grid, kThreads, bytes, ctx.stream(), out, lse, q, k, v, s.T,
-         s.H, s.K, D, s.window, docs, 1.0f / std::sqrt(float(D)));
+         s.q_offset(), s.H, s.K, D, s.window, docs, 1.0f / std::sqrt(float(D)));
 }
 
 void attention_delta(Context& ctx, float* delta, const float* dout, const float* out, const AttentionShape& s) {
-  const int64_t rows = s.B * s.T * s.H;
+  const int64_t rows = s.B * s.rows_q() * s.H;
   if (rows == 0) return;
   launch("attention_delta", attention_delta_kernel, unsigned(ceil_div(rows * 32, 256)), 256, 0, ctx.stream(), delta,
-         dout, out, s.T, s.H, s.D, rows);
+         dout, out, s.rows_q(), s.H, s.D, rows);
 }
 
 void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
@@ -318,7 +323,7 @@ void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const flo
   if (s.B * s.T == 0) return;
   const int64_t D = s.D;
   const float scale = 1.0f / std::sqrt(float(D));
-  Scratch<float> delta(ctx, size_t(s.B * s.H * s.T));
+  Scratch<float> delta(ctx, size_t(s.B * s.H * s.rows_q()));
   attention_delta(ctx, delta.get(), dout, out, s);
 
   const int64_t pair = kTile * (kTile + 1);
@@ -326,12 +331,12 @@ void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const flo
       shared_bytes(attention_dkdv_kernel, 2 * kTile * (D + 1) + 4 * kTile * D + 2 * pair + 2 * kTile);
   const dim3 kv_grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.K), unsigned(s.B));
   launch("attention_dkdv", attention_dkdv_kernel, kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv, dout, lse,
-         delta.get(), q, k, v, s.T, s.H, s.K, D, s.window, docs, scale);
+         delta.get(), q, k, v, s.T, s.q_offset(), s.H, s.K, D, s.window, docs, scale);
 
   const size_t dq_bytes = shared_bytes(attention_dq_kernel, 2 * kTile * (D + 1) + 3 * kTile * D + pair + 2 * kTile);
-  const dim3 q_grid(unsigned(ceil_div(s.T, kTile)), unsigned(s.H), unsigned(s.B));
+  const dim3 q_grid(unsigned(ceil_div(s.rows_q(), kTile)), unsigned(s.H), unsigned(s.B));
   launch("attention_dq", attention_dq_kernel, q_grid, kThreads, dq_bytes, ctx.stream(), dq, dout, lse, delta.get(), q,
-         k, v, s.T, s.H, s.K, D, s.window, docs, scale);
+         k, v, s.T, s.q_offset(), s.H, s.K, D, s.window, docs, scale);
 }
 
 }  // namespace replica::cuda

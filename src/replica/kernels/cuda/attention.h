@@ -12,7 +12,8 @@
 
 namespace replica::cuda {
 
-// q, out: [B, T, H, D]; k, v: [B, T, K, D]; lse: [B, H, T]. D ≤ 256.
+// q, out: [B, Tq, H, D]; k, v: [B, T, K, D]; lse: [B, H, Tq], Tq = s.rows_q() (a slice of the last queries,
+// kernels/types.h; only these fp32 kernels take one). D ≤ 256.
 void attention_forward(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
                        const AttentionShape& s, const DocumentOffsets& docs);
 
