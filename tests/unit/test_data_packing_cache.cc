@@ -30,7 +30,8 @@ std::vector<MixEntry> random_files(uint64_t seed) {
   for (int f = 0; f < 7; f++) {
     std::vector<uint32_t> tokens;
     for (size_t d = 0, docs = 5 + gen() % 30; d < docs; d++) {
-      for (uint64_t t = 1, n = lengths[gen() % lengths.size()]; t < n; t++) tokens.push_back(1 + uint32_t(gen() % 1000));
+      for (uint64_t t = 1, n = lengths[gen() % lengths.size()]; t < n; t++)
+        tokens.push_back(1 + uint32_t(gen() % 1000));
       tokens.push_back(kDolma2Eos);
     }
     if (f % 3 == 0) tokens.push_back(5);

@@ -32,8 +32,11 @@ struct NeedleSurfaceResult final : SurfaceResult {
     const double depths = double(task.depths.size());
     for (const auto& [length, sums] : per_length)
       lengths[std::to_string(length)]["all"] = {{"accuracy", sums.first / depths}, {"mean_rank", sums.second / depths}};
-    return {{"trials", task.trials},   {"distractors", task.distractors}, {"seed", task.seed},
-            {"extrapolate", task.extrapolate}, {"lengths", lengths}};
+    return {{"trials", task.trials},
+            {"distractors", task.distractors},
+            {"seed", task.seed},
+            {"extrapolate", task.extrapolate},
+            {"lengths", lengths}};
   }
 
   std::string format() const override {
@@ -47,7 +50,8 @@ struct NeedleSurfaceResult final : SurfaceResult {
         s += fmt::format("\n  {:>8}", fmt::format("{}{}", cells[i].length, cells[i].length > context ? "*" : ""));
       s += fmt::format("  {:>5.3f} / {:>5.2f}", cells[i].accuracy, cells[i].mean_rank);
     }
-    const bool beyond = std::any_of(cells.begin(), cells.end(), [&](const NeedleCell& c) { return c.length > context; });
+    const bool beyond =
+        std::any_of(cells.begin(), cells.end(), [&](const NeedleCell& c) { return c.length > context; });
     if (beyond) s += fmt::format("\n  * beyond the model's {} positions (needle.extrapolate)", context);
     return s + "\n";
   }
@@ -61,14 +65,14 @@ class NeedleSurface final : public Surface {
     SuiteSpec::Needle& n = spec.needle;
     NeedleTask& t = n.task;
     std::vector<std::string> files;
-    config::read_mapping(section, "needle.",
-                         {config::list("needle.files", files, "a list of token files"),
-                          config::list("needle.lengths", t.lengths, "a list of token counts"),
-                          config::list("needle.depths", t.depths, "a list of fractions in [0, 1]"),
-                          config::integer("needle.trials", t.trials),
-                          config::integer("needle.distractors", t.distractors), config::integer("needle.seed", t.seed),
-                          config::boolean("needle.extrapolate", t.extrapolate)},
-                         where);
+    config::read_mapping(
+        section, "needle.",
+        {config::list("needle.files", files, "a list of token files"),
+         config::list("needle.lengths", t.lengths, "a list of token counts"),
+         config::list("needle.depths", t.depths, "a list of fractions in [0, 1]"),
+         config::integer("needle.trials", t.trials), config::integer("needle.distractors", t.distractors),
+         config::integer("needle.seed", t.seed), config::boolean("needle.extrapolate", t.extrapolate)},
+        where);
     for (int64_t length : t.lengths)
       check(length > 0, "{}: 'needle.lengths': {} is not a positive length", where, length);
     check(!t.depths.empty(), "{}: 'needle.depths' lists no depth", where);
