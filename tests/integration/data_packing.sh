@@ -28,6 +28,20 @@ n=$(/usr/bin/python3 -c "import numpy as np; print(np.load('oracle/input_ids.npy
 "$replica" data info --paths $files "${packing[@]}" > info.txt
 grep -q "into $n instances of 32 in 3 groups" info.txt
 
+# The packing cache: written on the first run, read on the second, a corrupt file reported and packed again; the
+# instances are the same every time.
+last=$((n - 1))
+"$replica" data show --paths $files "${packing[@]}" --instance $last --ids > uncached.txt 2>/dev/null
+"$replica" data info --paths $files "${packing[@]}" --work-dir cache | grep -q "0 of 3 groups read from the cache"
+"$replica" data info --paths $files "${packing[@]}" --work-dir cache | grep -q "3 of 3 groups read from the cache"
+[ "$(ls cache | wc -l)" = 3 ] || { ls cache; exit 1; }
+victim=$(ls cache/packing-*.bin | head -1)
+printf 'garbage' | dd of="$victim" bs=1 seek=64 conv=notrunc 2>/dev/null
+"$replica" data show --paths $files "${packing[@]}" --work-dir cache --instance $last --ids > cached.txt 2> err.txt
+grep -qF "packing cache: $victim: checksum mismatch; packing files" err.txt || { cat err.txt; exit 1; }
+cmp uncached.txt cached.txt
+"$replica" data info --paths $files "${packing[@]}" --work-dir cache | grep -q "3 of 3 groups read from the cache"
+
 # Three instances, token ids and document boundaries, against the oracle.
 for i in 0 $((n / 2)) $((n - 1)); do
   "$replica" data show --paths $files "${packing[@]}" --instance $i --ids > show_$i.txt 2> bounds_$i.txt

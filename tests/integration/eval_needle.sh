@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The needle-in-a-haystack surface end to end on two tiny checkpoints: a stage-2 model (64 positions) and the
 # stage-3 model trained from it (YaRN, 256 positions). The stage-2 model is refused lengths beyond its context
-# (exit 2, the key named); the stage-3 model reports accuracy and mean rank at 128 and 256 for every depth.
+# (exit 2, the key named) unless needle.extrapolate is set; the stage-3 model reports accuracy and mean rank at 128
+# and 256 for every depth.
 set -euo pipefail
 REPLICA=$(realpath "$1"); SRC=$(realpath "$2")
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
@@ -70,6 +71,13 @@ set -e
 grep -qF "needle.lengths: 128 tokens is beyond the model's context (max_position_embeddings 64)" err.txt ||
   { cat err.txt; exit 1; }
 "$REPLICA" eval --model "$STAGE2" --suite within.yaml --threads 2 --json 2>/dev/null > stage2.json
+# With needle.extrapolate the stage-2 model is scored beyond its context, its plain RoPE continued.
+sed 's/trials: 2,/trials: 2, extrapolate: true,/' beyond.yaml > extrapolate.yaml
+"$REPLICA" eval --model "$STAGE2" --suite extrapolate.yaml --threads 2 > extra.txt 2>extra.err ||
+  { cat extra.txt extra.err; exit 1; }
+grep -qF "* beyond the model's 64 positions (needle.extrapolate)" extra.txt || { cat extra.txt; exit 1; }
+grep -qE "^ +128\* " extra.txt || { cat extra.txt; exit 1; }
+"$REPLICA" eval --model "$STAGE2" --suite extrapolate.yaml --threads 2 --json 2>/dev/null > stage2_extra.json
 
 # Stage 3: every length up to 256, every depth, on the console and in the JSON.
 "$REPLICA" eval --model "$STAGE3" --suite long.yaml --threads 2 > eval.txt 2>eval.err || { cat eval.txt eval.err; exit 1; }
@@ -81,6 +89,8 @@ $py - <<'PY'
 import json
 s2, s3 = json.load(open("stage2.json"))["needle"], json.load(open("stage3.json"))["needle"]
 assert set(s2["lengths"]) == {"64"}, s2
+s2x = json.load(open("stage2_extra.json"))["needle"]
+assert set(s2x["lengths"]) == {"64", "128"} and s2x["extrapolate"] is True and s2["extrapolate"] is False, s2x
 assert set(s3["lengths"]) == {"64", "128", "256"}, s3
 assert (s3["trials"], s3["distractors"], s3["seed"]) == (2, 4, 1234), s3
 for length, cells in s3["lengths"].items():

@@ -7,6 +7,7 @@
 
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/data/loader.h"
 #include "replica/data/packed_dataset.h"
 #include "replica/data/packing_cache.h"
 #include "scratch_dir.h"
@@ -29,7 +30,8 @@ std::vector<MixEntry> random_files(uint64_t seed) {
   for (int f = 0; f < 7; f++) {
     std::vector<uint32_t> tokens;
     for (size_t d = 0, docs = 5 + gen() % 30; d < docs; d++) {
-      for (uint64_t t = 1, n = lengths[gen() % lengths.size()]; t < n; t++) tokens.push_back(1 + uint32_t(gen() % 1000));
+      for (uint64_t t = 1, n = lengths[gen() % lengths.size()]; t < n; t++)
+        tokens.push_back(1 + uint32_t(gen() % 1000));
       tokens.push_back(kDolma2Eos);
     }
     if (f % 3 == 0) tokens.push_back(5);
@@ -158,4 +160,16 @@ TEST(PackingCache, ReadRefusesTablesThatAreNotAPacking) {
   write_packing_cache(path, key, p, 0);
   EXPECT_THROW(read_packing_cache(path, key, 70, kSeqLen), Error);  // a document in two instances
   EXPECT_FALSE(read_packing_cache((dir() / "absent.bin").string(), key, 70, kSeqLen));
+}
+
+TEST(PackingCache, IsNotPartOfTheDataFingerprint) {
+  LoaderConfig config;
+  config.files = random_files(4);
+  config.seq_len = kSeqLen;
+  config.global_batch = 2;
+  config.packing = {Packing::obfd, kGroupSize, LongDocStrategy::truncate, ""};
+  const std::string plain = DataLoader(config).fingerprint();
+  config.packing.work_dir = (dir() / "fingerprint").string();
+  EXPECT_EQ(DataLoader(config).fingerprint(), plain);  // written
+  EXPECT_EQ(DataLoader(config).fingerprint(), plain);  // read
 }

@@ -126,6 +126,9 @@ TEST(EvalNeedle, SuiteSectionValuesAndBadKeys) {
   EXPECT_EQ(s.needle.task.trials, 2);
   EXPECT_EQ(s.needle.task.distractors, 4);
   EXPECT_EQ(s.needle.task.seed, 11);
+  EXPECT_FALSE(s.needle.task.extrapolate);
+  std::ofstream(path) << "needle: {files: [" << dir << "/heldout.npy], extrapolate: true}\n";
+  EXPECT_TRUE(load_suite(path).needle.task.extrapolate);
   const std::string files = "files: [" + dir + "/heldout.npy]";
   EXPECT_NE(suite_error("needle: {" + files + ", depth: [0.5]}\n").find("unknown key 'needle.depth'"),
             std::string::npos);
@@ -133,6 +136,7 @@ TEST(EvalNeedle, SuiteSectionValuesAndBadKeys) {
             std::string::npos);
   EXPECT_NE(suite_error("needle: {" + files + ", lengths: [0]}\n").find("'needle.lengths': 0"), std::string::npos);
   EXPECT_NE(suite_error("needle: {" + files + ", distractors: 0}\n").find("'needle.distractors'"), std::string::npos);
+  EXPECT_NE(suite_error("needle: {" + files + ", extrapolate: 2}\n").find("needle.extrapolate"), std::string::npos);
   EXPECT_NE(suite_error("needle: {lengths: [64]}\n").find("'needle.files' lists no token files"), std::string::npos);
 }
 

@@ -208,6 +208,15 @@ TEST(Recipe, TrainingFilesResolveWithoutTheHeldOutOnes) {
       << missing;
 }
 
+TEST(Recipe, WorkDirDefaultsToNoPackingCacheAndReachesTheLoader) {
+  EXPECT_EQ(load_recipe_text(kMinimal, "minimal", {}, false).data.packing.work_dir, "");
+  const Recipe r = load_recipe_text(kMinimal, "minimal", {"data.packing=obfd", "data.work_dir=/scratch/packing"}, false);
+  EXPECT_EQ(loader_config(r, model::ModelConfig{}).packing.work_dir, "/scratch/packing");
+  const std::string yaml = r.to_yaml();
+  EXPECT_NE(yaml.find("work_dir: /scratch/packing"), std::string::npos) << yaml;
+  EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).data.packing.work_dir, "/scratch/packing");
+}
+
 TEST(Recipe, PackingKeysDefaultToPlainChunksAndReachTheLoader) {
   // OLMo-core's defaults: no packing, groups of one file, no source permutation, long documents truncated.
   const Recipe defaults = load_recipe_text(kMinimal, "minimal", {}, false);

@@ -157,6 +157,9 @@ int run_info(const Options& o) {
     fmt::print("packed       {} documents into {} instances of {} in {} groups, {} padding tokens ({:.2f} %)\n",
                set.num_documents(), set.num_instances(), o.dataset.seq_len, set.num_groups(), set.padding_tokens(),
                tokens ? 100.0 * double(set.padding_tokens()) / double(tokens) : 0.0);
+    if (!o.dataset.work_dir.empty())
+      fmt::print("packing      {} of {} groups read from the cache in {}\n", set.groups_from_cache(), set.num_groups(),
+                 o.dataset.work_dir);
   }
   if (o.dataset.seq_len > 0) {  // the global batch is not part of it
     Options one_instance = o;

@@ -49,8 +49,8 @@ class PackedDataset : public InstanceSource {
   const std::string& label(size_t i) const override { return labels_[i]; }
   size_t num_groups() const { return groups_.size(); }
   size_t groups_from_cache() const;  // groups whose packing was read from packing.work_dir
-  uint64_t num_documents() const;   // packed documents (after truncation or fragmentation) over all groups
-  uint64_t padding_tokens() const;  // over all instances
+  uint64_t num_documents() const;    // packed documents (after truncation or fragmentation) over all groups
+  uint64_t padding_tokens() const;   // over all instances
 
   // One document of an instance: tokens [start, start + length) of file `file`.
   struct Document {

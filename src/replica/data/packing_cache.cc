@@ -50,13 +50,14 @@ void check_packing(const PackedInstances& p, uint64_t group_tokens, uint64_t seq
         "{}: the instance offsets do not cover the {} packed documents", path, p.documents_by_instance.size());
   std::vector<bool> placed(p.documents.size(), false);
   for (size_t i = 0; i + 1 < p.instance_offsets.size(); i++) {
-    check(p.instance_offsets[i] < p.instance_offsets[i + 1] && p.instance_offsets[i + 1] <= p.documents_by_instance.size(),
+    check(p.instance_offsets[i] < p.instance_offsets[i + 1] &&
+              p.instance_offsets[i + 1] <= p.documents_by_instance.size(),
           "{}: instance {} has offsets [{}, {})", path, i, p.instance_offsets[i], p.instance_offsets[i + 1]);
     uint64_t tokens = 0;
     for (uint64_t k = p.instance_offsets[i]; k < p.instance_offsets[i + 1]; k++) {
       const uint64_t id = p.documents_by_instance[k];
-      check(id < p.documents.size() && !placed[id], "{}: document {} of instance {} is not a new document id", path,
-            id, i);
+      check(id < p.documents.size() && !placed[id], "{}: document {} of instance {} is not a new document id", path, id,
+            i);
       placed[id] = true;
       tokens += p.documents[id].length();
     }
@@ -73,8 +74,8 @@ std::string packing_cache_key(std::span<const TokenFile> files, uint64_t seq_len
   std::string text =
       fmt::format("replica-packing-v1;seq_len={};eos={};long_doc={};", seq_len, eos, long_doc_strategy_name(strategy));
   for (const TokenFile& f : files)
-    text += fmt::format("tokens={},dtype={},hash={:016x};", f.num_tokens(), token_dtype_name(f.dtype()),
-                        f.content_hash());
+    text +=
+        fmt::format("tokens={},dtype={},hash={:016x};", f.num_tokens(), token_dtype_name(f.dtype()), f.content_hash());
   const XXH128_hash_t hash = XXH3_128bits(text.data(), text.size());
   return fmt::format("{:016x}{:016x}", hash.high64, hash.low64);
 }

@@ -22,6 +22,9 @@ struct NeedleTask {
   int64_t trials = 4;       // keys, values and haystacks per (length, depth)
   int64_t distractors = 9;  // wrong values ranked against the needle's
   int64_t seed = 1234;      // random.Random seed of the keys and values
+  // Score lengths beyond the model's max_position_embeddings too: the model runs unchanged with more positions, its
+  // RoPE (plain, or YaRN on the full-attention layers) continued past the context it was trained on.
+  bool extrapolate = false;
 };
 
 // One trial at one (length, depth): context + values[i] is exactly `length` tokens for every candidate i.
