@@ -91,6 +91,9 @@ PY
 printf 'heldout:\n  files: [%s]\n  max_docs: 2\n' "$work/train.npy" >"$work/nan_suite.yaml"
 expect_failure "log-probabilities are not finite" env -C "$src" "$replica" eval --model "$work/hfnan" --suite "$work/nan_suite.yaml"
 expect_failure "stopping before the update" run run.dir="$work/fromnan" model.init_from="$work/hfnan"
+expect_failure "logits are NaN or infinite: the model's weights are not finite" \
+  "$replica" forward --model "$work/hfnan" --tokens "$work/ids.npy" --out "$work/nan_logits.npy"
+test ! -e "$work/nan_logits.npy"
 
 # D7: export-hf into DIR/ (a trailing slash) writes DIR and leaves no partial directory.
 mkdir -p "$work/hfout"

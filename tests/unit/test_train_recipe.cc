@@ -331,6 +331,14 @@ TEST(Recipe, ErrorsNameTheOverrideThatCausedThem) {
   EXPECT_TRUE(file.starts_with("bad.yaml: 'train.seed'")) << file;
 }
 
+// Reliability review case 87: an unclosed quote swallowed the keys after it, and the error named a missing key.
+TEST(Recipe, AnUnclosedQuoteIsNamed) {
+  const std::string message =
+      error_of([] { load_recipe_text("run:\n  dir: \"runs/x\nmodel:\n  config: m.yaml\n", "bad.yaml", {}, false); });
+  EXPECT_TRUE(message.starts_with("bad.yaml: 'run.dir' holds a line break (\"runs/x\"): is a quote left open?"))
+      << message;
+}
+
 TEST(Recipe, ToYamlRoundTrips) {
   Recipe r = load_recipe(recipe_path("olmo3_7b_stage1.yaml"), {"optim.lr=0.1234567890123"}, false);
   std::string yaml = r.to_yaml();

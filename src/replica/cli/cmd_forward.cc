@@ -1,6 +1,9 @@
 // replica forward: logits of a model (HF directory or replica checkpoint) on token ids (.npy) — the parity hook.
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "replica/ckpt/model_source.h"
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
@@ -76,6 +79,10 @@ static Command forward_command(
         model::Transformer model(hf.config, precision, model::Remat::none, backend);
         std::vector<float> logits(size_t(B * T * hf.config.vocab_size));
         model.forward_logits(OnBackend(backend, hf.params).data(), ids.data(), B, T, logits.data());
+        // Finite weights and ids give finite logits; anything else is a damaged model, refused as eval does.
+        const auto bad = std::count_if(logits.begin(), logits.end(), [](float x) { return !std::isfinite(x); });
+        check(bad == 0, "{}: {} of the {} logits are NaN or infinite: the model's weights are not finite", o->model,
+              bad, logits.size());
         write_npy(o->out, NpyType::f32, {B, T, hf.config.vocab_size}, logits.data());
         fmt::print("wrote {} logits [{}, {}, {}] ({})\n", o->out, B, T, hf.config.vocab_size, o->precision);
         return 0;
