@@ -23,7 +23,7 @@ TEST(ReportMetricsJsonl, ReadsTrainingAndEvaluationLines) {
   const std::string path = write_temp(
       R"({"eval":{"files":{"a":11.5,"b":11.25},"heldout_loss":11.375,"heldout_tokens":10},"step":0})"
       "\n"
-      R"({"batch":0,"ce":3.5,"comm_s":0.0,"epoch":1,"grad_norm":1.5,"loss":3.75,"lr":0.003,"mfu":0.5,)"
+      R"({"batch":0,"ce":3.5,"comm_s":0.0,"epoch":1,"grad_norm":1.5,"loss":3.75,"lr":0.003,"mfu":null,)"
       R"("skipped":false,"step":1,"tokens":4096,"tokens_per_s":265.1,"z_loss":0.25})"
       "\n"
       R"({"batch":1,"ce":3.0,"grad_norm":9.0,"loss":3.25,"lr":0.002,"mfu":0.5,"skipped":true,"step":2,)"
@@ -43,6 +43,8 @@ TEST(ReportMetricsJsonl, ReadsTrainingAndEvaluationLines) {
   EXPECT_EQ(run.train.at("loss")[1].value, 2.75);  // the later line of step 2
   EXPECT_EQ(run.train.at("skipped")[1].value, 0.0);
   EXPECT_EQ(run.train.at("tokens_per_s")[0].value, 265.1);
+  ASSERT_EQ(run.train.at("mfu").size(), 1u);  // MFU null at step 1: not measured (a step beat the peak)
+  EXPECT_EQ(run.train.at("mfu")[0].step, 2);
   EXPECT_EQ(run.heldout.at("all").size(), 2u);
   EXPECT_EQ(run.heldout.at("b").size(), 1u);
   EXPECT_EQ(run.heldout.at("a")[1].value, 10.5);

@@ -52,7 +52,7 @@ void read_metrics_jsonl(const std::string& path, RunHistory& run) {
       if (j.contains("eval")) read_evaluation(j.at("eval"), step, heldout, tasks, run);
       if (!j.contains("loss")) continue;
       for (const char* metric : kTrainMetrics)
-        if (j.contains(metric)) {
+        if (j.contains(metric) && !j.at(metric).is_null()) {  // null: not measured (MFU n/a, metrics/peak.h)
           const json& v = j.at(metric);
           train.add(metric, step, v.is_boolean() ? double(v.get<bool>()) : v.get<double>());
         }
