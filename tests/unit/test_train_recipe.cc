@@ -335,7 +335,8 @@ TEST(Recipe, ErrorsNameTheOverrideThatCausedThem) {
 TEST(Recipe, AnUnclosedQuoteIsNamed) {
   const std::string message =
       error_of([] { load_recipe_text("run:\n  dir: \"runs/x\nmodel:\n  config: m.yaml\n", "bad.yaml", {}, false); });
-  EXPECT_TRUE(message.starts_with("bad.yaml: 'run.dir' holds a line break (\"runs/x\"): is a quote left open?"))
+  EXPECT_TRUE(message.starts_with("bad.yaml: 'run.dir' holds \"runs/x model: config: m.yaml \", keys and all: is a "
+                                  "quote left open?"))
       << message;
 }
 

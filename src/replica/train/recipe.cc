@@ -172,8 +172,8 @@ void validate(const Recipe& r, const Origins& origins) {
     check(ok, "{}: '{}' {}", origins.of({key}), key, what);
   };
   require(!r.run.dir.empty(), "run.dir", "must name the run directory");
-  // yaml-cpp lets an unclosed quote run on over the following lines, swallowing the keys there; no name or path
-  // holds a line break, so one says where the quote was left open.
+  // yaml-cpp lets an unclosed quote run on over the following lines, folding them and the keys there into the value
+  // ("runs/x model: config: m.yaml"); no name or path holds a line break or ": ", so either says where it happened.
   const std::pair<const char*, const std::string*> names[] = {{"run.dir", &r.run.dir},
                                                               {"run.name", &r.run.name},
                                                               {"model.config", &r.model.config},
@@ -182,8 +182,8 @@ void validate(const Recipe& r, const Origins& origins) {
                                                               {"train.resume_from", &r.train.resume_from},
                                                               {"eval.suite", &r.eval.suite}};
   for (const auto& [key, value] : names)
-    require(value->find('\n') == std::string::npos, key,
-            fmt::format("holds a line break ({:?}): is a quote left open?", value->substr(0, value->find('\n'))));
+    require(value->find('\n') == std::string::npos && value->find(": ") == std::string::npos, key,
+            fmt::format("holds {:?}, keys and all: is a quote left open?", *value));
   Recipe copy = r;
   const std::vector<Field> table = fields(copy);
   for (const std::string& key : r.train.allow_change)
