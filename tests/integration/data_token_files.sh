@@ -69,7 +69,7 @@ grep -q "remat=keep_attention .*<- train.remat" plan.txt
 grep -q "per rank, 1 ranks, 2 micro-batches each, remat=keep_attention" plan.txt
 if "$replica" plan --config recipe.yaml --ranks 4 > refused.txt 2> err.txt; then exit 1; fi
 [ ! -s refused.txt ]  # refused before any of the plan is printed
-grep -q "recipe.yaml (recipe; model .*): the global batch 2 is not a multiple of the micro-batch 2 times the 4 ranks" \
+grep -q "recipe.yaml (recipe; model .*): the global batch 2 is not a multiple of the micro-batch 2 times the 4 data-parallel ranks" \
   err.txt
 echo "ok: plan --config RECIPE plans the recipe's shape"
 
