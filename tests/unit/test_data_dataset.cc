@@ -98,6 +98,22 @@ TEST(DataDataset, NpyHeadersAndUint16) {
   EXPECT_EQ(out[0], 7 + 8);
 }
 
+// Review case 53: uint32 ids read as uint16 decode as every other id 0 and pass every id check; the file says so.
+TEST(DataDataset, Uint32IdsReadAsUint16AreNamed) {
+  std::vector<uint32_t> ids = iota(9000, 5);  // below 65,536: their high uint16 halves are all 0
+  std::string raw32 = write_raw("ids32.npy", ids);
+  const std::string hint = TokenFile(raw32, TokenDtype::u16).dtype_hint();
+  EXPECT_NE(hint.find(raw32), std::string::npos) << hint;
+  EXPECT_NE(hint.find("data.dtype=uint32"), std::string::npos) << hint;
+  EXPECT_EQ(TokenFile(raw32, TokenDtype::u32).dtype_hint(), "");
+  std::vector<uint16_t> text(9000);
+  for (size_t i = 0; i < text.size(); i++) text[i] = uint16_t(i % 7 == 0 ? 0 : 1 + i % 5000);  // zeros are ids too
+  EXPECT_EQ(TokenFile(write_raw("ids16.npy", text), TokenDtype::u16).dtype_hint(), "");
+  std::string npy32 = temp_dir() + "ids32_header.npy";
+  write_npy(npy32, NpyType::u32, {9000}, ids.data());
+  EXPECT_EQ(TokenFile(npy32, TokenDtype::u16).dtype_hint(), "");  // a header settles the dtype
+}
+
 TEST(DataDataset, MixFilesWithLabelsAndRelativePaths) {
   write_raw("m1.npy", iota(8, 0));
   write_raw("m2.npy", iota(8, 50));

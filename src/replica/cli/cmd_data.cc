@@ -141,8 +141,11 @@ int run_info(const Options& o) {
         documents += id == kDolma2Eos;
       }
       line += fmt::format(", {} documents", documents);
+      if (documents == 0 && file.dtype() == TokenDtype::u16)
+        line += fmt::format(" (the EOS id {} does not fit uint16)", kDolma2Eos);
     }
     fmt::print("{}\n", line);
+    if (std::string hint = file.dtype_hint(); !hint.empty()) fmt::print(stderr, "warning: {}\n", hint);
     total += file.num_tokens();
   }
   fmt::print("total        {} tokens", total);
@@ -176,6 +179,8 @@ int run_show(const Options& o) {
   LoaderConfig config;
   o.dataset.configure(config);
   const std::unique_ptr<const InstanceSource> dataset = open_dataset(config);
+  for (size_t f = 0; f < dataset->num_files(); f++)
+    if (std::string hint = dataset->file(f).dtype_hint(); !hint.empty()) fmt::print(stderr, "warning: {}\n", hint);
   const uint64_t instance = uint64_t(o.instance);
   std::vector<int32_t> ids(size_t(o.dataset.seq_len));
   dataset->read_instance(instance, ids.data());

@@ -1,8 +1,10 @@
 // Token files: dtype and header detection, bounds-checked reads, sampled content hashes.
 #include "replica/data/token_file.h"
 
+#include <fmt/format.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "replica/core/error.h"
@@ -94,6 +96,22 @@ std::vector<uint64_t> TokenFile::positions_of(uint32_t id) const {
   else
     scan(uint32_t{});
   return positions;
+}
+
+std::string TokenFile::dtype_hint() const {
+  if (dtype_ != TokenDtype::u16 || has_npy_header() || num_tokens_ % 2 != 0) return {};
+  // Two windows of up to 4,096 id pairs, at the start and in the middle, are enough: real uint16 text has a
+  // nonzero id at an odd position within a few tokens.
+  const uint64_t pairs = num_tokens_ / 2, window = std::min<uint64_t>(pairs, 4096);
+  bool low_nonzero = false;
+  for (uint64_t first : {uint64_t(0), (pairs - window) / 2})
+    for (uint64_t p = first; p < first + window; p++) {
+      if (at(2 * p + 1) != 0) return {};
+      low_nonzero |= at(2 * p) != 0;
+    }
+  if (!low_nonzero) return {};
+  return fmt::format("{}: every second uint16 id is 0, as when uint32 ids are read as uint16; if the file holds "
+                     "uint32 ids, set data.dtype=uint32 (--dtype uint32)", path());
 }
 
 uint64_t TokenFile::content_hash() const {

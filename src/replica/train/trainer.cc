@@ -41,6 +41,8 @@ void print_header(metrics::Progress& console, const Recipe& r, const TrainStep& 
                   comm.size(), data_comm.name(), backend.describe(), peak.flops / 1e9,
                   precision_name(r.train.precision), peak.source, flops_per_token,
                   attention_kernel_name(r.train.attention)));
+  for (size_t f = 0; f < loader.dataset().num_files(); f++)
+    if (std::string hint = loader.dataset().file(f).dtype_hint(); !hint.empty()) console.line("warning: " + hint);
   if (r.train.context.degree > 1)
     console.line(fmt::format("context parallel: {} ranks per sequence, {} data-parallel replica(s), {} tokens each",
                              r.train.context.degree, step.data_ranks(), r.data.seq_len / r.train.context.degree));
