@@ -8,6 +8,7 @@
 #   bench/needle_stages.sh        BUILD=build STEPS2=200 STEPS3=100 THREADS=2
 set -euo pipefail
 cd "$(dirname "$0")/.."
+src=$PWD
 replica=$(realpath "${BUILD:-build}/replica")
 export REPLICA_TOKENIZER=$PWD/tests/fixtures/data/cl100k_base.tiktoken
 steps2=${STEPS2:-200} steps3=${STEPS3:-100} threads=${THREADS:-2}
@@ -48,22 +49,9 @@ with open("hay.jsonl", "w") as f:  # held-out prose: no numbers, no repeated spa
 PY
 for f in stage2 stage3 hay; do "$replica" data tokenize --input $f.jsonl --output $f.npy >/dev/null; done
 
-model() {  # file, extra YAML
-  cat >"$1" <<YAML
-model_type: olmo3
-vocab_size: 100352
-hidden_size: 32
-intermediate_size: 64
-num_hidden_layers: 4
-num_attention_heads: 4
-num_key_value_heads: 2
-head_dim: 8
-sliding_window: 16
-$2
-YAML
-}
-model stage2.yaml "max_position_embeddings: 64"
-model stage3.yaml "max_position_embeddings: 256
+source "$src/tests/integration/stage3_tiny.bash"
+stage3_model stage2.yaml "max_position_embeddings: 64"
+stage3_model stage3.yaml "max_position_embeddings: 256
 rope_scaling: {rope_type: yarn, factor: 4.0, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1}"
 cat >recipe.yaml <<YAML
 run: {dir: stage2, name: needle}

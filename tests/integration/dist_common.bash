@@ -59,3 +59,19 @@ PY
   cmp "$ca/model.safetensors" "$cb/model.safetensors"
   cmp "$ca/optim.safetensors" "$cb/optim.safetensors"
 }
+
+# kill_rank_at_checkpoint RUN_DIR LOG LAUNCHER...: starts the job (mpirun with 2 or more ranks) in the background,
+# SIGKILLs its second rank once RUN_DIR has a complete checkpoint, and checks that the job then failed, mpirun naming
+# the signal.
+kill_rank_at_checkpoint() {
+  local dir=$1 log=$2 code=0
+  shift 2
+  "$@" >"$log" 2>&1 &
+  local launcher=$!
+  until [ -e "$dir/checkpoints/latest" ] || ! kill -0 $launcher 2>/dev/null; do sleep 0.02; done
+  kill -9 "$(pgrep -P $launcher | sed -n 2p)" || true
+  wait $launcher || code=$?
+  [ "$code" -ne 0 ] || { echo "FAIL: the job finished before its rank was killed"; exit 1; }
+  grep -q "exited on signal 9" "$log"
+  echo "ok: killed a rank at checkpoint $(cat "$dir/checkpoints/latest"): the job ended with exit $code"
+}

@@ -84,14 +84,8 @@ PY
 
 # A dead CP rank ends the job as a dead DP rank does (mpirun names the signal); the restart resumes from the newest
 # complete checkpoint and, at the same degree, ends bitwise equal to the uninterrupted run.
-mpirun -np 2 "$replica" train "${args[@]}" train.context_parallel=2 run.dir="$work/killed" >"$work/killed.log" 2>&1 &
-launcher=$!
-until [ -e "$work/killed/checkpoints/latest" ] || ! kill -0 $launcher 2>/dev/null; do sleep 0.02; done
-kill -9 "$(pgrep -P $launcher | sed -n 2p)" || true
-code=0
-wait $launcher || code=$?
-[ "$code" -ne 0 ] || { echo "FAIL: the job finished before its rank was killed"; exit 1; }
-grep -q "exited on signal 9" "$work/killed.log"
+kill_rank_at_checkpoint "$work/killed" "$work/killed.log" \
+  mpirun -np 2 "$replica" train "${args[@]}" train.context_parallel=2 run.dir="$work/killed"
 run restart mpirun -np 2 "$replica" train "${args[@]}" train.context_parallel=2 run.dir="$work/killed"
 grep -q "resuming from" "$work/restart.log"
 same_run "$work/cp2" "$work/killed"

@@ -10,22 +10,9 @@ export REPLICA_TOKENIZER="$SRC/tests/fixtures/data/cl100k_base.tiktoken"
 py=${PYTHON:-/usr/bin/python3}
 cd "$W"
 
-model() {  # file, extra YAML
-  cat >"$1" <<YAML
-model_type: olmo3
-vocab_size: 100352
-hidden_size: 32
-intermediate_size: 64
-num_hidden_layers: 4
-num_attention_heads: 4
-num_key_value_heads: 2
-head_dim: 8
-sliding_window: 16
-$2
-YAML
-}
-model stage2.yaml "max_position_embeddings: 64"
-model stage3.yaml "max_position_embeddings: 256
+source "$SRC/tests/integration/stage3_tiny.bash"
+stage3_model stage2.yaml "max_position_embeddings: 64"
+stage3_model stage3.yaml "max_position_embeddings: 256
 rope_scaling: {rope_type: yarn, factor: 4.0, original_max_position_embeddings: 64, beta_fast: 32, beta_slow: 1,
   attention_factor: 1.1386294361119891}"
 
