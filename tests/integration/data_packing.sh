@@ -22,7 +22,7 @@ PY
 files="f0.npy f1.npy f2.npy f3.npy f4.npy"
 packing=(--seq-len 32 --packing obfd --source-group-size 2 --source-permutation-seed 123)
 mkdir oracle
-/usr/bin/python3 "$src/tools/reference/packing_ref.py" pack oracle 32 2 truncate 123 100257 100277 uint32 $files
+/usr/bin/python3 "$src/tools/reference/packing_ref.py" pack oracle 32 2 truncate 123 100257 100277 uint32 eos $files
 n=$(/usr/bin/python3 -c "import numpy as np; print(np.load('oracle/input_ids.npy').shape[0])")
 
 "$replica" data info --paths $files "${packing[@]}" > info.txt

@@ -196,7 +196,7 @@ TEST(PackedDataset, MatchesTheNumpyOracleOnRandomFiles) {
     const std::string out = (dir() / ("oracle" + std::to_string(c))).string();
     std::filesystem::create_directories(out);
     std::string args = fmt::format(
-        "pack {} {} {} {} {} {} {} {}", out, k.seq_len, k.group_size, long_doc_strategy_name(k.strategy),
+        "pack {} {} {} {} {} {} {} {} eos", out, k.seq_len, k.group_size, long_doc_strategy_name(k.strategy),
         k.permutation_seed ? std::to_string(*k.permutation_seed) : "none", eos, pad, token_dtype_name(k.dtype));
     for (const std::string& p : paths) args += " " + p;
     run_oracle(args);
