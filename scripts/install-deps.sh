@@ -11,6 +11,7 @@ packages=(
   libfmt-dev                    # formatting (g++ 12 has no std::format)
   libpcre2-dev                  # tokenizer pre-tokenisation regex
   libxxhash-dev                 # XXH3-128 checksums and fingerprints
+  zlib1g-dev                    # Dolma's .csv.gz document metadata (data.document_boundaries: metadata)
   libgtest-dev libgmock-dev     # unit tests
   libbenchmark-dev              # micro-benchmarks
   clang-14 libclang-rt-14-dev   # libFuzzer + ASan/UBSan runtimes: the fuzz harnesses (tests/fuzz)

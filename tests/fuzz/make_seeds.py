@@ -158,6 +158,17 @@ def main():
     # mix files
     put("mix", "labels.mix", "# domains\nweb,web/train.npy\ncode,/data/code.npy\r\nbooks.npy\n\n")
     put("mix", "review_blank_path.mix", "lbl,\n")
+    # Dolma document metadata sidecars (gzip; mtime 0 so the bytes are the same on every run)
+    def gz(text):
+        import gzip
+        return gzip.compress(text.encode(), mtime=0)
+    put("document_metadata", "dolma.csv.gz", gz("0,412,doc-1,s3://ai2/longmino/a.json.gz,1\n412,9000,doc-2,x,2\n"))
+    put("document_metadata", "crlf_gap.csv.gz", gz("0,5\r\n7,9\r\n9,1048576"))
+    put("document_metadata", "two_members.csv.gz", gz("0,5\n") + gz("5,9\n") + b"\0\0")
+    put("document_metadata", "overlap.csv.gz", gz("0,5\n4,8\n"))
+    put("document_metadata", "out_of_bounds.csv.gz", gz("0,1048577\n"))
+    put("document_metadata", "truncated.csv.gz", gz("0,5\n5,9\n" * 50)[:-5])
+    put("document_metadata", "not_gzip.csv", "0,5\n5,9\n")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ PY
 files="f0.npy f1.npy f2.npy f3.npy f4.npy"
 packing=(--seq-len 32 --packing obfd --source-group-size 2 --source-permutation-seed 123)
 mkdir oracle
-/usr/bin/python3 "$src/tools/reference/packing_ref.py" pack oracle 32 2 truncate 123 100257 100277 uint32 $files
+/usr/bin/python3 "$src/tools/reference/packing_ref.py" pack oracle 32 2 truncate 123 100257 100277 uint32 eos $files
 n=$(/usr/bin/python3 -c "import numpy as np; print(np.load('oracle/input_ids.npy').shape[0])")
 
 "$replica" data info --paths $files "${packing[@]}" > info.txt
@@ -103,4 +103,34 @@ if "$replica" data info --paths $files --seq-len 24 --packing obfd 2> err.txt; t
 grep -q "power-of-two sequence length" err.txt
 if "$replica" data audit --config recipe.yaml data.packing=first_fit 2> err.txt; then exit 1; else [ $? = 2 ]; fi
 grep -q "data.packing" err.txt
+# Document boundaries from Dolma sidecars: written at the EOS positions (OLMo-core's write_document_indices), they
+# pack exactly as the EOS scan does, under another fingerprint; a bad or missing sidecar, or metadata boundaries
+# without packing, is exit 2 naming the file or key.
+/usr/bin/python3 - <<'PY'
+import gzip
+import numpy as np
+for f in range(5):
+    tokens = np.fromfile(f"f{f}.npy", dtype=np.uint32)
+    with gzip.open(f"f{f}.csv.gz", "wt") as out:
+        start = 0
+        for eos in (tokens == 100257).nonzero()[0]:
+            out.write(f"{start},{eos + 1},doc\n")
+            start = eos + 1
+PY
+meta=(--document-boundaries metadata)
+"$replica" data show --paths $files "${packing[@]}" "${meta[@]}" --instance $last --ids > metadata.txt 2>/dev/null
+cmp uncached.txt metadata.txt
+"$replica" data audit --config recipe.yaml train.max_steps=80 data.document_boundaries=metadata > audit_meta.txt
+[ "$(awk '/^fingerprint/ {print $2}' audit.txt)" != "$(awk '/^fingerprint/ {print $2}' audit_meta.txt)" ]
+if "$replica" data audit --config recipe.yaml data.packing=none data.document_boundaries=metadata 2> err.txt; then
+  exit 1; else [ $? = 2 ]; fi
+grep -q "data.document_boundaries" err.txt
+if "$replica" data info --paths $files --seq-len 32 "${meta[@]}" 2> err.txt; then exit 1; else [ $? = 2 ]; fi
+grep -q "data.document_boundaries" err.txt
+printf '0,5\n5,3\n' | gzip > f2.csv.gz
+if "$replica" data info --paths $files "${packing[@]}" "${meta[@]}" 2> err.txt; then exit 1; else [ $? = 2 ]; fi
+grep -q "f2.csv.gz line 2: document \[5, 3) is empty or reversed" err.txt || { cat err.txt; exit 1; }
+rm f2.csv.gz
+if "$replica" data info --paths $files "${packing[@]}" "${meta[@]}" 2> err.txt; then exit 1; else [ $? = 2 ]; fi
+grep -q "f2.csv.gz: missing" err.txt || { cat err.txt; exit 1; }
 echo "data packing: ok"

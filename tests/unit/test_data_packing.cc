@@ -14,6 +14,7 @@
 #include "replica/data/numpy_argsort.h"
 #include "replica/data/obfd.h"
 #include "replica/data/packed_dataset.h"
+#include "packing_oracle.h"
 #include "scratch_dir.h"
 
 using namespace replica;
@@ -193,32 +194,11 @@ TEST(PackedDataset, MatchesTheNumpyOracleOnRandomFiles) {
     if (k.permutation_seed) files = permute_mix(files, *k.permutation_seed);
     const PackedDataset set(files, k.seq_len, k.dtype, vocab, {Packing::obfd, k.group_size, k.strategy}, eos, pad);
 
-    const std::string out = (dir() / ("oracle" + std::to_string(c))).string();
-    std::filesystem::create_directories(out);
     std::string args = fmt::format(
-        "pack {} {} {} {} {} {} {} {}", out, k.seq_len, k.group_size, long_doc_strategy_name(k.strategy),
+        "{} {} {} {} {} {} {} eos", k.seq_len, k.group_size, long_doc_strategy_name(k.strategy),
         k.permutation_seed ? std::to_string(*k.permutation_seed) : "none", eos, pad, token_dtype_name(k.dtype));
     for (const std::string& p : paths) args += " " + p;
-    run_oracle(args);
-    std::vector<int64_t> shape;
-    const std::vector<int64_t> ids = read_npy_ids(out + "/input_ids.npy", &shape);
-    const std::vector<int64_t> lens = read_npy_ids(out + "/doc_lens.npy", nullptr);
-    const std::vector<int64_t> counts = read_npy_ids(out + "/doc_counts.npy", nullptr);
-    ASSERT_EQ(set.num_instances(), uint64_t(shape[0]));
-    std::vector<int32_t> row(L);
-    size_t next_len = 0;
-    for (uint64_t i = 0; i < set.num_instances(); i++) {
-      set.read_instance(i, row.data());
-      ASSERT_EQ(std::vector<int64_t>(row.begin(), row.end()),
-                std::vector<int64_t>(ids.begin() + int64_t(i * L), ids.begin() + int64_t((i + 1) * L)))
-          << "instance " << i;
-      const std::vector<int32_t> got = set.document_lengths(i);
-      ASSERT_EQ(
-          std::vector<int64_t>(got.begin(), got.end()),
-          std::vector<int64_t>(lens.begin() + int64_t(next_len), lens.begin() + int64_t(next_len + size_t(counts[i]))))
-          << "instance " << i;
-      next_len += size_t(counts[i]);
-    }
+    expect_packing_oracle_matches(set, (dir() / ("oracle" + std::to_string(c))).string(), args);
   }
 }
 

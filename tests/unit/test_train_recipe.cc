@@ -224,9 +224,11 @@ TEST(Recipe, PackingKeysDefaultToPlainChunksAndReachTheLoader) {
   EXPECT_EQ(defaults.data.packing.source_group_size, 1);
   EXPECT_EQ(defaults.data.source_permutation_seed, std::nullopt);
   EXPECT_EQ(defaults.data.packing.long_doc_strategy, data::LongDocStrategy::truncate);
+  EXPECT_EQ(defaults.data.packing.document_boundaries, data::DocumentBoundaries::eos);
   const Recipe r = load_recipe_text(kMinimal, "minimal",
                                     {"data.packing=obfd", "data.source_group_size=8",
-                                     "data.source_permutation_seed=123", "data.long_doc_strategy=fragment"},
+                                     "data.source_permutation_seed=123", "data.long_doc_strategy=fragment",
+                                     "data.document_boundaries=metadata"},
                                     false);
   model::ModelConfig model;
   const data::LoaderConfig loader = loader_config(r, model);
@@ -234,9 +236,10 @@ TEST(Recipe, PackingKeysDefaultToPlainChunksAndReachTheLoader) {
   EXPECT_EQ(loader.packing.source_group_size, 8);
   EXPECT_EQ(loader.source_permutation_seed, 123);
   EXPECT_EQ(loader.packing.long_doc_strategy, data::LongDocStrategy::fragment);
+  EXPECT_EQ(loader.packing.document_boundaries, data::DocumentBoundaries::metadata);
   const std::string yaml = r.to_yaml();
-  for (const char* line :
-       {"packing: obfd", "source_group_size: 8", "source_permutation_seed: 123", "long_doc_strategy: fragment"})
+  for (const char* line : {"packing: obfd", "source_group_size: 8", "source_permutation_seed: 123",
+                           "long_doc_strategy: fragment", "document_boundaries: metadata"})
     EXPECT_NE(yaml.find(line), std::string::npos) << line << "\n" << yaml;
   EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
   const std::string plain = defaults.to_yaml();  // none round-trips as null
@@ -304,6 +307,9 @@ TEST(Recipe, ErrorsNameTheKey) {
   EXPECT_TRUE(names(load(kMinimal, {"eval.every=10"}), "data.validation_paths"));
   EXPECT_TRUE(names(load(kMinimal, {"data.packing=best_fit"}), "data.packing"));
   EXPECT_TRUE(names(load(kMinimal, {"data.long_doc_strategy=split"}), "data.long_doc_strategy"));
+  EXPECT_TRUE(names(load(kMinimal, {"data.document_boundaries=bos"}), "data.document_boundaries"));
+  const std::string unpacked = load(kMinimal, {"data.document_boundaries=metadata"});
+  EXPECT_TRUE(names(unpacked, "data.document_boundaries") && names(unpacked, "data.packing: obfd")) << unpacked;
   EXPECT_TRUE(names(load(kMinimal, {"data.source_group_size=0"}), "data.source_group_size"));
   EXPECT_TRUE(names(load(kMinimal, {"data.source_permutation_seed=abc"}), "data.source_permutation_seed"));
   const std::string pow2 = load(kMinimal, {"data.packing=obfd", "data.seq_len=24"});

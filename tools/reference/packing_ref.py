@@ -3,17 +3,20 @@
 
 Transcribed from OLMo-core's source (allenai/OLMo-core 3f21b7799, src/olmo_core/data/): the source permutation of
 NumpyDatasetConfig._resolve_paths_metadata (random.Random(seed).shuffle of the file order), chunked() into source
-groups, iter_document_indices_with_max_sequence_length (documents end at EOS; the tail after a file's last EOS is
-dropped; long documents truncated or fragmented), pack_documents_into_instances with InstancePacker and
+groups, iter_document_indices_with_max_sequence_length (documents end at EOS, the tail after a file's last EOS
+dropped, or, as for a file that is not local, the `start,end` lines of the file's Dolma `.csv.gz` metadata; long
+documents truncated or fragmented), pack_documents_into_instances with InstancePacker and
 SegmentTree (OBFD, np.argsort of -length), NumpyPackedFSLDataset.__getitem__ (documents in bin order, padded
 with the pad id) and get_document_lengths (EOS-delimited segments, the padding tail its own segment). Nothing
 here is taken from replica's C++.
 
-  packing_ref.py pack OUT_DIR SEQ_LEN GROUP_SIZE truncate|fragment PERMUTATION_SEED|none EOS PAD uint16|uint32 FILE...
+  packing_ref.py pack OUT_DIR SEQ_LEN GROUP_SIZE truncate|fragment PERMUTATION_SEED|none EOS PAD uint16|uint32
+                      eos|metadata FILE...
       writes OUT_DIR/input_ids.npy (int64 [N, SEQ_LEN]), OUT_DIR/doc_lens.npy (int64, every instance's
       lengths one after the other) and OUT_DIR/doc_counts.npy (int64 [N]: how many lengths each instance has).
   packing_ref.py argsort KIND IN.npy OUT.npy ...   for each pair, np.argsort(IN, kind=KIND) (1-D int64) to OUT.
 """
+import gzip
 import math
 import os
 import random
@@ -27,11 +30,32 @@ def chunked(items, n):
     return [items[i : i + n] for i in range(0, len(items), n)]
 
 
-def iter_document_indices_with_max_sequence_length(path, max_sequence_length, eos, dtype, long_doc_strategy):
-    mmap = np.memmap(path, mode="r", dtype=dtype)
-    start_idx = 0
-    for idx in (mmap == eos).nonzero()[0]:
-        end_idx = int(idx) + 1
+def iter_document_indices(path, eos, dtype, boundaries):
+    if boundaries == "eos":
+        mmap = np.memmap(path, mode="r", dtype=dtype)
+        start_idx = 0
+        for idx in (mmap == eos).nonzero()[0]:
+            end_idx = int(idx) + 1
+            yield start_idx, end_idx
+            start_idx = end_idx
+        return
+    metadata_filename = os.path.basename(path).replace(".npy", ".csv.gz")
+    metadata_path = os.path.join(os.path.dirname(path), metadata_filename)
+    total_tokens = os.path.getsize(path) // np.dtype(dtype).itemsize
+    with gzip.open(metadata_path, "rt") as f:
+        for line in f:
+            start_index_str, end_index_str, *_ = line.split(",")
+            start_index, end_index = int(start_index_str), int(end_index_str)
+            if start_index >= total_tokens:
+                raise RuntimeError(f"document start index {start_index} of {path} is out of bounds")
+            if end_index > total_tokens:
+                raise RuntimeError(f"document end index {end_index} of {path} is out of bounds")
+            yield start_index, end_index
+
+
+def iter_document_indices_with_max_sequence_length(path, max_sequence_length, eos, dtype, long_doc_strategy,
+                                                   boundaries):
+    for start_idx, end_idx in iter_document_indices(path, eos, dtype, boundaries):
         if end_idx - start_idx > max_sequence_length:
             if long_doc_strategy == "truncate":
                 yield start_idx, start_idx + max_sequence_length
@@ -40,7 +64,6 @@ def iter_document_indices_with_max_sequence_length(path, max_sequence_length, eo
                     yield new_start_idx, min(end_idx, new_start_idx + max_sequence_length)
         else:
             yield start_idx, end_idx
-        start_idx = end_idx
 
 
 class SegmentTreeNode:
@@ -124,12 +147,12 @@ class InstancePacker:
         return self.instance_bins, document_indices
 
 
-def pack_documents_into_instances(paths, max_sequence_length, eos, dtype, long_doc_strategy):
+def pack_documents_into_instances(paths, max_sequence_length, eos, dtype, long_doc_strategy, boundaries):
     def doc_idx_gen():
         start_offset = 0
         for path in paths:
             for start_idx, end_idx in iter_document_indices_with_max_sequence_length(
-                path, max_sequence_length, eos, dtype, long_doc_strategy
+                path, max_sequence_length, eos, dtype, long_doc_strategy, boundaries
             ):
                 yield start_offset + start_idx
                 yield start_offset + end_idx
@@ -146,14 +169,16 @@ def get_document_lengths(input_ids, eos):
     return boundaries[1:] - boundaries[:-1]
 
 
-def packed_instances(paths, seq_len, group_size, long_doc_strategy, permutation_seed, eos, pad, dtype):
+def packed_instances(paths, seq_len, group_size, long_doc_strategy, permutation_seed, eos, pad, dtype, boundaries):
     """Yields (input_ids, doc_lens) of every instance in global instance order."""
     if permutation_seed is not None:
         order = list(range(len(paths)))
         random.Random(permutation_seed).shuffle(order)
         paths = [paths[i] for i in order]
     for group in chunked(paths, group_size):
-        instances, document_indices = pack_documents_into_instances(group, seq_len, eos, dtype, long_doc_strategy)
+        instances, document_indices = pack_documents_into_instances(
+            group, seq_len, eos, dtype, long_doc_strategy, boundaries
+        )
         sizes = [os.path.getsize(p) // np.dtype(dtype).itemsize for p in group]
         for instance in instances:
             tokens = []
@@ -179,11 +204,11 @@ def argsort(kind, paths):
 
 
 def pack(argv):
-    out_dir, seq_len, group_size, long_doc_strategy, seed, eos, pad, dtype, *paths = argv
+    out_dir, seq_len, group_size, long_doc_strategy, seed, eos, pad, dtype, boundaries, *paths = argv
     instances = list(
         packed_instances(
             paths, int(seq_len), int(group_size), long_doc_strategy, None if seed == "none" else int(seed),
-            int(eos), int(pad), np.dtype(dtype).type,
+            int(eos), int(pad), np.dtype(dtype).type, boundaries,
         )
     )
     np.save(os.path.join(out_dir, "input_ids.npy"), np.stack([ids for ids, _ in instances]))

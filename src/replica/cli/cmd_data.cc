@@ -28,7 +28,8 @@ using namespace replica::data;
 // files become instances (a source permutation, packing).
 struct DatasetOptions {
   std::vector<std::string> paths;
-  std::string mix, dtype = "uint32", packing = "none", long_doc_strategy = "truncate", work_dir;
+  std::string mix, dtype = "uint32", packing = "none", long_doc_strategy = "truncate", work_dir,
+      document_boundaries = "eos";
   int64_t seq_len = 0, source_group_size = 1;
   std::optional<int64_t> source_permutation_seed;
 
@@ -45,6 +46,9 @@ struct DatasetOptions {
     app->add_option("--source-group-size", source_group_size, "Files packed together")->capture_default_str();
     app->add_option("--long-doc-strategy", long_doc_strategy, "Documents longer than --seq-len: truncate or fragment")
         ->capture_default_str();
+    app->add_option("--document-boundaries", document_boundaries,
+                    "With --packing obfd: eos (split at EOS) or metadata (each file's Dolma .csv.gz sidecar)")
+        ->capture_default_str();
     app->add_option("--work-dir", work_dir, "Cache each group's packing here (the recipe's data.work_dir)");
     app->add_option("--source-permutation-seed", source_permutation_seed,
                     "Shuffle the files with Python's random.Random(seed) first (OLMo-core's source permutation)");
@@ -56,7 +60,7 @@ struct DatasetOptions {
     config.dtype = parse_token_dtype(dtype);
     config.source_permutation_seed = source_permutation_seed;
     config.packing = {parse_packing(packing), source_group_size, parse_long_doc_strategy(long_doc_strategy),
-                      work_dir};
+                      work_dir, parse_document_boundaries(document_boundaries)};
   }
   std::vector<MixEntry> entries() const {
     check(!paths.empty() || !mix.empty(), "give the token files with --paths FILES... or --mix FILE");

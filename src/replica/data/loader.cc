@@ -12,6 +12,10 @@ namespace replica::data {
 std::unique_ptr<const InstanceSource> open_dataset(const LoaderConfig& c) {
   const std::vector<MixEntry> files =
       c.source_permutation_seed ? permute_mix(c.files, *c.source_permutation_seed) : c.files;
+  check(c.packing.kind == Packing::obfd || c.packing.document_boundaries == DocumentBoundaries::eos,
+        "document boundaries '{}' (data.document_boundaries, --document-boundaries) need packed documents "
+        "(data.packing: obfd); fixed-length chunks ignore document boundaries",
+        document_boundaries_name(c.packing.document_boundaries));
   if (c.packing.kind == Packing::obfd)
     return std::make_unique<const PackedDataset>(files, c.seq_len, c.dtype, c.vocab_size, c.packing);
   return std::make_unique<const FslDataset>(files, c.seq_len, c.dtype, c.vocab_size);
@@ -60,7 +64,7 @@ Batch DataLoader::batch(uint64_t epoch, int64_t b, int rank, int world, std::opt
     int32_t* tokens = out.tokens.data() + row * out.seq_len;
     dataset_->read_instance(out.instances[size_t(row)], tokens);
     out.keep[size_t(row)] = instance_passes(tokens, size_t(out.seq_len), config_.filter);
-    if (packed_) out.doc_lens.push_back(packed_->document_lengths(out.instances[size_t(row)]));
+    if (packed_) out.doc_lens.push_back(document_lengths({tokens, size_t(out.seq_len)}, packed_->eos()));
   }
   return out;
 }
@@ -68,17 +72,21 @@ Batch DataLoader::batch(uint64_t epoch, int64_t b, int rank, int world, std::opt
 std::string DataLoader::fingerprint() const {
   const auto& f = config_.filter;
   std::string text = fmt::format("replica-data-v1;seq_len={};dtype={};vocab={};filter={}:{}:{}:{};seed={};",
-                                 config_.seq_len, token_dtype_name(config_.dtype), config_.vocab_size,
-                                 f.enabled, f.min_period, f.max_period, f.max_count, config_.seed);
+                                 config_.seq_len, token_dtype_name(config_.dtype), config_.vocab_size, f.enabled,
+                                 f.min_period, f.max_period, f.max_count, config_.seed);
   if (config_.source_permutation_seed)
     text += fmt::format("source_permutation_seed={};", *config_.source_permutation_seed);
   if (packed_)
     text += fmt::format("packing={}:{}:{};", packing_name(config_.packing.kind), config_.packing.source_group_size,
                         long_doc_strategy_name(config_.packing.long_doc_strategy));
+  // Only a run that switches the boundaries to metadata fingerprints them, so every EOS fingerprint stays as it was.
+  const bool metadata = packed_ && config_.packing.document_boundaries == DocumentBoundaries::metadata;
+  if (metadata) text += "document_boundaries=metadata;";
   for (size_t i = 0; i < dataset_->num_files(); i++) {
     const TokenFile& file = dataset_->file(i);
     text += fmt::format("file={},size={},hash={:016x};", std::filesystem::path(file.path()).filename().string(),
                         file.file_size(), file.content_hash());
+    if (metadata) text += fmt::format("metadata_hash={:016x};", packed_->document_metadata_hash(i));
   }
   XXH128_hash_t hash = XXH3_128bits(text.data(), text.size());
   return fmt::format("{:016x}{:016x}", hash.high64, hash.low64);

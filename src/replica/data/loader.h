@@ -47,8 +47,10 @@ struct Batch {
   std::vector<int32_t> tokens;      // [rows, seq_len], row-major
   std::vector<uint8_t> keep;        // [rows]; 0 = masked by the instance filter: set all its labels to -100
   std::vector<uint32_t> instances;  // [rows] global instance ids
-  std::vector<std::vector<int32_t>> doc_lens;  // [rows]; each row's document lengths in order, summing to seq_len;
-                                               // the padding tail is its own entry; empty when the mix is not packed
+  // [rows]; each row's document lengths in order, summing to seq_len, from an EOS scan of its tokens as OLMo-core's
+  // get_document_lengths (data::document_lengths); the padding tail is its own entry; empty when the mix is not
+  // packed.
+  std::vector<std::vector<int32_t>> doc_lens;
 };
 
 // The dataset a loader reads: the files (permuted when the config says so) as fixed-length chunks or packed.
@@ -76,8 +78,9 @@ class DataLoader {
                                         std::optional<int64_t> micro_batch = std::nullopt) const;
 
   // 32 hex digits: XXH3-128 of (version, seq_len, dtype, vocab size, filter, seed, the source permutation seed and
-  // packing settings when set, and each file's base name, size in bytes and content hash, in dataset order). The
-  // global batch and world size are not part of it.
+  // packing settings when set, and each file's base name, size in bytes and content hash, in dataset order; with
+  // document boundaries from metadata, that and each file's sidecar hash). The global batch and world size are
+  // not part of it.
   std::string fingerprint() const;
   // For resume: raises Error when `saved` (from a checkpoint) differs from fingerprint(), unless
   // `allow_change` (the explicit override).

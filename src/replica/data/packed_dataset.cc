@@ -30,6 +30,16 @@ const char* long_doc_strategy_name(LongDocStrategy strategy) {
   return strategy == LongDocStrategy::fragment ? "fragment" : "truncate";
 }
 
+DocumentBoundaries parse_document_boundaries(std::string_view name) {
+  if (name == "eos") return DocumentBoundaries::eos;
+  if (name == "metadata") return DocumentBoundaries::metadata;
+  fail("document boundaries '{}': expected eos or metadata", name);
+}
+
+const char* document_boundaries_name(DocumentBoundaries boundaries) {
+  return boundaries == DocumentBoundaries::metadata ? "metadata" : "eos";
+}
+
 PackedDataset::PackedDataset(const std::vector<MixEntry>& files, int64_t seq_len, TokenDtype dtype, uint32_t vocab_size,
                              const PackingConfig& packing, uint32_t eos, int32_t pad)
     : seq_len_(seq_len), vocab_size_(vocab_size), eos_(eos), pad_(pad), packing_(packing) {
@@ -65,15 +75,21 @@ PackedDataset::Group PackedDataset::pack_group(size_t first_file, size_t count) 
   Group group;
   group.first_file = first_file;
   group.file_starts.push_back(0);
-  for (size_t f = first_file; f < first_file + count; f++)
+  std::vector<DocumentMetadata> sidecars;
+  for (size_t f = first_file; f < first_file + count; f++) {
     group.file_starts.push_back(group.file_starts.back() + files_[f].num_tokens());
+    if (packing_.document_boundaries == DocumentBoundaries::metadata) {
+      sidecars.emplace_back(files_[f].path());
+      group.metadata_hashes.push_back(sidecars.back().content_hash());
+    }
+  }
   const uint64_t max_len = uint64_t(seq_len_);
   if (packing_.work_dir.empty()) {
-    group.packed = pack_documents(document_spans(group), max_len);
+    group.packed = pack_documents(document_spans(group, sidecars), max_len);
     return group;
   }
   const std::string key = packing_cache_key(std::span(files_).subspan(first_file, count), max_len, eos_,
-                                            packing_.long_doc_strategy);
+                                            packing_.long_doc_strategy, group.metadata_hashes);
   const std::string path = packing_cache_path(packing_.work_dir, key);
   try {
     if (std::optional<PackedInstances> cached = read_packing_cache(path, key, group.file_starts.back(), max_len)) {
@@ -82,32 +98,40 @@ PackedDataset::Group PackedDataset::pack_group(size_t first_file, size_t count) 
       return group;
     }
   } catch (const Error& e) {  // never trusted: packed again and rewritten
-    fmt::print(stderr, "packing cache: {}; packing files {}..{} again\n", e.what(), first_file,
-               first_file + count - 1);
+    fmt::print(stderr, "packing cache: {}; packing files {}..{} again\n", e.what(), first_file, first_file + count - 1);
   }
-  group.packed = pack_documents(document_spans(group), max_len);
+  group.packed = pack_documents(document_spans(group, sidecars), max_len);
   write_packing_cache(path, key, group.packed, first_file);
   return group;
 }
 
-std::vector<DocumentSpan> PackedDataset::document_spans(const Group& group) const {
+std::vector<DocumentSpan> PackedDataset::document_spans(const Group& group,
+                                                        std::span<const DocumentMetadata> sidecars) const {
   const uint64_t max_len = uint64_t(seq_len_);
   std::vector<DocumentSpan> documents;
+  // iter_document_indices_with_max_sequence_length: a document [start, end) of the file at `offset` in the group.
+  auto add = [&](uint64_t offset, uint64_t start, uint64_t end) {
+    if (end - start <= max_len) {
+      documents.push_back({offset + start, offset + end});
+    } else if (packing_.long_doc_strategy == LongDocStrategy::truncate) {
+      documents.push_back({offset + start, offset + start + max_len});
+    } else {
+      for (uint64_t s = start; s < end; s += max_len)
+        documents.push_back({offset + s, offset + std::min(end, s + max_len)});
+    }
+  };
   for (size_t i = 0; i + 1 < group.file_starts.size(); i++) {
     const uint64_t offset = group.file_starts[i];
+    const TokenFile& file = files_[group.first_file + i];
+    if (!sidecars.empty()) {
+      for (const DocumentSpan& d : sidecars[i].documents(file.num_tokens())) add(offset, d.start, d.end);
+      continue;
+    }
     uint64_t start = 0;
     // A document ends with its EOS; a tail without one is dropped.
-    for (uint64_t eos : files_[group.first_file + i].positions_of(eos_)) {
-      const uint64_t end = eos + 1;
-      if (end - start <= max_len) {
-        documents.push_back({offset + start, offset + end});
-      } else if (packing_.long_doc_strategy == LongDocStrategy::truncate) {
-        documents.push_back({offset + start, offset + start + max_len});
-      } else {
-        for (uint64_t s = start; s < end; s += max_len)
-          documents.push_back({offset + s, offset + std::min(end, s + max_len)});
-      }
-      start = end;
+    for (uint64_t eos : file.positions_of(eos_)) {
+      add(offset, start, eos + 1);
+      start = eos + 1;
     }
   }
   return documents;
@@ -121,6 +145,13 @@ uint64_t PackedDataset::num_documents() const {
   uint64_t n = 0;
   for (const Group& group : groups_) n += group.packed.documents.size();
   return n;
+}
+
+uint64_t PackedDataset::document_metadata_hash(size_t file) const {
+  check(packing_.document_boundaries == DocumentBoundaries::metadata && file < files_.size(),
+        "file {} has no document metadata in this dataset", file);
+  const Group& group = groups_[file / size_t(packing_.source_group_size)];
+  return group.metadata_hashes[file - group.first_file];
 }
 
 uint64_t PackedDataset::padding_tokens() const {
@@ -153,14 +184,9 @@ std::vector<PackedDataset::Document> PackedDataset::documents(uint64_t instance)
 }
 
 std::vector<int32_t> PackedDataset::document_lengths(uint64_t instance) const {
-  std::vector<int32_t> lengths;
-  int64_t filled = 0;
-  for (const Document& d : documents(instance)) {
-    lengths.push_back(int32_t(d.length));
-    filled += int64_t(d.length);
-  }
-  if (filled < seq_len_) lengths.push_back(int32_t(seq_len_ - filled));
-  return lengths;
+  std::vector<int32_t> tokens(static_cast<size_t>(seq_len_));
+  read_instance(instance, tokens.data());
+  return data::document_lengths(tokens, eos_);
 }
 
 void PackedDataset::read_instance(uint64_t instance, int32_t* out) const {
@@ -176,6 +202,18 @@ std::vector<std::pair<size_t, uint64_t>> PackedDataset::token_sources(uint64_t i
   std::vector<std::pair<size_t, uint64_t>> sources;
   for (const Document& d : documents(instance)) sources.emplace_back(d.file, d.length);
   return sources;
+}
+
+std::vector<int32_t> document_lengths(std::span<const int32_t> tokens, uint32_t eos) {
+  std::vector<int32_t> lengths;
+  int64_t previous = -1;  // the last boundary: the position of the last EOS seen
+  for (size_t i = 0; i < tokens.size(); i++)
+    if (uint32_t(tokens[i]) == eos) {
+      lengths.push_back(int32_t(int64_t(i) - previous));
+      previous = int64_t(i);
+    }
+  if (previous + 1 < int64_t(tokens.size())) lengths.push_back(int32_t(int64_t(tokens.size()) - 1 - previous));
+  return lengths;
 }
 
 }  // namespace replica::data

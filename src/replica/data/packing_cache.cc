@@ -70,12 +70,18 @@ void check_packing(const PackedInstances& p, uint64_t group_tokens, uint64_t seq
 }  // namespace
 
 std::string packing_cache_key(std::span<const TokenFile> files, uint64_t seq_len, uint32_t eos,
-                              LongDocStrategy strategy) {
+                              LongDocStrategy strategy, std::span<const uint64_t> metadata_hashes) {
+  check(metadata_hashes.empty() || metadata_hashes.size() == files.size(),
+        "packing cache key: {} metadata hashes for {} files", metadata_hashes.size(), files.size());
   std::string text =
       fmt::format("replica-packing-v1;seq_len={};eos={};long_doc={};", seq_len, eos, long_doc_strategy_name(strategy));
-  for (const TokenFile& f : files)
+  if (!metadata_hashes.empty()) text += "boundaries=metadata;";
+  for (size_t i = 0; i < files.size(); i++) {
+    const TokenFile& f = files[i];
     text +=
         fmt::format("tokens={},dtype={},hash={:016x};", f.num_tokens(), token_dtype_name(f.dtype()), f.content_hash());
+    if (!metadata_hashes.empty()) text += fmt::format("metadata={:016x};", metadata_hashes[i]);
+  }
   const XXH128_hash_t hash = XXH3_128bits(text.data(), text.size());
   return fmt::format("{:016x}{:016x}", hash.high64, hash.low64);
 }

@@ -14,9 +14,10 @@ namespace replica::data {
 
 // What a group's packing depends on: each file's token count and content hash (TokenFile::content_hash, the same
 // evidence the data fingerprint trusts; paths are left out, so a moved mix keeps its cache), in group order, and
-// the settings. Its XXH3-128 in hex names the cache file.
+// the settings; with document boundaries from metadata, each file's sidecar hash (`metadata_hashes`, one per file;
+// empty for EOS boundaries, whose keys stay what they were). Its XXH3-128 in hex names the cache file.
 std::string packing_cache_key(std::span<const TokenFile> files, uint64_t seq_len, uint32_t eos,
-                              LongDocStrategy strategy);
+                              LongDocStrategy strategy, std::span<const uint64_t> metadata_hashes = {});
 
 // `<work_dir>/packing-<key>.bin`.
 std::string packing_cache_path(const std::string& work_dir, const std::string& key);

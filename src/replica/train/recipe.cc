@@ -44,6 +44,8 @@ std::vector<Field> fields(Recipe& r) {
       integer("data.source_group_size", r.data.packing.source_group_size),
       choice("data.long_doc_strategy", r.data.packing.long_doc_strategy, data::parse_long_doc_strategy,
              data::long_doc_strategy_name),
+      choice("data.document_boundaries", r.data.packing.document_boundaries, data::parse_document_boundaries,
+             data::document_boundaries_name),
       text("data.work_dir", r.data.packing.work_dir),
       optional_integer("data.source_permutation_seed", r.data.source_permutation_seed),
       number("optim.lr", schedule.lr),
@@ -207,6 +209,10 @@ void validate(const Recipe& r, const Origins& origins) {
   check(r.data.packing.kind == data::Packing::none || std::has_single_bit(uint64_t(r.data.seq_len)),
         "{}: 'data.seq_len' must be a power of two with data.packing: obfd (the OBFD segment tree's leaves), got {}",
         origins.of({"data.seq_len", "data.packing"}), r.data.seq_len);
+  check(r.data.packing.kind == data::Packing::obfd ||
+            r.data.packing.document_boundaries == data::DocumentBoundaries::eos,
+        "{}: 'data.document_boundaries: metadata' needs data.packing: obfd (fixed-length chunks have no documents)",
+        origins.of({"data.document_boundaries", "data.packing"}));
   const optim::AdamWConfig& adamw = r.optim.adamw;
   require(r.schedule.steps.lr > 0, "optim.lr", fmt::format("must be positive, got {}", r.schedule.steps.lr));
   require(adamw.weight_decay >= 0, "optim.weight_decay", fmt::format("must be >= 0, got {}", adamw.weight_decay));

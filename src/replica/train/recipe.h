@@ -44,9 +44,9 @@ struct Recipe {
     // data.instance_filter: OLMo-core's repeated n-gram filter with its default periods and count (off, as in the
     // OLMo 3 7B recipe); part of the data fingerprint.
     data::InstanceFilterConfig instance_filter;
-    // data.packing, data.source_group_size, data.long_doc_strategy: OLMo-core's NumpyPackedFSLDataset (none:
-    // fixed-length chunks, as in stages 1 and 2), data.work_dir: where its packing is cached (empty: nowhere);
-    // data.source_permutation_seed: its source file shuffle (null: none).
+    // data.packing, data.source_group_size, data.long_doc_strategy, data.document_boundaries: OLMo-core's
+    // NumpyPackedFSLDataset (none: fixed-length chunks, as in stages 1 and 2), data.work_dir: where its packing is
+    // cached (empty: nowhere); data.source_permutation_seed: its source file shuffle (null: none).
     data::PackingConfig packing;
     std::optional<int64_t> source_permutation_seed;
   } data;
