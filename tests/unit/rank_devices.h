@@ -16,11 +16,10 @@ enum class RankDevice { cpu, emulated, cuda };
 
 // NCCL's contract (messages between backend memory) over any backend: each message is copied to the host, exchanged
 // by `inner`, and copied into the receiving backend's memory.
-class StagedPeerCommunicator final : public dist::Communicator {
+class StagedPeerCommunicator final : public WrappingCommunicator {
  public:
-  StagedPeerCommunicator(dist::Communicator& inner, Backend& backend) : inner_(inner), backend_(backend) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
+  StagedPeerCommunicator(dist::Communicator& inner, Backend& backend)
+      : WrappingCommunicator(inner), backend_(backend) {}
   std::string name() const override { return "staged-peers"; }
   void exchange(const std::vector<dist::Send>& sends, const std::vector<dist::Recv>& recvs) override {
     std::vector<std::vector<char>> sent(sends.size()), received(recvs.size());
@@ -39,14 +38,8 @@ class StagedPeerCommunicator final : public dist::Communicator {
     for (size_t i = 0; i < recvs.size(); i++)
       if (recvs[i].bytes > 0) backend_.to_device(recvs[i].data, received[i].data(), recvs[i].bytes);
   }
-  void barrier() override { inner_.barrier(); }
-  [[noreturn]] void abort(const std::string& message, int status) override {
-    inner_.abort(message, status);
-    std::abort();  // not reached (GCC does not see [[noreturn]] through the virtual call)
-  }
 
  private:
-  dist::Communicator& inner_;
   Backend& backend_;
 };
 

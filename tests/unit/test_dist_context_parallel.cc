@@ -51,23 +51,13 @@ constexpr double kLr = 1e-2;
 // Exchanges begun by start_exchange happen only at their wait(): send buffers are read and receive buffers written
 // at the last moment a transport may, so a schedule that touches a buffer in flight gets other bits than exchanges
 // made at once (Communicator's own start_exchange, the sequential schedule).
-class DeferredExchanges final : public Communicator {
+class DeferredExchanges final : public WrappingCommunicator {
  public:
-  explicit DeferredExchanges(Communicator& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
+  explicit DeferredExchanges(Communicator& inner) : WrappingCommunicator(inner) {}
   std::string name() const override { return "deferred"; }
-  void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) override {
-    inner_.exchange(sends, recvs);
-  }
   std::unique_ptr<PendingExchange> start_exchange(const std::vector<Send>& sends,
                                                   const std::vector<Recv>& recvs) override {
     return std::make_unique<Deferred>(inner_, sends, recvs);
-  }
-  void barrier() override { inner_.barrier(); }
-  [[noreturn]] void abort(const std::string& message, int status) override {
-    inner_.abort(message, status);
-    std::abort();  // not reached
   }
 
  private:
@@ -79,7 +69,6 @@ class DeferredExchanges final : public Communicator {
     std::vector<Send> sends;
     std::vector<Recv> recvs;
   };
-  Communicator& inner_;
 };
 
 struct TrainedRun {
