@@ -5,7 +5,8 @@
 #     CPU machine, with the libraries this machine lacks);
 #  3. takes the bundle's check_kernels, or builds it standalone (tests/gpu needs only the CUDA toolkit);
 #  4. checks every CUDA kernel against the CPU kernel (tests/gpu/check_kernels.cu);
-#  5. runs replica itself on the GPU: the reference parity tests on the CUDA backend, the trainer's GPU-vs-CPU
+#  5. runs replica itself on the GPU: the reference parity tests on the CUDA backend (with them context parallelism
+#     at 1×2 and 2×2 as ranks in threads sharing the one GPU, ContextParallelCuda.*), the trainer's GPU-vs-CPU
 #     and exact-resume test, whole training steps of olmo3_1b and olmo3_7b at 1 × 8192 (tokens/s, MFU against
 #     the datasheet peak, GPU memory), the same 1B step in PyTorch, and a profile of both steps (device time
 #     per operation, bench_model's `profile`: where the time goes).

@@ -512,14 +512,41 @@ void check_grad_norm(Context& ctx, CheckTable& t) {
 }
 
 // A context-parallel rank's attention (dist/context_parallel.h): the last queries of a packed row against all its
-// keys, on a tile boundary and inside a tile, fp32 (the kernels that take a query slice).
-void check_attention_query_slice(Context& ctx, CheckTable& t) {
+// keys, on a tile boundary and inside a tile, with a sliding window, on every kernel. On a boundary of the 64-row
+// tiles (as every rank's slice starts: ContextParallelConfig::kSliceMultiple) the slice's out, lse and dq are the
+// whole row's last rows bit for bit: the same tiles meet the same keys.
+void check_attention_query_slice(Context& ctx, CheckTable& t, AttentionKernel kernel) {
+  const bool fp32 = kernel == AttentionKernel::fp32;
+  const std::string tag = fp32 ? "" : suffix(kernel);
+  const std::vector<int32_t> documents = offsets_of({{1, 70, 5, 90, 134}}, 300);
+  const AttentionShape whole{1, 300, 4, 2, 64, 33};
+  const AttentionInputs whole_in(whole, documents);
+  const AttentionResult whole_out = attention_gpu(ctx, whole_in, whole, kernel);
   for (int64_t queries : {172, 101}) {
-    AttentionShape s{1, 300, 4, 2, 64, 33};
+    AttentionShape s = whole;
     s.queries = queries;
-    const AttentionInputs in(s, offsets_of({{1, 70, 5, 90, 134}}, s.T));
-    attention_rows(t, "", attention_shape_text(s) + " docs, last " + std::to_string(queries) + " queries",
-                   attention_gpu(ctx, in, s, AttentionKernel::fp32), attention_cpu(in, s), kFp32Bound, relative);
+    const std::string shape = attention_shape_text(s) + " docs, last " + std::to_string(queries) + " queries";
+    const AttentionInputs in(s, documents);
+    attention_rows(t, tag, shape, attention_gpu(ctx, in, s, kernel), attention_cpu(in, s),
+                   fp32 ? kFp32Bound : kAttentionBf16Bound, relative);
+    if ((whole.T - queries) % 64 != 0) continue;
+    // The whole row's inputs, of which the slice holds the last queries' q and dout.
+    const size_t row_floats = size_t(whole.H * whole.D), skipped = size_t(whole.T - queries);
+    AttentionInputs slice_in = whole_in;
+    slice_in.q.erase(slice_in.q.begin(), slice_in.q.begin() + skipped * row_floats);
+    slice_in.dout.erase(slice_in.dout.begin(), slice_in.dout.begin() + skipped * row_floats);
+    const AttentionResult got = attention_gpu(ctx, slice_in, s, kernel);
+    auto last_rows = [&](const std::vector<float>& x) {
+      return std::vector<float>(x.begin() + skipped * row_floats, x.end());
+    };
+    std::vector<float> last_lse;
+    for (int64_t h = 0; h < whole.H; h++)
+      last_lse.insert(last_lse.end(), whole_out.lse.begin() + (h + 1) * whole.T - queries,
+                      whole_out.lse.begin() + (h + 1) * whole.T);
+    const std::string same = attention_shape_text(s) + " docs, last " + std::to_string(queries) + " = whole row's";
+    t.row("attention_forward" + tag, same, "out", bitwise(got.out, last_rows(whole_out.out)), kExact);
+    t.row("attention_forward" + tag, same, "lse", bitwise(got.lse, last_lse), kExact);
+    t.row("attention_backward" + tag, same, "dq", bitwise(got.dq, last_rows(whole_out.dq)), kExact);
   }
 }
 
@@ -531,9 +558,10 @@ int run_checks(Context& ctx) {
   check_attention(ctx, t);
   for (AttentionKernel kernel : kTensorCoreAttentionKernels) check_attention_bf16(ctx, t, kernel);
   check_cached_attention(ctx, t);
-  for (AttentionKernel kernel : {AttentionKernel::fp32, AttentionKernel::mma, AttentionKernel::wgmma})
+  for (AttentionKernel kernel : {AttentionKernel::fp32, AttentionKernel::mma, AttentionKernel::wgmma}) {
     check_attention_documents(ctx, t, kernel);
-  check_attention_query_slice(ctx, t);
+    check_attention_query_slice(ctx, t, kernel);
+  }
   check_swiglu(ctx, t);
   check_embedding(ctx, t);
   check_lm_head_loss(ctx, t);

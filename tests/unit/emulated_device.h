@@ -77,19 +77,15 @@ class EmulatedDevice final : public ForwardingBackend {
   std::map<void*, size_t> mappings_;
 };
 
-// Moves device memory between ranks, as NCCL does on GPUs: the exchange of `inner` (a host communicator)
-// with every rank's device open.
-class EmulatedPeerCommunicator final : public dist::Communicator {
+// A communicator over the ranks of `inner` that hands it everything a subclass does not change (the tests' stand-ins
+// for a job's transports).
+class WrappingCommunicator : public dist::Communicator {
  public:
-  EmulatedPeerCommunicator(dist::Communicator& inner, std::vector<EmulatedDevice*> devices)
-      : inner_(inner), devices_(std::move(devices)) {}
+  explicit WrappingCommunicator(dist::Communicator& inner) : inner_(inner) {}
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
-  std::string name() const override { return "emulated-nccl"; }
   void exchange(const std::vector<dist::Send>& sends, const std::vector<dist::Recv>& recvs) override {
-    for (EmulatedDevice* d : devices_) d->open();
     inner_.exchange(sends, recvs);
-    for (EmulatedDevice* d : devices_) d->close();
   }
   void barrier() override { inner_.barrier(); }
   [[noreturn]] void abort(const std::string& message, int status) override {
@@ -97,8 +93,24 @@ class EmulatedPeerCommunicator final : public dist::Communicator {
     std::abort();  // not reached (GCC does not see [[noreturn]] through the virtual call)
   }
 
- private:
+ protected:
   dist::Communicator& inner_;
+};
+
+// Moves device memory between ranks, as NCCL does on GPUs: the exchange of `inner` (a host communicator)
+// with every rank's device open.
+class EmulatedPeerCommunicator final : public WrappingCommunicator {
+ public:
+  EmulatedPeerCommunicator(dist::Communicator& inner, std::vector<EmulatedDevice*> devices)
+      : WrappingCommunicator(inner), devices_(std::move(devices)) {}
+  std::string name() const override { return "emulated-nccl"; }
+  void exchange(const std::vector<dist::Send>& sends, const std::vector<dist::Recv>& recvs) override {
+    for (EmulatedDevice* d : devices_) d->open();
+    inner_.exchange(sends, recvs);
+    for (EmulatedDevice* d : devices_) d->close();
+  }
+
+ private:
   std::vector<EmulatedDevice*> devices_;
 };
 

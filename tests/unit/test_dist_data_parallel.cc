@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "emulated_device.h"
+#include "rank_devices.h"
 #include "replica/core/error.h"
 #include "replica/dist/collectives.h"
 #include "replica/data/order.h"
@@ -109,14 +109,9 @@ std::vector<RankResult> run(int world, bool emulated = false, Sharding sharding 
   const int64_t G = 24, M = 2;
   const size_t n_ranks = size_t(world);
   std::vector<RankResult> results(n_ranks);
-  std::vector<std::unique_ptr<EmulatedDevice>> devices;
-  std::vector<EmulatedDevice*> all;
-  for (size_t r = 0; r < n_ranks; r++) all.push_back(devices.emplace_back(new EmulatedDevice).get());
-  ThreadGroup group(world);
-  group.run([&](Communicator& comm) {
-    Backend& backend = emulated ? static_cast<Backend&>(*all[size_t(comm.rank())]) : cpu_backend();
-    EmulatedPeerCommunicator peers(comm, all);
-    DataParallel dp(comm, emulated ? static_cast<Communicator&>(peers) : comm, backend, table, G, M, sharding);
+  run_ranks(world, emulated ? RankDevice::emulated : RankDevice::cpu, [&](Communicator& comm, Communicator& data,
+                                                                         Backend& backend) {
+    DataParallel dp(comm, data, backend, table, G, M, sharding);
     optim::AdamW adamw(table, optim::AdamWConfig{}, dp.shard_parts(), backend);
     EXPECT_EQ(dp.micro_batches(), G / (M * world));
     RankResult& result = results[size_t(comm.rank())];
@@ -222,13 +217,8 @@ RankResult train_model(int world, Precision precision, bool shard_weights, bool 
   config.tie_embeddings = true;
   const int64_t G = 12, M = 2, T = 16;
   RankResult result;
-  std::vector<std::unique_ptr<EmulatedDevice>> devices;
-  std::vector<EmulatedDevice*> all;
-  for (int r = 0; r < world; r++) all.push_back(devices.emplace_back(new EmulatedDevice).get());
-  ThreadGroup group(world);
-  group.run([&](Communicator& comm) {
-    Backend& backend = emulated ? static_cast<Backend&>(*all[size_t(comm.rank())]) : cpu_backend();
-    EmulatedPeerCommunicator peers(comm, all);
+  run_ranks(world, emulated ? RankDevice::emulated : RankDevice::cpu, [&](Communicator& comm, Communicator& data,
+                                                                         Backend& backend) {
     train::StepConfig c;
     c.seq_len = T, c.global_batch = G, c.micro_batch = M;
     c.precision = precision;
@@ -237,7 +227,7 @@ RankResult train_model(int world, Precision precision, bool shard_weights, bool 
     c.schedule = {.type = optim::ScheduleType::constant, .lr = 1e-2};
     c.skip_step.enabled = false;
     c.z_loss = 1e-4;
-    train::TrainStep train_step(config, c, comm, emulated ? static_cast<Communicator&>(peers) : comm, backend);
+    train::TrainStep train_step(config, c, comm, data, backend);
     const model::ParamTable& table = train_step.model().table();
     std::vector<float> params(table.total());
     model::init_params(config, table, 5, params.data());

@@ -21,6 +21,13 @@ struct Recv {
   size_t bytes;
 };
 
+// An exchange that Communicator::start_exchange began; wait() returns once its messages have arrived.
+class PendingExchange {
+ public:
+  virtual ~PendingExchange() = default;
+  virtual void wait() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -31,6 +38,12 @@ class Communicator {
   // Posts every receive and send, then waits until all have completed. Between two ranks, messages are
   // matched in the order they are listed. A rank never sends to itself.
   virtual void exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) = 0;
+  // The same exchange, begun now and finished by the result's wait(), so that work queued on the device meanwhile
+  // overlaps it (NCCL: on a communication stream, after the work queued so far). Until wait() returns the buffers
+  // are the exchange's: nothing may write a send buffer or touch a receive buffer. Exchanges begun and exchanges
+  // made are matched between two ranks in the order each rank calls them. This one exchanges at once.
+  virtual std::unique_ptr<PendingExchange> start_exchange(const std::vector<Send>& sends,
+                                                          const std::vector<Recv>& recvs);
   virtual void barrier() = 0;
   // Ends the whole job with `status` after printing `message` (one rank failing must not leave the others
   // waiting).

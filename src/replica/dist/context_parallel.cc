@@ -1,5 +1,5 @@
 // ContextParallel: per chunk of KV heads, the gathers of K and V, the kernel over this rank's queries and the
-// reduce-scatter of dK and dV, in a fixed order.
+// reduce-scatter of dK and dV, in a fixed order, the next chunk's exchanges in flight while this chunk's kernel runs.
 #include "replica/dist/context_parallel.h"
 
 #include <algorithm>
@@ -47,62 +47,82 @@ void ContextParallel::set_sequence(int64_t T, std::span<const int32_t> doc_offse
   docs_.offsets = key_offsets_device_.data();
 }
 
-ContextParallel::Chunk ContextParallel::chunk(const AttentionShape& local, int64_t g0) const {
+int64_t ContextParallel::chunks(const AttentionShape& local) const {
+  const int64_t stride = head_stride_ > 0 ? std::min(head_stride_, local.K) : local.K;
+  return (local.K + stride - 1) / stride;
+}
+
+ContextParallel::Chunk ContextParallel::chunk(const AttentionShape& local, int64_t c) const {
   check(local.B == 1 && local.T == slice_ && local.queries == 0,
         "context parallelism: attention over [{}, {}] tokens, expected this rank's slice [1, {}]", local.B, local.T,
         slice_);
-  const int64_t stride = head_stride_ > 0 ? std::min(head_stride_, local.K) : local.K;
+  const int64_t stride = head_stride_ > 0 ? std::min(head_stride_, local.K) : local.K, g0 = c * stride;
   const int64_t Kc = std::min(stride, local.K - g0), group = local.H / local.K;
   return {g0, Kc, g0 * group, Kc * group, Kc == local.K};
 }
 
-void ContextParallel::gather(float* whole, const float* x, const Chunk& ch, const AttentionShape& local) {
+std::unique_ptr<PendingExchange> ContextParallel::start_gather(Slot& slot, const float* k, const float* v,
+                                                               const Chunk& ch, const AttentionShape& local) {
   const int N = group_.size(), me = group_.rank();
   const size_t n = size_t(slice_ * ch.Kc * local.D);
-  float* mine = whole + size_t(me) * n;
-  copy_heads(be_, mine, ch.Kc, 0, x, local.K, ch.g0, ch.Kc, slice_, local.D);
+  float* kw = at_least(slot.k, be_, size_t(N) * n);
+  float* vw = at_least(slot.v, be_, size_t(N) * n);
+  copy_heads(be_, kw + size_t(me) * n, ch.Kc, 0, k, local.K, ch.g0, ch.Kc, slice_, local.D);
+  copy_heads(be_, vw + size_t(me) * n, ch.Kc, 0, v, local.K, ch.g0, ch.Kc, slice_, local.D);
   std::vector<Send> sends;
   std::vector<Recv> recvs;
   for (int p = 0; p < N; p++)
-    if (p != me) {
-      sends.push_back({p, mine, n * sizeof(float)});
-      recvs.push_back({p, whole + size_t(p) * n, n * sizeof(float)});
-    }
-  group_.exchange(sends, recvs);
+    if (p != me)
+      for (float* whole : {kw, vw}) {
+        sends.push_back({p, whole + size_t(me) * n, n * sizeof(float)});
+        recvs.push_back({p, whole + size_t(p) * n, n * sizeof(float)});
+      }
+  return group_.start_exchange(sends, recvs);
 }
 
-void ContextParallel::reduce_scatter(float* x, float* whole, const Chunk& ch, const AttentionShape& local) {
+// The received dK and dV of peer i (the i-th rank other than this one) are 2i and 2i + 1 of the slot's received.
+std::unique_ptr<PendingExchange> ContextParallel::start_reduce_scatter(Slot& slot, const Chunk& ch,
+                                                                       const AttentionShape& local) {
   const int N = group_.size(), me = group_.rank();
   const size_t n = size_t(slice_ * ch.Kc * local.D);
-  float* received = at_least(received_, be_, size_t(N - 1) * n);
-  std::vector<const float*> copies(static_cast<size_t>(N));  // every rank's dK (dV) of this rank's slice, by rank
+  float* received = at_least(slot.received, be_, 2 * size_t(N - 1) * n);
   std::vector<Send> sends;
   std::vector<Recv> recvs;
-  for (int p = 0; p < N; p++) {
-    if (p == me) {
-      copies[size_t(p)] = whole + size_t(me) * n;
-      continue;
-    }
-    sends.push_back({p, whole + size_t(p) * n, n * sizeof(float)});
-    copies[size_t(p)] = received + recvs.size() * n;
-    recvs.push_back({p, received + recvs.size() * n, n * sizeof(float)});
-  }
-  group_.exchange(sends, recvs);
-  float* sum = ch.all ? x : at_least(kv_local_, be_, n);
-  be_.copy(sum, copies[0], n);
-  for (size_t p = 1; p < copies.size(); p++) be_.add(sum, sum, copies[p], int64_t(n));
-  if (!ch.all) copy_heads(be_, x, local.K, ch.g0, sum, ch.Kc, 0, ch.Kc, slice_, local.D);
+  for (int p = 0; p < N; p++)
+    if (p != me)
+      for (float* whole : {slot.dk.data(), slot.dv.data()}) {
+        sends.push_back({p, whole + size_t(p) * n, n * sizeof(float)});
+        recvs.push_back({p, received + recvs.size() * n, n * sizeof(float)});
+      }
+  return group_.start_exchange(sends, recvs);
 }
 
+void ContextParallel::add_scattered(float* dk, float* dv, Slot& slot, const Chunk& ch, const AttentionShape& local) {
+  const int N = group_.size(), me = group_.rank();
+  const size_t n = size_t(slice_ * ch.Kc * local.D);
+  for (int which = 0; which < 2; which++) {  // dK, then dV
+    float* x = which == 0 ? dk : dv;
+    const float* whole = which == 0 ? slot.dk.data() : slot.dv.data();
+    std::vector<const float*> copies;  // every rank's dK (dV) of this rank's slice, by rank
+    for (int p = 0, peer = 0; p < N; p++)
+      copies.push_back(p == me ? whole + size_t(me) * n : slot.received.data() + size_t(2 * peer++ + which) * n);
+    float* sum = ch.all ? x : at_least(kv_local_, be_, n);
+    be_.copy(sum, copies[0], n);
+    for (size_t p = 1; p < copies.size(); p++) be_.add(sum, sum, copies[p], int64_t(n));
+    if (!ch.all) copy_heads(be_, x, local.K, ch.g0, sum, ch.Kc, 0, ch.Kc, slice_, local.D);
+  }
+}
+
+// Chunk c + 1's gather starts before chunk c's kernel is queued, into the other slot, which the kernel of chunk
+// c − 1 (queued before it) was the last to read.
 void ContextParallel::forward(float* out, float* lse, const float* q, const float* k, const float* v,
                               const AttentionShape& local, Precision precision) {
-  const int64_t D = local.D, end = position() + slice_, keys = slice_ * group_.size();
-  for (int64_t g0 = 0; g0 < local.K; g0 += head_stride_ > 0 ? head_stride_ : local.K) {
-    const Chunk ch = chunk(local, g0);
-    float* kw = at_least(k_whole_, be_, size_t(keys * ch.Kc * D));
-    float* vw = at_least(v_whole_, be_, size_t(keys * ch.Kc * D));
-    gather(kw, k, ch, local);
-    gather(vw, v, ch, local);
+  const int64_t D = local.D, end = position() + slice_, n_chunks = chunks(local);
+  std::unique_ptr<PendingExchange> gathered = start_gather(slot(0), k, v, chunk(local, 0), local);
+  for (int64_t c = 0; c < n_chunks; c++) {
+    const Chunk ch = chunk(local, c);
+    gathered->wait();
+    if (c + 1 < n_chunks) gathered = start_gather(slot(c + 1), k, v, chunk(local, c + 1), local);
     const float* qc = q;
     float* oc = out;
     if (!ch.all) {
@@ -112,24 +132,26 @@ void ContextParallel::forward(float* out, float* lse, const float* q, const floa
       oc = at_least(out_, be_, size_t(slice_ * ch.Hc * D));
     }
     const AttentionShape s{1, end, ch.Hc, ch.Kc, D, local.window, slice_};
-    be_.attention_forward(oc, lse + ch.h0 * slice_, qc, kw, vw, s, docs_, precision);
+    be_.attention_forward(oc, lse + ch.h0 * slice_, qc, slot(c).k.data(), slot(c).v.data(), s, docs_, precision);
     if (!ch.all) copy_heads(be_, out, local.H, ch.h0, oc, ch.Hc, 0, ch.Hc, slice_, D);
   }
 }
 
+// As the forward, and chunk c's reduce-scatter starts once its kernel is queued; chunk c − 1's is waited for (and
+// added) after that, so that it is done before chunk c + 1's kernel writes the same slot's dK and dV.
 void ContextParallel::backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                                const float* q, const float* k, const float* v, const AttentionShape& local,
                                Precision precision) {
-  const int64_t D = local.D, end = position() + slice_, keys = slice_ * group_.size();
-  for (int64_t g0 = 0; g0 < local.K; g0 += head_stride_ > 0 ? head_stride_ : local.K) {
-    const Chunk ch = chunk(local, g0);
+  const int64_t D = local.D, end = position() + slice_, keys = slice_ * group_.size(), n_chunks = chunks(local);
+  std::unique_ptr<PendingExchange> gathered = start_gather(slot(0), k, v, chunk(local, 0), local), scattered;
+  for (int64_t c = 0; c < n_chunks; c++) {
+    const Chunk ch = chunk(local, c);
+    Slot& sl = slot(c);
+    gathered->wait();
+    if (c + 1 < n_chunks) gathered = start_gather(slot(c + 1), k, v, chunk(local, c + 1), local);
     const size_t whole_floats = size_t(keys * ch.Kc * D), tail = size_t(end * ch.Kc * D);
-    float* kw = at_least(k_whole_, be_, whole_floats);
-    float* vw = at_least(v_whole_, be_, whole_floats);
-    float* dkw = at_least(dk_whole_, be_, whole_floats);
-    float* dvw = at_least(dv_whole_, be_, whole_floats);
-    gather(kw, k, ch, local);
-    gather(vw, v, ch, local);
+    float* dkw = at_least(sl.dk, be_, whole_floats);
+    float* dvw = at_least(sl.dv, be_, whole_floats);
     const float *qc = q, *outc = out, *doutc = dout;
     float* dqc = dq;
     if (!ch.all) {
@@ -144,19 +166,26 @@ void ContextParallel::backward(float* dq, float* dk, float* dv, const float* dou
       dqc = at_least(dq_, be_, n);
     }
     const AttentionShape s{1, end, ch.Hc, ch.Kc, D, local.window, slice_};
-    be_.attention_backward(dqc, dkw, dvw, doutc, outc, lse + ch.h0 * slice_, qc, kw, vw, s, docs_, precision);
+    be_.attention_backward(dqc, dkw, dvw, doutc, outc, lse + ch.h0 * slice_, qc, sl.k.data(), sl.v.data(), s, docs_,
+                           precision);
     be_.zero(dkw + tail, whole_floats - tail);  // keys after this slice: no query of it sees them
     be_.zero(dvw + tail, whole_floats - tail);
     if (!ch.all) copy_heads(be_, dq, local.H, ch.h0, dqc, ch.Hc, 0, ch.Hc, slice_, D);
-    reduce_scatter(dk, dkw, ch, local);
-    reduce_scatter(dv, dvw, ch, local);
+    std::unique_ptr<PendingExchange> this_chunk = start_reduce_scatter(sl, ch, local);
+    if (scattered) {
+      scattered->wait();
+      add_scattered(dk, dv, slot(c - 1), chunk(local, c - 1), local);
+    }
+    scattered = std::move(this_chunk);
   }
+  scattered->wait();
+  add_scattered(dk, dv, slot(n_chunks - 1), chunk(local, n_chunks - 1), local);
 }
 
 size_t ContextParallel::bytes(int64_t T, int64_t N, int64_t H, int64_t K, int64_t D, int64_t stride) {
   const int64_t Kc = stride > 0 ? std::min(stride, K) : K, Hc = Kc * (H / K), slice = T / N;
-  size_t floats = size_t(4 * T * Kc * D + (N - 1) * slice * Kc * D);  // gathered K, V, dK, dV; received dK (dV)
-  if (Kc < K) floats += size_t(4 * slice * Hc * D + slice * Kc * D);  // staged q, out, dout, dq; summed dK (dV)
+  size_t floats = size_t(4 * T * Kc * D + 2 * (N - 1) * slice * Kc * D);  // gathered K, V, dK, dV; received dK, dV
+  if (Kc < K) floats = 2 * floats + size_t(4 * slice * Hc * D + slice * Kc * D);  // two slots; staged heads, a sum
   return floats * sizeof(float);
 }
 

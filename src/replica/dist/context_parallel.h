@@ -4,10 +4,12 @@
 // global positions (AttentionShape::queries) against the keys up to the slice's end (ring-flash-attn's cu_k); no
 // softmax merge is needed, since every key a query sees is then local. The backward gathers again, computes dK and
 // dV for those keys, and reduce-scatters them: each rank adds the N ranks' dK/dV of its slice in rank order.
-// Chunks run one after another here; overlapping the next chunk's gather with this chunk's kernel (GPUs) is a change
-// of schedule inside forward()/backward(): gather(c) and the kernel of chunk c are separate steps already.
+// With several chunks their buffers are doubled, so that the next chunk's gather, and the last chunk's
+// reduce-scatter, are in flight (Communicator::start_exchange: on NCCL's stream) while this chunk's kernel runs; the
+// arithmetic and its order are those of one chunk after another.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -47,17 +49,29 @@ class ContextParallel final : public model::ContextAttention {
   // and V, the backward gathers them again and reduce-scatters dK and dV, each moving (N − 1)/N of the T·K·D
   // values of a tensor into (all-gather) or out of (reduce-scatter) every rank: 6 (N − 1) (T / N) K D sent.
   static int64_t floats_sent_per_layer(int64_t T, int64_t N, int64_t K, int64_t D) { return 6 * (N - 1) * (T / N) * K * D; }
-  // The backend memory this adds to a rank's step: the gathered K and V and the dK, dV of all keys, for one chunk of
-  // `stride` KV heads (K: no chunks), plus the staging of a chunk's heads when stride < K.
+  // The backend memory this adds to a rank's step: the gathered K and V, the dK, dV of all keys and the other ranks'
+  // dK, dV of this slice, for one chunk of `stride` KV heads (K: no chunks); with several chunks, twice that (the
+  // next chunk's buffers) plus the staging of a chunk's heads.
   static size_t bytes(int64_t T, int64_t N, int64_t H, int64_t K, int64_t D, int64_t stride);
 
  private:
   struct Chunk;
+  // One chunk's buffers: K and V of every rank's slice [N·slice, chunk heads, D], their gradients, and the other
+  // ranks' dK and dV of this rank's slice as received.
+  struct Slot {
+    DeviceArray<float> k, v, dk, dv, received;
+  };
+  int64_t chunks(const AttentionShape& local) const;
   Chunk chunk(const AttentionShape& local, int64_t c) const;
-  // All-gathers this rank's slice of the chunk's keys (or values) into whole [N·slice, chunk heads, D].
-  void gather(float* whole, const float* x, const Chunk& ch, const AttentionShape& local);
-  // The other ranks' rows of this rank's slice of whole, added with this rank's own in rank order, into x's heads.
-  void reduce_scatter(float* x, float* whole, const Chunk& ch, const AttentionShape& local);
+  Slot& slot(int64_t c) { return slots_[c % 2]; }
+  // Begins all-gathering this rank's slice of the chunk's keys and values into the slot's k and v.
+  std::unique_ptr<PendingExchange> start_gather(Slot& slot, const float* k, const float* v, const Chunk& ch,
+                                                const AttentionShape& local);
+  // Begins sending the slot's dK and dV of the other ranks' slices to them, and receiving theirs of this one.
+  std::unique_ptr<PendingExchange> start_reduce_scatter(Slot& slot, const Chunk& ch, const AttentionShape& local);
+  // After the reduce-scatter: every rank's dK and dV of this rank's slice, added in rank order, into dk's and dv's
+  // heads of the chunk.
+  void add_scattered(float* dk, float* dv, Slot& slot, const Chunk& ch, const AttentionShape& local);
 
   Communicator& group_;
   Backend& be_;
@@ -66,8 +80,8 @@ class ContextParallel final : public model::ContextAttention {
   std::vector<int32_t> key_offsets_;       // the documents of keys [0, slice end), host memory
   DeviceArray<int32_t> key_offsets_device_;  // their copy where the backend's memory is not the host's
   DocumentOffsets docs_;
-  DeviceArray<float> k_whole_, v_whole_, dk_whole_, dv_whole_;  // [N·slice, chunk heads, D]
-  DeviceArray<float> q_, out_, dout_, dq_, kv_local_, received_;   // a chunk's heads, when chunks are not all heads
+  Slot slots_[2];  // chunk c's in slots_[c % 2]
+  DeviceArray<float> q_, out_, dout_, dq_, kv_local_;  // a chunk's heads, when chunks are not all heads
 };
 
 }  // namespace replica::dist

@@ -1,5 +1,5 @@
-// NcclCommunicator: grouped ncclSend/ncclRecv on the caller's stream, then a polling wait with a deadline
-// that also watches NCCL's asynchronous errors, mirroring MpiCommunicator.
+// NcclCommunicator: grouped ncclSend/ncclRecv on a communication stream behind the backend's work, then a polling
+// wait with a deadline that also watches NCCL's asynchronous errors, mirroring MpiCommunicator.
 #include "replica/dist/nccl.h"
 
 #include <fmt/core.h>
@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "replica/core/error.h"
 #include "replica/dist/collectives.h"
@@ -41,6 +42,7 @@ NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device, cudaStre
   // Allocated before the communicator exists, so that a failure here leaves nothing to clean up.
   check_cuda(cudaMalloc(&flag_, 1), "cudaMalloc of the barrier byte");
   check_cuda(cudaMemset(flag_, 0, 1), "cudaMemset of the barrier byte");
+  check_cuda(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreate (communication)");
   ncclUniqueId id{};
   if (rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
   broadcast(bootstrap_, &id, sizeof id);  // host memory: the bootstrap is a host communicator (MPI)
@@ -52,11 +54,33 @@ NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device, cudaStre
 // ncclCommDestroy finalizes the communicator itself (flushing its operations) when it was not finalized.
 NcclCommunicator::~NcclCommunicator() {
   cudaStreamSynchronize(stream_);
+  cudaStreamSynchronize(comm_stream_);
   ncclCommDestroy(comm_);
+  cudaStreamDestroy(comm_stream_);
   cudaFree(flag_);
 }
 
-void NcclCommunicator::exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
+// An exchange in flight on the communication stream.
+class NcclCommunicator::Pending final : public PendingExchange {
+ public:
+  Pending(NcclCommunicator& comm, cudaEvent_t done, std::string what)
+      : comm_(comm), done_(done), what_(std::move(what)) {}
+  ~Pending() override {
+    if (done_) cudaEventDestroy(done_);
+  }
+  void wait() override {
+    const auto start = std::chrono::steady_clock::now();
+    comm_.wait(std::exchange(done_, nullptr), what_);
+    comm_.comm_seconds_ += seconds_since(start);
+  }
+
+ private:
+  NcclCommunicator& comm_;
+  cudaEvent_t done_;
+  std::string what_;
+};
+
+cudaEvent_t NcclCommunicator::post(const std::vector<Send>& sends, const std::vector<Recv>& recvs, std::string& what) {
   std::set<int> peers;
   auto check_peer = [&](int peer) {
     check(peer >= 0 && peer < size() && peer != rank(), "nccl: rank {} cannot exchange with rank {} of {}", rank(),
@@ -65,20 +89,46 @@ void NcclCommunicator::exchange(const std::vector<Send>& sends, const std::vecto
   };
   for (const Send& t : sends) check_peer(t.peer);
   for (const Recv& t : recvs) check_peer(t.peer);
+  what = "messages from/to rank(s)";
+  for (int p : peers) what += fmt::format(" {}", p);
+  // The kernels that wrote the send buffers, and those still reading the receive buffers, come first.
+  cudaEvent_t ready = nullptr;
+  check_cuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
+  check_cuda(cudaEventRecord(ready, stream_), "cudaEventRecord");
+  check_cuda(cudaStreamWaitEvent(comm_stream_, ready, 0), "cudaStreamWaitEvent");
+  check_cuda(cudaEventDestroy(ready), "cudaEventDestroy");  // released once the wait has seen it
+  // One group: NCCL posts every message at once (no deadlock whatever the order of the lists) and
+  // matches the messages between two ranks in the order they were issued, as the interface requires.
+  require(ncclGroupStart(), "ncclGroupStart");
+  for (const Recv& t : recvs) require(ncclRecv(t.data, t.bytes, ncclChar, t.peer, comm_, comm_stream_), "ncclRecv");
+  for (const Send& t : sends) require(ncclSend(t.data, t.bytes, ncclChar, t.peer, comm_, comm_stream_), "ncclSend");
+  require(ncclGroupEnd(), "ncclGroupEnd");
+  return record_done();
+}
+
+cudaEvent_t NcclCommunicator::record_done() {
+  cudaEvent_t done = nullptr;
+  check_cuda(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+  check_cuda(cudaEventRecord(done, comm_stream_), "cudaEventRecord");
+  return done;
+}
+
+void NcclCommunicator::exchange(const std::vector<Send>& sends, const std::vector<Recv>& recvs) {
   // The work queued before (e.g. the kernels that wrote the send buffers) finishes first, so that
   // comm_seconds and the timeout count the communication alone; a kernel error surfaces here as itself.
   check_cuda(cudaStreamSynchronize(stream_), "the GPU work before an exchange");
   const auto start = std::chrono::steady_clock::now();
-  // One group: NCCL posts every message at once (no deadlock whatever the order of the lists) and
-  // matches the messages between two ranks in the order they were issued, as the interface requires.
-  require(ncclGroupStart(), "ncclGroupStart");
-  for (const Recv& t : recvs) require(ncclRecv(t.data, t.bytes, ncclChar, t.peer, comm_, stream_), "ncclRecv");
-  for (const Send& t : sends) require(ncclSend(t.data, t.bytes, ncclChar, t.peer, comm_, stream_), "ncclSend");
-  require(ncclGroupEnd(), "ncclGroupEnd");
-  std::string who = "messages from/to rank(s)";
-  for (int p : peers) who += fmt::format(" {}", p);
-  wait(who);
+  std::string what;
+  const cudaEvent_t done = post(sends, recvs, what);
+  wait(done, what);
   comm_seconds_ += seconds_since(start);
+}
+
+std::unique_ptr<PendingExchange> NcclCommunicator::start_exchange(const std::vector<Send>& sends,
+                                                                  const std::vector<Recv>& recvs) {
+  std::string what;
+  const cudaEvent_t done = post(sends, recvs, what);
+  return std::make_unique<Pending>(*this, done, std::move(what));
 }
 
 // A 1-byte all-reduce: no rank's result is ready before every rank has contributed, which a ring of
@@ -87,19 +137,22 @@ void NcclCommunicator::barrier() {
   if (size() == 1) return;
   check_cuda(cudaStreamSynchronize(stream_), "the GPU work before a barrier");
   const auto start = std::chrono::steady_clock::now();
-  require(ncclAllReduce(flag_, flag_, 1, ncclUint8, ncclMax, comm_, stream_), "ncclAllReduce (barrier)");
-  wait("a barrier");
+  require(ncclAllReduce(flag_, flag_, 1, ncclUint8, ncclMax, comm_, comm_stream_), "ncclAllReduce (barrier)");
+  wait(record_done(), "a barrier");
   comm_seconds_ += seconds_since(start);
 }
 
 // Polls like MpiCommunicator::wait: yielding the core for the first second (NCCL's proxy thread and other
 // ranks may share it), then sleeping 1 ms between polls, and aborting the job on an asynchronous NCCL
 // error (a peer or link failed) or once timeout_s_ has passed.
-void NcclCommunicator::wait(const std::string& what) {
+void NcclCommunicator::wait(cudaEvent_t done, const std::string& what) {
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
-    const cudaError_t state = cudaStreamQuery(stream_);
-    if (state == cudaSuccess) return;
+    const cudaError_t state = cudaEventQuery(done);
+    if (state == cudaSuccess) {
+      cudaEventDestroy(done);
+      return;
+    }
     if (state != cudaErrorNotReady)
       abort(fmt::format("CUDA error while waiting for {}: {}; ending the job.", what, cudaGetErrorString(state)), 3);
     ncclResult_t async = ncclSuccess;

@@ -19,19 +19,21 @@ Device parse_device(const std::string& text) {
   fail("device must be 'cpu' or 'cuda', got '{}'", text);
 }
 
-Backend& backend_for(Device device, int gpu) {
-  if (device == Device::cpu) return cpu_backend();
+std::unique_ptr<Backend> new_cuda_backend(int gpu) {
 #ifdef REPLICA_HAVE_CUDA_BACKEND
-  static std::unique_ptr<Backend> cuda = [gpu] {
-    check(cuda_device_count() > 0, "device=cuda: no CUDA device is visible to this process");
-    return make_cuda_backend(gpu);
-  }();
-  return *cuda;
+  check(cuda_device_count() > 0, "device=cuda: no CUDA device is visible to this process");
+  return make_cuda_backend(gpu);
 #else
   (void)gpu;
   fail("device=cuda: this replica was built without the CUDA backend (CMake found no CUDA compiler, or "
        "-DREPLICA_CUDA=OFF)");
 #endif
+}
+
+Backend& backend_for(Device device, int gpu) {
+  if (device == Device::cpu) return cpu_backend();
+  static const std::unique_ptr<Backend> cuda = new_cuda_backend(gpu);
+  return *cuda;
 }
 
 bool cuda_available() {

@@ -139,6 +139,9 @@ class Backend {
 // raises replica::Error naming why it is unavailable (not built with CUDA, no GPU visible).
 Backend& backend_for(Device device, int gpu = 0);
 Backend& cpu_backend();  // backend_for(Device::cpu)
+// A CUDA backend of its own on GPU `gpu` (its own stream, handles and scratch), for tests that run the ranks of a
+// job as threads of one process; the same errors as backend_for(Device::cuda).
+std::unique_ptr<Backend> new_cuda_backend(int gpu = 0);
 bool cuda_available();
 
 // An array of T in a backend's memory, zero-filled, freed with its owner.

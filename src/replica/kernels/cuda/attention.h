@@ -13,11 +13,11 @@
 namespace replica::cuda {
 
 // q, out: [B, Tq, H, D]; k, v: [B, T, K, D]; lse: [B, H, Tq], Tq = s.rows_q() (a slice of the last queries,
-// kernels/types.h; only these fp32 kernels take one). D ≤ 256.
+// kernels/types.h; every variant below takes one). D ≤ 256.
 void attention_forward(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
                        const AttentionShape& s, const DocumentOffsets& docs);
 
-// dq: [B, T, H, D]; dk, dv: [B, T, K, D] (overwritten). Deterministic without atomics: dK and dV are
+// dq: [B, Tq, H, D]; dk, dv: [B, T, K, D] (overwritten). Deterministic without atomics: dK and dV are
 // accumulated by one block per key tile and KV head (over the group's query heads in order, then query
 // tiles in order), dQ by one block per query tile and head.
 void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,

@@ -149,18 +149,21 @@ __device__ inline void store_rows(float* y, const float (&acc)[D / 8][4], float 
 }
 
 // The query tiles a dK/dV block of keys [j0, j0 + nk) visits: for each of its KV head's `group` query heads in
-// order, the tiles of kTile queries from j0 to the last query that sees one of the keys (that of the last key:
-// j0 + nk − 1 + W − 1, or its document's end). They are numbered 0 … count − 1 so that one loop can fetch the next
-// tile while it works on this one.
+// order, the tiles of kTile queries from the one holding query j0 to the last query that sees one of the keys (that
+// of the last key: j0 + nk − 1 + W − 1, or its document's end). Query tiles start at the first query, Q0 (0 unless
+// the row holds only its last queries, kernels/types.h), so a block of keys before Q0 starts at Q0's tile, and one
+// whose keys no query sees has none. They are numbered 0 … count − 1 so that one loop can fetch the next tile while
+// it works on this one.
 struct QueryTiles {
-  int64_t j0, T, first_head, per_head, count;
-  __device__ QueryTiles(int64_t j0_, int64_t nk, const RowMask& row_mask, int64_t kv_head, int64_t group)
-      : j0(j0_), T(row_mask.T), first_head(kv_head * group) {
-    per_head = ceil_div(row_mask.query_end(j0 + nk - 1) - j0, kTile);
+  int64_t i_first, T, first_head, per_head, count;
+  __device__ QueryTiles(int64_t j0, int64_t nk, const RowMask& row_mask, int64_t kv_head, int64_t group, int64_t Q0)
+      : i_first(Q0 + max(j0 - Q0, int64_t(0)) / kTile * kTile), T(row_mask.T), first_head(kv_head * group) {
+    const int64_t i_end = row_mask.query_end(j0 + nk - 1);
+    per_head = i_end > i_first ? ceil_div(i_end - i_first, kTile) : 0;
     count = per_head * group;
   }
   __device__ int64_t head(int64_t index) const { return first_head + index / per_head; }
-  __device__ int64_t first_query(int64_t index) const { return j0 + (index % per_head) * kTile; }
+  __device__ int64_t first_query(int64_t index) const { return i_first + (index % per_head) * kTile; }
   __device__ int64_t rows(int64_t index) const { return min(int64_t(kTile), T - first_query(index)); }
 };
 
@@ -246,21 +249,22 @@ class Bf16Copy {
   Scratch<bf16> data_;
 };
 
-// What a forward launch reads: q, k, v in bf16, one block per 64 queries, head and batch, and the softmax scale.
+// What a forward launch reads: q, k, v in bf16, one block per 64 queries (of the s.rows_q() a row holds), head and
+// batch, and the softmax scale.
 struct ForwardOperands {
   Bf16Copy q, k, v;
   dim3 grid;
   float scale;
   ForwardOperands(Context& ctx, const float* q_, const float* k_, const float* v_, const AttentionShape& s)
-      : q(ctx, q_, s.B * s.T * s.H * s.D),
+      : q(ctx, q_, s.B * s.rows_q() * s.H * s.D),
         k(ctx, k_, s.B * s.T * s.K * s.D),
         v(ctx, v_, s.B * s.T * s.K * s.D),
-        grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B)),
+        grid(unsigned(ceil_div(s.rows_q(), kBlockRows)), unsigned(s.H), unsigned(s.B)),
         scale(softmax_scale(s)) {}
 };
 
 // What a backward launch reads: delta (attention_delta), q, k, v and dout in bf16, the grids of the dK/dV pass
-// (64 keys, KV head, batch) and of the dQ pass (64 queries, head, batch), and the softmax scale.
+// (64 keys of all T, KV head, batch) and of the dQ pass (64 of the row's queries, head, batch), and the scale.
 struct BackwardOperands {
   Scratch<float> delta;
   Bf16Copy q, k, v, dout;
@@ -268,13 +272,13 @@ struct BackwardOperands {
   float scale;
   BackwardOperands(Context& ctx, const float* dout_, const float* out, const float* q_, const float* k_,
                    const float* v_, const AttentionShape& s)
-      : delta(ctx, size_t(s.B * s.H * s.T)),
-        q(ctx, q_, s.B * s.T * s.H * s.D),
+      : delta(ctx, size_t(s.B * s.H * s.rows_q())),
+        q(ctx, q_, s.B * s.rows_q() * s.H * s.D),
         k(ctx, k_, s.B * s.T * s.K * s.D),
         v(ctx, v_, s.B * s.T * s.K * s.D),
-        dout(ctx, dout_, s.B * s.T * s.H * s.D),
+        dout(ctx, dout_, s.B * s.rows_q() * s.H * s.D),
         kv_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.K), unsigned(s.B)),
-        q_grid(unsigned(ceil_div(s.T, kBlockRows)), unsigned(s.H), unsigned(s.B)),
+        q_grid(unsigned(ceil_div(s.rows_q(), kBlockRows)), unsigned(s.H), unsigned(s.B)),
         scale(softmax_scale(s)) {
     attention_delta(ctx, delta.get(), dout_, out, s);
   }

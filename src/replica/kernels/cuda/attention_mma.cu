@@ -41,14 +41,16 @@ constexpr size_t kForwardBytes = 5 * kTileBytes<D>;
 template <int D>
 __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* out, float* lse, const bf16_t* q,
                                                                          const bf16_t* k, const bf16_t* v, int64_t T,
-                                                                         int64_t H, int64_t K, int64_t window,
-                                                                         DocumentOffsets docs, float scale) {
+                                                                         int64_t Q0, int64_t H, int64_t K,
+                                                                         int64_t window, DocumentOffsets docs,
+                                                                         float scale) {
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
   bf16_t* Qs = tile_at<D>(smem, 0);
 
-  const int64_t i0 = int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z, kv_head = h / (H / K);
-  const int64_t nq = min(int64_t(kBlockRows), T - i0);
+  // Positions are key positions; the row's queries are [Q0, T), held from 0 in q, out, lse (Tq of them).
+  const int64_t Tq = T - Q0, i0 = Q0 + int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z;
+  const int64_t kv_head = h / (H / K), nq = min(int64_t(kBlockRows), T - i0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int row0 = warp * kRowsPerWarp;  // the warp's rows in the block: row0 + g and row0 + g + 8 for this lane
   const bf16_t* kb = k + b * T * K * D;
@@ -59,7 +61,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* 
   const int64_t first[2] = {row_mask.first_key(i0 + row0 + g), row_mask.first_key(i0 + row0 + g + 8)};
   const int64_t last_row_first = row_mask.first_key(i0 + kBlockRows - 1);
 
-  copy_rows_async<D>(Qs, q + b * T * H * D, i0, nq, H, h);
+  copy_rows_async<D>(Qs, q + b * Tq * H * D, i0 - Q0, nq, H, h);
   copy_keys_async<D>(smem, 1, kb, vb, j_begin, min(int64_t(kTile), j_end - j_begin), K, kv_head);
   cp_async_commit();
 
@@ -113,8 +115,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* 
     __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
   }
 
-  finish_rows<D>(o, lse + (b * H + h) * T + i0, m, l, nq, row0, g, t);
-  store_rows<D>(out + b * T * H * D, o, 1.0f, i0, row0, nq, H, h, g, t);
+  finish_rows<D>(o, lse + (b * H + h) * Tq + i0 - Q0, m, l, nq, row0, g, t);
+  store_rows<D>(out + b * Tq * H * D, o, 1.0f, i0 - Q0, row0, nq, H, h, g, t);
 }
 
 // ---- Backward -----------------------------------------------------------------------------------------------
@@ -129,23 +131,23 @@ template <int D>
 __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk, float* dv, const bf16_t* dout,
                                                                       const float* lse, const float* delta,
                                                                       const bf16_t* q, const bf16_t* k,
-                                                                      const bf16_t* v, int64_t T, int64_t H,
-                                                                      int64_t K, int64_t window, DocumentOffsets docs,
-                                                                      float scale) {
+                                                                      const bf16_t* v, int64_t T, int64_t Q0,
+                                                                      int64_t H, int64_t K, int64_t window,
+                                                                      DocumentOffsets docs, float scale) {
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
   const bf16_t* Ks = tile_at<D>(smem, 0);
   const bf16_t* Vs = tile_at<D>(smem, 1);
   float* stats = reinterpret_cast<float*>(smem + 6 * kTileBytes<D>);  // [stage][lse, delta][kTile]
 
-  const int64_t j0 = int64_t(blockIdx.x) * kBlockRows, kv_head = blockIdx.y, b = blockIdx.z, group = H / K;
-  const int64_t nk = min(int64_t(kBlockRows), T - j0);
+  const int64_t Tq = T - Q0, j0 = int64_t(blockIdx.x) * kBlockRows, kv_head = blockIdx.y, b = blockIdx.z;
+  const int64_t group = H / K, nk = min(int64_t(kBlockRows), T - j0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int row0 = warp * kRowsPerWarp;  // the warp's keys in the block
-  const bf16_t* qb = q + b * T * H * D;
-  const bf16_t* dob = dout + b * T * H * D;
+  const bf16_t* qb = q + b * Tq * H * D;
+  const bf16_t* dob = dout + b * Tq * H * D;
   const RowMask row_mask(T, window, docs, b);
-  const QueryTiles tiles(j0, nk, row_mask, kv_head, group);
+  const QueryTiles tiles(j0, nk, row_mask, kv_head, group, Q0);
   // The end of the queries that see each of this lane's keys, and the block's first key's (the tile-skipping
   // corner).
   const int64_t query_end[2] = {row_mask.query_end(j0 + row0 + g), row_mask.query_end(j0 + row0 + g + 8)};
@@ -153,10 +155,10 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
   // Starts fetching query tile `index` (Q, dO and their rows' lse and delta) into `stage`.
   auto fetch = [&](int64_t index, int stage) {
     const int64_t h = tiles.head(index), i0 = tiles.first_query(index), nq = tiles.rows(index);
-    copy_rows_async<D>(tile_at<D>(smem, 2 + 2 * stage), qb, i0, nq, H, h);
-    copy_rows_async<D>(tile_at<D>(smem, 3 + 2 * stage), dob, i0, nq, H, h);
+    copy_rows_async<D>(tile_at<D>(smem, 2 + 2 * stage), qb, i0 - Q0, nq, H, h);
+    copy_rows_async<D>(tile_at<D>(smem, 3 + 2 * stage), dob, i0 - Q0, nq, H, h);
     float* lse_s = stats + 2 * kTile * stage;
-    load_row_stats(lse_s, lse_s + kTile, kTile, lse, delta, (b * H + h) * T + i0, nq);
+    load_row_stats(lse_s, lse_s + kTile, kTile, lse, delta, (b * H + h) * Tq + i0 - Q0, nq);
   };
 
   copy_keys_async<D>(smem, 0, k + b * T * K * D, v + b * T * K * D, j0, nk, K, kv_head);
@@ -232,15 +234,17 @@ template <int D>
 __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, const bf16_t* dout, const float* lse,
                                                                     const float* delta, const bf16_t* q,
                                                                     const bf16_t* k, const bf16_t* v, int64_t T,
-                                                                    int64_t H, int64_t K, int64_t window,
-                                                                    DocumentOffsets docs, float scale) {
+                                                                    int64_t Q0, int64_t H, int64_t K,
+                                                                    int64_t window, DocumentOffsets docs,
+                                                                    float scale) {
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
   const bf16_t* Qs = tile_at<D>(smem, 0);
   const bf16_t* dOs = tile_at<D>(smem, 1);
 
-  const int64_t i0 = int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z, kv_head = h / (H / K);
-  const int64_t nq = min(int64_t(kBlockRows), T - i0);
+  // Positions are key positions; the row's queries are [Q0, T), held from 0 in q, out, lse (Tq of them).
+  const int64_t Tq = T - Q0, i0 = Q0 + int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z;
+  const int64_t kv_head = h / (H / K), nq = min(int64_t(kBlockRows), T - i0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int row0 = warp * kRowsPerWarp;
   const bf16_t* kb = k + b * T * K * D;
@@ -251,12 +255,12 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
   const int64_t first[2] = {row_mask.first_key(i0 + row0 + g), row_mask.first_key(i0 + row0 + g + 8)};
   const int64_t last_row_first = row_mask.first_key(i0 + kBlockRows - 1);
 
-  copy_rows_async<D>(tile_at<D>(smem, 0), q + b * T * H * D, i0, nq, H, h);
-  copy_rows_async<D>(tile_at<D>(smem, 1), dout + b * T * H * D, i0, nq, H, h);
+  copy_rows_async<D>(tile_at<D>(smem, 0), q + b * Tq * H * D, i0 - Q0, nq, H, h);
+  copy_rows_async<D>(tile_at<D>(smem, 1), dout + b * Tq * H * D, i0 - Q0, nq, H, h);
   copy_keys_async<D>(smem, 2, kb, vb, j_begin, min(int64_t(kTile), j_end - j_begin), K, kv_head);
   cp_async_commit();
   float row_lse[2], row_delta[2];
-  row_stats(row_lse, row_delta, lse, delta, (b * H + h) * T + i0, nq, row0, g);
+  row_stats(row_lse, row_delta, lse, delta, (b * H + h) * Tq + i0 - Q0, nq, row0, g);
   uint32_t qa[D / 16][4], doa[D / 16][4];
   float dq_acc[D / 8][4] = {};
 
@@ -316,7 +320,7 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
     __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
   }
 
-  store_rows<D>(dq + b * T * H * D, dq_acc, scale, i0, row0, nq, H, h, g, t);
+  store_rows<D>(dq + b * Tq * H * D, dq_acc, scale, i0 - Q0, row0, nq, H, h, g, t);
 }
 
 }  // namespace
@@ -330,7 +334,7 @@ void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q,
     static const size_t bytes =
         prepare_kernel(attention_forward_mma_kernel<D>, kForwardBytes<D>, "attention_forward_mma");
     launch("attention_forward_mma", attention_forward_mma_kernel<D>, in.grid, kThreads, bytes, ctx.stream(), out, lse,
-           in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, docs, in.scale);
+           in.q.get(), in.k.get(), in.v.get(), s.T, s.q_offset(), s.H, s.K, s.window, docs, in.scale);
   });
 }
 
@@ -345,11 +349,11 @@ void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const
         prepare_kernel(attention_dkdv_mma_kernel<D>, kDkDvBytes<D>, "attention_dkdv_mma");
     static const size_t dq_bytes = prepare_kernel(attention_dq_mma_kernel<D>, kDqBytes<D>, "attention_dq_mma");
     launch("attention_dkdv_mma", attention_dkdv_mma_kernel<D>, in.kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk,
-           dv, in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, docs,
-           in.scale);
+           dv, in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.q_offset(), s.H, s.K,
+           s.window, docs, in.scale);
     launch("attention_dq_mma", attention_dq_mma_kernel<D>, in.q_grid, kThreads, dq_bytes, ctx.stream(), dq,
-           in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, docs,
-           in.scale);
+           in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.q_offset(), s.H, s.K,
+           s.window, docs, in.scale);
   });
 }
 

@@ -69,14 +69,16 @@ __device__ inline float (&wgmma_tiles(float (*tiles)[4]))[32] { return *reinterp
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_wgmma_kernel(float* out, float* lse, const bf16_t* q, const bf16_t* k, const bf16_t* v, int64_t T,
-                                   int64_t H, int64_t K, int64_t window, DocumentOffsets docs, float scale) {
+                                   int64_t Q0, int64_t H, int64_t K, int64_t window, DocumentOffsets docs,
+                                   float scale) {
   static_assert(D % 64 == 0 && kTile == 64, "the products are m64n64k16");
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
   bf16_t* Qs = tile_at<D>(smem, 0);
 
-  const int64_t i0 = int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z, kv_head = h / (H / K);
-  const int64_t nq = min(int64_t(kBlockRows), T - i0);
+  // Positions are key positions; the row's queries are [Q0, T), held from 0 in q, out, lse (Tq of them).
+  const int64_t Tq = T - Q0, i0 = Q0 + int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z;
+  const int64_t kv_head = h / (H / K), nq = min(int64_t(kBlockRows), T - i0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int row0 = warp * kRowsPerWarp;  // the warp's rows in the block, as in the warpgroup's products
   const bf16_t* kb = k + b * T * K * D;
@@ -92,7 +94,7 @@ __global__ void __launch_bounds__(kThreads)
     copy_core_rows_async<D>(core_tile_at<D>(smem, 2 * stage + 1), vb, j, n, K, kv_head);
   };
 
-  copy_rows_async<D>(Qs, q + b * T * H * D, i0, nq, H, h);
+  copy_rows_async<D>(Qs, q + b * Tq * H * D, i0 - Q0, nq, H, h);
   fetch(j_begin, min(int64_t(kTile), j_end - j_begin), 0);
   cp_async_commit();
 
@@ -142,8 +144,8 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
   }
 
-  finish_rows<D>(o, lse + (b * H + h) * T + i0, m, l, nq, row0, g, t);
-  store_rows<D>(out + b * T * H * D, o, 1.0f, i0, row0, nq, H, h, g, t);
+  finish_rows<D>(o, lse + (b * H + h) * Tq + i0 - Q0, m, l, nq, row0, g, t);
+  store_rows<D>(out + b * Tq * H * D, o, 1.0f, i0 - Q0, row0, nq, H, h, g, t);
 }
 
 // ---- Backward -----------------------------------------------------------------------------------------------
@@ -171,30 +173,30 @@ constexpr size_t kWgmmaDkDvBytes = 6 * kCoreTileBytes<D> + 2 * 2 * kTile * sizeo
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     attention_dkdv_wgmma_kernel(float* dk, float* dv, const bf16_t* dout, const float* lse, const float* delta,
-                                const bf16_t* q, const bf16_t* k, const bf16_t* v, int64_t T, int64_t H, int64_t K,
-                                int64_t window, DocumentOffsets docs, float scale) {
+                                const bf16_t* q, const bf16_t* k, const bf16_t* v, int64_t T, int64_t Q0, int64_t H,
+                                int64_t K, int64_t window, DocumentOffsets docs, float scale) {
   unsigned char* smem = dynamic_shared_memory();
   auto core = [&](int index) { return reinterpret_cast<bf16_t*>(smem + index * kCoreTileBytes<D>); };
   float* stats = reinterpret_cast<float*>(smem + 6 * kCoreTileBytes<D>);  // [stage][lse, delta][kTile]
 
-  const int64_t j0 = int64_t(blockIdx.x) * kBlockRows, kv_head = blockIdx.y, b = blockIdx.z, group = H / K;
-  const int64_t nk = min(int64_t(kBlockRows), T - j0);
+  const int64_t Tq = T - Q0, j0 = int64_t(blockIdx.x) * kBlockRows, kv_head = blockIdx.y, b = blockIdx.z;
+  const int64_t group = H / K, nk = min(int64_t(kBlockRows), T - j0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int row0 = warp * kRowsPerWarp;  // the warp's keys in the block
-  const bf16_t* qb = q + b * T * H * D;
-  const bf16_t* dob = dout + b * T * H * D;
+  const bf16_t* qb = q + b * Tq * H * D;
+  const bf16_t* dob = dout + b * Tq * H * D;
   const RowMask row_mask(T, window, docs, b);
-  const QueryTiles tiles(j0, nk, row_mask, kv_head, group);
+  const QueryTiles tiles(j0, nk, row_mask, kv_head, group, Q0);
   // The end of the queries that see each of this lane's keys, and the block's first key's (the tile-skipping
   // corner).
   const int64_t query_end[2] = {row_mask.query_end(j0 + row0 + g), row_mask.query_end(j0 + row0 + g + 8)};
   const int64_t first_key_end = row_mask.query_end(j0);
   auto fetch = [&](int64_t index, int stage) {  // query tile `index` (Q, dO, lse, delta) into `stage`
     const int64_t h = tiles.head(index), i0 = tiles.first_query(index), nq = tiles.rows(index);
-    copy_core_rows_async<D>(core(2 + 2 * stage), qb, i0, nq, H, h);
-    copy_core_rows_async<D>(core(3 + 2 * stage), dob, i0, nq, H, h);
+    copy_core_rows_async<D>(core(2 + 2 * stage), qb, i0 - Q0, nq, H, h);
+    copy_core_rows_async<D>(core(3 + 2 * stage), dob, i0 - Q0, nq, H, h);
     float* lse_s = stats + 2 * kTile * stage;
-    load_row_stats(lse_s, lse_s + kTile, kTile, lse, delta, (b * H + h) * T + i0, nq);
+    load_row_stats(lse_s, lse_s + kTile, kTile, lse, delta, (b * H + h) * Tq + i0 - Q0, nq);
   };
 
   copy_core_rows_async<D>(core(0), k + b * T * K * D, j0, nk, K, kv_head);
@@ -272,8 +274,8 @@ constexpr size_t kWgmmaDqBytes = 2 * kTileBytes<D> + 4 * kCoreTileBytes<D>;
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     attention_dq_wgmma_kernel(float* dq, const bf16_t* dout, const float* lse, const float* delta, const bf16_t* q,
-                              const bf16_t* k, const bf16_t* v, int64_t T, int64_t H, int64_t K, int64_t window,
-                              DocumentOffsets docs, float scale) {
+                              const bf16_t* k, const bf16_t* v, int64_t T, int64_t Q0, int64_t H, int64_t K,
+                              int64_t window, DocumentOffsets docs, float scale) {
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
   const bf16_t* Qs = tile_at<D>(smem, 0);
@@ -282,8 +284,9 @@ __global__ void __launch_bounds__(kThreads)
     return reinterpret_cast<bf16_t*>(smem + 2 * kTileBytes<D> + index * kCoreTileBytes<D>);
   };
 
-  const int64_t i0 = int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z, kv_head = h / (H / K);
-  const int64_t nq = min(int64_t(kBlockRows), T - i0);
+  // Positions are key positions; the row's queries are [Q0, T), held from 0 in q, out, lse (Tq of them).
+  const int64_t Tq = T - Q0, i0 = Q0 + int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z;
+  const int64_t kv_head = h / (H / K), nq = min(int64_t(kBlockRows), T - i0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int row0 = warp * kRowsPerWarp;
   const bf16_t* kb = k + b * T * K * D;
@@ -298,12 +301,12 @@ __global__ void __launch_bounds__(kThreads)
     copy_core_rows_async<D>(core(2 * stage + 1), vb, j, n, K, kv_head);
   };
 
-  copy_rows_async<D>(tile_at<D>(smem, 0), q + b * T * H * D, i0, nq, H, h);
-  copy_rows_async<D>(tile_at<D>(smem, 1), dout + b * T * H * D, i0, nq, H, h);
+  copy_rows_async<D>(tile_at<D>(smem, 0), q + b * Tq * H * D, i0 - Q0, nq, H, h);
+  copy_rows_async<D>(tile_at<D>(smem, 1), dout + b * Tq * H * D, i0 - Q0, nq, H, h);
   fetch(j_begin, min(int64_t(kTile), j_end - j_begin), 0);
   cp_async_commit();
   float row_lse[2], row_delta[2];
-  row_stats(row_lse, row_delta, lse, delta, (b * H + h) * T + i0, nq, row0, g);
+  row_stats(row_lse, row_delta, lse, delta, (b * H + h) * Tq + i0 - Q0, nq, row0, g);
   uint32_t qa[D / 16][4], doa[D / 16][4];
   float dq_acc[D / 8][4] = {};
 
@@ -361,7 +364,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
   }
 
-  store_rows<D>(dq + b * T * H * D, dq_acc, scale, i0, row0, nq, H, h, g, t);
+  store_rows<D>(dq + b * Tq * H * D, dq_acc, scale, i0 - Q0, row0, nq, H, h, g, t);
 }
 
 // True on an sm_90 GPU (the sm_90a machine code; other GPUs, and the portable PTX, have no wgmma).
@@ -383,7 +386,7 @@ void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* 
   const ForwardOperands in(ctx, q, k, v, s);
   auto run = [&](auto kernel, size_t bytes) {
     launch("attention_forward_wgmma", kernel, in.grid, kThreads, bytes, ctx.stream(), out, lse, in.q.get(), in.k.get(),
-           in.v.get(), s.T, s.H, s.K, s.window, docs, in.scale);
+           in.v.get(), s.T, s.q_offset(), s.H, s.K, s.window, docs, in.scale);
   };
   if (s.D == 64) {
     static const size_t bytes =
@@ -405,10 +408,10 @@ void attention_backward_wgmma(Context& ctx, float* dq, float* dk, float* dv, con
   const BackwardOperands in(ctx, dout, out, q, k, v, s);
   auto run = [&](auto dkdv_kernel, size_t dkdv_bytes, auto dq_kernel, size_t dq_bytes) {
     launch("attention_dkdv_wgmma", dkdv_kernel, in.kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk, dv,
-           in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, docs,
-           in.scale);
+           in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.q_offset(), s.H, s.K,
+           s.window, docs, in.scale);
     launch("attention_dq_wgmma", dq_kernel, in.q_grid, kThreads, dq_bytes, ctx.stream(), dq, in.dout.get(), lse,
-           in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.H, s.K, s.window, docs, in.scale);
+           in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.q_offset(), s.H, s.K, s.window, docs, in.scale);
   };
   if (s.D == 64) {
     static const size_t dkdv =

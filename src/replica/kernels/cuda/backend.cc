@@ -154,12 +154,7 @@ class CudaBackend final : public Backend {
   // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have; the fp32
   // kernels run everything else, and everything when chosen (to tell the kernels apart).
   bool tensor_core_attention(const AttentionShape& s, Precision p) const {
-    const bool tensor_cores = p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && attention_ != AttentionKernel::fp32;
-    check(!tensor_cores || s.queries == 0,
-          "train.attention={}: the tensor-core attention kernels take no query slice yet; context parallelism on "
-          "the GPU runs train.attention=fp32",
-          attention_kernel_name(attention_));
-    return tensor_cores;
+    return p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && attention_ != AttentionKernel::fp32;
   }
   void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                          const AttentionShape& s, const DocumentOffsets& docs, Precision p) override {
