@@ -181,6 +181,23 @@ TEST(Recipe, NumericsAndDataSettingsAreKeys) {
             std::string::npos);
 }
 
+TEST(Recipe, Float8IsAKeyOffByDefaultThatReachesTheStep) {
+  EXPECT_FALSE(load_recipe_text(kMinimal, "minimal", {}, false).train.float8);
+  EXPECT_FALSE(step_config(load_recipe_text(kMinimal, "minimal", {}, false)).float8);
+  const Recipe r = load_recipe_text(kMinimal, "minimal", {"train.float8=true"}, false);
+  EXPECT_TRUE(r.train.float8);
+  EXPECT_TRUE(step_config(r).float8);
+  const std::string yaml = r.to_yaml();
+  EXPECT_NE(yaml.find("float8: true"), std::string::npos) << yaml;
+  EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
+  EXPECT_NE(error_of([] { load_recipe_text(kMinimal, "m", {"train.float8=fp8"}, false); }).find("train.float8"),
+            std::string::npos);
+  const std::string on_cuda =
+      error_of([] { load_recipe_text(kMinimal, "m", {"train.float8=true", "train.device=cuda"}, false); });
+  EXPECT_NE(on_cuda.find("train.float8"), std::string::npos) << on_cuda;
+  EXPECT_NE(on_cuda.find("CPU only"), std::string::npos) << on_cuda;
+}
+
 TEST(Recipe, TheProgressStyleIsAKeyDefaultingToAuto) {
   EXPECT_EQ(load_recipe_text(kMinimal, "minimal", {}, false).train.progress, metrics::ProgressStyle::automatic);
   const Recipe r = load_recipe_text(kMinimal, "minimal", {"train.progress=plain"}, false);

@@ -79,6 +79,7 @@ std::vector<Field> fields(Recipe& r) {
       integer("train.context_parallel", r.train.context.degree),
       integer("train.cp_head_stride", r.train.context.head_stride),
       choice("train.attention", r.train.attention, parse_attention_kernel, attention_kernel_name),
+      boolean("train.float8", r.train.float8),
       boolean("train.profile", r.train.profile),
       integer("train.log_every", r.train.log_every),
       choice("train.progress", r.train.progress, metrics::parse_progress_style, metrics::progress_style_name),
@@ -188,6 +189,8 @@ void validate(const Recipe& r, const Origins& origins) {
   const std::vector<Field> table = fields(copy);
   for (const std::string& key : r.train.allow_change)
     require(find(table, key) != nullptr, "train.allow_change", fmt::format("names an unknown key '{}'", key));
+  require(!r.train.float8 || r.train.device == Device::cpu, "train.float8",
+          "runs on the CPU only for now: the CUDA float8 linears (cuBLASLt FP8 GEMMs) are not built yet");
   require(!r.model.config.empty() || !r.model.init_from.empty(), "model.config",
           "must be set (a model YAML file or HF config.json) unless model.init_from gives the model");
   require(r.data.paths.empty() != r.data.mix_file.empty(), "data.paths",

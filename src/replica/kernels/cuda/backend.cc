@@ -129,6 +129,14 @@ class CudaBackend final : public Backend {
             int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16, const bf16* A16) override {
     cuda::gemm(ctx_, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16, A16);
   }
+  void quantize_float8(uint8_t*, float*, WeightRef, size_t, Float8Format, bool) override { no_float8(); }
+  void gemm_float8(bool, bool, int64_t, int64_t, int64_t, const Float8Matrix&, int64_t, const Float8Matrix&, int64_t,
+                   float*, int64_t, bool, bool) override {
+    no_float8();
+  }
+  [[noreturn]] static void no_float8() {
+    fail("train.float8 runs on the CPU only: the CUDA float8 linears (cuBLASLt FP8 GEMMs) are not built yet");
+  }
   void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                        float eps) override {
     cuda::rmsnorm_forward(ctx_, y, rstd, x, w, rows, C, eps);
