@@ -253,6 +253,24 @@ TEST_P(Float8Parity, RecomputationIsBitwiseIdentical) {
   check_recomputation(Case(GetParam()), Precision::bf16, cpu_backend(), true);
 }
 
+// The GPU: cuBLASLt's float8 GEMMs over the same codes (the forward with fast accumulation), fp32 elsewhere, so the
+// CPU's bounds; and bitwise recomputation in bf16.
+TEST_P(Float8Parity, LogitsFp32Cuda) {
+  SKIP_WITHOUT_CUDA();
+  check_logits(Case(GetParam()), Precision::fp32, "logits_float8_fp32.npy", 1e-5, backend_for(Device::cuda), true);
+}
+
+TEST_P(Float8Parity, LossAndGradientsFp32Cuda) {
+  SKIP_WITHOUT_CUDA();
+  check_gradients(Case(GetParam()), Precision::fp32, "loss_float8_fp32.json", "grads_float8_fp32.safetensors", 1e-6,
+                  2e-5, backend_for(Device::cuda), true);
+}
+
+TEST_P(Float8Parity, RecomputationIsBitwiseIdenticalCuda) {
+  SKIP_WITHOUT_CUDA();
+  check_recomputation(Case(GetParam()), Precision::bf16, backend_for(Device::cuda), true);
+}
+
 INSTANTIATE_TEST_SUITE_P(Reference, Float8Parity, ::testing::ValuesIn(fixture_cases("float8_cases.json")),
                          [](const auto& info) { return info.param; });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Float8Parity);

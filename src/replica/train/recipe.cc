@@ -189,8 +189,6 @@ void validate(const Recipe& r, const Origins& origins) {
   const std::vector<Field> table = fields(copy);
   for (const std::string& key : r.train.allow_change)
     require(find(table, key) != nullptr, "train.allow_change", fmt::format("names an unknown key '{}'", key));
-  require(!r.train.float8 || r.train.device == Device::cpu, "train.float8",
-          "runs on the CPU only for now: the CUDA float8 linears (cuBLASLt FP8 GEMMs) are not built yet");
   require(!r.model.config.empty() || !r.model.init_from.empty(), "model.config",
           "must be set (a model YAML file or HF config.json) unless model.init_from gives the model");
   require(r.data.paths.empty() != r.data.mix_file.empty(), "data.paths",
