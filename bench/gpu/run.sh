@@ -8,8 +8,9 @@
 #  5. runs replica itself on the GPU: the reference parity tests on the CUDA backend (with them context parallelism
 #     at 1×2 and 2×2 as ranks in threads sharing the one GPU, ContextParallelCuda.*), the trainer's GPU-vs-CPU
 #     and exact-resume test, whole training steps of olmo3_1b and olmo3_7b at 1 × 8192 (tokens/s, MFU against
-#     the datasheet peak, GPU memory), the same 1B step in PyTorch, and a profile of both steps (device time
-#     per operation, bench_model's `profile`: where the time goes).
+#     the datasheet peak, GPU memory), each also with float8 linears (train.float8), the same 1B step in PyTorch,
+#     and a profile of both steps (device time per operation, bench_model's `profile`: where the time goes).
+#     With FLOAT8_CURVE_MIX set, instead the 300-step float8-vs-bf16 loss curves of olmo3_1b (float8_curve below).
 # Prints a short table last. Every stage's time limit is cut to what is left of DEADLINE seconds (default 520)
 # so the call ends in time.
 #   bench/gpu/run.sh            BUILD=build-gpu; logs in $BUILD/logs, and with $OUT set (the device tool's
@@ -33,7 +34,7 @@ finish() {
   [ -s "$logs/train_bench.md" ] && { echo; cat "$logs/train_bench.md"; }
   printf '%s\n' "${summary[@]}" >"$logs/summary.md"
   if [ -n "${OUT:-}" ]; then
-    for f in summary.md check.md train_bench.md profile.md; do [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"; done
+    for f in summary.md check.md train_bench.md profile.md float8_curve.md; do [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"; done
     tar -C "$logs" -czf "$OUT/logs.tar.gz" .
   fi
   exit "$1"
@@ -117,6 +118,38 @@ case $check_rc in
 esac
 
 # 5. replica itself on the GPU, from the bundle.
+# FLOAT8_CURVE_MIX=MIX_FILE (a mix file whose token files were carried along): this call instead trains olmo3_1b for
+# 300 steps in bf16 and again with train.float8=true on that data, and checks that the float8 loss curve tracks the
+# bf16 one: a 20-step mean within 2 % relative at every step after the warmup (a call of its own: the two runs take
+# most of the ten minutes).
+float8_curve() {
+  local recipe=configs/recipes/tiny.yaml common=(model.config=configs/models/olmo3_1b.yaml
+    data.mix_file="$FLOAT8_CURVE_MIX" data.validation_paths=[] data.seq_len=4096 data.global_batch_size=8
+    data.micro_batch_size=4 train.device=cuda train.max_steps=300 optim.lr=4e-4 optim.skip_step=false eval.every=0
+    checkpoint.every=0 checkpoint.keep=1 train.log_every=1 train.progress=plain)
+  for kind in bf16 float8; do
+    timeout "$(limit 270)" "$bundle/bin/replica" train --config "$recipe" "${common[@]}" run.dir="$build/curve_$kind" \
+      train.float8=$([ $kind = float8 ] && echo true || echo false) >"$logs/curve_$kind.log" 2>&1 ||
+      { tail -20 "$logs/curve_$kind.log"; row "float8 vs bf16, 300 steps of olmo3_1b" "**$kind run FAILED**"; return 1; }
+  done
+  $PYTHON - "$build/curve_bf16/metrics.jsonl" "$build/curve_float8/metrics.jsonl" <<'PY' | tee "$logs/float8_curve.md"
+import json, sys
+def losses(path):
+    return [j["loss"] for j in map(json.loads, open(path)) if "loss" in j]
+bf16, float8 = losses(sys.argv[1]), losses(sys.argv[2])
+mean = lambda xs, i: sum(xs[i - 20:i]) / 20
+worst = max(abs(mean(float8, i) - mean(bf16, i)) / mean(bf16, i) for i in range(50, len(bf16) + 1))
+print(f"float8 vs bf16 over {len(bf16)} steps: worst relative difference of the 20-step mean loss {worst:.4f} "
+      f"(bound 0.02); final 20-step means {mean(bf16, len(bf16)):.4f} (bf16), {mean(float8, len(float8)):.4f} (float8)")
+sys.exit(0 if len(bf16) == len(float8) == 300 and worst <= 0.02 else 1)
+PY
+}
+if [ -n "${FLOAT8_CURVE_MIX:-}" ] && [ -n "$bundle" ]; then
+  export PYTHON=${PYTHON:-python3}
+  if float8_curve; then row "float8 vs bf16, 300 steps of olmo3_1b" "ok: $(cat "$logs/float8_curve.md")"; else
+    row "float8 vs bf16, 300 steps of olmo3_1b" "**FAILED** (float8_curve.md, curve_*.log)"; status=1; fi
+  finish "$status"
+fi
 if [ -z "$bundle" ]; then
   row "replica on GPU" "not run: no .device/bundle.tar.xz (scripts/device-bundle.sh, then carry .device)"
   finish "$status"
@@ -161,18 +194,19 @@ echo "|---|---|---|---|---|---|---|---|" >>"$logs/train_bench.md"
 # bench_step MODEL B T REMAT STEPS SECONDS [profile]: one bench_model run, a row of train_bench.md. With
 # `profile` (bench_model's argument): the device time per operation goes to profile.md (the row says "profiled": the
 # events cost the step about 1 %). ATTENTION=KIND in the environment runs it with attention=KIND (else the
-# fallback above, else mma).
+# fallback above, else mma); FLOAT8=1 with the block Linears in float8 (train.float8; MFU bf16-equivalent).
 bench_step() {
   local model=$1 B=$2 T=$3 remat=$4 steps=$5 seconds=$6 profile=${7:-} out line name kernel
-  name=${model}_$remat${profile:+_profiled}${ATTENTION:+_$ATTENTION}
+  name=${model}_$remat${profile:+_profiled}${ATTENTION:+_$ATTENTION}${FLOAT8:+_float8}
   kernel=${ATTENTION:-${attention:-mma}}
   out=$(timeout "$(limit "$seconds")" "$bundle/bin/bench_model" "configs/models/$model.yaml" "$B" "$T" bf16 \
-    "$steps" "$remat" train cuda "attention=$kernel" $profile 2>"$logs/bench_$name.err")
+    "$steps" "$remat" train cuda "attention=$kernel" $profile ${FLOAT8:+float8} 2>"$logs/bench_$name.err")
   echo "$out" | tail -1 >"$logs/bench_$name.json"
   if [ -n "$profile" ]; then
     { echo "### $model, ${B}×$T, remat=$remat"; echo; echo "$out" | grep '^|'; echo; } >>"$logs/profile.md"
   fi
-  line=$($PYTHON - "$(cat "$logs/bench_$name.json")" "$remat${profile:+ (profiled)}${ATTENTION:+, $ATTENTION attention}" <<'PY' 2>/dev/null
+  line=$($PYTHON - "$(cat "$logs/bench_$name.json")" \
+    "$remat${profile:+ (profiled)}${ATTENTION:+, $ATTENTION attention}${FLOAT8:+, float8}" <<'PY' 2>/dev/null
 import json, sys
 j = json.loads(sys.argv[1])
 print(f"| {j['model'].split('/')[-1].removesuffix('.yaml')} | {j['B']}×{j['T']} | {sys.argv[2]} | "
@@ -190,7 +224,13 @@ wgmma_rows=$(grep -E '^\| attention[a-z_]*_wgmma ' "$logs/check.md" 2>/dev/null)
 if [ -n "$wgmma_rows" ] && ! grep -q 'NO' <<<"$wgmma_rows"; then
   ATTENTION=wgmma bench_step olmo3_1b 1 8192 none 5 60
 fi
+# float8 linears (train.float8, torchao's tensorwise recipe) beside each bf16 step, when the float8 checks passed.
+float8_rows=$(grep -E '^\| (quantize_float8|gemm_float8) ' "$logs/check.md" 2>/dev/null)
+float8_ok=""
+[ -n "$float8_rows" ] && ! grep -q 'NO' <<<"$float8_rows" && float8_ok=1
+[ -n "$float8_ok" ] && FLOAT8=1 bench_step olmo3_1b 1 8192 none 5 60
 bench_step olmo3_7b 1 8192 block 3 200
+[ -n "$float8_ok" ] && FLOAT8=1 bench_step olmo3_7b 1 8192 block 3 150
 # The same 1B step in PyTorch on this GPU (tools/reference/bench_ref.py: autocast bf16, SDPA, fused AdamW).
 $PYTHON -c "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), open(sys.argv[2], 'w'))" \
   configs/models/olmo3_1b.yaml "$logs/olmo3_1b.json"

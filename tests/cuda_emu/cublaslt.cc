@@ -9,7 +9,9 @@
 //
 // Numerics: each output element accumulates the products in double in k order (a product of two floats is exact
 // in double, so the result does not depend on FMA contraction), then D = float(alpha·acc) + beta·C in float.
-// A GPU sums in another order and in fp32, so it agrees to rounding, not bit for bit.
+// A GPU sums in another order and in fp32, so it agrees to rounding, not bit for bit. float8 operands (CUDA_R_8F_E4M3,
+// CUDA_R_8F_E5M2) are their codes' exact values, and D = float(alpha·scale_a·scale_b·acc) + beta·C; fast
+// accumulation is accepted and changes nothing here (it lets a GPU keep its partial sums at lower precision).
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -18,6 +20,8 @@
 #include <limits>
 #include <new>
 #include <vector>
+
+#include "replica/kernels/float8.h"
 
 // The descriptors behind the header's opaque pointers (declared there in the global namespace).
 struct cublasLtContext {
@@ -35,6 +39,9 @@ struct cublasLtMatmulDescOpaque_t {
   cublasComputeType_t compute_type;
   cudaDataType scale_type;
   int32_t trans_a = CUBLAS_OP_N, trans_b = CUBLAS_OP_N, trans_c = CUBLAS_OP_N;
+  const float* a_scale = nullptr;  // device pointers; null reads as 1
+  const float* b_scale = nullptr;
+  int8_t fast_accum = 0;
 };
 
 struct cublasLtMatmulPreferenceOpaque_t {
@@ -55,7 +62,10 @@ constexpr uint32_t kMaxAlignment = 256;
 // The emulated algorithm needs no workspace (the encoding and the checks leave room for one that does).
 constexpr uint32_t kWorkspaceBytes = 0;
 
-bool known_type(int64_t type) { return type == CUDA_R_32F || type == CUDA_R_16F || type == CUDA_R_16BF; }
+bool float8_type(int64_t type) { return type == CUDA_R_8F_E4M3 || type == CUDA_R_8F_E5M2; }
+bool known_type(int64_t type) {
+  return type == CUDA_R_32F || type == CUDA_R_16F || type == CUDA_R_16BF || float8_type(type);
+}
 bool known_compute_type(int64_t type) { return type == CUBLAS_COMPUTE_32F || type == CUBLAS_COMPUTE_32F_FAST_TF32; }
 bool known_operation(int32_t op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T; }
 
@@ -74,6 +84,8 @@ struct Problem {
   cudaDataType a_type = CUDA_R_32F, b_type = CUDA_R_32F, c_type = CUDA_R_32F, d_type = CUDA_R_32F;
   int32_t compute_type = CUBLAS_COMPUTE_32F, scale_type = CUDA_R_32F;
   int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;
+  const float* a_scale = nullptr;  // float8 operands' scales (descriptor attributes), null: 1
+  const float* b_scale = nullptr;
 };
 
 // What an algorithm assumes beyond the problem: each operand's alignment in bytes (A, B, C, D) and its workspace.
@@ -111,7 +123,19 @@ cublasStatus_t describe(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a, cubla
   p.d_type = d->type;
   p.compute_type = op->compute_type;
   p.scale_type = op->scale_type;
-  if (p.a_type != p.b_type || (p.a_type != CUDA_R_32F && p.a_type != CUDA_R_16BF)) return kNotSupported;
+  if (float8_type(p.a_type) || float8_type(p.b_type)) {
+    // cublasLtMatmul's float8 requirements: both operands float8, not both e5m2; A transposed and B not (the "TN"
+    // format); their leading dimensions multiples of 16 (16 bytes); fp32 C and D here (the real library also
+    // writes bf16, fp16 or float8 D).
+    if (!float8_type(p.a_type) || !float8_type(p.b_type)) return kNotSupported;
+    if (p.a_type == CUDA_R_8F_E5M2 && p.b_type == CUDA_R_8F_E5M2) return kNotSupported;
+    if (!p.trans_a || p.trans_b) return kNotSupported;
+    if (a->ld % 16 != 0 || b->ld % 16 != 0) return kNotSupported;
+    p.a_scale = op->a_scale;
+    p.b_scale = op->b_scale;
+  } else if (p.a_type != p.b_type || (p.a_type != CUDA_R_32F && p.a_type != CUDA_R_16BF)) {
+    return kNotSupported;
+  }
   if (p.c_type != CUDA_R_32F || p.d_type != CUDA_R_32F) return kNotSupported;
   if (p.compute_type != CUBLAS_COMPUTE_32F || p.scale_type != CUDA_R_32F) return kNotSupported;
   // cuBLASLt documents sizes beyond int32 as usually unsupported, and the algorithm encoding keeps 32 bits of each.
@@ -174,8 +198,12 @@ cublasStatus_t choose(const Problem& p, const cublasLtMatmulPreferenceOpaque_t& 
   return kSuccess;
 }
 
-// One element of a stored matrix, widened: bf16 is the upper half of a float's bits.
+// One element of a stored matrix, widened: bf16 is the upper half of a float's bits, a float8 code its exact value.
 float element(const void* base, cudaDataType type, int64_t index) {
+  if (float8_type(type)) {
+    const uint8_t code = static_cast<const uint8_t*>(base)[index];
+    return replica::from_float8(code, type == CUDA_R_8F_E4M3 ? replica::Float8Format::e4m3 : replica::Float8Format::e5m2);
+  }
   if (type == CUDA_R_16BF) {
     uint16_t bits;
     std::memcpy(&bits, static_cast<const char*>(base) + index * 2, sizeof bits);
@@ -208,6 +236,7 @@ void compute(const Problem& p, float alpha, const void* A, const void* B, float 
   constexpr int64_t kRows = 64, kCols = kTileCols, kDepth = 128;  // a 128 × 256 tile of op(B) is 256 KiB
   const int64_t m = int64_t(p.m), n = int64_t(p.n), k = int64_t(p.k);
   const int64_t n_padded = (n + kColChunk - 1) / kColChunk * kColChunk;
+  const double scale = double(p.a_scale ? *p.a_scale : 1.0f) * double(p.b_scale ? *p.b_scale : 1.0f);
   std::vector<double> a(size_t(m * k)), b(size_t(k * n_padded), 0.0);
   for (int64_t i = 0; i < m; i++)
     for (int64_t l = 0; l < k; l++)
@@ -231,7 +260,7 @@ void compute(const Problem& p, float alpha, const void* A, const void* B, float 
       for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++) {
           const int64_t r = i0 + i, c = j0 + j;
-          const float product = float(double(alpha) * acc[size_t(i * kCols + j)]);
+          const float product = float(double(alpha) * scale * acc[size_t(i * kCols + j)]);
           // As in cuBLAS, C is not read when beta is 0: it may hold anything, NaN included. C may be D (in place):
           // each element of C is read just before the same element of D is written.
           D[r + c * p.ldd] = beta == 0.0f ? product : product + beta * C[r + c * p.ldc];
@@ -310,20 +339,22 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
                                               const void* buf, size_t sizeInBytes) {
   if (desc == nullptr) return kInvalid;
   int32_t value;
-  if (read_attribute(buf, sizeInBytes, &value) != kSuccess) return kInvalid;  // every attribute here is an int32_t
   switch (attr) {
+    case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: return read_attribute(buf, sizeInBytes, &desc->a_scale);
+    case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: return read_attribute(buf, sizeInBytes, &desc->b_scale);
+    case CUBLASLT_MATMUL_DESC_FAST_ACCUM: return read_attribute(buf, sizeInBytes, &desc->fast_accum);
     case CUBLASLT_MATMUL_DESC_COMPUTE_TYPE:
-      if (!known_compute_type(value)) return kInvalid;
+      if (read_attribute(buf, sizeInBytes, &value) != kSuccess || !known_compute_type(value)) return kInvalid;
       desc->compute_type = cublasComputeType_t(value);
       return kSuccess;
     case CUBLASLT_MATMUL_DESC_SCALE_TYPE:
-      if (!known_type(value)) return kInvalid;
+      if (read_attribute(buf, sizeInBytes, &value) != kSuccess || !known_type(value)) return kInvalid;
       desc->scale_type = cudaDataType(value);
       return kSuccess;
     case CUBLASLT_MATMUL_DESC_TRANSA:
     case CUBLASLT_MATMUL_DESC_TRANSB:
     case CUBLASLT_MATMUL_DESC_TRANSC: {
-      if (!known_operation(value)) return kInvalid;
+      if (read_attribute(buf, sizeInBytes, &value) != kSuccess || !known_operation(value)) return kInvalid;
       int32_t& field = attr == CUBLASLT_MATMUL_DESC_TRANSA   ? desc->trans_a
                        : attr == CUBLASLT_MATMUL_DESC_TRANSB ? desc->trans_b
                                                              : desc->trans_c;

@@ -21,6 +21,7 @@
 #include "replica/kernels/cpu/attention.h"
 #include "replica/kernels/cpu/cached_attention.h"
 #include "replica/kernels/cpu/embedding.h"
+#include "replica/kernels/cpu/float8.h"
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/lm_head_loss.h"
 #include "replica/kernels/cpu/rmsnorm.h"
@@ -30,6 +31,7 @@
 #include "replica/kernels/cuda/attention.h"
 #include "replica/kernels/cuda/cached_attention.h"
 #include "replica/kernels/cuda/embedding.h"
+#include "replica/kernels/cuda/float8.h"
 #include "replica/kernels/cuda/gemm.h"
 #include "replica/kernels/cuda/grad_norm.h"
 #include "replica/kernels/cuda/lm_head_loss.h"
@@ -170,6 +172,70 @@ void check_gemm(Context& ctx, CheckTable& t) {
   cuda::gemm(ctx, true, false, N, K, M, dy.p, N, dx.p, K, dW_pre.p, K, false, Precision::bf16, dx16.p, dy16.p);
   t.row("linear_backward_weight bf16 (A16, B16)", shape_text({{"M", M}, {"N", N}, {"K", K}}), "dW = in-call rounding",
         rel_error(dW_pre.download(), dW.download()), kBf16Bound);
+}
+
+// float8 linears (train.float8): the cast bit for bit (codes and inverse scale), from fp32 and from the bf16 copy, and the
+// float8 GEMM in the three layouts of a Linear (forward with fast accumulation; dx; dW, whose K = tokens is not a
+// multiple of 16 and so is padded) against the CPU's exact-operand product. Needs compute capability 8.9.
+void check_float8(Context& ctx, CheckTable& t) {
+  cudaDeviceProp props{};
+  cuda::check_cuda(cudaGetDeviceProperties(&props, ctx.device()), "cudaGetDeviceProperties");
+  if (props.major * 10 + props.minor < 89) {
+    std::printf("| float8 | | | skipped: compute capability %d.%d < 8.9 | | |\n", props.major, props.minor);
+    return;
+  }
+  const int64_t M = 80, N = 48, K = 64;  // tokens, out features, in features
+  std::vector<float> x = random_vector(size_t(M * K), 11), w = random_vector(size_t(N * K), 12, 0.02f),
+                     dy = random_vector(size_t(M * N), 13, 1e-4f);
+  for (size_t i = 0; i < x.size(); i += 7) x[i] *= 40.0f;  // outliers: the scale follows the amax
+  std::vector<bf16> x16(x.size());
+  convert_to_bf16(x.data(), x16.data(), x.size());
+  auto quantized = [&](const std::vector<float>& v, const bf16* v16, Float8Format f, bool power_of_two) {
+    std::pair<std::vector<uint8_t>, float> out{std::vector<uint8_t>(v.size()), 0.0f};
+    cpu::quantize_float8(out.first.data(), &out.second, v.data(), v16, v.size(), f, power_of_two);
+    return out;
+  };
+  for (Float8Format f : {Float8Format::e4m3, Float8Format::e5m2})
+    for (bool power_of_two : {false, true})
+      for (bool from16 : {false, true}) {
+        const auto want = quantized(x, from16 ? x16.data() : nullptr, f, power_of_two);
+        GpuArray<float> d_x(ctx, x), d_inverse(ctx, 1);
+        GpuArray<bf16> d_x16(ctx, x16);
+        GpuArray<uint8_t> d_codes(ctx, x.size());
+        cuda::quantize_float8(ctx, d_codes.p, d_inverse.p, d_x.p, from16 ? d_x16.p : nullptr, int64_t(x.size()), f,
+                              power_of_two);
+        const std::string shape = shape_text({{"n", int64_t(x.size())}}) + (f == Float8Format::e4m3 ? " e4m3" : " e5m2") +
+                                  (power_of_two ? " 2^k scale" : "") + (from16 ? " from bf16" : "");
+        t.row("quantize_float8", shape, "codes", d_codes.download() == want.first ? 0.0 : INFINITY, kExact);
+        t.row("quantize_float8", shape, "1/scale", rel_error(d_inverse.download()[0], want.second), kExact);
+      }
+  const auto x8 = quantized(x, nullptr, Float8Format::e4m3, true), w8 = quantized(w, nullptr, Float8Format::e4m3, false),
+             g8 = quantized(dy, nullptr, Float8Format::e5m2, true);
+  struct Product {
+    const char* name;
+    bool ta, tb;
+    int64_t M, N, K;
+    const std::pair<std::vector<uint8_t>, float>&a, &b;
+    Float8Format fa, fb;
+    bool accumulate, fast;
+  };
+  const Float8Format e4m3 = Float8Format::e4m3, e5m2 = Float8Format::e5m2;
+  const Product products[] = {{"forward y = x·wᵀ", false, true, M, N, K, x8, w8, e4m3, e4m3, false, true},
+                              {"dx += dy·w", false, false, M, K, N, g8, w8, e5m2, e4m3, true, false},
+                              {"dw += dyᵀ·x", true, false, N, K, M, g8, x8, e5m2, e4m3, true, false}};
+  for (const Product& p : products) {
+    const int64_t lda = p.ta ? p.M : p.K, ldb = p.tb ? p.K : p.N;
+    const std::vector<float> C0 = random_vector(size_t(p.M * p.N), 14, 1e-3f);
+    std::vector<float> want = C0;
+    cpu::gemm_float8(p.ta, p.tb, p.M, p.N, p.K, {p.a.first.data(), p.fa, &p.a.second}, lda,
+                     {p.b.first.data(), p.fb, &p.b.second}, ldb, want.data(), p.N, p.accumulate);
+    GpuArray<uint8_t> da(ctx, p.a.first), db(ctx, p.b.first);
+    GpuArray<float> dsa(ctx, std::vector<float>{p.a.second}), dsb(ctx, std::vector<float>{p.b.second}), dC(ctx, C0);
+    cuda::gemm_float8(ctx, p.ta, p.tb, p.M, p.N, p.K, {da.p, p.fa, dsa.p}, lda, {db.p, p.fb, dsb.p}, ldb, dC.p, p.N,
+                      p.accumulate, p.fast);
+    t.row(std::string("gemm_float8 ") + p.name, shape_text({{"M", p.M}, {"N", p.N}, {"K", p.K}}), "C",
+          rel_error(dC.download(), want), kFp32Bound);
+  }
 }
 
 void check_rmsnorm(Context& ctx, CheckTable& t) {
@@ -553,6 +619,7 @@ void check_attention_query_slice(Context& ctx, CheckTable& t, AttentionKernel ke
 int run_checks(Context& ctx) {
   CheckTable t;
   check_gemm(ctx, t);
+  check_float8(ctx, t);
   check_rmsnorm(ctx, t);
   check_rope(ctx, t);
   check_attention(ctx, t);

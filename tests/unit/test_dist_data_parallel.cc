@@ -212,7 +212,7 @@ TEST(DistDataParallel, EmulatedDevicesGiveTheCpuBits) {
 // The real model (tied embeddings, block recomputation), two steps of G = 12 rows of 16 random tokens in
 // micro-batches of 2, at W ranks, with the weights whole or sharded, on the CPU or (`emulated`) each rank on its own
 // emulated device with an emulated NCCL between them: rank 0's loss sums, norm, weights and moments.
-RankResult train_model(int world, Precision precision, bool shard_weights, bool emulated = false) {
+RankResult train_model(int world, Precision precision, bool shard_weights, bool emulated = false, bool float8 = false) {
   model::ModelConfig config = model();
   config.tie_embeddings = true;
   const int64_t G = 12, M = 2, T = 16;
@@ -224,6 +224,7 @@ RankResult train_model(int world, Precision precision, bool shard_weights, bool 
     c.precision = precision;
     c.remat = model::Remat::block;
     c.sharding.weights = shard_weights;
+    c.float8 = float8;
     c.schedule = {.type = optim::ScheduleType::constant, .lr = 1e-2};
     c.skip_step.enabled = false;
     c.z_loss = 1e-4;
@@ -266,6 +267,20 @@ TEST(DistDataParallel, ShardedWeightsTrainTheModelToTheSameBits) {
       EXPECT_TRUE(whole.params == sharded.params) << what;
       EXPECT_TRUE(whole.exp_avg == sharded.exp_avg && whole.exp_avg_sq == sharded.exp_avg_sq) << what;
     }
+  }
+}
+
+// float8 linears under FSDP: each weight's scale comes from the amax of the whole weight (the model casts the group it
+// gathered, as torchao's all-reduced precompute), not of a rank's shard, so sharding changes no bit; activations and
+// gradients are scaled per micro-batch, whose rows do not depend on the world size.
+TEST(DistDataParallel, ShardedWeightsTrainTheFloat8ModelToTheSameBits) {
+  const RankResult whole = train_model(1, Precision::bf16, false, false, true);
+  EXPECT_NE(whole.sums.ce, train_model(1, Precision::bf16, false).sums.ce);  // float8 is on
+  for (int world : {2, 3}) {
+    const RankResult sharded = train_model(world, Precision::bf16, true, false, true);
+    EXPECT_EQ(whole.sums.ce, sharded.sums.ce) << world;
+    EXPECT_EQ(whole.norm, sharded.norm) << world;
+    EXPECT_TRUE(whole.params == sharded.params) << world;
   }
 }
 

@@ -181,6 +181,19 @@ TEST(Recipe, NumericsAndDataSettingsAreKeys) {
             std::string::npos);
 }
 
+TEST(Recipe, Float8IsAKeyOffByDefaultThatReachesTheStep) {
+  EXPECT_FALSE(load_recipe_text(kMinimal, "minimal", {}, false).train.float8);
+  EXPECT_FALSE(step_config(load_recipe_text(kMinimal, "minimal", {}, false)).float8);
+  const Recipe r = load_recipe_text(kMinimal, "minimal", {"train.float8=true"}, false);
+  EXPECT_TRUE(r.train.float8);
+  EXPECT_TRUE(step_config(r).float8);
+  const std::string yaml = r.to_yaml();
+  EXPECT_NE(yaml.find("float8: true"), std::string::npos) << yaml;
+  EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
+  EXPECT_NE(error_of([] { load_recipe_text(kMinimal, "m", {"train.float8=fp8"}, false); }).find("train.float8"),
+            std::string::npos);
+}
+
 TEST(Recipe, TheProgressStyleIsAKeyDefaultingToAuto) {
   EXPECT_EQ(load_recipe_text(kMinimal, "minimal", {}, false).train.progress, metrics::ProgressStyle::automatic);
   const Recipe r = load_recipe_text(kMinimal, "minimal", {"train.progress=plain"}, false);

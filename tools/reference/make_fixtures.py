@@ -4,7 +4,8 @@
 usage: /usr/bin/python3 tools/reference/make_fixtures.py --out DIR
 Writes DIR/<case>/{config.json, model.safetensors, tokens.npy, logits_fp32.npy, logits_bf16.npy,
 loss.json, loss_bf16.json, grads.safetensors, grads_bf16.safetensors, greedy.json} and DIR/cases.json; the packed
-cases (intra-document masking) also doc_lens.json, and are listed in DIR/packed_cases.json.
+cases (intra-document masking) also doc_lens.json, and are listed in DIR/packed_cases.json; the float8 cases
+(DIR/float8_cases.json) also {logits,loss,grads}_float8_{fp32,bf16}.
 Deterministic and idempotent; prints one summary line.
 """
 
@@ -85,6 +86,19 @@ PACKED_CASES = {
                               tie_word_embeddings=True), [[40, 1, 66, 23], random_documents(130, 13, 5)], 11),
 }
 
+# float8 linears (train.float8): name: (config overrides, B, T, seed). Besides the case's usual goldens, the float8
+# ones in fp32 and bf16 (make_float8_case); listed in DIR/float8_cases.json.
+FLOAT8_CASES = {
+    # every block Linear qualifies (dimensions divisible by 16): C = 64, H·D = 64, K·D = 32, F = 128
+    "float8_all_linears": (dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                num_key_value_heads=2, num_hidden_layers=2, sliding_window=16,
+                                layer_types=[S, F]), 2, 40, 12),
+    # only q and o qualify: K·D = 8 (MQA) and F = 88 stay in the model's precision; tied embeddings, OLMo 2 norms
+    "float8_some_linears": (dict(model_type="olmo2", architectures=["Olmo2ForCausalLM"], vocab_size=80, hidden_size=32,
+                                 num_attention_heads=4, num_key_value_heads=1, num_hidden_layers=2,
+                                 tie_word_embeddings=True), 2, 33, 13),
+}
+
 
 # The released Olmo-3-1025-7B config.json (the post-stage-3 model), every key as transformers 4.57 writes an
 # Olmo3Config (shared/reference/olmo3.md §1.7, stage3.md §1). RELEASED_CASES shrink only what a tiny shape must.
@@ -155,10 +169,10 @@ def make_config(overrides: dict) -> dict:
     return c
 
 
-def run(params, cfg, ids, dtype, precision, doc_lens=None):
+def run(params, cfg, ids, dtype, precision, doc_lens=None, float8=False):
     """Forward + backward; returns logits (float32 numpy), loss dict, grads (float32 tensors)."""
     p = ref.leaf_params(params, dtype)
-    logits = ref.forward(p, cfg, ids, precision, doc_lens)
+    logits = ref.forward(p, cfg, ids, precision, doc_lens, float8)
     total, ce, z = ref.loss(logits, ids, Z_LOSS)
     total.backward()
     n = ids.shape[0] * (ids.shape[1] - 1)
@@ -213,6 +227,20 @@ def make_case(out_dir, name, config, B, T, seed, doc_lens=None):
     ref.save_safetensors(os.path.join(d, "grads_bf16.safetensors"), grads, "F32")
 
 
+def make_float8_case(out_dir, name, config, B, T, seed):
+    """make_case, then the goldens of the float8 model, in float32 (its casts read float32 values, as replica's do)."""
+    make_case(out_dir, name, config, B, T, seed)
+    cfg = ref.load_config(config)
+    params = ref.init_params(cfg, seed, std=FIXTURE_STD, norm_jitter=0.1)
+    ids = torch.from_numpy(np.load(os.path.join(out_dir, name, "tokens.npy")))
+    d = os.path.join(out_dir, name)
+    for precision in ("fp32", "bf16"):
+        logits, losses, grads = run(params, cfg, ids, torch.float32, precision, float8=True)
+        write_npy(os.path.join(d, f"logits_float8_{precision}.npy"), logits)
+        write_json(os.path.join(d, f"loss_float8_{precision}.json"), losses)
+        ref.save_safetensors(os.path.join(d, f"grads_float8_{precision}.safetensors"), grads, "F32")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="fixture directory (created if missing)")
@@ -227,9 +255,13 @@ def main():
     for name, (overrides, doc_lens, seed) in PACKED_CASES.items():
         make_case(args.out, name, make_config(overrides), len(doc_lens), sum(doc_lens[0]), seed, doc_lens)
     write_json(os.path.join(args.out, "packed_cases.json"), list(PACKED_CASES))
+    for name, (overrides, B, T, seed) in FLOAT8_CASES.items():
+        make_float8_case(args.out, name, make_config(overrides), B, T, seed)
+    write_json(os.path.join(args.out, "float8_cases.json"), list(FLOAT8_CASES))
     names = list(CASES) + list(RELEASED_CASES)
     write_json(os.path.join(args.out, "cases.json"), names)  # last: the build's output, once all exist
-    print(f"make_fixtures: {len(names) + len(PACKED_CASES)} cases written to {args.out} in {time.time() - t0:.1f} s")
+    n_cases = len(names) + len(PACKED_CASES) + len(FLOAT8_CASES)
+    print(f"make_fixtures: {n_cases} cases written to {args.out} in {time.time() - t0:.1f} s")
 
 
 if __name__ == "__main__":

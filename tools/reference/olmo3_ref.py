@@ -18,6 +18,8 @@ from typing import Dict, List, Optional
 import numpy as np
 import torch
 
+import float8_ref  # beside this file (sys.path[0] for every script here)
+
 Params = Dict[str, torch.Tensor]
 
 # ----------------------------------------------------------------------------------------------
@@ -255,6 +257,76 @@ class _Bf16Linear(torch.autograd.Function):
         return dx, dw
 
 
+# float8 linears (train.float8): torchao's Float8Linear with the tensorwise recipe as OLMo-core ran it in OLMo 3
+# stage 3 (shared/reference/stage3.md §5), written from torchao's float8_utils.py, float8_scaling_utils.py,
+# float8_linear.py (matmul_with_hp_or_float8_args) and float8_ops.py (_scaled_mm). The casts are float8_ref.py's
+# exact rounding, vectorised over the sorted values of the format's codes.
+
+def _float8_codes(fmt: str):
+    codes, values = float8_ref._TABLES[fmt]
+    return (torch.tensor([float(v) for v in values], dtype=torch.float64),
+            torch.tensor([c % 2 == 0 for c in codes]))
+
+
+_FLOAT8_CODES = {fmt: _float8_codes(fmt) for fmt in float8_ref.FORMATS}
+
+
+def float8_round(y: torch.Tensor, fmt: str) -> torch.Tensor:
+    """to_fp8_saturated(y) as values (float32): clamp |y| to max, nearest code value, a tie to the even code."""
+    values, even = _FLOAT8_CODES[fmt]
+    a = y.double().abs().clamp(max=float(values[-1]))
+    hi = torch.searchsorted(values, a).clamp(max=len(values) - 1)  # values[hi - 1] < a <= values[hi]
+    lo = (hi - 1).clamp(min=0)
+    below, above = a - values[lo], values[hi] - a  # exact: neighbouring values of at most 24 significant bits
+    take_hi = (values[hi] == a) | (above < below) | ((above == below) & even[hi])
+    return (torch.where(take_hi, values[hi], values[lo]) * torch.sign(y.double())).float()
+
+
+def float8_cast(x: torch.Tensor, fmt: str, power_of_two: bool):
+    """hp_tensor_to_float8_dynamic, tensorwise: (the codes' values, the inverse scale _scaled_mm takes), float32."""
+    scale = float8_ref.amax_to_scale(float(x.abs().max()), fmt, power_of_two)
+    scale32 = torch.tensor(scale, dtype=torch.float32)
+    return float8_round(x.float() * scale32, fmt), torch.tensor(1.0, dtype=torch.float32) / scale32
+
+
+def scaled_mm(a: torch.Tensor, b: torch.Tensor, inverse_a: torch.Tensor, inverse_b: torch.Tensor) -> torch.Tensor:
+    """torch._scaled_mm(a8, b8, scale_a, scale_b) with float32 output: the exact products summed (in float64 here,
+    the GPU in fp32), then multiplied by scale_a · scale_b."""
+    return (a.double() @ b.double()).float() * (inverse_a * inverse_b)
+
+
+class _Float8Linear(torch.autograd.Function):
+    """y = x @ w^T with e4m3 x (power-of-two dynamic scale) and e4m3 w (scale of the whole weight, not rounded: OLMo-
+    core's precompute_float8_dynamic_scale_for_fsdp); backward dx = e5m2(dy) @ e4m3(w), dw = e5m2(dy)^T @ e4m3(x),
+    dy with a power-of-two dynamic scale. In bf16 the activations and gradients are cast from their bf16 values."""
+
+    @staticmethod
+    def forward(ctx, x, w, precision):
+        shape = x.shape
+        x2 = x.reshape(-1, shape[-1])
+        x8, inverse_x = float8_cast(round_bf16(x2) if precision == "bf16" else x2, "e4m3", True)
+        w8, inverse_w = float8_cast(w, "e4m3", False)
+        ctx.save_for_backward(x8, inverse_x, w8, inverse_w)
+        ctx.precision, ctx.shape = precision, shape
+        return scaled_mm(x8, w8.t(), inverse_x, inverse_w).reshape(*shape[:-1], w.shape[0])
+
+    @staticmethod
+    def backward(ctx, dy):
+        x8, inverse_x, w8, inverse_w = ctx.saved_tensors
+        g = dy.reshape(-1, dy.shape[-1])
+        g8, inverse_g = float8_cast(round_bf16(g) if ctx.precision == "bf16" else g, "e5m2", True)
+        dx = scaled_mm(g8, w8, inverse_g, inverse_w).reshape(ctx.shape)
+        dw = scaled_mm(g8.t(), x8, inverse_g, inverse_x)
+        return dx, dw, None
+
+
+def block_linear(x: torch.Tensor, w: torch.Tensor, precision: str, float8: bool) -> torch.Tensor:
+    """A block's Linear: float8 when on and both dimensions are divisible by 16 (OLMo-core's filter), else linear."""
+    if float8 and w.shape[0] % 16 == 0 and w.shape[1] % 16 == 0:
+        return _Float8Linear.apply(x, w, precision)
+    return linear(x, w, precision)
+
+
 def linear(x: torch.Tensor, w: torch.Tensor, precision: str = "fp32") -> torch.Tensor:
     """x [..., in] @ w[out, in]^T. precision "bf16" rounds both operands to bf16 (fwd and bwd)."""
     if precision == "fp32":
@@ -366,12 +438,12 @@ def attend(q, k, v, window: Optional[int], doc_lens: Optional[List[List[int]]] =
     return torch.matmul(probs.to(v.dtype), v)
 
 
-def self_attention(x, p: Params, pre: str, cfg: Config, cos, sin, window, precision, doc_lens=None):
+def self_attention(x, p: Params, pre: str, cfg: Config, cos, sin, window, precision, doc_lens=None, float8=False):
     B, T, _ = x.shape
     H, K, D = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
-    q = linear(x, p[pre + "q_proj.weight"], precision)  # [B,T,H*D]
-    k = linear(x, p[pre + "k_proj.weight"], precision)  # [B,T,K*D]
-    v = linear(x, p[pre + "v_proj.weight"], precision)
+    q = block_linear(x, p[pre + "q_proj.weight"], precision, float8)  # [B,T,H*D]
+    k = block_linear(x, p[pre + "k_proj.weight"], precision, float8)  # [B,T,K*D]
+    v = block_linear(x, p[pre + "v_proj.weight"], precision, float8)
     if cfg.reordered_norm:  # QK-norm over the full projection width, before splitting heads
         q = rms_norm(q, p[pre + "q_norm.weight"], cfg.rms_norm_eps)
         k = rms_norm(k, p[pre + "k_norm.weight"], cfg.rms_norm_eps)
@@ -380,13 +452,13 @@ def self_attention(x, p: Params, pre: str, cfg: Config, cos, sin, window, precis
     v = v.view(B, T, K, D).transpose(1, 2)
     q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
     y = attend(q, k, v, window, doc_lens).transpose(1, 2).reshape(B, T, H * D)
-    return linear(y, p[pre + "o_proj.weight"], precision)
+    return block_linear(y, p[pre + "o_proj.weight"], precision, float8)
 
 
-def mlp(x, p: Params, pre: str, precision):
-    gate = linear(x, p[pre + "gate_proj.weight"], precision)
-    up = linear(x, p[pre + "up_proj.weight"], precision)
-    return linear(torch.nn.functional.silu(gate) * up, p[pre + "down_proj.weight"], precision)
+def mlp(x, p: Params, pre: str, precision, float8=False):
+    gate = block_linear(x, p[pre + "gate_proj.weight"], precision, float8)
+    up = block_linear(x, p[pre + "up_proj.weight"], precision, float8)
+    return block_linear(torch.nn.functional.silu(gate) * up, p[pre + "down_proj.weight"], precision, float8)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -394,12 +466,13 @@ def mlp(x, p: Params, pre: str, precision):
 
 
 def forward(params: Params, cfg: Config, ids: torch.Tensor, precision: str = "fp32",
-            doc_lens: Optional[List[List[int]]] = None) -> torch.Tensor:
+            doc_lens: Optional[List[List[int]]] = None, float8: bool = False) -> torch.Tensor:
     """ids int64 [B, T] -> logits [B, T, V] in the parameters' dtype (float32 or float64).
 
     precision "fp32": plain; "bf16": every linear (q/k/v/o, gate/up/down, LM head) rounds its two
     operands to bf16 and accumulates in fp32; everything else stays fp32. doc_lens: packed rows' document
-    lengths (attend); RoPE positions stay global, 0 … T-1 over the whole row (stage3.md §3.3).
+    lengths (attend); RoPE positions stay global, 0 … T-1 over the whole row (stage3.md §3.3). float8: the blocks'
+    Linears in float8 (block_linear); the LM head stays in `precision`.
     """
     p, eps = params, cfg.rms_norm_eps
     T = ids.shape[1]
@@ -411,15 +484,15 @@ def forward(params: Params, cfg: Config, ids: torch.Tensor, precision: str = "fp
         w = cfg.window(i)
         cos, sin = scaled if cfg.yarn_layer(i) else plain
         if cfg.reordered_norm:  # h = x + norm(attn(x)); out = h + norm(mlp(h))
-            a = self_attention(x, p, pre + "self_attn.", cfg, cos, sin, w, precision, doc_lens)
+            a = self_attention(x, p, pre + "self_attn.", cfg, cos, sin, w, precision, doc_lens, float8)
             h = x + rms_norm(a, p[pre + "post_attention_layernorm.weight"], eps)
-            m = mlp(h, p, pre + "mlp.", precision)
+            m = mlp(h, p, pre + "mlp.", precision, float8)
             x = h + rms_norm(m, p[pre + "post_feedforward_layernorm.weight"], eps)
         else:  # llama pre-norm: h = x + attn(norm(x)); out = h + mlp(norm(h))
             a_in = rms_norm(x, p[pre + "input_layernorm.weight"], eps)
-            h = x + self_attention(a_in, p, pre + "self_attn.", cfg, cos, sin, w, precision, doc_lens)
+            h = x + self_attention(a_in, p, pre + "self_attn.", cfg, cos, sin, w, precision, doc_lens, float8)
             m_in = rms_norm(h, p[pre + "post_attention_layernorm.weight"], eps)
-            x = h + mlp(m_in, p, pre + "mlp.", precision)
+            x = h + mlp(m_in, p, pre + "mlp.", precision, float8)
     x = rms_norm(x, p["model.norm.weight"], eps)
     head = p["model.embed_tokens.weight"] if cfg.tie_word_embeddings else p["lm_head.weight"]
     return linear(x, head, precision)

@@ -97,6 +97,17 @@ class Backend {
                                 int64_t C, int64_t V, float z_coef, Precision precision,
                                 const LmHeadGrads* grads) = 0;
 
+  // ---- float8 linears (train.float8; kernels/cpu/float8.h documents the contracts) ------------------------------
+  // torchao's dynamic tensorwise cast of n values: x's amax to the scale (float8_scale), codes = to_float8(x · scale)
+  // and *inverse_scale = 1 / scale (both backend memory). In bf16 precision x.b16 (when given) holds the values cast.
+  virtual void quantize_float8(uint8_t* codes, float* inverse_scale, WeightRef x, size_t n, Float8Format format,
+                               bool power_of_two_scale) = 0;
+  // gemm's product over float8 operands: C = (A's inverse scale · B's) · op(A)·op(B) (+ C), fp32 accumulation;
+  // fast_accumulation lets a GPU use its faster, less exact accumulation (torchao: the forward product only).
+  virtual void gemm_float8(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const Float8Matrix& A,
+                           int64_t lda, const Float8Matrix& B, int64_t ldb, float* C, int64_t ldc, bool accumulate,
+                           bool fast_accumulation) = 0;
+
   // ---- decoding (generation): forward only, fp32 -------------------------------------------------------
   // (RoPE at positions p … p + T − 1 is rope_forward with B = 1 on the tables' rows from p on.)
   // New queries over the new keys and a key/value cache (kernels/cpu/cached_attention.h).

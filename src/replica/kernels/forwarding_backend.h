@@ -63,6 +63,17 @@ class ForwardingBackend : public Backend {
                                               acc ? " +=" : ""); });
     inner_.gemm(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16, A16);
   }
+  void quantize_float8(uint8_t* codes, float* inverse_scale, WeightRef x, size_t n, Float8Format f,
+                       bool power_of_two) override {
+    Call call(*this, "quantize_float8");
+    inner_.quantize_float8(codes, inverse_scale, x, n, f, power_of_two);
+  }
+  void gemm_float8(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const Float8Matrix& A, int64_t lda,
+                   const Float8Matrix& B, int64_t ldb, float* C, int64_t ldc, bool acc, bool fast) override {
+    Call call(*this, [&] { return fmt::format("gemm_float8 {}×{}×{} {}{}{}", M, N, K, ta ? 'T' : 'N',
+                                              tb ? 'T' : 'N', acc ? " +=" : ""); });
+    inner_.gemm_float8(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, fast);
+  }
   void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                        float eps) override {
     Call call(*this, [&] { return fmt::format("rmsnorm_forward C={}", C); });

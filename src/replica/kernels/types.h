@@ -7,6 +7,7 @@
 #include <string>
 
 #include "replica/core/bf16.h"
+#include "replica/kernels/float8.h"
 
 namespace replica {
 
@@ -30,6 +31,15 @@ struct WeightRef {
   WeightRef(const float* values, const bf16* rounded = nullptr) : f32(values), b16(rounded) {}
   const float* f32;
   const bf16* b16;
+};
+
+// A float8 GEMM operand (train.float8): codes (backend memory) laid out as gemm's float operand would be, in one
+// format, and the inverse of the scale they were cast with (backend memory, one float), so that the operand's values
+// are codes · inverse_scale (torch._scaled_mm's scale_a and scale_b).
+struct Float8Matrix {
+  const uint8_t* codes;
+  Float8Format format;
+  const float* inverse_scale;
 };
 
 // Attention over q [B, T, H, D] and k, v [B, T, K, D]; query i sees keys max(0, i − window + 1) ≤ j ≤ i

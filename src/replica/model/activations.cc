@@ -23,7 +23,7 @@ Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, i
 
 bool Transformer::ActivationShape::serves(const ActivationShape& other) const {
   return B == other.B && T == other.T && position == other.position && block_acts == other.block_acts && kept_attention == other.kept_attention &&
-         (training || !other.training);
+         float8 == other.float8 && (training || !other.training);
 }
 
 template <typename Visit>
@@ -59,6 +59,12 @@ void Transformer::Workspace::each(Visit&& visit) {
   visit(final_rstd, N);
   for (Buffer* b : {&rope.cos, &rope.sin}) visit(*b, shape.rope_plain);
   for (Buffer* b : {&yarn.cos, &yarn.sin}) visit(*b, shape.rope_yarn);
+  if (shape.float8) {
+    const size_t widest = std::max({C, F, HD, KD});
+    visit(f8_a, N * widest);
+    visit(f8_b, std::max(N * widest, C * std::max({F, HD, KD})));
+    visit(f8_scales, 2);
+  }
   if (!shape.training) return;
   for (Buffer* b : {&dq, &dqr, &datt}) visit(*b, N * HD);
   for (Buffer* b : {&dk, &dv, &dkr}) visit(*b, N * KD);

@@ -11,6 +11,7 @@ namespace replica::model {
 
 using Buffer = DeviceArray<float>;
 using Buffer16 = DeviceArray<bf16>;
+using Buffer8 = DeviceArray<uint8_t>;
 
 // What a workspace is sized for: a micro-batch of [B, T], for training (with the backward's scratch) or evaluation.
 struct Transformer::ActivationShape {
@@ -27,6 +28,7 @@ struct Transformer::ActivationShape {
   size_t kept_attention;      // layers whose attention output and lse are kept (training under Remat::keep_attention)
   size_t rope_plain, rope_yarn;  // T·D/2 for each RoPE table some layer rotates with (ModelConfig::yarn_layer), else 0
   bool training, bf16;
+  bool float8 = false;  // Transformer::use_float8: the float8 Linears' scratch
 };
 
 // Saved activations of one block (N = B·T rows).
@@ -62,6 +64,9 @@ struct Transformer::Workspace {
   // Backward scratch.
   Buffer dres, dfinal, dq, dk, dv, dqr, dkr, datt, dao, dx_branch, dg, du, ds, dm;
   Buffer16 dy16;  // bf16: each output gradient rounded once for both of its products
+  // float8: the codes of one Linear's two operands and their inverse scales (model/float8_linear.h).
+  Buffer8 f8_a, f8_b;
+  Buffer f8_scales;
   // Evaluation, outside the table (sized by the rows head_logits scores): rows of final_out gathered for the LM
   // head, and their logits off the host.
   Buffer head_rows, head_logits;

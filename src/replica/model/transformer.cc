@@ -10,6 +10,7 @@
 #include "replica/core/error.h"
 #include "replica/model/activations.h"
 #include "replica/model/documents.h"
+#include "replica/model/float8_linear.h"
 
 namespace replica::model {
 
@@ -54,7 +55,8 @@ void Transformer::prepare(int64_t B, int64_t T, bool for_training, std::span<con
       docs_.offsets = doc_offsets_.data();
     }
   }
-  const ActivationShape shape(config_, B, T, remat_, precision_, for_training, position);
+  ActivationShape shape(config_, B, T, remat_, precision_, for_training, position);
+  shape.float8 = float8_;
   if (ws_ && ws_->shape.serves(shape)) return;
   ws_.reset();  // the old buffers go before the new ones come
   ws_ = std::make_unique<Workspace>(be_, config_, shape);
@@ -64,6 +66,33 @@ WeightRef Transformer::rounded(const float* x, bf16* x16, size_t n) {
   if (precision_ != Precision::bf16) return {x};
   be_.convert_to_bf16(x, x16, n);
   return {x, x16};
+}
+
+void Transformer::use_float8(bool on) {
+  if (on == float8_) return;
+  float8_ = on;
+  ws_.reset();  // the next pass allocates the float8 scratch, or no longer does
+}
+
+Float8Scratch Transformer::float8_scratch() {
+  return {ws_->f8_a.data(), ws_->f8_b.data(), ws_->f8_scales.data()};
+}
+
+void Transformer::linear(float* y, WeightRef x, WeightRef w, int64_t M, int64_t N, int64_t K) {
+  if (float8_ && float8_eligible(N, K))
+    float8_linear_forward(be_, float8_scratch(), y, x, w.f32, M, N, K);
+  else
+    be_.linear_forward(y, x, w, M, N, K, precision_);
+}
+
+void Transformer::linear_backward(float* dx, float* dw, WeightRef dy, WeightRef x, WeightRef w, int64_t M, int64_t N,
+                                  int64_t K, bool accumulate_dx) {
+  if (float8_ && float8_eligible(N, K)) {
+    float8_linear_backward(be_, float8_scratch(), dx, dw, dy, x, w.f32, M, N, K, accumulate_dx);
+    return;
+  }
+  be_.linear_backward_input(dx, dy, w, M, N, K, accumulate_dx, precision_);
+  be_.linear_backward_weight(dw, dy, x, M, N, K, precision_);
 }
 
 void Transformer::check_ids(const int32_t* ids, int64_t n) const {
@@ -131,9 +160,9 @@ void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer,
   const BranchNorm norm{o.norm1, a.n1.data(), a.rstd1.data()};
 
   const WeightRef attn_in = rounded(branch_norm_in(P, norm, x), a.attn_in16.data(), size_t(N * C));
-  be_.linear_forward(a.q.data(), attn_in, P.matrix(o.wq), N, HD, C, p);
-  be_.linear_forward(a.k.data(), attn_in, P.matrix(o.wk), N, KD, C, p);
-  be_.linear_forward(a.v.data(), attn_in, P.matrix(o.wv), N, KD, C, p);
+  linear(a.q.data(), attn_in, P.matrix(o.wq), N, HD, C);
+  linear(a.k.data(), attn_in, P.matrix(o.wk), N, KD, C);
+  linear(a.v.data(), attn_in, P.matrix(o.wv), N, KD, C);
   if (c.qk_norm) {
     be_.rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P(o.q_norm.value()), N, HD, eps());
     be_.rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P(o.k_norm.value()), N, KD, eps());
@@ -153,7 +182,7 @@ void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer,
     else
       be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, docs_, p);
   }
-  be_.linear_forward(a.ao.data(), rounded(att.att, a.att16.data(), size_t(N * HD)), P.matrix(o.wo), N, C, HD, p);
+  linear(a.ao.data(), rounded(att.att, a.att16.data(), size_t(N * HD)), P.matrix(o.wo), N, C, HD);
   branch_norm_out(P, norm, a.h.data(), x, a.ao.data());
 }
 
@@ -170,8 +199,7 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
   const WeightRef dao16 =
       rounded(branch_norm_out_backward(P, G, norm, dres, a.ao.data(), w.dao.data()), w.dy16.data(), size_t(N * C));
   const AttentionOut att = attention_out(layer, a);
-  be_.linear_backward_input(w.datt.data(), dao16, P.matrix(o.wo), N, C, HD, false, p);
-  be_.linear_backward_weight(G(o.wo), dao16, {att.att, a.att16.data()}, N, C, HD, p);
+  linear_backward(w.datt.data(), G(o.wo), dao16, {att.att, a.att16.data()}, P.matrix(o.wo), N, C, HD, false);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   if (context_)
     context_->backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
@@ -194,14 +222,11 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
   }
   const WeightRef attn_in{branch_input(norm, x), a.attn_in16.data()};
   const WeightRef dq16 = rounded(dq, w.dy16.data(), size_t(N * HD));
-  be_.linear_backward_input(w.dx_branch.data(), dq16, P.matrix(o.wq), N, HD, C, false, p);
-  be_.linear_backward_weight(G(o.wq), dq16, attn_in, N, HD, C, p);
+  linear_backward(w.dx_branch.data(), G(o.wq), dq16, attn_in, P.matrix(o.wq), N, HD, C, false);
   const WeightRef dk16 = rounded(dk, w.dy16.data(), size_t(N * KD));
-  be_.linear_backward_input(w.dx_branch.data(), dk16, P.matrix(o.wk), N, KD, C, true, p);
-  be_.linear_backward_weight(G(o.wk), dk16, attn_in, N, KD, C, p);
+  linear_backward(w.dx_branch.data(), G(o.wk), dk16, attn_in, P.matrix(o.wk), N, KD, C, true);
   const WeightRef dv16 = rounded(w.dv.data(), w.dy16.data(), size_t(N * KD));
-  be_.linear_backward_input(w.dx_branch.data(), dv16, P.matrix(o.wv), N, KD, C, true, p);
-  be_.linear_backward_weight(G(o.wv), dv16, attn_in, N, KD, C, p);
+  linear_backward(w.dx_branch.data(), G(o.wv), dv16, attn_in, P.matrix(o.wv), N, KD, C, true);
   branch_norm_in_backward(P, G, norm, dres, w.dx_branch.data(), x);
 }
 
@@ -209,14 +234,13 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
 void Transformer::mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out, BlockActs& a) {
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   const int64_t N = ws_->shape.N, C = config_.d_model, F = config_.ffn_hidden;
-  const Precision p = precision_;
   const BranchNorm norm{o.norm2, a.n2.data(), a.rstd2.data()};
 
   const WeightRef mlp_in = rounded(branch_norm_in(P, norm, a.h.data()), a.mlp_in16.data(), size_t(N * C));
-  be_.linear_forward(a.g.data(), mlp_in, P.matrix(o.w_gate), N, F, C, p);
-  be_.linear_forward(a.u.data(), mlp_in, P.matrix(o.w_up), N, F, C, p);
+  linear(a.g.data(), mlp_in, P.matrix(o.w_gate), N, F, C);
+  linear(a.u.data(), mlp_in, P.matrix(o.w_up), N, F, C);
   be_.swiglu_forward(a.s.data(), a.g.data(), a.u.data(), N * F);
-  be_.linear_forward(a.m.data(), rounded(a.s.data(), a.s16.data(), size_t(N * F)), P.matrix(o.w_down), N, C, F, p);
+  linear(a.m.data(), rounded(a.s.data(), a.s16.data(), size_t(N * F)), P.matrix(o.w_down), N, C, F);
   branch_norm_out(P, norm, out, a.h.data(), a.m.data());
 }
 
@@ -226,21 +250,17 @@ void Transformer::mlp_branch_backward(const GroupWeights& P, const GroupGrads& G
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   Workspace& w = *ws_;
   const int64_t N = w.shape.N, C = config_.d_model, F = config_.ffn_hidden;
-  const Precision p = precision_;
   const BranchNorm norm{o.norm2, a.n2.data(), a.rstd2.data()};
 
   const WeightRef dm16 =
       rounded(branch_norm_out_backward(P, G, norm, dres, a.m.data(), w.dm.data()), w.dy16.data(), size_t(N * C));
-  be_.linear_backward_input(w.ds.data(), dm16, P.matrix(o.w_down), N, C, F, false, p);
-  be_.linear_backward_weight(G(o.w_down), dm16, {a.s.data(), a.s16.data()}, N, C, F, p);
+  linear_backward(w.ds.data(), G(o.w_down), dm16, {a.s.data(), a.s16.data()}, P.matrix(o.w_down), N, C, F, false);
   be_.swiglu_backward(w.dg.data(), w.du.data(), w.ds.data(), a.g.data(), a.u.data(), N * F);
   const WeightRef mlp_in{branch_input(norm, a.h.data()), a.mlp_in16.data()};
   const WeightRef dg = rounded(w.dg.data(), w.dy16.data(), size_t(N * F));
-  be_.linear_backward_input(w.dx_branch.data(), dg, P.matrix(o.w_gate), N, F, C, false, p);
-  be_.linear_backward_weight(G(o.w_gate), dg, mlp_in, N, F, C, p);
+  linear_backward(w.dx_branch.data(), G(o.w_gate), dg, mlp_in, P.matrix(o.w_gate), N, F, C, false);
   const WeightRef du = rounded(w.du.data(), w.dy16.data(), size_t(N * F));
-  be_.linear_backward_input(w.dx_branch.data(), du, P.matrix(o.w_up), N, F, C, true, p);
-  be_.linear_backward_weight(G(o.w_up), du, mlp_in, N, F, C, p);
+  linear_backward(w.dx_branch.data(), G(o.w_up), du, mlp_in, P.matrix(o.w_up), N, F, C, true);
   branch_norm_in_backward(P, G, norm, dres, w.dx_branch.data(), a.h.data());
 }
 

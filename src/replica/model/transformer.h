@@ -11,6 +11,7 @@
 #include "replica/kernels/backend.h"
 #include "replica/model/config.h"
 #include "replica/model/context_attention.h"
+#include "replica/model/float8_linear.h"
 #include "replica/model/gradient_sink.h"
 #include "replica/model/weight_source.h"
 #include "replica/model/params.h"
@@ -46,6 +47,11 @@ class Transformer {
   // The backend runs every kernel and holds every buffer (weights and gradients passed in are its memory).
   Transformer(ModelConfig config, Precision precision, Remat remat, Backend& backend);
   ~Transformer();
+
+  // train.float8: every block Linear whose dimensions are divisible by 16 runs in float8 (model/float8_linear.h);
+  // the LM head and everything that is not a Linear stay in the model's precision. Off until turned on.
+  void use_float8(bool on);
+  bool float8() const { return float8_; }
 
   const ModelConfig& config() const { return config_; }
   const ParamTable& table() const { return table_; }
@@ -102,6 +108,12 @@ class Transformer {
   void check_ids(const int32_t* ids, int64_t n) const;
   // An activation as a GEMM operand: in bf16, rounded once into x16 (n values) for every product that reads it.
   WeightRef rounded(const float* x, bf16* x16, size_t n);
+  // A block Linear's products y = x·wᵀ (x [M, K], w [N, K]) and its backward (dx = or += dy·w, then dw += dyᵀ·x): in
+  // float8 when it is on and the layer qualifies, else in the model's precision.
+  void linear(float* y, WeightRef x, WeightRef w, int64_t M, int64_t N, int64_t K);
+  void linear_backward(float* dx, float* dw, WeightRef dy, WeightRef x, WeightRef w, int64_t M, int64_t N, int64_t K,
+                       bool accumulate_dx);
+  Float8Scratch float8_scratch();  // the workspace's
   GroupWeights acquire(WeightSource& weights, ParamTable::Range range) const {
     return weights.acquire(range, precision_);
   }
@@ -166,6 +178,7 @@ class Transformer {
   ParamTable table_;
   Precision precision_;
   Remat remat_;
+  bool float8_ = false;
   Backend& be_;
   std::unique_ptr<Workspace> ws_;
   WholeWeights whole_;  // whole_weights(): the last whole buffer passed in

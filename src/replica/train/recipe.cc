@@ -81,6 +81,7 @@ std::vector<Field> fields(Recipe& r) {
       integer("train.context_parallel", r.train.context.degree),
       integer("train.cp_head_stride", r.train.context.head_stride),
       choice("train.attention", r.train.attention, parse_attention_kernel, attention_kernel_name),
+      boolean("train.float8", r.train.float8),
       boolean("train.profile", r.train.profile),
       integer("train.log_every", r.train.log_every),
       choice("train.progress", r.train.progress, metrics::parse_progress_style, metrics::progress_style_name),

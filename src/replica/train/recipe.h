@@ -80,6 +80,8 @@ struct Recipe {
     dist::ContextParallelConfig context;  // train.context_parallel, train.cp_head_stride (dist/context_parallel.h)
     // The attention kernel: auto is the backend's best measured one (the run records what it resolved to).
     AttentionKernel attention = AttentionKernel::automatic;
+    // float8 block Linears as OLMo 3 stage 3 ran them (torchao's tensorwise recipe, model/float8_linear.h).
+    bool float8 = false;
     bool profile = false;  // the device time per operation of every step after the first, to run.dir/profile.md
     int64_t log_every = 1;
     // The console: auto = a live line on a terminal (every log_every-th kept), plain lines when stdout is not a

@@ -19,6 +19,7 @@ StepConfig step_config(const Recipe& r) {
   c.micro_batch = r.data.micro_batch_size;
   c.precision = r.train.precision;
   c.remat = r.train.remat;
+  c.float8 = r.train.float8;
   c.sharding.weights = r.train.shard_weights;
   c.context = r.train.context;
   c.adamw = r.optim.adamw;
@@ -61,6 +62,7 @@ TrainStep::TrainStep(const model::ModelConfig& model, const StepConfig& config, 
           int(config.context.degree)),
       optimizer_(std::make_unique<optim::AdamW>(model_.table(), config.adamw, dp_.shard_parts(), backend)),
       skip_step_(config.skip_step) {
+  model_.use_float8(config.float8);
   if (config.context.degree > 1) context_.emplace(data_mesh_.context(), backend, config.context.head_stride);
 }
 

@@ -29,6 +29,7 @@ struct StepConfig {
   int64_t micro_batch = 0;   // M instances per forward/backward
   Precision precision = Precision::fp32;
   model::Remat remat = model::Remat::none;
+  bool float8 = false;  // train.float8 (Transformer::use_float8)
   dist::Sharding sharding;
   dist::ContextParallelConfig context;  // degree N: each instance split over N consecutive ranks
   optim::AdamWConfig adamw;

@@ -17,6 +17,8 @@ enum cudaDataType_t {
   CUDA_R_32F = 0,
   CUDA_R_16F = 2,
   CUDA_R_16BF = 14,
+  CUDA_R_8F_E4M3 = 28,  // float8 (OCP e4m3fn)
+  CUDA_R_8F_E5M2 = 29,
 };
 using cudaDataType = cudaDataType_t;
 
@@ -82,6 +84,9 @@ enum cublasLtMatmulDescAttributes_t {
   CUBLASLT_MATMUL_DESC_TRANSA = 3,        // int32_t (a cublasOperation_t), default CUBLAS_OP_N
   CUBLASLT_MATMUL_DESC_TRANSB = 4,        // int32_t (a cublasOperation_t), default CUBLAS_OP_N
   CUBLASLT_MATMUL_DESC_TRANSC = 5,        // int32_t; only CUBLAS_OP_N is supported (by cuBLASLt too)
+  CUBLASLT_MATMUL_DESC_A_SCALE_POINTER = 17,  // const void* (device float), default null: scale of A (float8 A only)
+  CUBLASLT_MATMUL_DESC_B_SCALE_POINTER = 18,  // const void* (device float), default null: scale of B (float8 B only)
+  CUBLASLT_MATMUL_DESC_FAST_ACCUM = 25,       // int8_t, default 0: float8's faster, less exact accumulation
 };
 
 // Heuristic search preferences.

@@ -12,6 +12,7 @@
 #include "replica/kernels/cpu/attention.h"
 #include "replica/kernels/cpu/cached_attention.h"
 #include "replica/kernels/cpu/embedding.h"
+#include "replica/kernels/cpu/float8.h"
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/lm_head_loss.h"
 #include "replica/kernels/cpu/rmsnorm.h"
@@ -59,6 +60,14 @@ class CpuBackend final : public Backend {
   void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
             int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16, const bf16* A16) override {
     cpu::gemm(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16, A16);
+  }
+  void quantize_float8(uint8_t* codes, float* inverse_scale, WeightRef x, size_t n, Float8Format f,
+                       bool power_of_two) override {
+    cpu::quantize_float8(codes, inverse_scale, x.f32, x.b16, n, f, power_of_two);
+  }
+  void gemm_float8(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const Float8Matrix& A, int64_t lda,
+                   const Float8Matrix& B, int64_t ldb, float* C, int64_t ldc, bool acc, bool) override {
+    cpu::gemm_float8(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc);  // fp32 accumulation always
   }
   void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                        float eps) override {

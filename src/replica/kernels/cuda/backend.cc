@@ -17,6 +17,7 @@
 #include "replica/kernels/cuda/context.h"
 #include "replica/kernels/cuda/elementwise.h"
 #include "replica/kernels/cuda/embedding.h"
+#include "replica/kernels/cuda/float8.h"
 #include "replica/kernels/cuda/gemm.h"
 #include "replica/kernels/cuda/grad_norm.h"
 #include "replica/kernels/cuda/lm_head_loss.h"
@@ -128,6 +129,22 @@ class CudaBackend final : public Backend {
   void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
             int64_t ldb, float* C, int64_t ldc, bool acc, Precision p, const bf16* B16, const bf16* A16) override {
     cuda::gemm(ctx_, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, p, B16, A16);
+  }
+  void quantize_float8(uint8_t* codes, float* inverse_scale, WeightRef x, size_t n, Float8Format f,
+                       bool power_of_two) override {
+    require_float8();
+    cuda::quantize_float8(ctx_, codes, inverse_scale, x.f32, x.b16, int64_t(n), f, power_of_two);
+  }
+  void gemm_float8(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const Float8Matrix& A, int64_t lda,
+                   const Float8Matrix& B, int64_t ldb, float* C, int64_t ldc, bool acc, bool fast) override {
+    require_float8();
+    cuda::gemm_float8(ctx_, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc, fast);
+  }
+  // cuBLASLt's float8 GEMMs need the float8 tensor cores of Ada and Hopper (compute capability 8.9 or newer).
+  void require_float8() const {
+    check(props_.major * 10 + props_.minor >= 89,
+          "train.float8 needs a GPU of compute capability 8.9 or newer (float8 tensor cores); cuda:{} ({}) is {}.{}",
+          gpu_, props_.name, props_.major, props_.minor);
   }
   void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                        float eps) override {

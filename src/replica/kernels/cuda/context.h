@@ -33,9 +33,9 @@ class Context {
   void* allocate(size_t bytes);
   void release(void* p);
 
-  // The algorithm cuBLASLt's heuristic picked for a GEMM shape (transposes, sizes, strides, accumulate,
-  // bf16, operand alignments), cached by the GEMM code.
-  using GemmKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, uint32_t,
+  // The algorithm cuBLASLt's heuristic picked for a GEMM shape (transposes, sizes, strides, accumulate, the operand
+  // types with float8's fast accumulation, operand alignments), cached by the GEMM code.
+  using GemmKey = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, uint32_t, uint32_t,
                              uint32_t, uint32_t>;
   std::map<GemmKey, cublasLtMatmulAlgo_t> gemm_algorithms;
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "replica/kernels/cuda/common.cuh"
+#include "replica/kernels/cuda/float8.h"
 #include "replica/kernels/cuda/gemm.h"
 
 namespace replica::cuda {
@@ -64,12 +65,21 @@ struct Preference {
   ~Preference() { cublasLtMatmulPreferenceDestroy(desc); }
 };
 
+// The operands' types and, for float8, their scales (device pointers) and whether accumulation may be fast.
+struct Operands {
+  cudaDataType a_type, b_type;
+  const float* a_scale = nullptr;
+  const float* b_scale = nullptr;
+  bool fast_accumulation = false;
+  uint32_t key() const { return uint32_t(a_type) | uint32_t(b_type) << 8 | uint32_t(fast_accumulation) << 16; }
+};
+
 void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda,
-            const void* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, cudaDataType in_type) {
+            const void* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, const Operands& in) {
   // Stored shapes (row-major): A is [M,K] or [K,M] (trans_a), B is [K,N] or [N,K] (trans_b), C is [M,N].
   // cuBLASLt's "A" is our B and its "B" is our A.
-  Layout b_layout(in_type, trans_b ? N : K, trans_b ? K : N, ldb);
-  Layout a_layout(in_type, trans_a ? K : M, trans_a ? M : K, lda);
+  Layout b_layout(in.b_type, trans_b ? N : K, trans_b ? K : N, ldb);
+  Layout a_layout(in.a_type, trans_a ? K : M, trans_a ? M : K, lda);
   Layout c_layout(CUDA_R_32F, M, N, ldc);
   MatmulDesc operation;
   cublasLtMatmulDesc_t op = operation.desc;
@@ -78,10 +88,19 @@ void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int6
   check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)), "transa");
   check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)),
                "transb");
+  if (in.a_scale) {  // float8: cuBLASLt's A is our B
+    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &in.b_scale,
+                                                sizeof(in.b_scale)), "A scale");
+    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &in.a_scale,
+                                                sizeof(in.a_scale)), "B scale");
+    const int8_t fast = in.fast_accumulation;
+    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)),
+                 "fast accumulation");
+  }
 
   const uint32_t align_a = alignment(A), align_b = alignment(B), align_c = alignment(C);
-  const Context::GemmKey key{trans_a, trans_b,    M,  N, K, lda, ldb, ldc, accumulate, in_type == CUDA_R_16BF,
-                             align_a, align_b, align_c};
+  const Context::GemmKey key{trans_a, trans_b, M,       N,       K,      lda, ldb,
+                             ldc,     accumulate, in.key(), align_a, align_b, align_c};
   auto it = ctx.gemm_algorithms.find(key);
   if (it == ctx.gemm_algorithms.end()) {
     Preference preference;
@@ -111,7 +130,52 @@ void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int6
                "cublasLtMatmul");
 }
 
+// out [rows, K16] = the operand's [rows, K] rows (stored [rows, K] with stride ld, or transposed: [K, rows]), K-major,
+// columns K … K16 − 1 zero codes (+0 in both formats).
+__global__ void pack_k_major_kernel(uint8_t* out, const uint8_t* in, int64_t rows, int64_t K, int64_t ld,
+                                    bool transposed, int64_t K16) {
+  const int64_t total = rows * K16;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / K16, k = i % K16;
+    out[i] = k < K ? in[transposed ? k * ld + r : r * ld + k] : uint8_t(0);
+  }
+}
+
+cudaDataType float8_type(Float8Format f) { return f == Float8Format::e4m3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
+
+// The operand as cuBLASLt's float8 GEMM takes it: [rows, K] K-major with a leading dimension that is a multiple of
+// 16, the codes themselves where they already are, else a copy in `copy`. Returns the codes and sets ld.
+const uint8_t* k_major(Context& ctx, const uint8_t* codes, int64_t rows, int64_t K, int64_t ld, bool transposed,
+                       std::optional<Scratch<uint8_t>>& copy, int64_t* k_major_ld) {
+  if (!transposed && ld % 16 == 0 && K % 16 == 0) {
+    *k_major_ld = ld;
+    return codes;
+  }
+  const int64_t K16 = ceil_div(K, 16) * 16;
+  copy.emplace(ctx, size_t(rows * K16));
+  const int threads = 256;
+  const int blocks = int(std::clamp<int64_t>(ceil_div(rows * K16, threads), 1, 8192));
+  launch("float8_pack_k_major", pack_k_major_kernel, blocks, threads, 0, ctx.stream(), copy->get(), codes, rows, K,
+         ld, transposed, K16);
+  *k_major_ld = K16;
+  return copy->get();
+}
+
 }  // namespace
+
+void gemm_float8(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const Float8Matrix& A,
+                 int64_t lda, const Float8Matrix& B, int64_t ldb, float* C, int64_t ldc, bool accumulate,
+                 bool fast_accumulation) {
+  if (M == 0 || N == 0) return;
+  // As row-major C = A[M,K]·B[N,K]ᵀ: A not transposed, B transposed (cuBLASLt's "TN" after the operands swap).
+  std::optional<Scratch<uint8_t>> a_copy, b_copy;
+  int64_t a_ld, b_ld;
+  const uint8_t* a = k_major(ctx, A.codes, M, K, lda, trans_a, a_copy, &a_ld);
+  const uint8_t* b = k_major(ctx, B.codes, N, K, ldb, !trans_b, b_copy, &b_ld);
+  const int64_t K16 = ceil_div(K, 16) * 16;  // K itself, or both operands were copied with zero codes up to it
+  matmul(ctx, false, true, M, N, K16, a, a_ld, b, b_ld, C, ldc, accumulate,
+         {float8_type(A.format), float8_type(B.format), A.inverse_scale, B.inverse_scale, fast_accumulation});
+}
 
 void convert_to_bf16(Context& ctx, const float* src, bf16* dst, int64_t n) {
   if (n == 0) return;
@@ -124,7 +188,7 @@ void convert_to_bf16(Context& ctx, const float* src, bf16* dst, int64_t n) {
 void gemm_bf16(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const bf16* A, int64_t lda,
                const bf16* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   if (M == 0 || N == 0) return;
-  matmul(ctx, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, CUDA_R_16BF);
+  matmul(ctx, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, {CUDA_R_16BF, CUDA_R_16BF});
 }
 
 void gemm(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
@@ -132,7 +196,7 @@ void gemm(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
           const bf16* A16) {
   if (M == 0 || N == 0) return;
   if (precision == Precision::fp32) {
-    matmul(ctx, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, CUDA_R_32F);
+    matmul(ctx, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, {CUDA_R_32F, CUDA_R_32F});
     return;
   }
   // Each operand: the caller's pre-rounded copy, else a copy rounded here into stream-ordered scratch.
