@@ -242,7 +242,8 @@ int run_audit(Options o) {
     o.steps = r.train.max_steps;
     o.micro_batch = r.data.micro_batch_size;
   } else {
-    check(o.overrides.empty(), "data audit: recipe overrides ({} ...) need --config RECIPE", o.overrides.front());
+    if (!o.overrides.empty())  // not check(): its message would read front() of an empty list
+      fail("data audit: recipe overrides ({} ...) need --config RECIPE", o.overrides.front());
     check(o.dataset.seq_len > 0 && o.global_batch > 0 && o.steps > 0,
           "data audit: give --config RECIPE, or --seq-len, --global-batch and --steps");
     config = flags_loader_config(o);
