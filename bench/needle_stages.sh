@@ -5,18 +5,20 @@
 # 7-digit number comes back later in the same document, so copying from far back is what lowers the loss; the
 # needle's template, keys and haystack never appear in it. Both checkpoints are then scored at 64, 128 and 256
 # (stage 2 with needle.extrapolate; starred). Prints a markdown table (accuracy / mean rank) for bench/RESULTS.md.
-#   bench/needle_stages.sh        BUILD=build STEPS2=200 STEPS3=100 THREADS=2
+#   bench/needle_stages.sh        BUILD=build STEPS2=200 STEPS3=100 THREADS=2 LR=0.01 DEVICE=cpu
+# (DEVICE=cuda trains both on the GPU; bench/gpu/run.sh runs it so with NEEDLE_STAGES=1. On two CPU cores 300 steps
+# leave both models at chance: copying from far back is learned only after millions of tokens.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 replica=$(realpath "${BUILD:-build}/replica")
 export REPLICA_TOKENIZER=$PWD/tests/fixtures/data/cl100k_base.tiktoken
-steps2=${STEPS2:-200} steps3=${STEPS3:-100} threads=${THREADS:-2}
+steps2=${STEPS2:-200} steps3=${STEPS3:-100} threads=${THREADS:-2} py=${PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
-/usr/bin/python3 - <<'PY'
+"$py" - <<'PY'
 import json, random
 WORDS = ("time year people way day man thing woman life child world school state family student group country "
          "problem hand part place case week company system program question work government night point home water "
@@ -57,9 +59,9 @@ cat >recipe.yaml <<YAML
 run: {dir: stage2, name: needle}
 model: {config: stage2.yaml}
 data: {paths: [stage2.npy], seq_len: 64, global_batch_size: 16, micro_batch_size: 16, packing: obfd}
-optim: {lr: 0.01, skip_step: false}
+optim: {lr: ${LR:-0.01}, skip_step: false}
 schedule: {type: cosine, warmup_steps: $((steps2 / 20)), alpha_f: 0.1}
-train: {max_steps: $steps2, threads: $threads, precision: bf16}
+train: {max_steps: $steps2, threads: $threads, precision: bf16, device: ${DEVICE:-cpu}}
 checkpoint: {every: 0}
 YAML
 train() { "$replica" train --config recipe.yaml "$@" >train.log 2>&1 || { cat train.log; exit 1; }; }
@@ -74,7 +76,7 @@ printf 'batch_tokens: 4096\nneedle: {files: [hay.npy], lengths: [64, 128, 256], 
   --json 2>/dev/null >stage2.json
 "$replica" eval --model stage3/checkpoints/step$(printf %08d "$steps3") --suite suite.yaml --threads "$threads" \
   --json 2>/dev/null >stage3.json
-/usr/bin/python3 - <<'PY'
+"$py" - <<'PY'
 import json
 print("| model | length | depth 0 | depth 0.5 | depth 1 | all |")
 print("|---|---|---|---|---|---|")

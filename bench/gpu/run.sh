@@ -11,6 +11,8 @@
 #     the datasheet peak, GPU memory), each also with float8 linears (train.float8), the same 1B step in PyTorch,
 #     and a profile of both steps (device time per operation, bench_model's `profile`: where the time goes).
 #     With FLOAT8_CURVE_MIX set, instead the 300-step float8-vs-bf16 loss curves of olmo3_1b (float8_curve below).
+#     With NEEDLE_STAGES=1, instead the tiny stage-2 and stage-3 models of bench/needle_stages.sh trained on the GPU
+#     and scored on the needle surface (needle_stages.md: does stage 3 beat stage 2 beyond 64 tokens).
 # Prints a short table last. Every stage's time limit is cut to what is left of DEADLINE seconds (default 520)
 # so the call ends in time.
 #   bench/gpu/run.sh            BUILD=build-gpu; logs in $BUILD/logs, and with $OUT set (the device tool's
@@ -34,7 +36,7 @@ finish() {
   [ -s "$logs/train_bench.md" ] && { echo; cat "$logs/train_bench.md"; }
   printf '%s\n' "${summary[@]}" >"$logs/summary.md"
   if [ -n "${OUT:-}" ]; then
-    for f in summary.md check.md train_bench.md profile.md float8_curve.md; do [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"; done
+    for f in summary.md check.md train_bench.md profile.md float8_curve.md needle_stages.md; do [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"; done
     tar -C "$logs" -czf "$OUT/logs.tar.gz" .
   fi
   exit "$1"
@@ -148,6 +150,17 @@ if [ -n "${FLOAT8_CURVE_MIX:-}" ] && [ -n "$bundle" ]; then
   export PYTHON=${PYTHON:-python3}
   if float8_curve; then row "float8 vs bf16, 300 steps of olmo3_1b" "ok: $(cat "$logs/float8_curve.md")"; else
     row "float8 vs bf16, 300 steps of olmo3_1b" "**FAILED** (float8_curve.md, curve_*.log)"; status=1; fi
+  finish "$status"
+fi
+# NEEDLE_STAGES=1: a call of its own that trains bench/needle_stages.sh's tiny models on the GPU (STEPS2 stage-2 steps
+# at 64 tokens, then STEPS3 stage-3 steps at 256 with YaRN), far longer than two CPU cores allow, and scores both.
+if [ -n "${NEEDLE_STAGES:-}" ] && [ -n "$bundle" ]; then
+  if timeout "$(limit 480)" env BUILD="$bundle/bin" DEVICE=cuda THREADS=8 STEPS2="${STEPS2:-3000}" \
+    STEPS3="${STEPS3:-1500}" bench/needle_stages.sh >"$logs/needle_stages.md" 2>"$logs/needle_stages.log"; then
+    row "needle, stage 2 vs stage 3" "ok (needle_stages.md)"
+  else
+    row "needle, stage 2 vs stage 3" "**FAILED** (needle_stages.log)"; status=2
+  fi
   finish "$status"
 fi
 if [ -z "$bundle" ]; then
