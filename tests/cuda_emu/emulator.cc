@@ -4,6 +4,7 @@
 // (__syncwarp, a shuffle, a wmma load or store) opens when every lane of the warp waits at it; the block
 // barrier opens when every thread that has not exited waits at it. When nothing can run and threads remain,
 // the kernel has barriers that cannot all open: the launch fails with a description of who waits where.
+#include <pthread.h>
 #include <sys/mman.h>
 #ifndef __x86_64__
 #include <ucontext.h>
@@ -23,6 +24,11 @@
 #include <vector>
 
 #include "cuda_emu.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 namespace cuda_emu {
 
@@ -45,6 +51,8 @@ constexpr size_t kSharedAlignment = 128;
 #ifdef __x86_64__
 struct Context {
   void* sp = nullptr;
+  const void* stack_bottom = nullptr;  // for AddressSanitizer (below); the scheduler's is the launching thread's
+  size_t stack_size = 0;
 };
 
 extern "C" void cuda_emu_switch(void** save_sp, void* load_sp);
@@ -82,10 +90,12 @@ void start_context(Context& c, unsigned char* stack, size_t bytes, void (*entry)
   c.sp = sp;
 }
 
-void switch_context(Context& from, Context& to) { cuda_emu_switch(&from.sp, to.sp); }
+void raw_switch(Context& from, Context& to) { cuda_emu_switch(&from.sp, to.sp); }
 #else
 struct Context {
   ucontext_t uc;
+  const void* stack_bottom = nullptr;
+  size_t stack_size = 0;
 };
 
 void start_context(Context& c, unsigned char* stack, size_t bytes, void (*entry)()) {
@@ -96,7 +106,39 @@ void start_context(Context& c, unsigned char* stack, size_t bytes, void (*entry)
   makecontext(&c.uc, entry, 0);
 }
 
-void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+void raw_switch(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+#endif
+
+// AddressSanitizer (make test SANITIZE=1) keeps one stack per thread: a switch by hand must tell it which stack
+// runs next, each arrival must say it has arrived, and a stack that a new block's fiber reuses must lose the poison
+// of the frames the old fiber left on it. Without ASan these are no-ops.
+#if defined(__SANITIZE_ADDRESS__)
+void fiber_stack(Context& c, unsigned char* stack, size_t bytes) {
+  c.stack_bottom = stack;
+  c.stack_size = bytes;
+  __asan_unpoison_memory_region(stack, bytes);
+}
+void thread_stack(Context& c) {
+  pthread_attr_t attr;
+  void* bottom = nullptr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    pthread_attr_getstack(&attr, &bottom, &c.stack_size);
+    pthread_attr_destroy(&attr);
+  }
+  c.stack_bottom = bottom;
+}
+void arrived(void* fake_stack) { __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr); }
+void switch_context(Context& from, Context& to) {
+  void* fake_stack = nullptr;
+  __sanitizer_start_switch_fiber(&fake_stack, to.stack_bottom, to.stack_size);
+  raw_switch(from, to);
+  arrived(fake_stack);
+}
+#else
+void fiber_stack(Context&, unsigned char*, size_t) {}
+void thread_stack(Context&) {}
+void arrived(void*) {}
+void switch_context(Context& from, Context& to) { raw_switch(from, to); }
 #endif
 
 // ---- Blocks of fibers ---------------------------------------------------------------------------------------
@@ -204,6 +246,7 @@ void yield(State state) {
 }
 
 void run_fiber() {
+  arrived(nullptr);  // the switch that started this fiber ends here, not in switch_context
   Emulator& e = emulator();
   Fiber& f = *e.current;
   f.open_copies.clear();  // a previous block's copies that were never waited for
@@ -295,9 +338,11 @@ void run_block(Emulator& e, size_t threads) {
                unsigned(i / (size_t(e.block_dim.x) * e.block_dim.y))};
     f.state = State::runnable;
     start_context(f.context, f.stack, kStackBytes, run_fiber);
+    fiber_stack(f.context, f.stack, kStackBytes);
     e.ready.push_back(&f);
   }
   if (e.reversed) std::reverse(e.ready.begin(), e.ready.end());
+  thread_stack(e.scheduler);
   for (;;) {
     e.ready_pos = 0;
     if (!e.ready.empty()) {
