@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "replica/ckpt/checkpoint.h"
 #include "replica/ckpt/manifest.h"
@@ -107,6 +108,28 @@ TEST(CkptCheckpoint, RoundTripIsExact) {
   const SafetensorsReader optim((fs::path(dir) / "optim.safetensors").string());
   EXPECT_TRUE(optim.has("exp_avg.model.norm.weight"));
   EXPECT_TRUE(optim.has("exp_avg_sq.lm_head.weight"));
+}
+
+// Found by fuzz.train_state under UBSan: an integer too long for int64 parses as a double, which nlohmann's get<>
+// converted to int64 (undefined behaviour); a fraction was truncated and -1 wrapped into the uint64 epoch.
+TEST(CkptCheckpoint, TrainStateIntegersMustBeIntegersInRange) {
+  const Tensors t(0.25f);
+  const nlohmann::json good = train_state_to_json(t.state(7));
+  EXPECT_EQ(train_state_from_json(good, "ts.json").batch, 3);
+  for (const auto& [key, value, message] :
+       {std::tuple{"batch", nlohmann::json(4.88e82), "ts.json: data: 'batch' is 4.88e+82, expected an integer"},
+        std::tuple{"batch", nlohmann::json(2.5), "'batch' is 2.5, expected an integer"},
+        std::tuple{"epoch", nlohmann::json(-1), "'epoch' is -1, expected an integer in [0, "},
+        std::tuple{"seq_len", nlohmann::json(0), "'seq_len' is 0, expected an integer in [1, "}}) {
+    nlohmann::json bad = good;
+    bad["data"][key] = value;
+    EXPECT_NE(error_of([&] { train_state_from_json(bad, "ts.json"); }).find(message), std::string::npos)
+        << error_of([&] { train_state_from_json(bad, "ts.json"); });
+  }
+  nlohmann::json huge_step = good;
+  huge_step["step"] = nlohmann::json(18446744073709551615ull);
+  EXPECT_NE(error_of([&] { train_state_from_json(huge_step, "ts.json"); }).find("'step' is 18446744073709551615"),
+            std::string::npos);
 }
 
 TEST(CkptCheckpoint, ManifestNamesTheBadFile) {

@@ -13,6 +13,7 @@
 #include "replica/core/npy.h"
 #include "replica/data/dataset.h"
 #include "replica/data/instance_filter.h"
+#include "replica/data/tokenizer.h"
 
 using namespace replica;
 using namespace replica::data;
@@ -100,7 +101,8 @@ TEST(DataDataset, NpyHeadersAndUint16) {
 
 // Review case 53: uint32 ids read as uint16 decode as every other id 0 and pass every id check; the file says so.
 TEST(DataDataset, Uint32IdsReadAsUint16AreNamed) {
-  std::vector<uint32_t> ids = iota(9000, 5);  // below 65,536: their high uint16 halves are all 0
+  std::vector<uint32_t> ids = iota(9000, 5);  // below 65,536 (their high uint16 halves 0), and dolma2's EOS (1)
+  for (size_t i = 0; i < ids.size(); i += 37) ids[i] = kDolma2Eos;
   std::string raw32 = write_raw("ids32.npy", ids);
   const std::string hint = TokenFile(raw32, TokenDtype::u16).dtype_hint();
   EXPECT_NE(hint.find(raw32), std::string::npos) << hint;

@@ -9,6 +9,7 @@
 #include "replica/ckpt/manifest.h"
 #include "replica/ckpt/safetensors.h"
 #include "replica/core/error.h"
+#include "replica/core/json_integer.h"
 #include "replica/core/file.h"
 #include "replica/core/parse_number.h"
 
@@ -37,23 +38,23 @@ json train_state_to_json(const TrainState& s) {
 TrainState train_state_from_json(const json& j, const std::string& source) {
   TrainState s;
   try {
-    const int64_t version = j.at("version").get<int64_t>();
+    const int64_t version = json_integer(j, "version", source);
     check(version <= kCheckpointVersion, "{}: checkpoint version {} is newer than this replica reads ({})", source,
           version, kCheckpointVersion);
-    s.step = j.at("step").get<int64_t>();
-    s.tokens = j.at("tokens").get<int64_t>();
+    s.step = json_integer(j, "step", source, 0);
+    s.tokens = json_integer(j, "tokens", source, 0);
     const json& d = j.at("data");
-    s.epoch = d.at("epoch").get<uint64_t>();
-    s.batch = d.at("batch").get<int64_t>();
-    s.batches_consumed = d.at("batches_consumed").get<int64_t>();
-    s.global_batch_size = d.at("global_batch_size").get<int64_t>();
-    s.seq_len = d.at("seq_len").get<int64_t>();
+    s.epoch = uint64_t(json_integer(d, "epoch", source + ": data", 0));
+    s.batch = json_integer(d, "batch", source + ": data", 0);
+    s.batches_consumed = json_integer(d, "batches_consumed", source + ": data", 0);
+    s.global_batch_size = json_integer(d, "global_batch_size", source + ": data", 1);
+    s.seq_len = json_integer(d, "seq_len", source + ": data", 1);
     s.data_fingerprint = d.at("fingerprint").get<std::string>();
     const json& o = j.at("optimizer");
-    s.adam_step_count = o.at("adam_step_count").get<int64_t>();
+    s.adam_step_count = json_integer(o, "adam_step_count", source + ": optimizer", 0);
     s.schedule = o.at("schedule");
     s.skip_step = o.at("skip_step");
-    s.world_size = j.at("world_size").get<int64_t>();
+    s.world_size = json_integer(j, "world_size", source, 1);
     s.recipe = j.at("config").get<std::string>();
     s.model = model::model_config_from_json(j.at("model"), source);
   } catch (const json::exception& e) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "replica/core/error.h"
+#include "replica/core/json_integer.h"
 #include "replica/core/file.h"
 #include "replica/core/mapped_file.h"
 
@@ -49,7 +50,7 @@ void verify_manifest(const std::string& dir) {
     uint64_t size = 0;
     std::string hash;
     try {
-      size = entry.at("size").get<uint64_t>();
+      size = uint64_t(json_integer(entry, "size", path.string() + ": " + name, 0));
       hash = entry.at("xxh3_128").get<std::string>();
     } catch (const nlohmann::json::exception& e) {
       fail("{}: malformed entry for {} ({})", path.string(), name, e.what());

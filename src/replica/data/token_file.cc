@@ -100,18 +100,19 @@ std::vector<uint64_t> TokenFile::positions_of(uint32_t id) const {
 
 std::string TokenFile::dtype_hint() const {
   if (dtype_ != TokenDtype::u16 || has_npy_header() || num_tokens_ % 2 != 0) return {};
-  // Two windows of up to 4,096 id pairs, at the start and in the middle, are enough: real uint16 text has a
-  // nonzero id at an odd position within a few tokens.
+  // Two windows of up to 4,096 id pairs, at the start and in the middle, are enough: real uint16 text has an id
+  // above 1 at an odd position within a few tokens.
   const uint64_t pairs = num_tokens_ / 2, window = std::min<uint64_t>(pairs, 4096);
-  bool low_nonzero = false;
+  bool low_above_one = false;
   for (uint64_t first : {uint64_t(0), (pairs - window) / 2})
     for (uint64_t p = first; p < first + window; p++) {
-      if (at(2 * p + 1) != 0) return {};
-      low_nonzero |= at(2 * p) != 0;
+      if (at(2 * p + 1) > 1) return {};
+      low_above_one |= at(2 * p) > 1;
     }
-  if (!low_nonzero) return {};
-  return fmt::format("{}: every second uint16 id is 0, as when uint32 ids are read as uint16; if the file holds "
-                     "uint32 ids, set data.dtype=uint32 (--dtype uint32)", path());
+  if (!low_above_one) return {};
+  return fmt::format("{}: every second uint16 id is 0 or 1, as when uint32 ids (below 131,072, as the dolma2 "
+                     "vocabulary's) are read as uint16; if the file holds uint32 ids, set data.dtype=uint32 "
+                     "(--dtype uint32)", path());
 }
 
 uint64_t TokenFile::content_hash() const {

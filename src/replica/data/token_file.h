@@ -36,9 +36,9 @@ class TokenFile {
   // The positions of every token equal to `id`, ascending (the document ends of a file, for id = EOS).
   std::vector<uint64_t> positions_of(uint32_t id) const;
 
-  // Non-empty when a headerless uint16 file reads like uint32 ids (every second uint16 of a sample is 0: the high
-  // halves of little-endian uint32 ids below 65,536): a wrong dtype that no id check catches. A sentence for a
-  // warning, naming the file and the fix.
+  // Non-empty when a headerless uint16 file reads like uint32 ids (every second uint16 of a sample is 0 or 1: the
+  // high halves of little-endian uint32 ids below 131,072, which hold the dolma2 vocabulary and its EOS 100257): a
+  // wrong dtype that no id check catches. A sentence for a warning, naming the file and the fix.
   std::string dtype_hint() const;
 
   // XXH3-64 of the token bytes: all of them up to 64 MiB, else 64 evenly spaced 1 MiB blocks plus the
