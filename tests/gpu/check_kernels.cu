@@ -30,6 +30,7 @@
 #include "replica/kernels/cuda/adamw.h"
 #include "replica/kernels/cuda/attention.h"
 #include "replica/kernels/cuda/cached_attention.h"
+#include "replica/kernels/cuda/elementwise.h"
 #include "replica/kernels/cuda/embedding.h"
 #include "replica/kernels/cuda/float8.h"
 #include "replica/kernels/cuda/gemm.h"
@@ -103,6 +104,12 @@ double rel_error(const std::vector<float>& got, const std::vector<float>& want) 
 
 double rel_error(double got, double want) {
   return std::isnan(got) ? INFINITY : std::fabs(got - want) / std::max(std::fabs(want), 1e-300);
+}
+
+// 0 when a and b hold the same bits (reruns, fused kernels against the calls they fuse), else infinite.
+template <typename T>
+double same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0 ? 0.0 : INFINITY;
 }
 
 struct CheckTable {
@@ -250,12 +257,56 @@ void check_rmsnorm(Context& ctx, CheckTable& t) {
   GpuArray<float> d_x(ctx, x), d_w(ctx, w), d_dy(ctx, dy), d_dx(ctx, dx0), d_dw(ctx, dw0), d_y(ctx, x.size()),
       d_rstd(ctx, size_t(rows));
   cuda::rmsnorm_forward(ctx, d_y.p, d_rstd.p, d_x.p, d_w.p, rows, C, eps);
-  cuda::rmsnorm_backward(ctx, d_dx.p, d_dw.p, d_dy.p, d_x.p, d_w.p, d_rstd.p, rows, C, true);
+  cuda::rmsnorm_backward(ctx, d_dx.p, nullptr, d_dw.p, d_dy.p, d_x.p, d_w.p, d_rstd.p, rows, C, true);
   const std::string shape = shape_text({{"rows", rows}, {"C", C}});
   t.row("rmsnorm_forward", shape, "y", rel_error(d_y.download(), y), kFp32Bound);
   t.row("rmsnorm_forward", shape, "rstd", rel_error(d_rstd.download(), rstd), kFp32Bound);
   t.row("rmsnorm_backward", shape + " +=", "dx", rel_error(d_dx.download(), dx), kFp32Bound);
   t.row("rmsnorm_backward", shape, "dw", rel_error(d_dw.download(), dw), kFp32Bound);
+
+  // The fused forms against the calls they fuse, on the GPU (bit for bit) and against the CPU's fused form.
+  const std::vector<float> residual = random_vector(x.size(), 15);
+  std::vector<float> out(x.size()), out_rstd(static_cast<size_t>(rows));
+  cpu::rmsnorm_add_forward(out.data(), out_rstd.data(), residual.data(), x.data(), w.data(), rows, C, eps);
+  GpuArray<float> d_residual(ctx, residual), d_out(ctx, x.size()), d_out_rstd(ctx, size_t(rows)), d_sum(ctx, x.size());
+  GpuArray<bf16> d_out16(ctx, x.size()), d_sum16(ctx, x.size());
+  cuda::rmsnorm_add_forward(ctx, d_out.p, d_out16.p, d_out_rstd.p, d_residual.p, d_x.p, d_w.p, rows, C, eps);
+  cuda::add(ctx, d_sum.p, d_residual.p, d_y.p, rows * C);  // d_y, d_rstd: rmsnorm_forward's, above
+  cuda::convert_to_bf16(ctx, d_sum.p, d_sum16.p, rows * C);
+  t.row("rmsnorm_add_forward", shape, "out", rel_error(d_out.download(), out), kFp32Bound);
+  t.row("rmsnorm_add_forward", shape + " = norm, add, round", "out", same_bits(d_out.download(), d_sum.download()),
+        kExact);
+  t.row("rmsnorm_add_forward", shape + " = norm, add, round", "rstd",
+        same_bits(d_out_rstd.download(), d_rstd.download()), kExact);
+  t.row("rmsnorm_add_forward", shape + " = norm, add, round", "out16",
+        same_bits(d_out16.download(), d_sum16.download()), kExact);
+  GpuArray<float> d_dx_fused(ctx, dx0), d_dw_fused(ctx, dw0);
+  GpuArray<bf16> d_dx16(ctx, x.size()), d_rounded(ctx, x.size());
+  cuda::rmsnorm_backward(ctx, d_dx_fused.p, d_dx16.p, d_dw_fused.p, d_dy.p, d_x.p, d_w.p, d_rstd.p, rows, C, true);
+  cuda::convert_to_bf16(ctx, d_dx.p, d_rounded.p, rows * C);
+  t.row("rmsnorm_backward (dx16)", shape + " += = backward, round", "dx",
+        same_bits(d_dx_fused.download(), d_dx.download()), kExact);
+  t.row("rmsnorm_backward (dx16)", shape + " += = backward, round", "dx16",
+        same_bits(d_dx16.download(), d_rounded.download()), kExact);
+}
+
+// The vectorised rounding (four values per thread where aligned) against the CPU's to_bf16, with NaN payloads,
+// infinities, subnormals and ties, at every alignment of the source and a length that leaves a tail.
+void check_convert_to_bf16(Context& ctx, CheckTable& t) {
+  std::vector<float> x = random_vector(100003, 16);
+  const uint32_t specials[] = {0x7fc00001u, 0xffa00000u, 0x7f800000u, 0xff800000u, 0x00000001u,
+                               0x80400000u, 0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x00000000u};
+  for (size_t i = 0; i < std::size(specials); i++) std::memcpy(&x[i * 997], &specials[i], sizeof(float));
+  GpuArray<float> d_x(ctx, x);
+  for (int64_t first : {0, 1, 2, 3}) {
+    const int64_t n = int64_t(x.size()) - first;
+    std::vector<bf16> want(static_cast<size_t>(n));
+    convert_to_bf16(x.data() + first, want.data(), size_t(n));
+    GpuArray<bf16> d_y(ctx, size_t(n));
+    cuda::convert_to_bf16(ctx, d_x.p + first, d_y.p, n);
+    t.row("convert_to_bf16", shape_text({{"n", n}, {"first", first}}) + " NaN, ±inf, subnormal, ties", "bits",
+          same_bits(d_y.download(), want), kExact);
+  }
 }
 
 // Both tables a model rotates with: plain RoPE, and YaRN (OLMo 3 stage 3's settings, the original context scaled
@@ -277,6 +328,23 @@ void check_rope(Context& ctx, CheckTable& t) {
     const std::string shape = shape_text({{"B", B}, {"T", T}, {"heads", heads}, {"D", D}}) + " " + name;
     t.row("rope_forward", shape, "x", rel_error(d_fwd.download(), fwd), kFp32Bound);
     t.row("rope_backward", shape, "dx", rel_error(d_bwd.download(), bwd), kFp32Bound);
+
+    // QK-norm with RoPE in one pass, against the two calls on the GPU (bit for bit) and on the CPU.
+    const float eps = 1e-6f;
+    const std::vector<float> w = random_vector(static_cast<size_t>(heads * D), 21);
+    std::vector<float> normed(x0.size()), rstd(static_cast<size_t>(B * T));
+    cpu::rmsnorm_forward(normed.data(), rstd.data(), x0.data(), w.data(), B * T, heads * D, eps);
+    cpu::rope_forward(normed.data(), table.cos.data(), table.sin.data(), B, T, heads, D);
+    GpuArray<float> d_w(ctx, w), d_x(ctx, x0), d_fused(ctx, x0.size()), d_fused_rstd(ctx, size_t(B * T)),
+        d_two(ctx, x0.size()), d_two_rstd(ctx, size_t(B * T));
+    cuda::rmsnorm_rope_forward(ctx, d_fused.p, d_fused_rstd.p, d_x.p, d_w.p, d_cos.p, d_sin.p, B, T, heads, D, eps);
+    cuda::rmsnorm_forward(ctx, d_two.p, d_two_rstd.p, d_x.p, d_w.p, B * T, heads * D, eps);
+    cuda::rope_forward(ctx, d_two.p, d_cos.p, d_sin.p, B, T, heads, D);
+    t.row("rmsnorm_rope_forward", shape, "y", rel_error(d_fused.download(), normed), kFp32Bound);
+    t.row("rmsnorm_rope_forward", shape + " = norm, rope", "y", same_bits(d_fused.download(), d_two.download()),
+          kExact);
+    t.row("rmsnorm_rope_forward", shape + " = norm, rope", "rstd",
+          same_bits(d_fused_rstd.download(), d_two_rstd.download()), kExact);
   }
 }
 
@@ -361,9 +429,7 @@ void attention_rows(CheckTable& t, const std::string& suffix, const std::string&
 
 double relative(const std::vector<float>& got, const std::vector<float>& want) { return rel_error(got, want); }
 
-double bitwise(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0 ? 0.0 : INFINITY;
-}
+double bitwise(const std::vector<float>& a, const std::vector<float>& b) { return same_bits(a, b); }
 
 void check_attention(Context& ctx, CheckTable& t) {
   const AttentionShape shapes[] = {{2, 200, 4, 2, 64, 0}, {1, 300, 4, 4, 128, 77}, {1, 130, 6, 2, 32, 33}};
@@ -477,12 +543,28 @@ void check_swiglu(Context& ctx, CheckTable& t) {
   cpu::swiglu_backward(dg.data(), du.data(), ds.data(), g.data(), u.data(), n);
   GpuArray<float> d_g(ctx, g), d_u(ctx, u), d_ds(ctx, ds), d_s(ctx, size_t(n)), d_dg(ctx, size_t(n)),
       d_du(ctx, size_t(n));
-  cuda::swiglu_forward(ctx, d_s.p, d_g.p, d_u.p, n);
-  cuda::swiglu_backward(ctx, d_dg.p, d_du.p, d_ds.p, d_g.p, d_u.p, n);
+  GpuArray<bf16> d_s16(ctx, size_t(n)), d_dg16(ctx, size_t(n)), d_du16(ctx, size_t(n)), d_rounded(ctx, size_t(n));
+  cuda::swiglu_forward(ctx, d_s.p, d_s16.p, d_g.p, d_u.p, n);
+  cuda::swiglu_backward(ctx, d_dg.p, d_du.p, d_dg16.p, d_du16.p, d_ds.p, d_g.p, d_u.p, n);
   const std::string shape = shape_text({{"n", n}});
   t.row("swiglu_forward", shape, "s", rel_error(d_s.download(), s), kFp32Bound);
   t.row("swiglu_backward", shape, "dg", rel_error(d_dg.download(), dg), kFp32Bound);
   t.row("swiglu_backward", shape, "du", rel_error(d_du.download(), du), kFp32Bound);
+  // The bf16 copies written beside the outputs: the outputs rounded, bit for bit, and the outputs as without them.
+  const std::pair<const char*, std::pair<GpuArray<float>*, GpuArray<bf16>*>> copies[] = {
+      {"s16", {&d_s, &d_s16}}, {"dg16", {&d_dg, &d_dg16}}, {"du16", {&d_du, &d_du16}}};
+  for (const auto& [name, arrays] : copies) {
+    cuda::convert_to_bf16(ctx, arrays.first->p, d_rounded.p, n);
+    t.row(name[0] == 's' ? "swiglu_forward" : "swiglu_backward", shape + " = round", name,
+          same_bits(arrays.second->download(), d_rounded.download()), kExact);
+  }
+  GpuArray<float> d_s_plain(ctx, size_t(n)), d_dg_plain(ctx, size_t(n)), d_du_plain(ctx, size_t(n));
+  cuda::swiglu_forward(ctx, d_s_plain.p, nullptr, d_g.p, d_u.p, n);
+  cuda::swiglu_backward(ctx, d_dg_plain.p, d_du_plain.p, nullptr, nullptr, d_ds.p, d_g.p, d_u.p, n);
+  t.row("swiglu_forward", shape + " with s16 = without", "s", same_bits(d_s.download(), d_s_plain.download()), kExact);
+  t.row("swiglu_backward", shape + " with dg16, du16 = without", "dg, du",
+        std::max(same_bits(d_dg.download(), d_dg_plain.download()), same_bits(d_du.download(), d_du_plain.download())),
+        kExact);
 }
 
 void check_embedding(Context& ctx, CheckTable& t) {
@@ -620,6 +702,7 @@ int run_checks(Context& ctx) {
   CheckTable t;
   check_gemm(ctx, t);
   check_float8(ctx, t);
+  check_convert_to_bf16(ctx, t);
   check_rmsnorm(ctx, t);
   check_rope(ctx, t);
   check_attention(ctx, t);

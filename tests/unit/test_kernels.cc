@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <vector>
@@ -380,6 +381,25 @@ TEST(RmsNorm, ForwardAndBackward) {
   };
   EXPECT_LE(max_rel(dx, numerical_gradient([&](const Vec& v) { return loss(v, wd); }, xd)), 1e-6);
   EXPECT_LE(max_rel(dw, numerical_gradient([&](const Vec& v) { return loss(xd, v); }, wd)), 1e-6);
+}
+
+// The reordered block's h = x + norm(sublayer) in one call: the bits of rmsnorm_forward and then the sum, rounded
+// separately (a contraction into an FMA would change them), also with out aliasing the residual (the decoder).
+TEST(RmsNorm, AddForwardIsNormThenAddBitForBit) {
+  const int64_t rows = 37, C = 200;
+  const float eps = 1e-6f;
+  const auto x = random_floats(size_t(rows * C), 16), w = random_floats(size_t(C), 17),
+             residual = random_floats(x.size(), 18);
+  std::vector<float> y(x.size()), rstd(rows), want(x.size());
+  rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), rows, C, eps);
+  for (size_t i = 0; i < x.size(); i++) want[i] = residual[i] + y[i];
+  std::vector<float> out(x.size()), out_rstd(rows);
+  rmsnorm_add_forward(out.data(), out_rstd.data(), residual.data(), x.data(), w.data(), rows, C, eps);
+  EXPECT_EQ(0, std::memcmp(out.data(), want.data(), out.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(out_rstd.data(), rstd.data(), rstd.size() * sizeof(float)));
+  std::vector<float> in_place = residual;
+  rmsnorm_add_forward(in_place.data(), out_rstd.data(), in_place.data(), x.data(), w.data(), rows, C, eps);
+  EXPECT_EQ(0, std::memcmp(in_place.data(), want.data(), want.size() * sizeof(float)));
 }
 
 TEST(Rope, RotatesHalvesAndInvertsExactly) {

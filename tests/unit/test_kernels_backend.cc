@@ -63,13 +63,15 @@ TEST(Backend, CudaWithoutAGpuIsAClearError) {
 TEST(Profile, SumsTakesByOperationAndTabulatesPerStepSlowestFirst) {
   ProfileSum sum;
   EXPECT_TRUE(sum.empty());
-  sum.add({{"add", 2, 1.0}, {"gemm 8×8×8 NT", 1, 3.0}});
-  sum.add({{"gemm 8×8×8 NT", 1, 5.0}, {"add", 2, 1.0}});
+  sum.add({{"add", 2, 1.0, 3e9}, {"gemm 8×8×8 NT", 1, 3.0}});
+  sum.add({{"gemm 8×8×8 NT", 1, 5.0}, {"add", 2, 1.0, 1e9}});
   const std::string table = sum.table(2, 10.0);  // 2 steps of 10 ms: 6 ms of operations per step
-  EXPECT_NE(table.find("| gemm 8×8×8 NT | 1 | 4.00 | 40.0 % |\n| add | 2 | 1.00 | 10.0 % |\n"), std::string::npos)
+  // add: 2 GB per step in 1 ms = 2000 GB/s; the GEMM's bytes are not counted.
+  EXPECT_NE(table.find("| gemm 8×8×8 NT | 1 | 4.00 | 40.0 % |  |\n| add | 2 | 1.00 | 10.0 % | 2000 |\n"),
+            std::string::npos)
       << table;
-  EXPECT_NE(table.find("| all operations |  | 5.00 | 50.0 % |"), std::string::npos) << table;
-  EXPECT_NE(table.find("| the device waiting for the host |  | 5.00 | 50.0 % |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| all operations |  | 5.00 | 50.0 % |  |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| the device waiting for the host |  | 5.00 | 50.0 % |  |"), std::string::npos) << table;
 }
 
 TEST(Backend, CpuDoesNotProfile) {
@@ -94,6 +96,8 @@ TEST(Backend, CudaProfileTimesEveryCallByOperationAndShape) {
   };
   EXPECT_EQ(calls("add"), 2);
   EXPECT_EQ(calls("gemm 4×8×8 NT"), 1);
+  for (const OpTime& t : ops)  // add's bytes by its contract (two reads, one write of 64 floats, twice); GEMMs: none
+    EXPECT_EQ(t.bytes, t.op == "add" ? 2 * 64 * 12 : 0) << t.op;
   EXPECT_EQ(ops.size(), 2u);
   for (const OpTime& t : ops) EXPECT_GE(t.ms, 0.0) << t.op;
   EXPECT_TRUE(gpu.take_profile().empty()) << "a take empties the profile";

@@ -27,6 +27,9 @@ struct OpTime {
   std::string op;  // the call, with the shape that tells its instances apart ("gemm 8192×4096×4096 NT")
   int64_t calls = 0;
   double ms = 0;
+  // Bytes the calls move by their contract, each input read and each output written once (0 where not counted: the
+  // products, attention, the optimizer): over ms, the bandwidth a memory-bound kernel reached.
+  double bytes = 0;
 };
 
 class Backend {
@@ -67,8 +70,18 @@ class Backend {
                     const bf16* B16, const bf16* A16) = 0;
   virtual void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                                float eps) = 0;
-  virtual void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w,
+  // dx16 (when given): dx as written, rounded to bf16, for the products that take it next.
+  virtual void rmsnorm_backward(float* dx, bf16* dx16, float* dw, const float* dy, const float* x, const float* w,
                                 const float* rstd, int64_t rows, int64_t C, bool accumulate) = 0;
+  // out = residual + rmsnorm_forward(x)'s y, and out16 (when given) = out rounded to bf16: bit for bit rmsnorm_forward,
+  // add and convert_to_bf16, which a GPU runs as one pass that never writes y (the reordered block's h = x + norm(f(x))).
+  // out may alias residual.
+  virtual void rmsnorm_add_forward(float* out, bf16* out16, float* rstd, const float* residual, const float* x,
+                                   const float* w, int64_t rows, int64_t C, float eps) = 0;
+  // y = rope_forward(rmsnorm_forward(x)) over rows of heads·D (QK-norm, which spans every head, then RoPE), bit for bit
+  // the two calls; a GPU runs it as one pass. rstd: [B·T].
+  virtual void rmsnorm_rope_forward(float* y, float* rstd, const float* x, const float* w, const float* cos,
+                                    const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D, float eps) = 0;
   // cos, sin [T, D/2]: a RopeTable (kernels/rope_table.h) uploaded into backend memory.
   virtual void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                             int64_t D) = 0;
@@ -86,9 +99,10 @@ class Backend {
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
                                   const float* lse, const float* q, const float* k, const float* v,
                                   const AttentionShape& s, const DocumentOffsets& docs, Precision precision) = 0;
-  virtual void swiglu_forward(float* s, const float* g, const float* u, int64_t n) = 0;
-  virtual void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u,
-                               int64_t n) = 0;
+  // s16, dg16, du16 (when given): the outputs rounded to bf16, for the products that take them next.
+  virtual void swiglu_forward(float* s, bf16* s16, const float* g, const float* u, int64_t n) = 0;
+  virtual void swiglu_backward(float* dg, float* du, bf16* dg16, bf16* du16, const float* ds, const float* g,
+                               const float* u, int64_t n) = 0;
   virtual void embedding_forward(float* out, const int32_t* host_ids, const float* table, int64_t N,
                                  int64_t C) = 0;
   virtual void embedding_backward(float* dtable, const int32_t* host_ids, const float* dout, int64_t N,

@@ -32,11 +32,11 @@ class ForwardingBackend : public Backend {
     inner_.to_host(host, src, bytes);
   }
   void copy(float* dst, const float* src, size_t n) override {
-    Call call(*this, "copy");
+    Call call(*this, "copy", 8.0 * double(n));
     inner_.copy(dst, src, n);
   }
   void zero(float* x, size_t n) override {
-    Call call(*this, "zero");
+    Call call(*this, "zero", 4.0 * double(n));
     inner_.zero(x, n);
   }
   void synchronize() override { inner_.synchronize(); }
@@ -45,15 +45,15 @@ class ForwardingBackend : public Backend {
   double device_memory_used() override { return inner_.device_memory_used(); }
 
   void add(float* out, const float* a, const float* b, int64_t n) override {
-    Call call(*this, "add");
+    Call call(*this, "add", 12.0 * double(n));
     inner_.add(out, a, b, n);
   }
   void scale(float* x, size_t n, float s) override {
-    Call call(*this, "scale");
+    Call call(*this, "scale", 8.0 * double(n));
     inner_.scale(x, n, s);
   }
   void convert_to_bf16(const float* src, bf16* dst, size_t n) override {
-    Call call(*this, "convert_to_bf16");
+    Call call(*this, "convert_to_bf16", 6.0 * double(n));
     inner_.convert_to_bf16(src, dst, n);
   }
 
@@ -76,22 +76,35 @@ class ForwardingBackend : public Backend {
   }
   void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C,
                        float eps) override {
-    Call call(*this, [&] { return fmt::format("rmsnorm_forward C={}", C); });
+    Call call(*this, [&] { return fmt::format("rmsnorm_forward C={}", C); }, 8.0 * double(rows * C));
     inner_.rmsnorm_forward(y, rstd, x, w, rows, C, eps);
   }
-  void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
-                        int64_t rows, int64_t C, bool acc) override {
-    Call call(*this, [&] { return fmt::format("rmsnorm_backward C={}", C); });
-    inner_.rmsnorm_backward(dx, dw, dy, x, w, rstd, rows, C, acc);
+  void rmsnorm_backward(float* dx, bf16* dx16, float* dw, const float* dy, const float* x, const float* w,
+                        const float* rstd, int64_t rows, int64_t C, bool acc) override {
+    Call call(*this, [&] { return fmt::format("rmsnorm_backward C={}{}", C, dx16 ? " (dx16)" : ""); },
+              double(rows * C) * (12.0 + (acc ? 4 : 0) + (dx16 ? 2 : 0)));
+    inner_.rmsnorm_backward(dx, dx16, dw, dy, x, w, rstd, rows, C, acc);
+  }
+  void rmsnorm_add_forward(float* out, bf16* out16, float* rstd, const float* residual, const float* x, const float* w,
+                           int64_t rows, int64_t C, float eps) override {
+    Call call(*this, [&] { return fmt::format("rmsnorm_add_forward C={}{}", C, out16 ? " (out16)" : ""); },
+              double(rows * C) * (out16 ? 14.0 : 12.0));
+    inner_.rmsnorm_add_forward(out, out16, rstd, residual, x, w, rows, C, eps);
+  }
+  void rmsnorm_rope_forward(float* y, float* rstd, const float* x, const float* w, const float* cos, const float* sin,
+                            int64_t B, int64_t T, int64_t heads, int64_t D, float eps) override {
+    Call call(*this, [&] { return fmt::format("rmsnorm_rope_forward C={}", heads * D); },
+              8.0 * double(B * T * heads * D));
+    inner_.rmsnorm_rope_forward(y, rstd, x, w, cos, sin, B, T, heads, D, eps);
   }
   void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                     int64_t D) override {
-    Call call(*this, "rope_forward");
+    Call call(*this, "rope_forward", 8.0 * double(B * T * heads * D));
     inner_.rope_forward(x, cos, sin, B, T, heads, D);
   }
   void rope_backward(float* dx, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                      int64_t D) override {
-    Call call(*this, "rope_backward");
+    Call call(*this, "rope_backward", 8.0 * double(B * T * heads * D));
     inner_.rope_backward(dx, cos, sin, B, T, heads, D);
   }
   AttentionKernel use_attention(AttentionKernel wanted) override { return inner_.use_attention(wanted); }
@@ -106,13 +119,14 @@ class ForwardingBackend : public Backend {
     Call call(*this, [&] { return fmt::format("attention_backward W={}", s.window); });
     inner_.attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, docs, p);
   }
-  void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
-    Call call(*this, "swiglu_forward");
-    inner_.swiglu_forward(s, g, u, n);
+  void swiglu_forward(float* s, bf16* s16, const float* g, const float* u, int64_t n) override {
+    Call call(*this, "swiglu_forward", double(n) * (s16 ? 14.0 : 12.0));
+    inner_.swiglu_forward(s, s16, g, u, n);
   }
-  void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n) override {
-    Call call(*this, "swiglu_backward");
-    inner_.swiglu_backward(dg, du, ds, g, u, n);
+  void swiglu_backward(float* dg, float* du, bf16* dg16, bf16* du16, const float* ds, const float* g, const float* u,
+                       int64_t n) override {
+    Call call(*this, "swiglu_backward", double(n) * (20.0 + (dg16 ? 2 : 0) + (du16 ? 2 : 0)));
+    inner_.swiglu_backward(dg, du, dg16, du16, ds, g, u, n);
   }
   void embedding_forward(float* out, const int32_t* host_ids, const float* table, int64_t N, int64_t C) override {
     Call call(*this, "embedding_forward");
@@ -152,16 +166,19 @@ class ForwardingBackend : public Backend {
   class CallName {
    public:
     std::string str() const { return fixed_ ? std::string(fixed_) : format_(formatter_); }
+    double bytes() const { return bytes_; }  // OpTime::bytes of this call
 
    private:
     friend class ForwardingBackend;
-    explicit CallName(const char* fixed) : fixed_(fixed) {}
+    CallName(const char* fixed, double bytes) : fixed_(fixed), bytes_(bytes) {}
     template <typename Format>
-    explicit CallName(const Format& format)
-        : formatter_(&format), format_([](const void* f) { return (*static_cast<const Format*>(f))(); }) {}
+    CallName(const Format& format, double bytes)
+        : formatter_(&format), format_([](const void* f) { return (*static_cast<const Format*>(f))(); }),
+          bytes_(bytes) {}
     const char* fixed_ = nullptr;
     const void* formatter_ = nullptr;
     std::string (*format_)(const void*) = nullptr;
+    double bytes_ = 0;
   };
   // What a decorator does around each forwarded copy and kernel call (leave() also when the call throws).
   virtual void enter(const CallName&) {}
@@ -170,10 +187,12 @@ class ForwardingBackend : public Backend {
  private:
   class Call {
    public:
-    Call(ForwardingBackend& backend, const char* name) : backend_(backend) { backend_.enter(CallName(name)); }
+    Call(ForwardingBackend& backend, const char* name, double bytes = 0) : backend_(backend) {
+      backend_.enter(CallName(name, bytes));
+    }
     template <std::invocable Format>
-    Call(ForwardingBackend& backend, const Format& format) : backend_(backend) {
-      backend_.enter(CallName(format));
+    Call(ForwardingBackend& backend, const Format& format, double bytes = 0) : backend_(backend) {
+      backend_.enter(CallName(format, bytes));
     }
     ~Call() { backend_.leave(); }
     Call(const Call&) = delete;

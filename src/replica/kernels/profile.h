@@ -14,8 +14,8 @@ class ProfileSum {
   // Adds one take of Backend::take_profile (the calls of one or more steps).
   void add(const std::vector<OpTime>& ops);
   bool empty() const { return ops_.empty(); }
-  // Markdown: milliseconds per step of each operation (slowest first) and its share of a step of `step_ms`,
-  // over `steps` steps; then all operations together and what they leave of the step, the device waiting for
+  // Markdown: milliseconds per step of each operation (slowest first), its share of a step of `step_ms` and, where
+  // its bytes are counted (OpTime::bytes), the bandwidth it reached, over `steps` steps; then all operations together and what they leave of the step, the device waiting for
   // the host.
   std::string table(int64_t steps, double step_ms) const;
 

@@ -16,7 +16,7 @@ Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, i
       block_acts(training && remat == Remat::none ? layers : 1),
       kept_attention(training && remat == Remat::keep_attention ? layers : 0), rope_plain(0), rope_yarn(0),
       training(training),
-      bf16(precision == Precision::bf16) {
+      bf16(precision == Precision::bf16), pre_norm(c.norm_placement == NormPlacement::pre) {
   for (int64_t layer = 0; layer < c.n_layers; layer++)
     (c.yarn_layer(layer) ? rope_yarn : rope_plain) = size_t(T * c.head_dim / 2);
 }
@@ -36,7 +36,9 @@ void Transformer::BlockActs::each(const ActivationShape& shape, Visit&& visit) {
     visit(att, N * shape.HD);
     visit(lse, shape.lse);
   }
-  for (Buffer* b : {&ao, &n1, &h, &m, &n2}) visit(*b, N * shape.C);
+  for (Buffer* b : {&ao, &h, &m}) visit(*b, N * shape.C);
+  if (shape.pre_norm)
+    for (Buffer* b : {&n1, &n2}) visit(*b, N * shape.C);
   for (Buffer* b : {&g, &u, &s}) visit(*b, N * shape.F);
   if (!shape.bf16) return;
   for (Buffer16* b : {&attn_in16, &mlp_in16}) visit(*b, N * shape.C);
@@ -70,7 +72,7 @@ void Transformer::Workspace::each(Visit&& visit) {
   for (Buffer* b : {&dk, &dv, &dkr}) visit(*b, N * KD);
   for (Buffer* b : {&dres, &dfinal, &dao, &dx_branch, &dm}) visit(*b, N * C);
   for (Buffer* b : {&dg, &du, &ds}) visit(*b, N * F);
-  if (shape.bf16) visit(dy16, N * std::max({C, F, HD, KD}));
+  if (shape.bf16) visit(dy16, N * std::max({C, 2 * F, HD, KD}));
 }
 
 Transformer::Workspace::Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape) : Workspace(shape) {

@@ -28,6 +28,7 @@ struct Transformer::ActivationShape {
   size_t kept_attention;      // layers whose attention output and lse are kept (training under Remat::keep_attention)
   size_t rope_plain, rope_yarn;  // T·D/2 for each RoPE table some layer rotates with (ModelConfig::yarn_layer), else 0
   bool training, bf16;
+  bool pre_norm;  // the branch norms' outputs are kept (pre-norm); reordered, the fused norm and add never writes them
   bool float8 = false;  // Transformer::use_float8: the float8 Linears' scratch
 };
 
@@ -38,7 +39,7 @@ struct Transformer::BlockActs {
   Buffer rstd_q, rstd_k;   // [N]
   Buffer att, lse;         // attention output [N, H·D], log-sum-exp [B, H, T] (per layer under keep_attention)
   Buffer ao;               // o_proj output [N, C]
-  Buffer n1, rstd1;        // norm1 output [N, C] and its rstd
+  Buffer n1, rstd1;        // norm1 output [N, C] (pre-norm only) and its rstd
   Buffer h;                // residual after the attention branch [N, C]
   Buffer g, u, s;          // gate, up, silu(gate)·up [N, F]
   Buffer m;                // down_proj output [N, C]
@@ -63,7 +64,7 @@ struct Transformer::Workspace {
   Buffer final_out, final_rstd;
   // Backward scratch.
   Buffer dres, dfinal, dq, dk, dv, dqr, dkr, datt, dao, dx_branch, dg, du, ds, dm;
-  Buffer16 dy16;  // bf16: each output gradient rounded once for both of its products
+  Buffer16 dy16;  // bf16: each output gradient rounded once for both of its products (SwiGLU's two side by side)
   // float8: the codes of one Linear's two operands and their inverse scales (model/float8_linear.h).
   Buffer8 f8_a, f8_b;
   Buffer f8_scales;

@@ -79,11 +79,11 @@ const float* Decoder::branch_input(const GroupWeights& P, size_t norm, const flo
 
 void Decoder::branch_output(const GroupWeights& P, size_t norm, float* x, const float* sublayer, int64_t n) {
   Scratch& w = *scratch_;
-  if (config_.norm_placement == NormPlacement::reordered) {
-    be_.rmsnorm_forward(w.normed.data(), w.rstd.data(), sublayer, P(norm), n, config_.d_model, float(config_.norm_eps));
-    sublayer = w.normed.data();
-  }
-  be_.add(x, x, sublayer, n * config_.d_model);
+  if (config_.norm_placement == NormPlacement::reordered)
+    be_.rmsnorm_add_forward(x, nullptr, w.rstd.data(), x, sublayer, P(norm), n, config_.d_model,
+                            float(config_.norm_eps));
+  else
+    be_.add(x, x, sublayer, n * config_.d_model);
 }
 
 void Decoder::block(const GroupWeights& P, int64_t layer, int64_t n) {
@@ -98,18 +98,21 @@ void Decoder::block(const GroupWeights& P, int64_t layer, int64_t n) {
   be_.linear_forward(w.q.data(), attn_in, P.matrix(o.wq), n, HD, C, p);
   be_.linear_forward(w.k.data(), attn_in, P.matrix(o.wk), n, KD, C, p);
   be_.linear_forward(w.v.data(), attn_in, P.matrix(o.wv), n, KD, C, p);
+  // The new rows sit at positions position_ … position_ + n − 1: their table rows start there.
+  const RopeBuffers& rope = c.yarn_layer(layer) ? yarn_ : rope_;
+  const float* cos = rope.cos.data() + position_ * c.head_dim / 2;
+  const float* sin = rope.sin.data() + position_ * c.head_dim / 2;
   if (c.qk_norm) {
-    be_.rmsnorm_forward(w.qn.data(), w.rstd.data(), w.q.data(), P(o.q_norm.value()), n, HD, eps);
-    be_.rmsnorm_forward(w.kn.data(), w.rstd.data(), w.k.data(), P(o.k_norm.value()), n, KD, eps);
+    be_.rmsnorm_rope_forward(w.qn.data(), w.rstd.data(), w.q.data(), P(o.q_norm.value()), cos, sin, 1, n, c.n_heads,
+                             c.head_dim, eps);
+    be_.rmsnorm_rope_forward(w.kn.data(), w.rstd.data(), w.k.data(), P(o.k_norm.value()), cos, sin, 1, n,
+                             c.n_kv_heads, c.head_dim, eps);
   } else {
     be_.copy(w.qn.data(), w.q.data(), size_t(n * HD));
     be_.copy(w.kn.data(), w.k.data(), size_t(n * KD));
+    be_.rope_forward(w.qn.data(), cos, sin, 1, n, c.n_heads, c.head_dim);
+    be_.rope_forward(w.kn.data(), cos, sin, 1, n, c.n_kv_heads, c.head_dim);
   }
-  // The new rows sit at positions position_ … position_ + n − 1: their table rows start there.
-  const RopeBuffers& rope = c.yarn_layer(layer) ? yarn_ : rope_;
-  const size_t row = size_t(position_ * c.head_dim / 2);
-  be_.rope_forward(w.qn.data(), rope.cos.data() + row, rope.sin.data() + row, 1, n, c.n_heads, c.head_dim);
-  be_.rope_forward(w.kn.data(), rope.cos.data() + row, rope.sin.data() + row, 1, n, c.n_kv_heads, c.head_dim);
   const KvCache::Layer& cached = cache_.layer(layer);
   const CachedAttentionShape shape{n, position_, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer), cached.capacity};
   be_.cached_attention(w.att.data(), w.qn.data(), w.kn.data(), w.v.data(), cached.k.data(), cached.v.data(), shape);
@@ -121,7 +124,7 @@ void Decoder::block(const GroupWeights& P, int64_t layer, int64_t n) {
   const float* mlp_in = branch_input(P, o.norm2, w.x.data(), n);
   be_.linear_forward(w.g.data(), mlp_in, P.matrix(o.w_gate), n, F, C, p);
   be_.linear_forward(w.u.data(), mlp_in, P.matrix(o.w_up), n, F, C, p);
-  be_.swiglu_forward(w.s.data(), w.g.data(), w.u.data(), n * F);
+  be_.swiglu_forward(w.s.data(), nullptr, w.g.data(), w.u.data(), n * F);
   be_.linear_forward(w.sublayer.data(), w.s.data(), P.matrix(o.w_down), n, C, F, p);
   branch_output(P, o.norm2, w.x.data(), w.sublayer.data(), n);
 }

@@ -122,22 +122,22 @@ const float* Transformer::branch_norm_in(const GroupWeights& P, const BranchNorm
   return branch_input(n, x);
 }
 
-void Transformer::branch_norm_out(const GroupWeights& P, const BranchNorm& n, float* out, const float* x,
-                            const float* sublayer) {
+void Transformer::branch_norm_out(const GroupWeights& P, const BranchNorm& n, float* out, bf16* out16, const float* x,
+                                  const float* sublayer) {
   const int64_t N = ws_->shape.N, C = config_.d_model;
-  if (reordered()) {
-    be_.rmsnorm_forward(n.y, n.rstd, sublayer, P(n.weight), N, C, eps());
-    sublayer = n.y;
-  }
-  be_.add(out, x, sublayer, N * C);
+  if (reordered())
+    be_.rmsnorm_add_forward(out, out16, n.rstd, x, sublayer, P(n.weight), N, C, eps());
+  else
+    be_.add(out, x, sublayer, N * C);
 }
 
-const float* Transformer::branch_norm_out_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n,
-                                             const float* dout, const float* sublayer, float* scratch) {
-  if (!reordered()) return dout;
-  be_.rmsnorm_backward(scratch, G(n.weight), dout, sublayer, P(n.weight), n.rstd, ws_->shape.N, config_.d_model,
-                       false);
-  return scratch;
+WeightRef Transformer::branch_norm_out_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n,
+                                                const float* dout, const float* sublayer, float* scratch,
+                                                bf16* scratch16) {
+  const int64_t N = ws_->shape.N, C = config_.d_model;
+  if (!reordered()) return rounded(dout, scratch16, size_t(N * C));
+  be_.rmsnorm_backward(scratch, scratch16, G(n.weight), dout, sublayer, P(n.weight), n.rstd, N, C, false);
+  return {scratch, scratch16};
 }
 
 void Transformer::branch_norm_in_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n, float* dres,
@@ -146,7 +146,7 @@ void Transformer::branch_norm_in_backward(const GroupWeights& P, const GroupGrad
   if (reordered()) {
     be_.add(dres, dres, dinput, N * C);
   } else {
-    be_.rmsnorm_backward(dres, G(n.weight), dinput, x, P(n.weight), n.rstd, N, C, true);
+    be_.rmsnorm_backward(dres, nullptr, G(n.weight), dinput, x, P(n.weight), n.rstd, N, C, true);
   }
 }
 
@@ -163,16 +163,18 @@ void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer,
   linear(a.q.data(), attn_in, P.matrix(o.wq), N, HD, C);
   linear(a.k.data(), attn_in, P.matrix(o.wk), N, KD, C);
   linear(a.v.data(), attn_in, P.matrix(o.wv), N, KD, C);
-  if (c.qk_norm) {
-    be_.rmsnorm_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P(o.q_norm.value()), N, HD, eps());
-    be_.rmsnorm_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P(o.k_norm.value()), N, KD, eps());
+  const RopeBuffers& rope = rope_table(layer);
+  if (c.qk_norm) {  // QK-norm and RoPE in one pass
+    be_.rmsnorm_rope_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P(o.q_norm.value()), rope.cos.data(),
+                             rope.sin.data(), B, T, c.n_heads, c.head_dim, eps());
+    be_.rmsnorm_rope_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P(o.k_norm.value()), rope.cos.data(),
+                             rope.sin.data(), B, T, c.n_kv_heads, c.head_dim, eps());
   } else {
     be_.copy(a.qr.data(), a.q.data(), size_t(N * HD));
     be_.copy(a.kr.data(), a.k.data(), size_t(N * KD));
+    be_.rope_forward(a.qr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
+    be_.rope_forward(a.kr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
   }
-  const RopeBuffers& rope = rope_table(layer);
-  be_.rope_forward(a.qr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
-  be_.rope_forward(a.kr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   const AttentionOut att = attention_out(layer, a);
   // A kept attention output is what this call would compute again, bit for bit.
@@ -183,7 +185,7 @@ void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer,
       be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, docs_, p);
   }
   linear(a.ao.data(), rounded(att.att, a.att16.data(), size_t(N * HD)), P.matrix(o.wo), N, C, HD);
-  branch_norm_out(P, norm, a.h.data(), x, a.ao.data());
+  branch_norm_out(P, norm, a.h.data(), reordered() ? a.mlp_in16.data() : nullptr, x, a.ao.data());
 }
 
 // On entry dres = d(loss)/d(a.h); on exit d(loss)/dx.
@@ -196,8 +198,7 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
   const Precision p = precision_;
   const BranchNorm norm{o.norm1, a.n1.data(), a.rstd1.data()};
 
-  const WeightRef dao16 =
-      rounded(branch_norm_out_backward(P, G, norm, dres, a.ao.data(), w.dao.data()), w.dy16.data(), size_t(N * C));
+  const WeightRef dao16 = branch_norm_out_backward(P, G, norm, dres, a.ao.data(), w.dao.data(), w.dy16.data());
   const AttentionOut att = attention_out(layer, a);
   linear_backward(w.datt.data(), G(o.wo), dao16, {att.att, a.att16.data()}, P.matrix(o.wo), N, C, HD, false);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
@@ -210,20 +211,18 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
   const RopeBuffers& rope = rope_table(layer);
   be_.rope_backward(w.dqr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
   be_.rope_backward(w.dkr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
-  const float* dq = w.dqr.data();
-  const float* dk = w.dkr.data();
-  if (c.qk_norm) {
-    be_.rmsnorm_backward(w.dq.data(), G(o.q_norm.value()), w.dqr.data(), a.q.data(), P(o.q_norm.value()),
-                         a.rstd_q.data(), N, HD, false);
-    be_.rmsnorm_backward(w.dk.data(), G(o.k_norm.value()), w.dkr.data(), a.k.data(), P(o.k_norm.value()),
-                         a.rstd_k.data(), N, KD, false);
-    dq = w.dq.data();
-    dk = w.dk.data();
-  }
+  // d(q_proj output) and d(k_proj output), rounded for their two products: through QK-norm's backward, which rounds
+  // as it writes, or straight from RoPE's. They share w.dy16, so each one's products run before the next is rounded.
+  auto through_norm = [&](float* d_normed, float* d_in, const std::optional<size_t>& weight, const float* in,
+                          const float* rstd, int64_t width) -> WeightRef {
+    if (!weight) return rounded(d_normed, w.dy16.data(), size_t(N * width));
+    be_.rmsnorm_backward(d_in, w.dy16.data(), G(*weight), d_normed, in, P(*weight), rstd, N, width, false);
+    return {d_in, w.dy16.data()};
+  };
   const WeightRef attn_in{branch_input(norm, x), a.attn_in16.data()};
-  const WeightRef dq16 = rounded(dq, w.dy16.data(), size_t(N * HD));
+  const WeightRef dq16 = through_norm(w.dqr.data(), w.dq.data(), o.q_norm, a.q.data(), a.rstd_q.data(), HD);
   linear_backward(w.dx_branch.data(), G(o.wq), dq16, attn_in, P.matrix(o.wq), N, HD, C, false);
-  const WeightRef dk16 = rounded(dk, w.dy16.data(), size_t(N * KD));
+  const WeightRef dk16 = through_norm(w.dkr.data(), w.dk.data(), o.k_norm, a.k.data(), a.rstd_k.data(), KD);
   linear_backward(w.dx_branch.data(), G(o.wk), dk16, attn_in, P.matrix(o.wk), N, KD, C, true);
   const WeightRef dv16 = rounded(w.dv.data(), w.dy16.data(), size_t(N * KD));
   linear_backward(w.dx_branch.data(), G(o.wv), dv16, attn_in, P.matrix(o.wv), N, KD, C, true);
@@ -236,12 +235,14 @@ void Transformer::mlp_branch_forward(const GroupWeights& P, int64_t layer, float
   const int64_t N = ws_->shape.N, C = config_.d_model, F = config_.ffn_hidden;
   const BranchNorm norm{o.norm2, a.n2.data(), a.rstd2.data()};
 
-  const WeightRef mlp_in = rounded(branch_norm_in(P, norm, a.h.data()), a.mlp_in16.data(), size_t(N * C));
+  // Reordered, a.h is the input itself, which the attention branch's norm rounded into a.mlp_in16 as it wrote it.
+  const WeightRef mlp_in = reordered() ? WeightRef{a.h.data(), a.mlp_in16.data()}
+                                       : rounded(branch_norm_in(P, norm, a.h.data()), a.mlp_in16.data(), size_t(N * C));
   linear(a.g.data(), mlp_in, P.matrix(o.w_gate), N, F, C);
   linear(a.u.data(), mlp_in, P.matrix(o.w_up), N, F, C);
-  be_.swiglu_forward(a.s.data(), a.g.data(), a.u.data(), N * F);
-  linear(a.m.data(), rounded(a.s.data(), a.s16.data(), size_t(N * F)), P.matrix(o.w_down), N, C, F);
-  branch_norm_out(P, norm, out, a.h.data(), a.m.data());
+  be_.swiglu_forward(a.s.data(), a.s16.data(), a.g.data(), a.u.data(), N * F);
+  linear(a.m.data(), {a.s.data(), a.s16.data()}, P.matrix(o.w_down), N, C, F);
+  branch_norm_out(P, norm, out, nullptr, a.h.data(), a.m.data());
 }
 
 // On entry dres = d(loss)/d(block output); on exit d(loss)/d(a.h).
@@ -252,14 +253,15 @@ void Transformer::mlp_branch_backward(const GroupWeights& P, const GroupGrads& G
   const int64_t N = w.shape.N, C = config_.d_model, F = config_.ffn_hidden;
   const BranchNorm norm{o.norm2, a.n2.data(), a.rstd2.data()};
 
-  const WeightRef dm16 =
-      rounded(branch_norm_out_backward(P, G, norm, dres, a.m.data(), w.dm.data()), w.dy16.data(), size_t(N * C));
+  const WeightRef dm16 = branch_norm_out_backward(P, G, norm, dres, a.m.data(), w.dm.data(), w.dy16.data());
   linear_backward(w.ds.data(), G(o.w_down), dm16, {a.s.data(), a.s16.data()}, P.matrix(o.w_down), N, C, F, false);
-  be_.swiglu_backward(w.dg.data(), w.du.data(), w.ds.data(), a.g.data(), a.u.data(), N * F);
+  // dg and du, rounded as they are written, side by side in w.dy16 (which the workspace sizes for both).
+  bf16* const dg16 = w.dy16.data();
+  bf16* const du16 = dg16 ? dg16 + N * F : nullptr;
+  be_.swiglu_backward(w.dg.data(), w.du.data(), dg16, du16, w.ds.data(), a.g.data(), a.u.data(), N * F);
   const WeightRef mlp_in{branch_input(norm, a.h.data()), a.mlp_in16.data()};
-  const WeightRef dg = rounded(w.dg.data(), w.dy16.data(), size_t(N * F));
+  const WeightRef dg{w.dg.data(), dg16}, du{w.du.data(), du16};
   linear_backward(w.dx_branch.data(), G(o.w_gate), dg, mlp_in, P.matrix(o.w_gate), N, F, C, false);
-  const WeightRef du = rounded(w.du.data(), w.dy16.data(), size_t(N * F));
   linear_backward(w.dx_branch.data(), G(o.w_up), du, mlp_in, P.matrix(o.w_up), N, F, C, true);
   branch_norm_in_backward(P, G, norm, dres, w.dx_branch.data(), a.h.data());
 }
@@ -337,7 +339,7 @@ LossSums Transformer::forward_backward(WeightSource& weights, GradientSink& sink
   const GroupWeights head_w = acquire(weights, head_range);
   const LmHeadGrads head_grads{w.dfinal.data(), (table_.tied() ? embed : head)(table_.lm_head), grad_scale};
   const LossSums sums = head_loss(weights, head_w, batch.targets, z_coef, &head_grads);
-  be_.rmsnorm_backward(w.dres.data(), head(table_.final_norm), w.dfinal.data(), w.resid.back().data(),
+  be_.rmsnorm_backward(w.dres.data(), nullptr, head(table_.final_norm), w.dfinal.data(), w.resid.back().data(),
                        head_w(table_.final_norm), w.final_rstd.data(), N, C, false);
   weights.release(head_range);
   sink.close(head_range);

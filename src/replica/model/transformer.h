@@ -163,12 +163,15 @@ class Transformer {
   // The input of the branch's sublayer: norm(x) (pre-norm, computed here) or x itself (reordered).
   const float* branch_norm_in(const GroupWeights& P, const BranchNorm& n, const float* x);
   const float* branch_input(const BranchNorm& n, const float* x) const;  // the same, as the forward left it
-  // out = x + sublayer (pre-norm) or x + norm(sublayer) (reordered).
-  void branch_norm_out(const GroupWeights& P, const BranchNorm& n, float* out, const float* x, const float* sublayer);
+  // out = x + sublayer (pre-norm) or x + norm(sublayer) (reordered, in one fused pass that also writes out16, the
+  // next branch's input rounded, when given).
+  void branch_norm_out(const GroupWeights& P, const BranchNorm& n, float* out, bf16* out16, const float* x,
+                       const float* sublayer);
   // Backward of branch_norm_out: d(sublayer) from dout = d(out), which is dout itself (pre-norm) or goes through the
-  // norm into `scratch` (reordered, adding the norm weight's gradient).
-  const float* branch_norm_out_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n,
-                                        const float* dout, const float* sublayer, float* scratch);
+  // norm into `scratch` (reordered, adding the norm weight's gradient); in bf16 rounded into scratch16 for the
+  // sublayer's two products.
+  WeightRef branch_norm_out_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n, const float* dout,
+                                     const float* sublayer, float* scratch, bf16* scratch16);
   // Backward of branch_norm_in: adds to dres (which holds d(out) through the residual) the gradient that reaches x
   // through the sublayer's input, dinput.
   void branch_norm_in_backward(const GroupWeights& P, const GroupGrads& G, const BranchNorm& n, float* dres,

@@ -74,6 +74,7 @@ inline float max(float a, float b) { return fmaxf(a, b); }
 inline float __expf(float x) { return expf(x); }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
 inline float __fsqrt_rn(float x) { return sqrtf(x); }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }

@@ -73,9 +73,20 @@ class CpuBackend final : public Backend {
                        float eps) override {
     cpu::rmsnorm_forward(y, rstd, x, w, rows, C, eps);
   }
-  void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
-                        int64_t rows, int64_t C, bool acc) override {
+  void rmsnorm_backward(float* dx, bf16* dx16, float* dw, const float* dy, const float* x, const float* w,
+                        const float* rstd, int64_t rows, int64_t C, bool acc) override {
     cpu::rmsnorm_backward(dx, dw, dy, x, w, rstd, rows, C, acc);
+    if (dx16) replica::convert_to_bf16(dx, dx16, size_t(rows * C));
+  }
+  void rmsnorm_add_forward(float* out, bf16* out16, float* rstd, const float* residual, const float* x, const float* w,
+                           int64_t rows, int64_t C, float eps) override {
+    cpu::rmsnorm_add_forward(out, rstd, residual, x, w, rows, C, eps);
+    if (out16) replica::convert_to_bf16(out, out16, size_t(rows * C));
+  }
+  void rmsnorm_rope_forward(float* y, float* rstd, const float* x, const float* w, const float* cos, const float* sin,
+                            int64_t B, int64_t T, int64_t heads, int64_t D, float eps) override {
+    cpu::rmsnorm_forward(y, rstd, x, w, B * T, heads * D, eps);
+    cpu::rope_forward(y, cos, sin, B, T, heads, D);
   }
   void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                     int64_t D) override {
@@ -100,11 +111,15 @@ class CpuBackend final : public Backend {
                           const DocumentOffsets& docs, Precision) override {
     cpu::attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, docs);
   }
-  void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
+  void swiglu_forward(float* s, bf16* s16, const float* g, const float* u, int64_t n) override {
     cpu::swiglu_forward(s, g, u, n);
+    if (s16) replica::convert_to_bf16(s, s16, size_t(n));
   }
-  void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n) override {
+  void swiglu_backward(float* dg, float* du, bf16* dg16, bf16* du16, const float* ds, const float* g, const float* u,
+                       int64_t n) override {
     cpu::swiglu_backward(dg, du, ds, g, u, n);
+    if (dg16) replica::convert_to_bf16(dg, dg16, size_t(n));
+    if (du16) replica::convert_to_bf16(du, du16, size_t(n));
   }
   void embedding_forward(float* out, const int32_t* ids, const float* table, int64_t N, int64_t C) override {
     cpu::embedding_forward(out, ids, table, N, C);

@@ -3,21 +3,38 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "replica/kernels/cpu/column_sum.h"
 
 namespace replica::cpu {
 
+// One row of rmsnorm_forward: yr = xr · rstd · w; returns rstd.
+static float normalize_row(float* yr, const float* xr, const float* w, int64_t C, float eps) {
+  double sum_sq = 0.0;
+  for (int64_t c = 0; c < C; c++) sum_sq += double(xr[c]) * xr[c];
+  float s = float(1.0 / std::sqrt(sum_sq / double(C) + double(eps)));
+  for (int64_t c = 0; c < C; c++) yr[c] = xr[c] * s * w[c];
+  return s;
+}
+
 void rmsnorm_forward(float* y, float* rstd, const float* x, const float* w, int64_t rows, int64_t C, float eps) {
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; r++) {
-    const float* xr = x + r * C;
-    float* yr = y + r * C;
-    double sum_sq = 0.0;
-    for (int64_t c = 0; c < C; c++) sum_sq += double(xr[c]) * xr[c];
-    float s = float(1.0 / std::sqrt(sum_sq / double(C) + double(eps)));
-    rstd[r] = s;
-    for (int64_t c = 0; c < C; c++) yr[c] = xr[c] * s * w[c];
+  for (int64_t r = 0; r < rows; r++) rstd[r] = normalize_row(y + r * C, x + r * C, w, C, eps);
+}
+
+void rmsnorm_add_forward(float* out, float* rstd, const float* residual, const float* x, const float* w, int64_t rows,
+                         int64_t C, float eps) {
+#pragma omp parallel
+  {
+    // The row goes through memory before the sum, so that the compiler cannot contract x·s·w + residual into an
+    // FMA: the sum is rounded as add() rounds it (tests/unit/test_kernels.cc checks the bits).
+    std::vector<float> y(static_cast<size_t>(C));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+      rstd[r] = normalize_row(y.data(), x + r * C, w, C, eps);
+      for (int64_t c = 0; c < C; c++) out[r * C + c] = residual[r * C + c] + y[size_t(c)];
+    }
   }
 }
 

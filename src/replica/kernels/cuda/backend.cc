@@ -150,9 +150,17 @@ class CudaBackend final : public Backend {
                        float eps) override {
     cuda::rmsnorm_forward(ctx_, y, rstd, x, w, rows, C, eps);
   }
-  void rmsnorm_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, const float* rstd,
-                        int64_t rows, int64_t C, bool acc) override {
-    cuda::rmsnorm_backward(ctx_, dx, dw, dy, x, w, rstd, rows, C, acc);
+  void rmsnorm_backward(float* dx, bf16* dx16, float* dw, const float* dy, const float* x, const float* w,
+                        const float* rstd, int64_t rows, int64_t C, bool acc) override {
+    cuda::rmsnorm_backward(ctx_, dx, dx16, dw, dy, x, w, rstd, rows, C, acc);
+  }
+  void rmsnorm_add_forward(float* out, bf16* out16, float* rstd, const float* residual, const float* x, const float* w,
+                           int64_t rows, int64_t C, float eps) override {
+    cuda::rmsnorm_add_forward(ctx_, out, out16, rstd, residual, x, w, rows, C, eps);
+  }
+  void rmsnorm_rope_forward(float* y, float* rstd, const float* x, const float* w, const float* cos, const float* sin,
+                            int64_t B, int64_t T, int64_t heads, int64_t D, float eps) override {
+    cuda::rmsnorm_rope_forward(ctx_, y, rstd, x, w, cos, sin, B, T, heads, D, eps);
   }
   void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                     int64_t D) override {
@@ -187,11 +195,12 @@ class CudaBackend final : public Backend {
       cuda::attention_backward_wgmma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
     else cuda::attention_backward_mma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
   }
-  void swiglu_forward(float* s, const float* g, const float* u, int64_t n) override {
-    cuda::swiglu_forward(ctx_, s, g, u, n);
+  void swiglu_forward(float* s, bf16* s16, const float* g, const float* u, int64_t n) override {
+    cuda::swiglu_forward(ctx_, s, s16, g, u, n);
   }
-  void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n) override {
-    cuda::swiglu_backward(ctx_, dg, du, ds, g, u, n);
+  void swiglu_backward(float* dg, float* du, bf16* dg16, bf16* du16, const float* ds, const float* g, const float* u,
+                       int64_t n) override {
+    cuda::swiglu_backward(ctx_, dg, du, dg16, du16, ds, g, u, n);
   }
   void embedding_forward(float* out, const int32_t* host_ids, const float* table, int64_t N, int64_t C) override {
     cuda::embedding_forward(ctx_, out, ids_.upload(host_ids, size_t(N)), table, N, C);

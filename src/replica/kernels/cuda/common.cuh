@@ -9,6 +9,16 @@
 
 namespace replica::cuda {
 
+// replica::to_bf16 (core/bf16.h) bit for bit: round to nearest even, and a NaN keeps its sign and top payload
+// bits with the quiet bit set. (__float2bfloat16_rn gives the same bits for every number but turns every
+// NaN into the canonical 0x7fff, so the GPU's bf16 values would differ from the CPU's where a NaN appears.)
+__device__ inline uint16_t to_bf16_bits(float x) {
+  uint32_t u = __float_as_uint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // kernel<<<grid, block, smem_bytes, stream>>>(args...), then reports a bad launch configuration at once

@@ -1,6 +1,10 @@
 // Chunked LM head + cross-entropy + z-loss: per chunk a cuBLASLt GEMM to fp32 logits, one block per row for
-// max, log-sum-exp and (training) the logit gradient in place, then the two backward GEMMs.
+// max, log-sum-exp and (training) the logit gradient, then the two backward GEMMs. In bf16 the hidden rows are
+// rounded once for all chunks and the loss kernel writes the logit gradient straight to bf16, the operand both
+// backward GEMMs take: the same bf16 values as rounding the fp32 gradient inside each GEMM, without its four
+// sweeps (two reads of the fp32 gradient and two of the hidden rows per chunk).
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "replica/kernels/cuda/common.cuh"
@@ -15,10 +19,11 @@ constexpr int kThreads = 1024;
 
 // For row r of the chunk: lse = max + log Σ exp(logit − max) (per-thread fp32 partials, added in double in
 // a fixed tree); ce and z into row_ce/row_z. With grad_scale > 0 the row is overwritten by
-// d(loss)/dlogit = grad_scale · (p · (1 + 2·z_coef·lse) − [j = target]); unlabelled rows get zeros.
-__global__ void __launch_bounds__(kThreads) loss_rows_kernel(float* logits, double* row_ce, double* row_z,
-                                                             const int32_t* targets, int64_t V, float z_coef,
-                                                             bool with_grads, float grad_scale) {
+// d(loss)/dlogit = grad_scale · (p · (1 + 2·z_coef·lse) − [j = target]); unlabelled rows get zeros. With grad16
+// the gradient goes there instead, rounded to bf16 (row r at grad16 + r·V), and the logits are left as they were.
+__global__ void __launch_bounds__(kThreads) loss_rows_kernel(float* logits, uint16_t* grad16, double* row_ce,
+                                                             double* row_z, const int32_t* targets, int64_t V,
+                                                             float z_coef, bool with_grads, float grad_scale) {
   __shared__ float shared_f[32];
   __shared__ double shared_d[32];
   const int64_t r = blockIdx.x;
@@ -28,7 +33,12 @@ __global__ void __launch_bounds__(kThreads) loss_rows_kernel(float* logits, doub
     row_ce[r] = 0.0;
     row_z[r] = 0.0;
     if (with_grads)
-      for (int64_t j = threadIdx.x; j < V; j += blockDim.x) l[j] = 0.0f;
+      for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+        if (grad16)
+          grad16[r * V + j] = 0;  // +0 in bf16
+        else
+          l[j] = 0.0f;
+      }
     return;
   }
   const float target_logit = l[target];
@@ -47,8 +57,12 @@ __global__ void __launch_bounds__(kThreads) loss_rows_kernel(float* logits, doub
   __syncthreads();  // every thread has read l[target] before it is overwritten
   const float k = float((1.0 + 2.0 * z_coef * lse) / sum) * grad_scale;
   for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
-    const float g = expf(l[j] - m) * k;
-    l[j] = j == target ? g - grad_scale : g;
+    const float p = expf(l[j] - m) * k;
+    const float g = j == target ? p - grad_scale : p;
+    if (grad16)
+      grad16[r * V + j] = to_bf16_bits(g);
+    else
+      l[j] = g;
   }
 }
 
@@ -62,18 +76,28 @@ LossSums lm_head_loss(Context& ctx, const float* hidden, WeightRef weight, const
   Scratch<double> row_values(ctx, size_t(2 * N));  // ce, then z
   double* row_ce = row_values.get();
   double* row_z = row_ce + N;
+  std::optional<Scratch<bf16>> hidden16, grad16;  // bf16: the hidden rows, rounded once; a chunk's logit gradient
+  if (precision == Precision::bf16) {
+    hidden16.emplace(ctx, size_t(N * C));
+    convert_to_bf16(ctx, hidden, hidden16->get(), N * C);
+    if (grads) grad16.emplace(ctx, size_t(chunk * V));
+  }
   for (int64_t n0 = 0; n0 < N; n0 += chunk) {
     const int64_t rows = std::min(chunk, N - n0);
+    const bf16* h16 = hidden16 ? hidden16->get() + n0 * C : nullptr;
+    bf16* g16 = grad16 ? grad16->get() : nullptr;
     // logits = hidden · Wᵀ
     gemm(ctx, false, true, rows, V, C, hidden + n0 * C, C, weight.f32, C, logits.get(), V, false, precision,
-         weight.b16);
-    launch("lm_head loss_rows", loss_rows_kernel, unsigned(rows), kThreads, 0, ctx.stream(), logits.get(), row_ce + n0,
-           row_z + n0, targets + n0, V, z_coef, grads != nullptr, grads ? grads->grad_scale : 0.0f);
+         weight.b16, h16);
+    launch("lm_head loss_rows", loss_rows_kernel, unsigned(rows), kThreads, 0, ctx.stream(), logits.get(),
+           reinterpret_cast<uint16_t*>(g16), row_ce + n0, row_z + n0, targets + n0, V, z_coef, grads != nullptr,
+           grads ? grads->grad_scale : 0.0f);
     if (!grads) continue;
-    // dhidden = dlogits · W,  dW += dlogitsᵀ · hidden
+    // dhidden = dlogits · W,  dW += dlogitsᵀ · hidden (in bf16 from g16; the fp32 logits are then not read)
     gemm(ctx, false, false, rows, C, V, logits.get(), V, weight.f32, C, grads->dhidden + n0 * C, C, false, precision,
-         weight.b16);
-    gemm(ctx, true, false, V, C, rows, logits.get(), V, hidden + n0 * C, C, grads->dweight, C, true, precision);
+         weight.b16, g16);
+    gemm(ctx, true, false, V, C, rows, logits.get(), V, hidden + n0 * C, C, grads->dweight, C, true, precision, h16,
+         g16);
   }
 
   std::vector<double> host_values(size_t(2 * N));

@@ -43,6 +43,7 @@ class ProfilingBackend final : public ForwardingBackend {
       t.op = s.op;
       t.calls++;
       t.ms += ms;
+      t.bytes += s.bytes;
     }
     drop();
     std::vector<OpTime> times;
@@ -52,7 +53,7 @@ class ProfilingBackend final : public ForwardingBackend {
 
  protected:
   void enter(const CallName& name) override {
-    if (on_) open_ = {name.str(), mark(), nullptr};
+    if (on_) open_ = {name.str(), name.bytes(), mark(), nullptr};
   }
   void leave() override {
     if (!on_) return;
@@ -63,6 +64,7 @@ class ProfilingBackend final : public ForwardingBackend {
  private:
   struct Span {
     std::string op;
+    double bytes;
     cudaEvent_t start, end;
   };
 

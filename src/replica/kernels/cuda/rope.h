@@ -14,4 +14,9 @@ void rope_forward(Context& ctx, float* x, const float* cos, const float* sin, in
 void rope_backward(Context& ctx, float* dx, const float* cos, const float* sin, int64_t B, int64_t T,
                    int64_t heads, int64_t D);
 
+// y = rope_forward(rmsnorm_forward(x)) over the whole row of heads·D values (OLMo's QK-norm spans every head), bit
+// for bit as the two calls, in one pass that reads x once and does not keep the normalised row. rstd: [B·T].
+void rmsnorm_rope_forward(Context& ctx, float* y, float* rstd, const float* x, const float* w, const float* cos,
+                          const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D, float eps);
+
 }  // namespace replica::cuda

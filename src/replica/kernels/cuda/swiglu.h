@@ -3,11 +3,14 @@
 #include <cstdint>
 
 #include "replica/kernels/cuda/context.h"
+#include "replica/kernels/types.h"
 
 namespace replica::cuda {
 
-void swiglu_forward(Context& ctx, float* s, const float* g, const float* u, int64_t n);
-// dg = ds · u · silu'(g),  du = ds · silu(g)
-void swiglu_backward(Context& ctx, float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n);
+// s16 (when given) = s rounded to bf16, the down projection's operand, written in the same pass.
+void swiglu_forward(Context& ctx, float* s, bf16* s16, const float* g, const float* u, int64_t n);
+// dg = ds · u · silu'(g),  du = ds · silu(g); dg16 and du16 (when given) = them rounded to bf16.
+void swiglu_backward(Context& ctx, float* dg, float* du, bf16* dg16, bf16* du16, const float* ds, const float* g,
+                     const float* u, int64_t n);
 
 }  // namespace replica::cuda
