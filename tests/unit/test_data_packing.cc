@@ -152,13 +152,7 @@ TEST(PackedDataset, MatchesOlmoCoreLongDocumentTests) {
 TEST(PackedDataset, MatchesTheNumpyOracleOnRandomFiles) {
   // Documents of a few lengths (many equal ones, so numpy's tie order decides which lands where), lengths 1, the
   // sequence length and beyond it, tails without an EOS; several sequence lengths, groups, permutations, strategies.
-  struct Case {
-    int64_t seq_len, group_size;
-    std::optional<int64_t> permutation_seed;
-    LongDocStrategy strategy;
-    TokenDtype dtype;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<PackingCase> cases = {
       {8, 1, std::nullopt, LongDocStrategy::truncate, TokenDtype::u32},
       {16, 2, 123, LongDocStrategy::truncate, TokenDtype::u32},
       {64, 3, 7, LongDocStrategy::fragment, TokenDtype::u16},
@@ -168,12 +162,9 @@ TEST(PackedDataset, MatchesTheNumpyOracleOnRandomFiles) {
   };
   std::mt19937_64 gen(11);
   for (size_t c = 0; c < cases.size(); c++) {
-    const Case& k = cases[c];
+    const PackingCase& k = cases[c];
     SCOPED_TRACE("case " + std::to_string(c));
-    // uint16 files cannot hold the Dolma 2 EOS, so they use OLMo-core's test ids.
-    const bool u16 = k.dtype == TokenDtype::u16;
-    const uint32_t eos = u16 ? 0 : kDolma2Eos, vocab = u16 ? 32000 : kDolma2VocabSize;
-    const int32_t pad = u16 ? -1 : int32_t(kDolma2Pad);
+    const uint32_t eos = k.eos();
     const uint64_t L = uint64_t(k.seq_len);
     const std::vector<uint64_t> lengths = {1, 2, 3, 5, L / 4, L / 2, L / 2 + 1, L - 1, L, L + 1, 2 * L + 3};
     std::vector<std::string> paths;
@@ -187,18 +178,15 @@ TEST(PackedDataset, MatchesTheNumpyOracleOnRandomFiles) {
       }
       for (size_t t = 0, tail = gen() % 3 == 0 ? 1 + gen() % 9 : 0; t < tail; t++) tokens.push_back(7);
       const std::string name = "c" + std::to_string(c) + "_f" + std::to_string(f) + ".npy";
-      paths.push_back(u16 ? write_file(name, std::vector<uint16_t>(tokens.begin(), tokens.end()))
-                          : write_file(name, tokens));
+      paths.push_back(k.u16() ? write_file(name, std::vector<uint16_t>(tokens.begin(), tokens.end()))
+                              : write_file(name, tokens));
     }
     std::vector<MixEntry> files = mix_from_paths(paths);
     if (k.permutation_seed) files = permute_mix(files, *k.permutation_seed);
-    const PackedDataset set(files, k.seq_len, k.dtype, vocab, {Packing::obfd, k.group_size, k.strategy}, eos, pad);
-
-    std::string args = fmt::format(
-        "{} {} {} {} {} {} {} eos", k.seq_len, k.group_size, long_doc_strategy_name(k.strategy),
-        k.permutation_seed ? std::to_string(*k.permutation_seed) : "none", eos, pad, token_dtype_name(k.dtype));
-    for (const std::string& p : paths) args += " " + p;
-    expect_packing_oracle_matches(set, (dir() / ("oracle" + std::to_string(c))).string(), args);
+    const PackedDataset set(files, k.seq_len, k.dtype, k.vocab(), {Packing::obfd, k.group_size, k.strategy}, eos,
+                            k.pad());
+    expect_packing_oracle_matches(set, (dir() / ("oracle" + std::to_string(c))).string(),
+                                  k.oracle_arguments(paths, "eos"));
   }
 }
 

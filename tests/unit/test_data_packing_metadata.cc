@@ -126,13 +126,7 @@ TEST(PackedDatasetMetadata, SidecarsAtTheEosPositionsPackExactlyAsEos) {
 }
 
 TEST(PackedDatasetMetadata, SidecarsThatDisagreeWithEosMatchTheNumpyOracle) {
-  struct Case {
-    int64_t seq_len, group_size;
-    std::optional<int64_t> permutation_seed;
-    LongDocStrategy strategy;
-    TokenDtype dtype;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<PackingCase> cases = {
       {8, 1, std::nullopt, LongDocStrategy::truncate, TokenDtype::u32},
       {16, 3, 123, LongDocStrategy::fragment, TokenDtype::u16},
       {64, 8, 7, LongDocStrategy::truncate, TokenDtype::u32},
@@ -140,30 +134,24 @@ TEST(PackedDatasetMetadata, SidecarsThatDisagreeWithEosMatchTheNumpyOracle) {
   };
   std::mt19937_64 gen(5);
   for (size_t c = 0; c < cases.size(); c++) {
-    const Case& k = cases[c];
+    const PackingCase& k = cases[c];
     SCOPED_TRACE("case " + std::to_string(c));
-    const bool u16 = k.dtype == TokenDtype::u16;  // OLMo-core's test ids: EOS 0, pad -1
-    const uint32_t eos = u16 ? 0 : kDolma2Eos, vocab = u16 ? 32000 : kDolma2VocabSize;
-    const int32_t pad = u16 ? -1 : int32_t(kDolma2Pad);
+    const uint32_t eos = k.eos();
     const uint64_t L = uint64_t(k.seq_len);
     std::vector<std::string> paths;
     for (size_t f = 0, n = 4 + gen() % 9; f < n; f++) {
       const std::vector<uint32_t> tokens = random_tokens(gen, L, eos);
       const std::string name = fmt::format("c{}_f{}.npy", c, f);
-      paths.push_back(u16 ? write_tokens(name, std::vector<uint16_t>(tokens.begin(), tokens.end()))
-                          : write_tokens(name, tokens));
+      paths.push_back(k.u16() ? write_tokens(name, std::vector<uint16_t>(tokens.begin(), tokens.end()))
+                              : write_tokens(name, tokens));
       write_sidecar(paths.back(), random_documents(gen, tokens.size(), L));
     }
     std::vector<MixEntry> files = mix_from_paths(paths);
     if (k.permutation_seed) files = permute_mix(files, *k.permutation_seed);
-    const PackedDataset set(files, k.seq_len, k.dtype, vocab,
-                            packing(k.group_size, k.strategy, DocumentBoundaries::metadata), eos, pad);
-
-    std::string args = fmt::format(
-        "{} {} {} {} {} {} {} metadata", k.seq_len, k.group_size, long_doc_strategy_name(k.strategy),
-        k.permutation_seed ? std::to_string(*k.permutation_seed) : "none", eos, pad, token_dtype_name(k.dtype));
-    for (const std::string& p : paths) args += " " + p;
-    expect_packing_oracle_matches(set, (dir() / ("oracle" + std::to_string(c))).string(), args);
+    const PackedDataset set(files, k.seq_len, k.dtype, k.vocab(),
+                            packing(k.group_size, k.strategy, DocumentBoundaries::metadata), eos, k.pad());
+    expect_packing_oracle_matches(set, (dir() / ("oracle" + std::to_string(c))).string(),
+                                  k.oracle_arguments(paths, "metadata"));
     bool masks_differ_from_documents = false;
     for (uint64_t i = 0; i < set.num_instances(); i++) {
       std::vector<int32_t> from_documents;  // what lengths taken from the packed documents would be
