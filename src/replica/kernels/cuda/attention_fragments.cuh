@@ -152,8 +152,8 @@ __device__ inline void store_rows(float* y, const float (&acc)[D / 8][4], float 
 // order, the tiles of kTile queries from the one holding query j0 to the last query that sees one of the keys (that
 // of the last key: j0 + nk − 1 + W − 1, or its document's end). Query tiles start at the first query, Q0 (0 unless
 // the row holds only its last queries, kernels/types.h), so a block of keys before Q0 starts at Q0's tile, and one
-// whose keys no query sees has none. They are numbered 0 … count − 1 so that one loop can fetch the next tile while
-// it works on this one.
+// whose keys no query sees has none (count = 0, and then no index may be asked for). They are numbered 0 … count − 1
+// so that one loop can fetch the next tile while it works on this one.
 struct QueryTiles {
   int64_t i_first, T, first_head, per_head, count;
   __device__ QueryTiles(int64_t j0, int64_t nk, const RowMask& row_mask, int64_t kv_head, int64_t group, int64_t Q0)

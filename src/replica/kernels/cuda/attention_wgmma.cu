@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(kThreads)
 
   copy_core_rows_async<D>(core(0), k + b * T * K * D, j0, nk, K, kv_head);
   copy_core_rows_async<D>(core(1), v + b * T * K * D, j0, nk, K, kv_head);
-  fetch(0, 0);
+  if (tiles.count > 0) fetch(0, 0);  // keys no query sees (before a query slice, say) visit no tile: dK = dV = 0
   cp_async_commit();
   float dk_acc[D / 8][4] = {}, dv_acc[D / 8][4] = {};
 
