@@ -9,8 +9,8 @@
 #include "replica/ckpt/manifest.h"
 #include "replica/ckpt/safetensors.h"
 #include "replica/core/error.h"
-#include "replica/core/json_integer.h"
 #include "replica/core/file.h"
+#include "replica/core/json_integer.h"
 #include "replica/core/parse_number.h"
 
 namespace replica::ckpt {

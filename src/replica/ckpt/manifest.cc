@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "replica/core/error.h"
-#include "replica/core/json_integer.h"
 #include "replica/core/file.h"
+#include "replica/core/json_integer.h"
 #include "replica/core/mapped_file.h"
 
 namespace replica::ckpt {
