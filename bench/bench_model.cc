@@ -1,7 +1,7 @@
 // End-to-end forward + backward throughput of a model config on a device, and MFU against the backend's
 // peak (kernels/backend.h: on the CPU a large oneDNN matmul in the same precision, measured in this process;
 // on known GPUs the datasheet's dense peak).
-// Usage: bench_model MODEL.yaml BATCH SEQ PRECISION STEPS [none|block|keep_attention] [train] [cpu|cuda]
+// Usage: bench_model MODEL.yaml BATCH SEQ PRECISION STEPS [none|selective|keep_attention|block] [train] [cpu|cuda]
 //                    [attention=auto|mma|wgmma|fp32] [profile] [float8]                        → one JSON line
 // Every step runs the trainer's own step (train/step.h) on one rank, one micro-batch of random ids: its gradients,
 // and with `train` also the update (global-norm clipping and AdamW; no skip-step), whose share of the step is
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
 static int run(int argc, char** argv) {
   if (argc < 6) {
     fmt::print(stderr,
-               "usage: bench_model MODEL.yaml BATCH SEQ fp32|bf16 STEPS [none|block|keep_attention] [train] "
+               "usage: bench_model MODEL.yaml BATCH SEQ fp32|bf16 STEPS [none|selective|keep_attention|block] [train] "
                "[cpu|cuda] [attention=auto|mma|wgmma|fp32] [profile] [float8]\n");
     return 2;
   }

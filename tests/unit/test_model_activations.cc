@@ -2,10 +2,13 @@
 // `replica plan`) reports, under every remat policy and precision.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "emulated_device.h"
+#include "replica/kernels/forwarding_backend.h"
 #include "replica/model/transformer.h"
 
 namespace replica::model {
@@ -42,7 +45,7 @@ TEST(ModelActivations, ActivationBytesAreWhatTheModelAllocates) {
   const std::vector<int32_t> targets = shifted_targets(ids.data(), B, T);
   for (const ModelConfig& config : {model(), yarn_model()})
     for (Precision precision : {Precision::fp32, Precision::bf16})
-      for (Remat remat : {Remat::none, Remat::block, Remat::keep_attention}) {
+      for (Remat remat : {Remat::none, Remat::selective, Remat::keep_attention, Remat::block}) {
         EmulatedDevice device;
         Transformer net(config, precision, remat, device);
         const ParamTable& table = net.table();
@@ -55,6 +58,58 @@ TEST(ModelActivations, ActivationBytesAreWhatTheModelAllocates) {
             << remat_name(remat) << (precision == Precision::bf16 ? " bf16" : " fp32")
             << (config.rope_scaling ? " yarn" : "");
       }
+}
+
+// Each remat policy keeps less than the one before it.
+TEST(ModelActivations, EachRematPolicyKeepsLessThanTheOneBefore) {
+  for (Precision precision : {Precision::fp32, Precision::bf16}) {
+    size_t previous = SIZE_MAX;
+    for (Remat remat : {Remat::none, Remat::selective, Remat::keep_attention, Remat::block}) {
+      const size_t bytes = Transformer::activation_bytes(model(), remat, 2, 12, precision);
+      EXPECT_LT(bytes, previous) << remat_name(remat);
+      previous = bytes;
+    }
+  }
+}
+
+// The CPU backend, counting its calls by the first word of their names.
+class CallCounter final : public ForwardingBackend {
+ public:
+  CallCounter() : ForwardingBackend(cpu_backend()) {}
+  std::map<std::string, int> calls;
+
+ private:
+  void enter(const CallName& name) override {
+    const std::string s = name.str();
+    calls[s.substr(0, s.find(' '))]++;
+  }
+};
+
+// What each policy runs again in the backward: selective only the memory-bound passes (here QK-norm + RoPE),
+// keep_attention the GEMMs too, block the attention as well.
+TEST(ModelActivations, SelectiveRecomputationRepeatsOnlyTheMemoryBoundPasses) {
+  const int64_t B = 2, T = 12, L = model().n_layers;
+  std::vector<int32_t> ids(size_t(B * T));
+  for (size_t i = 0; i < ids.size(); i++) ids[i] = int32_t(i * 37 % 300);
+  const std::vector<int32_t> targets = shifted_targets(ids.data(), B, T);
+  auto count = [&](Remat remat) {
+    CallCounter backend;
+    Transformer net(model(), Precision::bf16, remat, backend);
+    std::vector<float> params(net.table().total(), 0.01f), grads(net.table().total());
+    net.forward_backward(params.data(), grads.data(), MicroBatch{ids.data(), targets.data(), B, T}, 1e-4f, 1.0f);
+    return backend.calls;
+  };
+  std::map<std::string, int> none = count(Remat::none), selective = count(Remat::selective),
+                             keep_attention = count(Remat::keep_attention), block = count(Remat::block);
+  ASSERT_EQ(none["attention_forward"], L);
+  EXPECT_EQ(selective["gemm"], none["gemm"]);
+  EXPECT_EQ(selective["attention_forward"], L);
+  EXPECT_EQ(selective["rmsnorm_rope_forward"], 2 * none["rmsnorm_rope_forward"]);
+  EXPECT_EQ(selective["swiglu_forward"], 2 * none["swiglu_forward"]);
+  EXPECT_EQ(keep_attention["gemm"], none["gemm"] + 7 * L);  // the block's seven products again
+  EXPECT_EQ(keep_attention["attention_forward"], L);
+  EXPECT_EQ(block["gemm"], keep_attention["gemm"]);
+  EXPECT_EQ(block["attention_forward"], 2 * L);
 }
 
 }  // namespace

@@ -149,7 +149,7 @@ void check_recomputation(const Case& c, Precision precision, Backend& backend, b
     return host;
   };
   const std::vector<float> plain = run(Remat::none);
-  for (Remat policy : {Remat::block, Remat::keep_attention}) {
+  for (Remat policy : {Remat::selective, Remat::keep_attention, Remat::block}) {
     const std::vector<float> remat = run(policy);
     ASSERT_EQ(plain.size(), remat.size());
     EXPECT_EQ(0, std::memcmp(plain.data(), remat.data(), plain.size() * sizeof(float))) << remat_name(policy);

@@ -308,7 +308,7 @@ TEST(Recipe, ErrorsNameTheKey) {
   EXPECT_TRUE(names(load(kMinimal, {"optim.betas=[0.9]"}), "optim.betas"));
   EXPECT_TRUE(names(load(kMinimal, {"train.precision=fp8"}), "train.precision"));
   EXPECT_TRUE(names(load(kMinimal, {"train.device=tpu"}), "train.device"));
-  EXPECT_TRUE(names(load(kMinimal, {"train.remat=selective"}), "train.remat"));
+  EXPECT_TRUE(names(load(kMinimal, {"train.remat=partial"}), "train.remat"));
   EXPECT_TRUE(names(load(kMinimal, {"schedule.type=cyclic"}), "schedule.type"));
   EXPECT_TRUE(names(load(kMinimal, {"optim.nope=1"}), "optim.nope"));
   EXPECT_TRUE(names(load(kMinimal, {"optim.lr"}), "optim.lr"));

@@ -118,7 +118,8 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     if (precision == Precision::bf16)
       fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
     fmt::print("activations      B={} T={}\n", in.micro_batch, in.seq_len);
-    for (model::Remat r : {model::Remat::none, model::Remat::block, model::Remat::keep_attention}) {
+    using model::Remat;
+    for (Remat r : {Remat::none, Remat::selective, Remat::keep_attention, Remat::block}) {
       double act = double(model::Transformer::activation_bytes(c, r, in.micro_batch, in.seq_len, precision));
       fmt::print("  remat={:<15} {}  (total with states: {}){}\n", model::remat_name(r), gib(act), gib(act + states),
                  in.remat == r ? "  <- train.remat" : "");

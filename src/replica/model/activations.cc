@@ -13,37 +13,18 @@ Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, i
                                         bool training, int64_t position)
     : B(B), T(T), N(B * T), position(position), C(size_t(c.d_model)), F(size_t(c.ffn_hidden)), HD(size_t(c.q_width())),
       KD(size_t(c.kv_width())), lse(size_t(B * c.n_heads * T)), layers(size_t(c.n_layers)),
-      block_acts(training && remat == Remat::none ? layers : 1),
-      kept_attention(training && remat == Remat::keep_attention ? layers : 0), rope_plain(0), rope_yarn(0),
-      training(training),
+      per_layer_gemms(training && (remat == Remat::none || remat == Remat::selective)),
+      per_layer_attention(training && remat != Remat::block), per_layer_cheap(training && remat == Remat::none),
+      rope_plain(0), rope_yarn(0), training(training),
       bf16(precision == Precision::bf16), pre_norm(c.norm_placement == NormPlacement::pre) {
   for (int64_t layer = 0; layer < c.n_layers; layer++)
     (c.yarn_layer(layer) ? rope_yarn : rope_plain) = size_t(T * c.head_dim / 2);
 }
 
 bool Transformer::ActivationShape::serves(const ActivationShape& other) const {
-  return B == other.B && T == other.T && position == other.position && block_acts == other.block_acts && kept_attention == other.kept_attention &&
+  return B == other.B && T == other.T && position == other.position && per_layer_gemms == other.per_layer_gemms &&
+         per_layer_attention == other.per_layer_attention && per_layer_cheap == other.per_layer_cheap &&
          float8 == other.float8 && (training || !other.training);
-}
-
-template <typename Visit>
-void Transformer::BlockActs::each(const ActivationShape& shape, Visit&& visit) {
-  const size_t N = size_t(shape.N);
-  for (Buffer* b : {&q, &qr}) visit(*b, N * shape.HD);
-  for (Buffer* b : {&k, &v, &kr}) visit(*b, N * shape.KD);
-  for (Buffer* b : {&rstd_q, &rstd_k, &rstd1, &rstd2}) visit(*b, N);
-  if (shape.kept_attention == 0) {  // else the workspace keeps them per layer
-    visit(att, N * shape.HD);
-    visit(lse, shape.lse);
-  }
-  for (Buffer* b : {&ao, &h, &m}) visit(*b, N * shape.C);
-  if (shape.pre_norm)
-    for (Buffer* b : {&n1, &n2}) visit(*b, N * shape.C);
-  for (Buffer* b : {&g, &u, &s}) visit(*b, N * shape.F);
-  if (!shape.bf16) return;
-  for (Buffer16* b : {&attn_in16, &mlp_in16}) visit(*b, N * shape.C);
-  visit(att16, N * shape.HD);
-  visit(s16, N * shape.F);
 }
 
 template <typename Visit>
@@ -51,12 +32,33 @@ void Transformer::Workspace::each(Visit&& visit) {
   const size_t N = size_t(shape.N), C = shape.C, F = shape.F, HD = shape.HD, KD = shape.KD;
   resid.resize(shape.layers + 1);
   for (Buffer& b : resid) visit(b, N * C);
-  acts.resize(shape.block_acts);
-  for (BlockActs& a : acts) a.each(shape, visit);
-  kept_att.resize(shape.kept_attention);
-  kept_lse.resize(shape.kept_attention);
-  for (Buffer& b : kept_att) visit(b, N * HD);
-  for (Buffer& b : kept_lse) visit(b, shape.lse);
+  gemms.resize(shape.sets(shape.per_layer_gemms));
+  for (GemmOutputs& a : gemms) {
+    visit(a.q, N * HD);
+    for (Buffer* b : {&a.k, &a.v}) visit(*b, N * KD);
+    for (Buffer* b : {&a.ao, &a.m}) visit(*b, N * C);
+    for (Buffer* b : {&a.g, &a.u}) visit(*b, N * F);
+  }
+  attention.resize(shape.sets(shape.per_layer_attention));
+  for (AttentionOutputs& a : attention) {
+    visit(a.att, N * HD);
+    visit(a.lse, shape.lse);
+  }
+  cheap.resize(shape.sets(shape.per_layer_cheap));
+  for (CheapOutputs& a : cheap) {
+    visit(a.qr, N * HD);
+    visit(a.kr, N * KD);
+    for (Buffer* b : {&a.rstd_q, &a.rstd_k, &a.rstd1, &a.rstd2}) visit(*b, N);
+    visit(a.h, N * C);
+    if (shape.pre_norm)
+      for (Buffer* b : {&a.n1, &a.n2}) visit(*b, N * C);
+    visit(a.s, N * F);
+    if (shape.bf16) {
+      for (Buffer16* b : {&a.attn_in16, &a.mlp_in16}) visit(*b, N * C);
+      visit(a.att16, N * HD);
+      visit(a.s16, N * F);
+    }
+  }
   visit(final_out, N * C);
   visit(final_rstd, N);
   for (Buffer* b : {&rope.cos, &rope.sin}) visit(*b, shape.rope_plain);
@@ -86,6 +88,18 @@ size_t Transformer::Workspace::bytes(const ActivationShape& shape) {
   size_t total = 0;
   Workspace(shape).each([&](auto& buffer, size_t n) { total += n * sizeof(*buffer.data()); });
   return total;
+}
+
+Transformer::BlockActs Transformer::Workspace::block(int64_t layer) {
+  auto pick = [&](auto& sets) -> auto& { return sets[sets.size() == 1 ? 0 : size_t(layer)]; };
+  GemmOutputs& p = pick(gemms);
+  AttentionOutputs& a = pick(attention);
+  CheapOutputs& c = pick(cheap);
+  return {p.q.data(), p.k.data(), p.v.data(), p.ao.data(), p.g.data(), p.u.data(), p.m.data(),
+          a.att.data(), a.lse.data(),
+          c.qr.data(), c.kr.data(), c.rstd_q.data(), c.rstd_k.data(), c.n1.data(), c.rstd1.data(), c.h.data(),
+          c.s.data(), c.n2.data(), c.rstd2.data(),
+          c.attn_in16.data(), c.att16.data(), c.mlp_in16.data(), c.s16.data()};
 }
 
 size_t Transformer::activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision) {

@@ -24,43 +24,63 @@ struct Transformer::ActivationShape {
   int64_t position;           // of the first token (a context-parallel slice's): the RoPE tables' first row
   size_t C, F, HD, KD, lse;   // widths, and the log-sum-exp's B·H·T
   size_t layers;              // L
-  size_t block_acts;          // BlockActs: one per layer (training under Remat::none), else one the blocks share
-  size_t kept_attention;      // layers whose attention output and lse are kept (training under Remat::keep_attention)
+  // Which of a block's three groups of activations (below) training keeps per layer, by the remat policy; a group
+  // not kept is one set the blocks share, and the backward recomputes it.
+  bool per_layer_gemms;      // none, selective
+  bool per_layer_attention;  // none, selective, keep_attention
+  bool per_layer_cheap;      // none
   size_t rope_plain, rope_yarn;  // T·D/2 for each RoPE table some layer rotates with (ModelConfig::yarn_layer), else 0
   bool training, bf16;
   bool pre_norm;  // the branch norms' outputs are kept (pre-norm); reordered, the fused norm and add never writes them
   bool float8 = false;  // Transformer::use_float8: the float8 Linears' scratch
+
+  size_t sets(bool per_layer) const { return per_layer ? layers : 1; }
+  // Whether the backward has to run a block's forward again: something it reads was not kept for its layer.
+  bool recomputes() const { return !per_layer_cheap; }
 };
 
-// Saved activations of one block (N = B·T rows).
-struct Transformer::BlockActs {
-  Buffer q, k, v;          // projections [N, H·D], [N, K·D], [N, K·D]
-  Buffer qr, kr;           // after QK-norm and RoPE: attention inputs
-  Buffer rstd_q, rstd_k;   // [N]
-  Buffer att, lse;         // attention output [N, H·D], log-sum-exp [B, H, T] (per layer under keep_attention)
-  Buffer ao;               // o_proj output [N, C]
-  Buffer n1, rstd1;        // norm1 output [N, C] (pre-norm only) and its rstd
-  Buffer h;                // residual after the attention branch [N, C]
-  Buffer g, u, s;          // gate, up, silu(gate)·up [N, F]
-  Buffer m;                // down_proj output [N, C]
-  Buffer n2, rstd2;        // norm2 output and its rstd
+// Saved activations of one block (N = B·T rows), in three groups by what they cost to compute again.
+// The block's seven products: projections [N, H·D], [N, K·D], [N, K·D], o_proj [N, C], gate and up [N, F],
+// down [N, C].
+struct Transformer::GemmOutputs {
+  Buffer q, k, v, ao, g, u, m;
+};
+// Attention output [N, H·D] and log-sum-exp [B, H, T].
+struct Transformer::AttentionOutputs {
+  Buffer att, lse;
+};
+// What the memory-bound passes between the products write: a few passes over the products, cheap to repeat.
+struct Transformer::CheapOutputs {
+  Buffer qr, kr;          // after QK-norm and RoPE: attention inputs
+  Buffer rstd_q, rstd_k;  // [N]
+  Buffer n1, rstd1;       // norm1 output [N, C] (pre-norm only) and its rstd
+  Buffer h;               // residual after the attention branch [N, C]
+  Buffer s;               // silu(gate)·up [N, F]
+  Buffer n2, rstd2;       // norm2 output and its rstd
   // bf16: the four GEMM inputs rounded once, for their forward products and the weight gradients.
   Buffer16 attn_in16, att16, mlp_in16, s16;
+};
 
-  template <typename Visit>
-  void each(const ActivationShape& shape, Visit&& visit);  // visit(buffer, length) for every buffer of the shape
+// One block's activations as the block code reads and writes them: its layer's set of each group, or the shared one.
+struct Transformer::BlockActs {
+  float *q, *k, *v, *ao, *g, *u, *m;
+  float *att, *lse;
+  float *qr, *kr, *rstd_q, *rstd_k, *n1, *rstd1, *h, *s, *n2, *rstd2;
+  bf16 *attn_in16, *att16, *mlp_in16, *s16;
 };
 
 // Everything sized by (B, T): residual stream per layer, block activations, backward scratch, the RoPE tables.
 struct Transformer::Workspace {
   Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape);  // allocates the table's buffers
   static size_t bytes(const ActivationShape& shape);                                  // what that allocates
+  BlockActs block(int64_t layer);  // the buffers layer `layer` uses
 
   ActivationShape shape;
   RopeBuffers rope, yarn;  // plain RoPE and, on the full-attention layers of a scaled model, YaRN
   std::vector<Buffer> resid;        // [L + 1][N, C]: block inputs, then the last block's output
-  std::vector<BlockActs> acts;
-  std::vector<Buffer> kept_att, kept_lse;  // Remat::keep_attention: every layer's attention output and lse
+  std::vector<GemmOutputs> gemms;            // ActivationShape::sets of each group
+  std::vector<AttentionOutputs> attention;
+  std::vector<CheapOutputs> cheap;
   Buffer final_out, final_rstd;
   // Backward scratch.
   Buffer dres, dfinal, dq, dk, dv, dqr, dkr, datt, dao, dx_branch, dg, du, ds, dm;

@@ -15,13 +15,19 @@
 namespace replica::model {
 
 Remat parse_remat(const std::string& text) {
-  for (Remat r : {Remat::none, Remat::block, Remat::keep_attention})
+  for (Remat r : {Remat::none, Remat::selective, Remat::keep_attention, Remat::block})
     if (text == remat_name(r)) return r;
-  fail("remat policy must be 'none', 'block' or 'keep_attention', got '{}'", text);
+  fail("remat policy must be 'none', 'selective', 'keep_attention' or 'block', got '{}'", text);
 }
 
 const char* remat_name(Remat remat) {
-  return remat == Remat::none ? "none" : remat == Remat::block ? "block" : "keep_attention";
+  switch (remat) {
+    case Remat::none: return "none";
+    case Remat::selective: return "selective";
+    case Remat::keep_attention: return "keep_attention";
+    case Remat::block: return "block";
+  }
+  return "?";
 }
 
 std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T) {
@@ -105,12 +111,6 @@ const RopeBuffers& Transformer::rope_table(int64_t layer) const {
   return config_.yarn_layer(layer) ? ws_->yarn : ws_->rope;
 }
 
-Transformer::AttentionOut Transformer::attention_out(int64_t layer, BlockActs& a) {
-  Workspace& w = *ws_;
-  if (w.kept_att.empty()) return {a.att.data(), a.lse.data()};
-  return {w.kept_att[size_t(layer)].data(), w.kept_lse[size_t(layer)].data()};
-}
-
 // ---- one block: two branches, each forward beside its backward ---------------------------------------------
 // A branch adds a sublayer (attention, MLP) to the residual stream with its norm around the sublayer's input
 // (pre-norm) or its output (reordered); only the branch_norm_* helpers below look at which.
@@ -151,63 +151,67 @@ void Transformer::branch_norm_in_backward(const GroupWeights& P, const GroupGrad
 }
 
 // a.h = x + the attention branch.
-void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer, const float* x, BlockActs& a,
+void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer, const float* x, const BlockActs& a,
                                      bool recompute) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   const int64_t B = ws_->shape.B, T = ws_->shape.T, N = B * T, C = c.d_model, HD = c.q_width(), KD = c.kv_width();
   const Precision p = precision_;
-  const BranchNorm norm{o.norm1, a.n1.data(), a.rstd1.data()};
+  const BranchNorm norm{o.norm1, a.n1, a.rstd1};
 
-  const WeightRef attn_in = rounded(branch_norm_in(P, norm, x), a.attn_in16.data(), size_t(N * C));
-  linear(a.q.data(), attn_in, P.matrix(o.wq), N, HD, C);
-  linear(a.k.data(), attn_in, P.matrix(o.wk), N, KD, C);
-  linear(a.v.data(), attn_in, P.matrix(o.wv), N, KD, C);
+  // What a recomputation finds kept for this layer is what these calls would compute again, bit for bit.
+  const bool redo_gemms = !(recompute && ws_->shape.per_layer_gemms);
+  const bool redo_attention = !(recompute && ws_->shape.per_layer_attention);
+
+  const WeightRef attn_in = rounded(branch_norm_in(P, norm, x), a.attn_in16, size_t(N * C));
+  if (redo_gemms) {
+    linear(a.q, attn_in, P.matrix(o.wq), N, HD, C);
+    linear(a.k, attn_in, P.matrix(o.wk), N, KD, C);
+    linear(a.v, attn_in, P.matrix(o.wv), N, KD, C);
+  }
   const RopeBuffers& rope = rope_table(layer);
   if (c.qk_norm) {  // QK-norm and RoPE in one pass
-    be_.rmsnorm_rope_forward(a.qr.data(), a.rstd_q.data(), a.q.data(), P(o.q_norm.value()), rope.cos.data(),
+    be_.rmsnorm_rope_forward(a.qr, a.rstd_q, a.q, P(o.q_norm.value()), rope.cos.data(),
                              rope.sin.data(), B, T, c.n_heads, c.head_dim, eps());
-    be_.rmsnorm_rope_forward(a.kr.data(), a.rstd_k.data(), a.k.data(), P(o.k_norm.value()), rope.cos.data(),
+    be_.rmsnorm_rope_forward(a.kr, a.rstd_k, a.k, P(o.k_norm.value()), rope.cos.data(),
                              rope.sin.data(), B, T, c.n_kv_heads, c.head_dim, eps());
   } else {
-    be_.copy(a.qr.data(), a.q.data(), size_t(N * HD));
-    be_.copy(a.kr.data(), a.k.data(), size_t(N * KD));
-    be_.rope_forward(a.qr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
-    be_.rope_forward(a.kr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
+    be_.copy(a.qr, a.q, size_t(N * HD));
+    be_.copy(a.kr, a.k, size_t(N * KD));
+    be_.rope_forward(a.qr, rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
+    be_.rope_forward(a.kr, rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
   }
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
-  const AttentionOut att = attention_out(layer, a);
-  // A kept attention output is what this call would compute again, bit for bit.
-  if (!(recompute && remat_ == Remat::keep_attention)) {
+  if (redo_attention) {
     if (context_)
-      context_->forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, p);
+      context_->forward(a.att, a.lse, a.qr, a.kr, a.v, shape, p);
     else
-      be_.attention_forward(att.att, att.lse, a.qr.data(), a.kr.data(), a.v.data(), shape, docs_, p);
+      be_.attention_forward(a.att, a.lse, a.qr, a.kr, a.v, shape, docs_, p);
   }
-  linear(a.ao.data(), rounded(att.att, a.att16.data(), size_t(N * HD)), P.matrix(o.wo), N, C, HD);
-  branch_norm_out(P, norm, a.h.data(), reordered() ? a.mlp_in16.data() : nullptr, x, a.ao.data());
+  const WeightRef att = rounded(a.att, a.att16, size_t(N * HD));
+  if (redo_gemms) linear(a.ao, att, P.matrix(o.wo), N, C, HD);
+  branch_norm_out(P, norm, a.h, reordered() ? a.mlp_in16 : nullptr, x, a.ao);
 }
 
 // On entry dres = d(loss)/d(a.h); on exit d(loss)/dx.
 void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x,
-                                      BlockActs& a, float* dres) {
+                                      const BlockActs& a, float* dres) {
   const ModelConfig& c = config_;
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   Workspace& w = *ws_;
   const int64_t B = w.shape.B, T = w.shape.T, N = B * T, C = c.d_model, HD = c.q_width(), KD = c.kv_width();
   const Precision p = precision_;
-  const BranchNorm norm{o.norm1, a.n1.data(), a.rstd1.data()};
+  const BranchNorm norm{o.norm1, a.n1, a.rstd1};
 
-  const WeightRef dao16 = branch_norm_out_backward(P, G, norm, dres, a.ao.data(), w.dao.data(), w.dy16.data());
-  const AttentionOut att = attention_out(layer, a);
-  linear_backward(w.datt.data(), G(o.wo), dao16, {att.att, a.att16.data()}, P.matrix(o.wo), N, C, HD, false);
+  const WeightRef dao16 = branch_norm_out_backward(P, G, norm, dres, a.ao, w.dao.data(), w.dy16.data());
+  linear_backward(w.datt.data(), G(o.wo), dao16, {a.att, a.att16}, P.matrix(o.wo), N, C, HD, false);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   if (context_)
-    context_->backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
-                       a.kr.data(), a.v.data(), shape, p);
+    context_->backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att, a.lse, a.qr,
+                       a.kr, a.v, shape, p);
   else
-    be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), att.att, att.lse, a.qr.data(),
-                           a.kr.data(), a.v.data(), shape, docs_, p);
+    be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att, a.lse, a.qr,
+                           a.kr, a.v, shape, docs_, p);
   const RopeBuffers& rope = rope_table(layer);
   be_.rope_backward(w.dqr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
   be_.rope_backward(w.dkr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
@@ -219,10 +223,10 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
     be_.rmsnorm_backward(d_in, w.dy16.data(), G(*weight), d_normed, in, P(*weight), rstd, N, width, false);
     return {d_in, w.dy16.data()};
   };
-  const WeightRef attn_in{branch_input(norm, x), a.attn_in16.data()};
-  const WeightRef dq16 = through_norm(w.dqr.data(), w.dq.data(), o.q_norm, a.q.data(), a.rstd_q.data(), HD);
+  const WeightRef attn_in{branch_input(norm, x), a.attn_in16};
+  const WeightRef dq16 = through_norm(w.dqr.data(), w.dq.data(), o.q_norm, a.q, a.rstd_q, HD);
   linear_backward(w.dx_branch.data(), G(o.wq), dq16, attn_in, P.matrix(o.wq), N, HD, C, false);
-  const WeightRef dk16 = through_norm(w.dkr.data(), w.dk.data(), o.k_norm, a.k.data(), a.rstd_k.data(), KD);
+  const WeightRef dk16 = through_norm(w.dkr.data(), w.dk.data(), o.k_norm, a.k, a.rstd_k, KD);
   linear_backward(w.dx_branch.data(), G(o.wk), dk16, attn_in, P.matrix(o.wk), N, KD, C, true);
   const WeightRef dv16 = rounded(w.dv.data(), w.dy16.data(), size_t(N * KD));
   linear_backward(w.dx_branch.data(), G(o.wv), dv16, attn_in, P.matrix(o.wv), N, KD, C, true);
@@ -230,58 +234,62 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
 }
 
 // out = a.h + the MLP branch.
-void Transformer::mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out, BlockActs& a) {
+void Transformer::mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out, const BlockActs& a,
+                                     bool recompute) {
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   const int64_t N = ws_->shape.N, C = config_.d_model, F = config_.ffn_hidden;
-  const BranchNorm norm{o.norm2, a.n2.data(), a.rstd2.data()};
+  const BranchNorm norm{o.norm2, a.n2, a.rstd2};
+  const bool redo_gemms = !(recompute && ws_->shape.per_layer_gemms);
 
   // Reordered, a.h is the input itself, which the attention branch's norm rounded into a.mlp_in16 as it wrote it.
-  const WeightRef mlp_in = reordered() ? WeightRef{a.h.data(), a.mlp_in16.data()}
-                                       : rounded(branch_norm_in(P, norm, a.h.data()), a.mlp_in16.data(), size_t(N * C));
-  linear(a.g.data(), mlp_in, P.matrix(o.w_gate), N, F, C);
-  linear(a.u.data(), mlp_in, P.matrix(o.w_up), N, F, C);
-  be_.swiglu_forward(a.s.data(), a.s16.data(), a.g.data(), a.u.data(), N * F);
-  linear(a.m.data(), {a.s.data(), a.s16.data()}, P.matrix(o.w_down), N, C, F);
-  branch_norm_out(P, norm, out, nullptr, a.h.data(), a.m.data());
+  const WeightRef mlp_in = reordered() ? WeightRef{a.h, a.mlp_in16}
+                                       : rounded(branch_norm_in(P, norm, a.h), a.mlp_in16, size_t(N * C));
+  if (redo_gemms) {
+    linear(a.g, mlp_in, P.matrix(o.w_gate), N, F, C);
+    linear(a.u, mlp_in, P.matrix(o.w_up), N, F, C);
+  }
+  be_.swiglu_forward(a.s, a.s16, a.g, a.u, N * F);
+  if (redo_gemms) linear(a.m, {a.s, a.s16}, P.matrix(o.w_down), N, C, F);
+  branch_norm_out(P, norm, out, nullptr, a.h, a.m);
 }
 
 // On entry dres = d(loss)/d(block output); on exit d(loss)/d(a.h).
-void Transformer::mlp_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, BlockActs& a,
+void Transformer::mlp_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const BlockActs& a,
                                 float* dres) {
   const BlockOffsets& o = table_.blocks[size_t(layer)];
   Workspace& w = *ws_;
   const int64_t N = w.shape.N, C = config_.d_model, F = config_.ffn_hidden;
-  const BranchNorm norm{o.norm2, a.n2.data(), a.rstd2.data()};
+  const BranchNorm norm{o.norm2, a.n2, a.rstd2};
 
-  const WeightRef dm16 = branch_norm_out_backward(P, G, norm, dres, a.m.data(), w.dm.data(), w.dy16.data());
-  linear_backward(w.ds.data(), G(o.w_down), dm16, {a.s.data(), a.s16.data()}, P.matrix(o.w_down), N, C, F, false);
+  const WeightRef dm16 = branch_norm_out_backward(P, G, norm, dres, a.m, w.dm.data(), w.dy16.data());
+  linear_backward(w.ds.data(), G(o.w_down), dm16, {a.s, a.s16}, P.matrix(o.w_down), N, C, F, false);
   // dg and du, rounded as they are written, side by side in w.dy16 (which the workspace sizes for both).
   bf16* const dg16 = w.dy16.data();
   bf16* const du16 = dg16 ? dg16 + N * F : nullptr;
-  be_.swiglu_backward(w.dg.data(), w.du.data(), dg16, du16, w.ds.data(), a.g.data(), a.u.data(), N * F);
-  const WeightRef mlp_in{branch_input(norm, a.h.data()), a.mlp_in16.data()};
+  be_.swiglu_backward(w.dg.data(), w.du.data(), dg16, du16, w.ds.data(), a.g, a.u, N * F);
+  const WeightRef mlp_in{branch_input(norm, a.h), a.mlp_in16};
   const WeightRef dg{w.dg.data(), dg16}, du{w.du.data(), du16};
   linear_backward(w.dx_branch.data(), G(o.w_gate), dg, mlp_in, P.matrix(o.w_gate), N, F, C, false);
   linear_backward(w.dx_branch.data(), G(o.w_up), du, mlp_in, P.matrix(o.w_up), N, F, C, true);
-  branch_norm_in_backward(P, G, norm, dres, w.dx_branch.data(), a.h.data());
+  branch_norm_in_backward(P, G, norm, dres, w.dx_branch.data(), a.h);
 }
 
-void Transformer::block_forward(const GroupWeights& P, int64_t layer, const float* x, float* out, BlockActs& a,
+void Transformer::block_forward(const GroupWeights& P, int64_t layer, const float* x, float* out, const BlockActs& a,
                           bool recompute) {
   attention_branch_forward(P, layer, x, a, recompute);
-  mlp_branch_forward(P, layer, out, a);
+  mlp_branch_forward(P, layer, out, a, recompute);
 }
 
 // On entry dres = d(loss)/d(block output); on exit d(loss)/d(block input x). Each output gradient dy is rounded
 // once (bf16) into w.dy16 for its two products, input and weight gradient, which therefore run one after the
 // other; the inputs' rounded copies come from the forward pass.
 void Transformer::block_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x,
-                                 BlockActs& a, float* dres) {
+                                 const BlockActs& a, float* dres) {
   mlp_branch_backward(P, G, layer, a, dres);
   attention_branch_backward(P, G, layer, x, a, dres);
 }
 
-void Transformer::forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_all) {
+void Transformer::forward_blocks(WeightSource& weights, const int32_t* ids) {
   Workspace& w = *ws_;
   const int64_t N = w.shape.N, C = config_.d_model;
   check_ids(ids, N);
@@ -291,7 +299,7 @@ void Transformer::forward_blocks(WeightSource& weights, const int32_t* ids, bool
   for (int64_t l = 0; l < config_.n_layers; l++) {
     const ParamTable::Range range = table_.block_range(size_t(l));
     block_forward(acquire(weights, range), l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(),
-                  w.acts[keep_all ? size_t(l) : 0]);
+                  w.block(l));
     weights.release(range);
   }
 }
@@ -328,8 +336,7 @@ LossSums Transformer::forward_backward(WeightSource& weights, GradientSink& sink
   Workspace& w = *ws_;
   const ModelConfig& c = config_;
   const int64_t N = batch.B * batch.T, C = c.d_model;
-  const bool keep_all = remat_ == Remat::none;
-  forward_blocks(weights, batch.ids, keep_all);
+  forward_blocks(weights, batch.ids);
 
   // Head: final norm, LM head and loss, and their backward.
   auto open = [&](ParamTable::Range r) { return GroupGrads{sink.open(r), r.begin}; };
@@ -345,11 +352,13 @@ LossSums Transformer::forward_backward(WeightSource& weights, GradientSink& sink
   sink.close(head_range);
 
   for (int64_t l = c.n_layers - 1; l >= 0; l--) {
-    BlockActs& a = w.acts[keep_all ? size_t(l) : 0];
+    const BlockActs a = w.block(l);
     const ParamTable::Range range = table_.block_range(size_t(l));
     const GroupWeights block_w = acquire(weights, range);
-    // Recompute this block's activations; its output (already in resid[l + 1]) is rewritten identically.
-    if (!keep_all) block_forward(block_w, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), a, true);
+    // Recompute what was not kept of this block's activations; its output (already in resid[l + 1]) is rewritten
+    // identically.
+    if (w.shape.recomputes())
+      block_forward(block_w, l, w.resid[size_t(l)].data(), w.resid[size_t(l + 1)].data(), a, true);
     block_backward(block_w, open(range), l, w.resid[size_t(l)].data(), a, w.dres.data());
     weights.release(range);
     sink.close(range);
@@ -366,7 +375,7 @@ LossSums Transformer::forward_loss(const float* P, const MicroBatch& batch, floa
 
 LossSums Transformer::forward_loss(WeightSource& weights, const MicroBatch& batch, float z_coef) {
   prepare(batch.B, batch.T, false, batch.doc_offsets, batch.context);
-  forward_blocks(weights, batch.ids, false);
+  forward_blocks(weights, batch.ids);
   const ParamTable::Range head_range = table_.head_range();
   const LossSums sums = head_loss(weights, acquire(weights, head_range), batch.targets, z_coef, nullptr);
   weights.release(head_range);
@@ -375,7 +384,7 @@ LossSums Transformer::forward_loss(WeightSource& weights, const MicroBatch& batc
 
 void Transformer::forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T) {
   prepare(B, T, false, {});
-  forward_blocks(weights, ids, false);
+  forward_blocks(weights, ids);
   final_norm(acquire(weights, table_.head_range()));
   weights.release(table_.head_range());
 }

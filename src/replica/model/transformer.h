@@ -22,8 +22,10 @@ namespace replica::model {
 // Activation recomputation: `none` keeps every block's activations for the backward pass; `block` keeps
 // only each block's input and recomputes the block's forward just before its backward; `keep_attention` does
 // the same but also keeps each block's attention output and log-sum-exp, so the recomputation skips the
-// attention kernel (the costliest non-GEMM work) for N·(H·D + H) floats per layer. All three give the same bits.
-enum class Remat { none, block, keep_attention };
+// attention kernel (the costliest non-GEMM work) for N·(H·D + H) floats per layer; `selective` keeps those and
+// the outputs of the block's seven GEMMs, and recomputes only the memory-bound passes between them (QK-norm and
+// RoPE, the norms and residual adds, SwiGLU, the bf16 copies). All four give the same bits.
+enum class Remat { none, block, keep_attention, selective };
 Remat parse_remat(const std::string& text);
 const char* remat_name(Remat remat);
 
@@ -99,6 +101,9 @@ class Transformer {
  private:
   // The activation memory (model/activations.h).
   struct ActivationShape;
+  struct GemmOutputs;
+  struct AttentionOutputs;
+  struct CheapOutputs;
   struct BlockActs;
   struct Workspace;
   // Sizes the activations for [B, T] and puts the micro-batch's documents (`doc_offsets`, checked) where every
@@ -120,7 +125,7 @@ class Transformer {
   bool reordered() const { return config_.norm_placement == NormPlacement::reordered; }
   float eps() const { return float(config_.norm_eps); }
   // Embedding and blocks: ws_->resid.back() holds the last block's output.
-  void forward_blocks(WeightSource& weights, const int32_t* ids, bool keep_all);
+  void forward_blocks(WeightSource& weights, const int32_t* ids);
   // The final norm of the last block's output into ws_->final_out (`head`: the head group's weights).
   void final_norm(const GroupWeights& head);
   // The LM head: in the head group (`head`), or tied, the embedding matrix, whose group this acquires.
@@ -136,23 +141,19 @@ class Transformer {
     float* operator()(size_t offset) const { return base + (offset - begin); }
   };
   // A block is two branches, attention then MLP (transformer.cc's header). `recompute`: the backward's rerun of a
-  // block, which under Remat::keep_attention reuses the kept attention. In the backward, dres holds the gradient of the
-  // branch's (block's) output on entry and of its input on exit.
-  void block_forward(const GroupWeights& P, int64_t layer, const float* x, float* out, BlockActs& a,
+  // block, which skips the calls whose outputs the remat policy kept for the layer. In the backward, dres holds the
+  // gradient of the branch's (block's) output on entry and of its input on exit.
+  void block_forward(const GroupWeights& P, int64_t layer, const float* x, float* out, const BlockActs& a,
                      bool recompute = false);
-  void block_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x, BlockActs& a,
+  void block_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x, const BlockActs& a,
                       float* dres);
-  void attention_branch_forward(const GroupWeights& P, int64_t layer, const float* x, BlockActs& a, bool recompute);
+  void attention_branch_forward(const GroupWeights& P, int64_t layer, const float* x, const BlockActs& a,
+                                bool recompute);
   void attention_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const float* x,
-                                 BlockActs& a, float* dres);
-  void mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out, BlockActs& a);
-  void mlp_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, BlockActs& a, float* dres);
-  struct AttentionOut {
-    float* att;  // [N, H·D]
-    float* lse;  // [B, H, T]
-  };
-  AttentionOut attention_out(int64_t layer, BlockActs& a);  // the block's own, or the layer's kept copy
-  const RopeBuffers& rope_table(int64_t layer) const;       // YaRN on a scaled model's full layers, else plain
+                                 const BlockActs& a, float* dres);
+  void mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out, const BlockActs& a, bool recompute);
+  void mlp_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const BlockActs& a, float* dres);
+  const RopeBuffers& rope_table(int64_t layer) const;  // YaRN on a scaled model's full layers, else plain
 
   // A branch's norm (norm1 around attention, norm2 around the MLP): its weight's offset, its output and its rstd.
   struct BranchNorm {
