@@ -2,12 +2,13 @@
 // peak (kernels/backend.h: on the CPU a large oneDNN matmul in the same precision, measured in this process;
 // on known GPUs the datasheet's dense peak).
 // Usage: bench_model MODEL.yaml BATCH SEQ PRECISION STEPS [none|selective|keep_attention|block] [train] [cpu|cuda]
-//                    [attention=auto|mma|wgmma|fp32] [profile] [float8]                        → one JSON line
+//                    [attention=auto|mma|wgmma|fp32] [profile] [float8] [host_moments]         → one JSON line
 // Every step runs the trainer's own step (train/step.h) on one rank, one micro-batch of random ids: its gradients,
 // and with `train` also the update (global-norm clipping and AdamW; no skip-step), whose share of the step is
 // reported. `profile` on a GPU adds a table of the device time per operation of the timed steps (Backend::profile).
 // `float8`: the block Linears in float8 (train.float8); MFU stays against the PRECISION peak (bf16-equivalent, as
-// peers report float8 runs).
+// peers report float8 runs). `host_moments`: AdamW's moments in page-locked host memory (optim.host_moments); every
+// step here is one micro-batch and one update, so the optimizer share is that of a step without accumulation.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -42,7 +43,7 @@ static int run(int argc, char** argv) {
   if (argc < 6) {
     fmt::print(stderr,
                "usage: bench_model MODEL.yaml BATCH SEQ fp32|bf16 STEPS [none|selective|keep_attention|block] [train] "
-               "[cpu|cuda] [attention=auto|mma|wgmma|fp32] [profile] [float8]\n");
+               "[cpu|cuda] [attention=auto|mma|wgmma|fp32] [profile] [float8] [host_moments]\n");
     return 2;
   }
   const model::ModelConfig config = model::load_model_config(argv[1]);
@@ -61,6 +62,7 @@ static int run(int argc, char** argv) {
     if (arg == "train") train = true;
     else if (arg == "profile") profile = true;
     else if (arg == "float8") c.float8 = true;
+    else if (arg == "host_moments") c.adamw.host_moments = true;
     else if (arg == "cpu" || arg == "cuda") device = parse_device(arg);
     else if (arg.starts_with("attention=")) attention = parse_attention_kernel(arg.substr(10));
     else
@@ -116,14 +118,15 @@ static int run(int argc, char** argv) {
   const double peak = backend.peak_flops(c.precision);
   const double achieved = model::training_flops_per_token(config, T) * tokens_per_s;
   fmt::print("{{\"impl\": \"replica\", \"device\": \"{}\", \"model\": \"{}\", \"params\": {}, \"B\": {}, "
-             "\"T\": {}, \"precision\": \"{}\", \"attention\": \"{}\", \"float8\": {}, \"threads\": {}, "
+             "\"T\": {}, \"precision\": \"{}\", \"attention\": \"{}\", \"float8\": {}, \"host_moments\": {}, "
+             "\"threads\": {}, "
              "\"step_s\": {:.4f}, "
              "\"tokens_per_s\": {:.1f}, \"model_gflops\": {:.1f}, \"gemm_peak_gflops\": {:.1f}, "
              "\"mfu_vs_gemm_peak\": {:.3f}, \"train\": {}, \"optimizer_share\": {:.4f}, \"loss\": {:.4f}, "
              "\"device_memory_gib\": {:.2f}}}\n",
              backend.describe(), argv[1], step.model().table().count(), B, T, precision_name(c.precision),
-             attention_kernel_name(attention), c.float8, num_threads(), step_s, tokens_per_s, achieved / 1e9,
-             peak / 1e9, achieved / peak, train, optimizer_times[optimizer_times.size() / 2] / step_s, loss,
+             attention_kernel_name(attention), c.float8, c.adamw.host_moments, num_threads(), step_s, tokens_per_s,
+             achieved / 1e9, peak / 1e9, achieved / peak, train, optimizer_times[optimizer_times.size() / 2] / step_s, loss,
              backend.device_memory_used() / double(1 << 30));
   return 0;
 }

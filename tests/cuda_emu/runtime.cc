@@ -128,6 +128,15 @@ cudaError_t cudaMalloc(void** p, size_t bytes) { return allocate(p, bytes); }
 cudaError_t cudaFree(void* p) { return release(p); }
 cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t) { return allocate(p, bytes); }
 cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return release(p); }
+// Page-locked host memory is host memory here: outside the device's allocations, as copies check.
+cudaError_t cudaMallocHost(void** p, size_t bytes) {
+  *p = std::malloc(bytes ? bytes : 1);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFreeHost(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return cudaSuccess;
@@ -172,6 +181,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+// Every call runs to completion in order, so an event has always happened by the time a stream waits for it.
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned) {
+  return event ? cudaSuccess : cudaErrorInvalidValue;
+}
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
   *event = new CUevent_st;

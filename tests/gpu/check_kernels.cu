@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -646,6 +647,44 @@ void check_adamw(Context& ctx, CheckTable& t) {
   t.row("adamw_step", shape, "params", rel_error(d_params.download(), params), kExact);
   t.row("adamw_step", shape, "exp_avg", rel_error(d_m.download(), m), kExact);
   t.row("adamw_step", shape, "exp_avg_sq", rel_error(d_v.download(), v), kExact);
+
+  // The same steps with the moments in page-locked host memory, streamed through the device in slabs: of 40,000
+  // floats (4 slabs over the buffer, the last one short, so both device buffers are reused) and of all of it, over
+  // the whole buffer and over a shard that starts at the matrix (shard_begin 70016).
+  const size_t shard = 70016, first_shard_chunk = 3;  // chunks 0-2 are the embedding's
+  for (const size_t slab : {size_t(40000), n})
+    for (const size_t begin : {size_t(0), shard}) {
+      const size_t first = begin == 0 ? 0 : first_shard_chunk, count = n - begin;
+      const std::span<const AdamWChunk> host_chunks(chunks.data() + first, chunks.size() - first);
+      cuda::HostMomentPipeline pipeline(ctx, slab);
+      float *host_m = nullptr, *host_v = nullptr;
+      cuda::check_cuda(cudaMallocHost(&host_m, count * sizeof(float)), "cudaMallocHost");
+      cuda::check_cuda(cudaMallocHost(&host_v, count * sizeof(float)), "cudaMallocHost");
+      std::fill(host_m, host_m + count, 0.0f);
+      std::fill(host_v, host_v + count, 0.0f);
+      const std::vector<float> start = random_vector(n, 70, 0.02f);
+      GpuArray<float> h_params(ctx, std::vector<float>(start.begin() + ptrdiff_t(begin), start.end()));
+      GpuArray<float> h_grads(ctx, count);
+      for (int64_t step = 1; step <= 3; step++) {
+        const std::vector<float> grads = random_vector(n, uint64_t(70 + step), 1e-3f);
+        h_grads.upload(std::vector<float>(grads.begin() + ptrdiff_t(begin), grads.end()));
+        const AdamWScalars s = adamw_scalars(0.9, 0.95, 1e-8, 0.1, step, 3e-4 * double(step));
+        pipeline.step(h_params.p, h_grads.p, host_m, host_v, begin, d_chunks.p + first, host_chunks, s);
+      }
+      ctx.synchronize();
+      auto tail = [&](const std::vector<float>& x) {
+        return std::vector<float>(x.begin() + ptrdiff_t(begin), x.end());
+      };
+      const std::string host_shape =
+          shape_text({{"n", int64_t(count)}, {"shard_begin", int64_t(begin)}, {"slab", int64_t(slab)}, {"steps", 3}});
+      t.row("adamw_step (host moments)", host_shape, "params", rel_error(h_params.download(), tail(params)), kExact);
+      t.row("adamw_step (host moments)", host_shape, "exp_avg",
+            rel_error(std::vector<float>(host_m, host_m + count), tail(m)), kExact);
+      t.row("adamw_step (host moments)", host_shape, "exp_avg_sq",
+            rel_error(std::vector<float>(host_v, host_v + count), tail(v)), kExact);
+      cuda::check_cuda(cudaFreeHost(host_m), "cudaFreeHost");
+      cuda::check_cuda(cudaFreeHost(host_v), "cudaFreeHost");
+    }
 }
 
 void check_grad_norm(Context& ctx, CheckTable& t) {

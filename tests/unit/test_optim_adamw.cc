@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "reference_fixtures.h"
 #include "replica/model/config.h"
 #include "replica/model/params.h"
 #include "replica/optim/adamw.h"
@@ -189,6 +190,57 @@ TEST(AdamW, AShardOfSeveralPartsStoresThemOneAfterTheOther) {
       ASSERT_EQ(shard_params[p.offset + i - p.begin], whole[i]) << i;
       ASSERT_EQ(in_place.exp_avg()[p.offset + i - p.begin], full.exp_avg()[i]) << i;
     }
+}
+
+// optim.host_moments moves the moments, not the numbers: on `backend`, two parts of a shard stepped three times with
+// the moments in host memory give the weights and moments of the moments in backend memory, and state saved from
+// one and loaded into the other steps on the same. The weights and gradient stay in backend memory.
+void check_host_moments(Backend& backend) {
+  WholeStep ws(5);
+  const Buffers& b = ws.b;
+  const size_t n = b.table.total();
+  const std::vector<AdamW::Part> parts{{10, n / 2, 0}, {n / 2 + 3, n, n / 2 - 10}};
+  const size_t shard = n / 2 - 10 + n - (n / 2 + 3);
+  std::vector<float> grads;
+  for (const AdamW::Part& p : parts)
+    grads.insert(grads.end(), b.grads.begin() + ptrdiff_t(p.begin), b.grads.begin() + ptrdiff_t(p.end));
+  struct Run {
+    std::vector<float> params, exp_avg, exp_avg_sq;
+  };
+  auto run = [&](AdamWConfig config, const Run* resume_from) {
+    AdamW adam(b.table, config, parts, backend);
+    DeviceArray<float> params(backend, n), d_grads(backend, shard);
+    backend.to_device(params.data(), resume_from ? resume_from->params.data() : b.params.data(), n * sizeof(float));
+    backend.to_device(d_grads.data(), grads.data(), shard * sizeof(float));
+    if (resume_from) {
+      adam.state_from_host(0, resume_from->exp_avg.data());
+      adam.state_from_host(1, resume_from->exp_avg_sq.data());
+    }
+    for (int step = 0; step < (resume_from ? 1 : 3); step++) adam.step(params.data(), d_grads.data(), 1e-2, true);
+    Run r{std::vector<float>(n), std::vector<float>(shard), std::vector<float>(shard)};
+    backend.to_host(r.params.data(), params.data(), n * sizeof(float));
+    adam.state_to_host(0, r.exp_avg.data());
+    adam.state_to_host(1, r.exp_avg_sq.data());
+    return r;
+  };
+  AdamWConfig on_host;
+  on_host.host_moments = true;
+  const Run device = run(AdamWConfig{}, nullptr), host = run(on_host, nullptr);
+  EXPECT_EQ(device.params, host.params);
+  EXPECT_EQ(device.exp_avg, host.exp_avg);
+  EXPECT_EQ(device.exp_avg_sq, host.exp_avg_sq);
+  EXPECT_NE(device.exp_avg, std::vector<float>(shard, 0.0f));
+  const Run device_on = run(AdamWConfig{}, &host), host_on = run(on_host, &device);
+  EXPECT_EQ(device_on.params, host_on.params);
+  EXPECT_EQ(device_on.exp_avg_sq, host_on.exp_avg_sq);
+  EXPECT_NE(device_on.params, device.params);
+}
+
+TEST(AdamW, HostMomentsGiveTheBitsOfBackendMoments) { check_host_moments(cpu_backend()); }
+
+TEST(AdamW, HostMomentsGiveTheBitsOfBackendMomentsCuda) {
+  SKIP_WITHOUT_CUDA();
+  check_host_moments(backend_for(Device::cuda));
 }
 
 }  // namespace

@@ -110,7 +110,8 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     fmt::print("parameters       {} ({} in matmuls)\n", grouped(int64_t(n)), grouped(model::matmul_params(c)));
     fmt::print("weights fp32     {}\n", gib(4 * n));
     fmt::print("gradients fp32   {}\n", gib(4 * n));
-    fmt::print("adam moments     {}  (exp_avg + exp_avg_sq, fp32)\n", gib(8 * n));
+    fmt::print("adam moments     {}  (exp_avg + exp_avg_sq, fp32; host memory with optim.host_moments)\n",
+               gib(8 * n));
     const double group = 4.0 * double(table.largest_group()) * (c.tie_embeddings ? 2 : 1);
     fmt::print("gradient group   {}  (a block, the head or the embedding, before it joins the sum)\n", gib(group));
     const Precision precision = in.precision;
@@ -121,8 +122,8 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     using model::Remat;
     for (Remat r : {Remat::none, Remat::selective, Remat::keep_attention, Remat::block}) {
       double act = double(model::Transformer::activation_bytes(c, r, in.micro_batch, in.seq_len, precision));
-      fmt::print("  remat={:<15} {}  (total with states: {}){}\n", model::remat_name(r), gib(act), gib(act + states),
-                 in.remat == r ? "  <- train.remat" : "");
+      fmt::print("  remat={:<15} {}  (total with states: {}; moments on the host: {}){}\n", model::remat_name(r),
+                 gib(act), gib(act + states), gib(act + states - 8 * n), in.remat == r ? "  <- train.remat" : "");
     }
     fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
                6.0 * double(model::matmul_params(c)), fpt - 6.0 * double(model::matmul_params(c)));

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,10 @@ class Backend {
   // ---- memory -------------------------------------------------------------------------------------------
   virtual void* allocate(size_t bytes) = 0;  // zero-filled
   virtual void release(void* p) = 0;
+  // Host memory the device's copies can overlap kernels from (page-locked on a GPU), zero-filled; allocate() on the
+  // CPU. For state kept off the device (optim.host_moments).
+  virtual void* allocate_host(size_t bytes) = 0;
+  virtual void release_host(void* p) = 0;
   virtual void to_device(void* dst, const void* host, size_t bytes) = 0;
   virtual void to_host(void* host, const void* src, size_t bytes) = 0;  // returns when the copy is done
   virtual void copy(float* dst, const float* src, size_t n) = 0;
@@ -134,6 +139,14 @@ class Backend {
   virtual void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_avg_sq,
                           size_t shard_begin, const AdamWChunk* chunks, int64_t n_chunks,
                           const AdamWScalars& s) = 0;
+  // The same update with the moments in host memory from allocate_host (optim.host_moments), `host_chunks` the
+  // chunks' host copy. A GPU streams the moments through its memory in slabs, each slab's copies in and out
+  // overlapping the updates of its neighbours (kernels/cuda/adamw.h), and returns with the moments written back as
+  // far as later work on the backend is concerned (synchronize() before the host reads them). Same bits as
+  // adamw_step. On the CPU, where backend memory is host memory, it is adamw_step.
+  virtual void adamw_step_host_moments(float* params, const float* grads, float* host_exp_avg, float* host_exp_avg_sq,
+                                       size_t shard_begin, const AdamWChunk* chunks,
+                                       std::span<const AdamWChunk> host_chunks, const AdamWScalars& s) = 0;
   // Σ x² in double per kSquareSumBlock block, in block order, on the host (the gradient norm's partial sums).
   virtual std::vector<double> block_sums_of_squares(const float* x, size_t n) = 0;
 
@@ -169,18 +182,29 @@ Backend& cpu_backend();  // backend_for(Device::cpu)
 std::unique_ptr<Backend> new_cuda_backend(int gpu = 0);
 bool cuda_available();
 
-// An array of T in a backend's memory, zero-filled, freed with its owner.
-template <typename T>
-class DeviceArray {
+// An array of T in a backend's memory (DeviceArray) or in its host memory (HostArray: Backend::allocate_host),
+// zero-filled, freed with its owner.
+enum class Memory { device, host };
+template <typename T, Memory kMemory>
+class BackendArray {
  public:
-  DeviceArray() = default;
-  DeviceArray(Backend& backend, size_t n)
-      : backend_(&backend), data_(static_cast<T*>(n ? backend.allocate(n * sizeof(T)) : nullptr)), size_(n) {}
-  ~DeviceArray() {
-    if (data_) backend_->release(data_);
+  BackendArray() = default;
+  BackendArray(Backend& backend, size_t n) : backend_(&backend), size_(n) {
+    if (n == 0) return;
+    if constexpr (kMemory == Memory::host)
+      data_ = static_cast<T*>(backend.allocate_host(n * sizeof(T)));
+    else
+      data_ = static_cast<T*>(backend.allocate(n * sizeof(T)));
   }
-  DeviceArray(DeviceArray&& o) noexcept { *this = std::move(o); }
-  DeviceArray& operator=(DeviceArray&& o) noexcept {
+  ~BackendArray() {
+    if (!data_) return;
+    if constexpr (kMemory == Memory::host)
+      backend_->release_host(data_);
+    else
+      backend_->release(data_);
+  }
+  BackendArray(BackendArray&& o) noexcept { *this = std::move(o); }
+  BackendArray& operator=(BackendArray&& o) noexcept {
     std::swap(backend_, o.backend_);
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
@@ -195,6 +219,10 @@ class DeviceArray {
   T* data_ = nullptr;
   size_t size_ = 0;
 };
+template <typename T>
+using DeviceArray = BackendArray<T, Memory::device>;
+template <typename T>
+using HostArray = BackendArray<T, Memory::host>;
 
 // Host floats to be written into backend memory: the memory itself where it is host memory (no copy), else a
 // zeroed host buffer that upload() writes there.

@@ -23,6 +23,8 @@ class ForwardingBackend : public Backend {
   // Memory management and queries are forwarded bare; copies and kernels run between enter() and leave().
   void* allocate(size_t bytes) override { return inner_.allocate(bytes); }
   void release(void* p) override { inner_.release(p); }
+  void* allocate_host(size_t bytes) override { return inner_.allocate_host(bytes); }
+  void release_host(void* p) override { inner_.release_host(p); }
   void to_device(void* dst, const void* host, size_t bytes) override {
     Call call(*this, "to_device");
     inner_.to_device(dst, host, bytes);
@@ -151,6 +153,12 @@ class ForwardingBackend : public Backend {
                   const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) override {
     Call call(*this, "adamw_step");
     inner_.adamw_step(params, grads, exp_avg, exp_avg_sq, shard_begin, chunks, n_chunks, s);
+  }
+  void adamw_step_host_moments(float* params, const float* grads, float* host_exp_avg, float* host_exp_avg_sq,
+                               size_t shard_begin, const AdamWChunk* chunks, std::span<const AdamWChunk> host_chunks,
+                               const AdamWScalars& s) override {
+    Call call(*this, "adamw_step_host_moments");
+    inner_.adamw_step_host_moments(params, grads, host_exp_avg, host_exp_avg_sq, shard_begin, chunks, host_chunks, s);
   }
   std::vector<double> block_sums_of_squares(const float* x, size_t n) override {
     Call call(*this, "block_sums_of_squares");

@@ -2,6 +2,7 @@
 #include "replica/optim/adamw.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "replica/core/error.h"
 #include "replica/kernels/adamw_scalars.h"
@@ -30,10 +31,17 @@ AdamW::AdamW(const model::ParamTable& table, AdamWConfig config, std::vector<Par
     pc.count = chunks.size() - pc.first;
     parts_.push_back(pc);
   }
-  exp_avg_ = DeviceArray<float>(be_, floats);
-  exp_avg_sq_ = DeviceArray<float>(be_, floats);
+  size_ = floats;
+  if (config.host_moments) {
+    host_exp_avg_ = HostArray<float>(be_, floats);
+    host_exp_avg_sq_ = HostArray<float>(be_, floats);
+  } else {
+    exp_avg_ = DeviceArray<float>(be_, floats);
+    exp_avg_sq_ = DeviceArray<float>(be_, floats);
+  }
   chunks_ = DeviceArray<AdamWChunk>(be_, chunks.size());
   be_.to_device(chunks_.data(), chunks.data(), chunks.size() * sizeof(AdamWChunk));
+  host_chunks_ = std::move(chunks);
 }
 
 // One backend call per part: the kernels index the shard's arrays from the part's first element (shard_begin), so
@@ -44,19 +52,31 @@ void AdamW::step(float* params, const float* grads, double lr, bool whole_params
   const AdamWScalars s = adamw_scalars(c.beta1, c.beta2, c.eps, c.weight_decay, step_count_, lr);
   for (const PartChunks& pc : parts_) {
     const Part& p = pc.part;
-    be_.adamw_step(params + (whole_params ? p.begin : p.offset), grads + p.offset, exp_avg_.data() + p.offset,
-                   exp_avg_sq_.data() + p.offset, p.begin, chunks_.data() + pc.first, int64_t(pc.count), s);
+    float* const weights = params + (whole_params ? p.begin : p.offset);
+    const AdamWChunk* const chunks = chunks_.data() + pc.first;
+    if (config_.host_moments)
+      be_.adamw_step_host_moments(weights, grads + p.offset, exp_avg() + p.offset, exp_avg_sq() + p.offset, p.begin,
+                                  chunks, {host_chunks_.data() + pc.first, pc.count}, s);
+    else
+      be_.adamw_step(weights, grads + p.offset, exp_avg() + p.offset, exp_avg_sq() + p.offset, p.begin, chunks,
+                     int64_t(pc.count), s);
   }
 }
 
 void AdamW::state_to_host(size_t i, float* host) const {
   check(i < 2, "AdamW has two state tensors, not {}", i + 1);
-  be_.to_host(host, (i == 0 ? exp_avg_ : exp_avg_sq_).data(), size() * sizeof(float));
+  const float* state = i == 0 ? exp_avg() : exp_avg_sq();
+  if (!config_.host_moments) return be_.to_host(host, state, size() * sizeof(float));
+  be_.synchronize();  // the last update's copies back
+  std::memcpy(host, state, size() * sizeof(float));
 }
 
 void AdamW::state_from_host(size_t i, const float* host) {
   check(i < 2, "AdamW has two state tensors, not {}", i + 1);
-  be_.to_device((i == 0 ? exp_avg_ : exp_avg_sq_).data(), host, size() * sizeof(float));
+  float* state = i == 0 ? exp_avg() : exp_avg_sq();
+  if (!config_.host_moments) return be_.to_device(state, host, size() * sizeof(float));
+  be_.synchronize();  // no update still copying
+  std::memcpy(state, host, size() * sizeof(float));
 }
 
 }  // namespace replica::optim

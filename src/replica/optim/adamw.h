@@ -1,6 +1,7 @@
 // AdamW over the flat parameter buffer with OLMo-core's SkipStepAdamW math (olmo_core/optim/adamw.py,
-// foreach_adamw_step), the one Optimizer (optim/optimizer.h): decoupled weight decay on every tensor except the embedding, fp32 moments. The
-// moments live in the backend's memory; the element update is the backend's (kernels/cpu/adamw.cc).
+// foreach_adamw_step), the one Optimizer (optim/optimizer.h): decoupled weight decay on every tensor except the
+// embedding, fp32 moments. The moments live in the backend's memory, or with `host_moments` in its page-locked host
+// memory (streamed through the device for each update); the element update is the backend's (kernels/cpu/adamw.cc).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -13,6 +14,9 @@ namespace replica::optim {
 
 struct AdamWConfig {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
+  // optim.host_moments: where the moments live, not what they are (the same bits either way). Off the GPU they free
+  // 8 bytes per parameter of its memory for activations (the 7B on one GPU without block recomputation).
+  bool host_moments = false;
 };
 
 class AdamW final : public Optimizer {
@@ -28,7 +32,7 @@ class AdamW final : public Optimizer {
   // between tensors is left untouched. A skipped step changes no weight, moment or step count, as with OLMo-core's
   // step_factor = 0.
   void step(float* params, const float* grads, double lr, bool whole_params = false) override;
-  size_t size() const override { return exp_avg_.size(); }
+  size_t size() const override { return size_; }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   void state_to_host(size_t i, float* host) const override;
   void state_from_host(size_t i, const float* host) override;
@@ -36,9 +40,9 @@ class AdamW final : public Optimizer {
   const AdamWConfig& config() const { return config_; }
   Backend& backend() const { return be_; }
 
-  // Optimizer state of the shard in backend memory, the parts one after the other.
-  float* exp_avg() const { return exp_avg_.data(); }
-  float* exp_avg_sq() const { return exp_avg_sq_.data(); }
+  // Optimizer state of the shard in backend memory (host memory with host_moments), the parts one after the other.
+  float* exp_avg() const { return config_.host_moments ? host_exp_avg_.data() : exp_avg_.data(); }
+  float* exp_avg_sq() const { return config_.host_moments ? host_exp_avg_sq_.data() : exp_avg_sq_.data(); }
 
  private:
   struct PartChunks {
@@ -48,8 +52,11 @@ class AdamW final : public Optimizer {
   AdamWConfig config_;
   Backend& be_;
   std::vector<PartChunks> parts_;
-  DeviceArray<float> exp_avg_, exp_avg_sq_;
-  DeviceArray<AdamWChunk> chunks_;  // fixed work units, each inside one tensor
+  size_t size_ = 0;
+  DeviceArray<float> exp_avg_, exp_avg_sq_;          // the moments, or
+  HostArray<float> host_exp_avg_, host_exp_avg_sq_;  // with host_moments, these
+  std::vector<AdamWChunk> host_chunks_;              // fixed work units, each inside one tensor,
+  DeviceArray<AdamWChunk> chunks_;                   // and their copy in backend memory
 };
 
 }  // namespace replica::optim

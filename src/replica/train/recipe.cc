@@ -52,6 +52,7 @@ std::vector<Field> fields(Recipe& r) {
       number("optim.weight_decay", r.optim.adamw.weight_decay),
       number_pair("optim.betas", r.optim.adamw.beta1, r.optim.adamw.beta2, "a list of two numbers [beta1, beta2]"),
       number("optim.eps", r.optim.adamw.eps),
+      boolean("optim.host_moments", r.optim.adamw.host_moments),
       number("optim.clip", r.optim.clip),
       boolean("optim.skip_step", r.optim.skip_step.enabled),
       number("optim.skip_step_sigma", r.optim.skip_step.sigma),

@@ -51,7 +51,8 @@ struct Recipe {
     std::optional<int64_t> source_permutation_seed;
   } data;
   struct Optim {
-    optim::AdamWConfig adamw;  // optim.weight_decay, optim.betas: [beta1, beta2], optim.eps (the peak LR is optim.lr)
+    // optim.weight_decay, optim.betas: [beta1, beta2], optim.eps, optim.host_moments (the peak LR is optim.lr)
+    optim::AdamWConfig adamw;
     double clip = 1.0;  // max global grad norm; 0 = no clipping (then skip-step watches the loss only)
     optim::SkipStepConfig skip_step;  // optim.skip_step, optim.skip_step_window, optim.skip_step_sigma
     double z_loss = 1e-5;

@@ -38,6 +38,8 @@ class CpuBackend final : public Backend {
     return p;
   }
   void release(void* p) override { ::operator delete(p, kAlignment); }
+  void* allocate_host(size_t bytes) override { return allocate(bytes); }
+  void release_host(void* p) override { release(p); }
   void to_device(void* dst, const void* host, size_t bytes) override { copy_bytes(dst, host, bytes); }
   void to_host(void* host, const void* src, size_t bytes) override { copy_bytes(host, src, bytes); }
   void copy(float* dst, const float* src, size_t n) override { copy_bytes(dst, src, n * sizeof(float)); }
@@ -139,6 +141,11 @@ class CpuBackend final : public Backend {
   void adamw_step(float* params, const float* grads, float* m, float* v, size_t shard_begin,
                   const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) override {
     cpu::adamw_step(params, grads, m, v, shard_begin, chunks, n_chunks, s);
+  }
+  void adamw_step_host_moments(float* params, const float* grads, float* m, float* v, size_t shard_begin,
+                               const AdamWChunk* chunks, std::span<const AdamWChunk> host_chunks,
+                               const AdamWScalars& s) override {
+    cpu::adamw_step(params, grads, m, v, shard_begin, chunks, int64_t(host_chunks.size()), s);
   }
   std::vector<double> block_sums_of_squares(const float* x, size_t n) override {
     return cpu::block_sums_of_squares(x, n);

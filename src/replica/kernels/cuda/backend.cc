@@ -4,8 +4,9 @@
 #include <cuda_runtime_api.h>
 #include <fmt/core.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -85,6 +86,14 @@ class CudaBackend final : public Backend {
     return p;
   }
   void release(void* p) override { ctx_.release(p); }
+  void* allocate_host(size_t bytes) override {
+    void* p = nullptr;
+    if (cudaMallocHost(&p, bytes) != cudaSuccess)
+      fail("cuda: cannot allocate {:.2f} GiB of page-locked host memory", double(bytes) / double(1 << 30));
+    std::memset(p, 0, bytes);
+    return p;
+  }
+  void release_host(void* p) override { check_cuda(cudaFreeHost(p), "cudaFreeHost"); }
   void to_device(void* dst, const void* host, size_t bytes) override {
     check_cuda(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, ctx_.stream()), "copy to the GPU");
     ctx_.synchronize();  // the host buffer may go away when this returns
@@ -222,6 +231,12 @@ class CudaBackend final : public Backend {
                   const AdamWChunk* chunks, int64_t n_chunks, const AdamWScalars& s) override {
     cuda::adamw_step(ctx_, params, grads, m, v, shard_begin, chunks, n_chunks, s);
   }
+  void adamw_step_host_moments(float* params, const float* grads, float* m, float* v, size_t shard_begin,
+                               const AdamWChunk* chunks, std::span<const AdamWChunk> host_chunks,
+                               const AdamWScalars& s) override {
+    if (!host_moments_) host_moments_ = std::make_unique<cuda::HostMomentPipeline>(ctx_);
+    host_moments_->step(params, grads, m, v, shard_begin, chunks, host_chunks, s);
+  }
   std::vector<double> block_sums_of_squares(const float* x, size_t n) override {
     return cuda::block_sums_of_squares(ctx_, x, n);
   }
@@ -253,6 +268,7 @@ class CudaBackend final : public Backend {
   cuda::Context ctx_;
   cudaDeviceProp props_{};
   Staging<int32_t> ids_, targets_;
+  std::unique_ptr<cuda::HostMomentPipeline> host_moments_;  // made by the first adamw_step_host_moments
 };
 
 }  // namespace
