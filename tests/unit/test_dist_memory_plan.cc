@@ -29,8 +29,8 @@ TEST(DistMemoryPlan, WholeWeightsAreTheOnlyReplicatedState) {
   const model::ModelConfig c = model();
   const model::ParamTable table(c);
   const double n = double(table.total()), group = double(table.largest_group());
-  const std::vector<MemoryItem> one = data_parallel_memory(c, 1, 100.0, Precision::fp32, false),
-                                 two = data_parallel_memory(c, 2, 100.0, Precision::bf16, false);
+  const std::vector<MemoryItem> one = data_parallel_memory(c, 1, 100.0, Precision::fp32, false, false),
+                                 two = data_parallel_memory(c, 2, 100.0, Precision::bf16, false, false);
   ASSERT_EQ(one.size(), 7u);
   EXPECT_EQ(group, 16.0 + 1000 * 16);  // the head group: final norm + LM head
   EXPECT_EQ(one[0].bytes, 4 * n);      // weights
@@ -54,7 +54,7 @@ TEST(DistMemoryPlan, ShardedWeightsKeepOnlyTheGroupInUseWhole) {
   c.vocab_size = 40000;  // groups of 40 blocks: 4 ranks hold 10 each
   const model::ParamTable table(c);
   const double n = double(table.total()), group = double(table.largest_group());
-  const std::vector<MemoryItem> plan = data_parallel_memory(c, 4, 0.0, Precision::bf16, true);
+  const std::vector<MemoryItem> plan = data_parallel_memory(c, 4, 0.0, Precision::bf16, true, false);
   ASSERT_EQ(plan.size(), 7u);
   EXPECT_LE(plan[0].bytes, 1.1 * n);            // weights: about 4 n / 4
   EXPECT_EQ(plan[1].bytes, 6 * group);          // one gathered group, fp32 and bf16
@@ -63,6 +63,16 @@ TEST(DistMemoryPlan, ShardedWeightsKeepOnlyTheGroupInUseWhole) {
   EXPECT_EQ(plan[4].bytes, 4 * group);          // one group's gradient
   EXPECT_LE(plan[5].bytes, 4 * group);          // three other ranks' copies of a quarter of a group
   EXPECT_EQ(total_bytes(plan), 4 * plan[0].bytes + 10 * group + plan[5].bytes);
+}
+
+TEST(DistMemoryPlan, HostMomentsLeaveTheirStagingOnTheDevice) {
+  const model::ModelConfig c = model();
+  const std::vector<MemoryItem> on_device = data_parallel_memory(c, 2, 0.0, Precision::bf16, false, false),
+                                 on_host = data_parallel_memory(c, 2, 0.0, Precision::bf16, false, true);
+  ASSERT_EQ(on_host.size(), on_device.size());
+  EXPECT_EQ(on_host[3].bytes, 4.0 * double(kHostMomentStagingFloats));
+  EXPECT_NE(on_host[3].note.find("host memory"), std::string::npos);
+  EXPECT_EQ(total_bytes(on_host) - on_host[3].bytes, total_bytes(on_device) - on_device[3].bytes);
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ struct PlanInput {
   int64_t seq_len = 0, micro_batch = 0, global_batch = 0;
   Precision precision = Precision::bf16;
   std::optional<model::Remat> remat;  // the recipe's; none: every policy is shown and the per-rank plan takes block
+  bool host_moments = false;          // optim.host_moments
   dist::ContextParallelConfig context;  // ranks sharing each sequence, KV heads gathered at once
 };
 
@@ -48,6 +49,7 @@ static PlanInput recipe_plan(const std::string& path, const std::vector<std::str
           r.data.global_batch_size,
           r.train.precision,
           r.train.remat,
+          r.optim.adamw.host_moments,
           r.train.context};
 }
 
@@ -57,6 +59,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     std::string model, config, precision = "bf16";
     std::vector<std::string> overrides;
     int64_t seq_len = 8192, micro_batch = 1, ranks = 0, global_batch = 0;
+    bool host_moments = false;
     dist::ContextParallelConfig context;
   };
   auto o = std::make_shared<Options>();
@@ -75,6 +78,8 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
         app.add_option("--context-parallel", o->context.degree,
                        "ranks sharing each sequence (train.context_parallel; --ranks counts all ranks)")
             ->check(CLI::PositiveNumber),
+        app.add_flag("--host-moments", o->host_moments,
+                     "the Adam moments in host memory (optim.host_moments): the per-rank plan counts their staging"),
         app.add_option("--cp-head-stride", o->context.head_stride,
                        "KV heads gathered at once (train.cp_head_stride; 0: all)")
             ->check(CLI::NonNegativeNumber)})
@@ -89,7 +94,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
                              ? recipe_plan(o->config, o->overrides)
                              : PlanInput{o->model, model::load_model_config(o->model), o->seq_len, o->micro_batch,
                                          o->global_batch, parse_precision(o->precision.c_str()), std::nullopt,
-                                         o->context};
+                                         o->host_moments, o->context};
     const int64_t ranks = o->ranks > 0 ? o->ranks : !o->config.empty() ? 1 : 0;
     const int64_t N = in.context.degree;
     check(ranks == 0 || ranks % N == 0, "{}: context parallel {} must divide the {} ranks", in.label, N, ranks);
@@ -119,11 +124,14 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     if (precision == Precision::bf16)
       fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
     fmt::print("activations      B={} T={}\n", in.micro_batch, in.seq_len);
+    // optim.host_moments: the moments leave the device, their staging buffers take their place.
+    const double states_host_moments = states - 8 * n + 4.0 * double(kHostMomentStagingFloats);
     using model::Remat;
     for (Remat r : {Remat::none, Remat::selective, Remat::keep_attention, Remat::block}) {
       double act = double(model::Transformer::activation_bytes(c, r, in.micro_batch, in.seq_len, precision));
       fmt::print("  remat={:<15} {}  (total with states: {}; moments on the host: {}){}\n", model::remat_name(r),
-                 gib(act), gib(act + states), gib(act + states - 8 * n), in.remat == r ? "  <- train.remat" : "");
+                 gib(act), gib(act + states), gib(act + states_host_moments),
+                 in.remat != r ? "" : in.host_moments ? "  <- train.remat, optim.host_moments" : "  <- train.remat");
     }
     fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
                6.0 * double(model::matmul_params(c)), fpt - 6.0 * double(model::matmul_params(c)));
@@ -140,7 +148,8 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
       };
       const int64_t L = G / (data_ranks * in.micro_batch);
       auto items = [&](bool shard_weights) {
-        std::vector<dist::MemoryItem> all = dist::data_parallel_memory(c, ranks, act, precision, shard_weights);
+        std::vector<dist::MemoryItem> all =
+            dist::data_parallel_memory(c, ranks, act, precision, shard_weights, in.host_moments);
         if (N > 1) all.push_back(dist::context_parallel_memory(c, in.seq_len, N, in.context.head_stride));
         return all;
       };

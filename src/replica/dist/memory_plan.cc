@@ -1,6 +1,8 @@
 // The memory plans: parameter counts from ParamTable, the rest is arithmetic.
 #include "replica/dist/memory_plan.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 
 #include "replica/dist/context_parallel.h"
@@ -11,7 +13,7 @@
 namespace replica::dist {
 
 std::vector<MemoryItem> data_parallel_memory(const model::ModelConfig& config, int64_t ranks, double activation_bytes,
-                                             Precision precision, bool shard_weights) {
+                                             Precision precision, bool shard_weights, bool host_moments) {
   const model::ParamTable table(config);
   const double n = double(table.total()), group = double(table.largest_group());
   const ShardLayout layout(table, int(ranks));
@@ -33,7 +35,12 @@ std::vector<MemoryItem> data_parallel_memory(const model::ModelConfig& config, i
     items.push_back({"weights bf16", 2 * bf16 * n, "rounded once per step for the GEMMs"});
   }
   items.push_back({"gradients fp32", 4 * shard, "sharded: this rank's part of the sum over all micro-batches"});
-  items.push_back({"adam moments fp32", 8 * shard, "sharded"});
+  if (host_moments)
+    items.push_back({"adam moments fp32", 4 * double(kHostMomentStagingFloats),
+                     fmt::format("staging: the {:.2f} GiB sharded are in host memory (optim.host_moments)",
+                                 8 * shard / double(1 << 30))});
+  else
+    items.push_back({"adam moments fp32", 8 * shard, "sharded"});
   items.push_back({"group gradient fp32", 4 * open_groups * group, "the group the backward is filling"});
   items.push_back(
       {"receive buffer", 4 * double(largest_receive), "other ranks' copies of a piece of this rank's part of a group"});

@@ -20,8 +20,9 @@ struct MemoryItem {
 // sharded too, with the one or two groups the model is using gathered (and rounded to bf16); the gradient of the
 // group the backward is filling (two groups when the LM head is tied to the embedding); the other ranks' copies of a
 // piece of this rank's part of a group; `activation_bytes`. Independent of the number of micro-batches per rank.
+// With `host_moments` (optim.host_moments) the moments are in host memory and the device holds their staging buffers.
 std::vector<MemoryItem> data_parallel_memory(const model::ModelConfig& config, int64_t ranks, double activation_bytes,
-                                             Precision precision, bool shard_weights);
+                                             Precision precision, bool shard_weights, bool host_moments);
 
 // What context parallelism of degree `context` adds per rank at sequence length T (dist/context_parallel.h): one
 // layer's K and V gathered over the whole sequence and its dK, dV, for a chunk of `head_stride` KV heads (0: all).

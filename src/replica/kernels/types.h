@@ -108,6 +108,11 @@ struct AdamWChunk {
   int32_t decay;
 };
 
+// With the moments in host memory (optim.host_moments), a GPU streams them through two buffers per moment of at
+// most this many floats (64 MiB): 256 MiB of device memory (Backend::adamw_step_host_moments).
+constexpr size_t kHostMomentSlabFloats = size_t(16) << 20;
+constexpr size_t kHostMomentStagingFloats = 4 * kHostMomentSlabFloats;
+
 // The scalars of one AdamW step, computed on the host as torch computes them (optim/adamw.cc), so every
 // backend applies the same fp32 operations to every element.
 struct AdamWScalars {

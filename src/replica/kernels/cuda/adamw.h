@@ -22,9 +22,7 @@ void adamw_step(Context& ctx, float* params, const float* grads, float* exp_avg,
 // each slab's chunks, so the bits are adamw_step's.
 class HostMomentPipeline {
  public:
-  static constexpr size_t kSlabFloats = size_t(16) << 20;  // 64 MiB per moment per buffer: 256 MiB of device memory
-
-  explicit HostMomentPipeline(Context& ctx, size_t slab_floats = kSlabFloats);
+  explicit HostMomentPipeline(Context& ctx, size_t slab_floats = kHostMomentSlabFloats);
   ~HostMomentPipeline();
   HostMomentPipeline(const HostMomentPipeline&) = delete;
   HostMomentPipeline& operator=(const HostMomentPipeline&) = delete;
