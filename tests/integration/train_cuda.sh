@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The trainer on the CUDA backend (skips, exit 77, where no GPU is visible): the same recipe's losses on the
 # GPU track the CPU run step by step in fp32 and in bf16, and resume on the GPU is exact (stop at step 18 of 40,
-# rerun: identical metrics and byte-identical final weights and moments, as on the CPU), and train.shard_weights=true
-# gives the same bits, profiled or not.
+# rerun with train.remat=selective and optim.host_moments: identical metrics and byte-identical final weights and
+# moments, as on the CPU), and train.shard_weights=true gives the same bits, profiled or not.
 # With REPLICA_CUDA_EMULATION=1 the binary is replica_cuda_emu: the same trainer on the CPU emulation of CUDA
 # (tests/cuda_emu), which CI runs on every change, with TRAIN_CUDA_STEPS=12 (stop at step 5) to keep it short.
 set -euo pipefail
@@ -44,10 +44,11 @@ run "$work/cpu_bf16" optim.skip_step=false
 run "$work/gpu_bf16_noskip" optim.skip_step=false train.device=cuda
 track "$work/cpu_bf16/metrics.jsonl" "$work/gpu_bf16_noskip/metrics.jsonl" 2e-2
 
-# Exact resume on the GPU (skip-step on, so its history is checkpointed too).
+# Exact resume on the GPU (skip-step on, so its history is checkpointed too). The second half runs with the
+# 7B-on-one-GPU layout, selective recomputation and the Adam moments in host memory, which move no bit either.
 run "$work/gpu_bf16" train.device=cuda
 run "$work/gpu_split" train.device=cuda train.stop_at=$stop
-run "$work/gpu_split" train.device=cuda
+run "$work/gpu_split" train.device=cuda train.remat=selective optim.host_moments=true
 grep -q "resuming from $work/gpu_split/checkpoints/$(printf step%08d $stop) (step $stop" "$work/gpu_split.log"
 same_metrics "$work/gpu_bf16/metrics.jsonl" "$work/gpu_split/metrics.jsonl" "$steps"
 last=$(printf step%08d "$steps")
