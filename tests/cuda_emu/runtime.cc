@@ -153,6 +153,18 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
   return cudaMemcpy(dst, src, bytes, kind);
 }
 
+// Row by row, each row checked as cudaMemcpy checks a copy; pitches below the width are CUDA's error too.
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t) {
+  if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
+  for (size_t r = 0; r < height; r++) {
+    const cudaError_t e = cudaMemcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch,
+                                     width, kind);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
   if (bytes == 0) return cudaSuccess;
   if (!on_device(p, bytes)) return cudaErrorInvalidValue;

@@ -25,8 +25,8 @@ static float* at_least(DeviceArray<float>& a, Backend& backend, size_t n) {
 static void copy_heads(Backend& be, float* dst, int64_t dst_heads, int64_t dst_h0, const float* src, int64_t src_heads,
                        int64_t src_h0, int64_t heads, int64_t rows, int64_t D) {
   if (heads == dst_heads && heads == src_heads) return be.copy(dst, src, size_t(rows * heads * D));
-  for (int64_t t = 0; t < rows; t++)
-    be.copy(dst + (t * dst_heads + dst_h0) * D, src + (t * src_heads + src_h0) * D, size_t(heads * D));
+  be.copy_rows(dst + dst_h0 * D, size_t(dst_heads * D), src + src_h0 * D, size_t(src_heads * D), size_t(heads * D),
+               size_t(rows));
 }
 
 ContextParallel::ContextParallel(Communicator& group, Backend& backend, int64_t head_stride)

@@ -51,6 +51,10 @@ class Backend {
   virtual void to_device(void* dst, const void* host, size_t bytes) = 0;
   virtual void to_host(void* host, const void* src, size_t bytes) = 0;  // returns when the copy is done
   virtual void copy(float* dst, const float* src, size_t n) = 0;
+  // `rows` runs of `width` floats, src_stride floats apart in src and dst_stride apart in dst: one call (a 2-D copy
+  // on a GPU) for what would otherwise be a copy per row (a head range of [T, heads, D]).
+  virtual void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, size_t width,
+                         size_t rows) = 0;
   virtual void zero(float* x, size_t n) = 0;
   virtual void synchronize() = 0;  // waits for every queued kernel (timing)
   // The native queue the backend's work runs on (a cudaStream_t on CUDA, null on the CPU), for libraries

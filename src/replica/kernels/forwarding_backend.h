@@ -37,6 +37,11 @@ class ForwardingBackend : public Backend {
     Call call(*this, "copy", 8.0 * double(n));
     inner_.copy(dst, src, n);
   }
+  void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, size_t width,
+                 size_t rows) override {
+    Call call(*this, "copy_rows", 8.0 * double(width * rows));
+    inner_.copy_rows(dst, dst_stride, src, src_stride, width, rows);
+  }
   void zero(float* x, size_t n) override {
     Call call(*this, "zero", 4.0 * double(n));
     inner_.zero(x, n);

@@ -43,6 +43,10 @@ class CpuBackend final : public Backend {
   void to_device(void* dst, const void* host, size_t bytes) override { copy_bytes(dst, host, bytes); }
   void to_host(void* host, const void* src, size_t bytes) override { copy_bytes(host, src, bytes); }
   void copy(float* dst, const float* src, size_t n) override { copy_bytes(dst, src, n * sizeof(float)); }
+  void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, size_t width,
+                 size_t rows) override {
+    for (size_t r = 0; r < rows; r++) std::memcpy(dst + r * dst_stride, src + r * src_stride, width * sizeof(float));
+  }
   void zero(float* x, size_t n) override { zero_bytes(x, n * sizeof(float)); }
   void synchronize() override {}
   void* native_stream() override { return nullptr; }

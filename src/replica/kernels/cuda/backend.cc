@@ -105,6 +105,12 @@ class CudaBackend final : public Backend {
   void copy(float* dst, const float* src, size_t n) override {
     check_cuda(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, ctx_.stream()), "copy");
   }
+  void copy_rows(float* dst, size_t dst_stride, const float* src, size_t src_stride, size_t width,
+                 size_t rows) override {
+    check_cuda(cudaMemcpy2DAsync(dst, dst_stride * sizeof(float), src, src_stride * sizeof(float), width * sizeof(float),
+                                 rows, cudaMemcpyDeviceToDevice, ctx_.stream()),
+               "copy_rows");
+  }
   void zero(float* x, size_t n) override {
     check_cuda(cudaMemsetAsync(x, 0, n * sizeof(float), ctx_.stream()), "zero");
   }
