@@ -338,14 +338,19 @@ void check_rope(Context& ctx, CheckTable& t) {
     cpu::rope_forward(normed.data(), table.cos.data(), table.sin.data(), B, T, heads, D);
     GpuArray<float> d_w(ctx, w), d_x(ctx, x0), d_fused(ctx, x0.size()), d_fused_rstd(ctx, size_t(B * T)),
         d_two(ctx, x0.size()), d_two_rstd(ctx, size_t(B * T));
-    cuda::rmsnorm_rope_forward(ctx, d_fused.p, d_fused_rstd.p, d_x.p, d_w.p, d_cos.p, d_sin.p, B, T, heads, D, eps);
+    GpuArray<bf16> d_fused16(ctx, x0.size()), d_two16(ctx, x0.size());
+    cuda::rmsnorm_rope_forward(ctx, d_fused.p, d_fused16.p, d_fused_rstd.p, d_x.p, d_w.p, d_cos.p, d_sin.p, B, T, heads,
+                               D, eps);
     cuda::rmsnorm_forward(ctx, d_two.p, d_two_rstd.p, d_x.p, d_w.p, B * T, heads * D, eps);
     cuda::rope_forward(ctx, d_two.p, d_cos.p, d_sin.p, B, T, heads, D);
+    cuda::convert_to_bf16(ctx, d_two.p, d_two16.p, B * T * heads * D);
     t.row("rmsnorm_rope_forward", shape, "y", rel_error(d_fused.download(), normed), kFp32Bound);
     t.row("rmsnorm_rope_forward", shape + " = norm, rope", "y", same_bits(d_fused.download(), d_two.download()),
           kExact);
     t.row("rmsnorm_rope_forward", shape + " = norm, rope", "rstd",
           same_bits(d_fused_rstd.download(), d_two_rstd.download()), kExact);
+    t.row("rmsnorm_rope_forward", shape + " = norm, rope, round", "y16",
+          same_bits(d_fused16.download(), d_two16.download()), kExact);
   }
 }
 
@@ -385,31 +390,44 @@ constexpr AttentionKernel kTensorCoreAttentionKernels[] = {AttentionKernel::mma,
 // The tag of a tensor-core kernel's rows ("attention_forward_mma").
 const char* suffix(AttentionKernel kernel) { return kernel == AttentionKernel::wgmma ? "_wgmma" : "_mma"; }
 
-void attention_forward_gpu(Context& ctx, AttentionKernel kernel, float* out, float* lse, const float* q, const float* k,
-                           const float* v, const AttentionShape& s, const DocumentOffsets& docs) {
-  if (kernel == AttentionKernel::fp32) cuda::attention_forward(ctx, out, lse, q, k, v, s, docs);
+void attention_forward_gpu(Context& ctx, AttentionKernel kernel, float* out, float* lse, WeightRef q, WeightRef k,
+                           WeightRef v, const AttentionShape& s, const DocumentOffsets& docs) {
+  if (kernel == AttentionKernel::fp32) cuda::attention_forward(ctx, out, lse, q.f32, k.f32, v.f32, s, docs);
   if (kernel == AttentionKernel::mma) cuda::attention_forward_mma(ctx, out, lse, q, k, v, s, docs);
   if (kernel == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx, out, lse, q, k, v, s, docs);
 }
 
 void attention_backward_gpu(Context& ctx, AttentionKernel kernel, float* dq, float* dk, float* dv, const float* dout,
-                            const float* out, const float* lse, const float* q, const float* k, const float* v,
+                            const float* out, const float* lse, WeightRef q, WeightRef k, WeightRef v,
                             const AttentionShape& s, const DocumentOffsets& docs) {
-  if (kernel == AttentionKernel::fp32) cuda::attention_backward(ctx, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
+  if (kernel == AttentionKernel::fp32)
+    cuda::attention_backward(ctx, dq, dk, dv, dout, out, lse, q.f32, k.f32, v.f32, s, docs);
   if (kernel == AttentionKernel::mma) cuda::attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
   if (kernel == AttentionKernel::wgmma)
     cuda::attention_backward_wgmma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
 }
 
-// One kernel's forward, then its backward on the GPU's own out and lse.
-AttentionResult attention_gpu(Context& ctx, const AttentionInputs& in, const AttentionShape& s, AttentionKernel kernel) {
+// One kernel's forward, then its backward on the GPU's own out and lse. `rounded_from`: q, k and v also given as
+// bf16 copies (rounded on the host), as the model's QK-norm + RoPE pass hands them over, of these inputs' values.
+AttentionResult attention_gpu(Context& ctx, const AttentionInputs& in, const AttentionShape& s, AttentionKernel kernel,
+                              const AttentionInputs* rounded_from = nullptr) {
   const size_t nq = in.q.size(), nk = in.k.size(), nl = size_t(s.B * s.H * s.rows_q());
   GpuArray<float> q(ctx, in.q), k(ctx, in.k), v(ctx, in.v), dout(ctx, in.dout), out(ctx, nq), lse(ctx, nl),
       dq(ctx, nq), dk(ctx, nk), dv(ctx, nk);
+  auto bf16_copy = [](const std::vector<float>& x) {
+    std::vector<bf16> x16(x.size());
+    convert_to_bf16(x.data(), x16.data(), x.size());
+    return x16;
+  };
+  const AttentionInputs& from = rounded_from ? *rounded_from : in;
+  GpuArray<bf16> q16(ctx, bf16_copy(from.q)), k16(ctx, bf16_copy(from.k)), v16(ctx, bf16_copy(from.v));
+  const bool rounded = rounded_from != nullptr;
+  const WeightRef q_in(q.p, rounded ? q16.p : nullptr), k_in(k.p, rounded ? k16.p : nullptr),
+      v_in(v.p, rounded ? v16.p : nullptr);
   GpuArray<int32_t> offsets(ctx, in.doc_offsets);
   const DocumentOffsets docs = in.documents(offsets.p);
-  attention_forward_gpu(ctx, kernel, out.p, lse.p, q.p, k.p, v.p, s, docs);
-  attention_backward_gpu(ctx, kernel, dq.p, dk.p, dv.p, dout.p, out.p, lse.p, q.p, k.p, v.p, s, docs);
+  attention_forward_gpu(ctx, kernel, out.p, lse.p, q_in, k_in, v_in, s, docs);
+  attention_backward_gpu(ctx, kernel, dq.p, dk.p, dv.p, dout.p, out.p, lse.p, q_in, k_in, v_in, s, docs);
   return {out.download(), lse.download(), dq.download(), dk.download(), dv.download()};
 }
 
@@ -474,6 +492,13 @@ void check_attention_bf16(Context& ctx, CheckTable& t, AttentionKernel kernel) {
   const AttentionInputs in(s);
   attention_rows(t, tag, attention_shape_text(s) + " rerun", attention_gpu(ctx, in, s, kernel),
                  attention_gpu(ctx, in, s, kernel), kExact, bitwise);
+  // q, k and v handed over already rounded are what the kernel reads, with the bits of its own rounding: copies of
+  // other values (q, k, v halved) give those values' results, whatever the fp32 arrays hold.
+  AttentionInputs halved = in;
+  for (std::vector<float>* x : {&halved.q, &halved.k, &halved.v})
+    for (float& value : *x) value *= 0.5f;
+  attention_rows(t, tag, attention_shape_text(s) + " rounded inputs", attention_gpu(ctx, in, s, kernel, &halved),
+                 attention_gpu(ctx, halved, s, kernel), kExact, bitwise);
   // A head dim the tensor-core tiles cannot take is refused, not miscomputed.
   const AttentionShape bad{1, 16, 2, 2, 72, 0};
   double refused = INFINITY;

@@ -60,6 +60,23 @@ TEST(ModelActivations, ActivationBytesAreWhatTheModelAllocates) {
       }
 }
 
+// In bf16 the attention's inputs are kept rounded (q, k, v: N·(H·D + 2·K·D) bf16 values per set of the cheap
+// outputs), except in a context-parallel slice, whose keys and values arrive in fp32.
+TEST(ModelActivations, AContextParallelSliceKeepsNoBf16CopiesOfTheAttentionInputs) {
+  const ModelConfig c = model();
+  const int64_t B = 1, T = 12, L = c.n_layers;
+  const size_t copies = size_t(B * T * (c.q_width() + 2 * c.kv_width())) * sizeof(bf16);
+  const std::pair<Remat, int64_t> policies[] = {{Remat::none, L}, {Remat::selective, 1}, {Remat::block, 1}};
+  for (const auto& [remat, sets] : policies) {
+    EXPECT_EQ(Transformer::activation_bytes(c, remat, B, T, Precision::bf16) -
+                  Transformer::activation_bytes(c, remat, B, T, Precision::bf16, true),
+              size_t(sets) * copies)
+        << remat_name(remat);
+    EXPECT_EQ(Transformer::activation_bytes(c, remat, B, T, Precision::fp32),
+              Transformer::activation_bytes(c, remat, B, T, Precision::fp32, true));
+  }
+}
+
 // Each remat policy keeps less than the one before it.
 TEST(ModelActivations, EachRematPolicyKeepsLessThanTheOneBefore) {
   for (Precision precision : {Precision::fp32, Precision::bf16}) {

@@ -139,7 +139,8 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     if (ranks > 0) {
       const model::Remat remat = in.remat.value_or(model::Remat::block);
       const int64_t T_rank = in.seq_len / N;  // this rank's slice of each sequence
-      const double act = double(model::Transformer::activation_bytes(c, remat, in.micro_batch, T_rank, precision));
+      const double act =
+          double(model::Transformer::activation_bytes(c, remat, in.micro_batch, T_rank, precision, N > 1));
       auto show = [](const std::string& title, const std::vector<dist::MemoryItem>& items) {
         fmt::print("{}\n", title);
         for (const dist::MemoryItem& item : items)

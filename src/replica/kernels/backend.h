@@ -88,8 +88,9 @@ class Backend {
   virtual void rmsnorm_add_forward(float* out, bf16* out16, float* rstd, const float* residual, const float* x,
                                    const float* w, int64_t rows, int64_t C, float eps) = 0;
   // y = rope_forward(rmsnorm_forward(x)) over rows of heads·D (QK-norm, which spans every head, then RoPE), bit for bit
-  // the two calls; a GPU runs it as one pass. rstd: [B·T].
-  virtual void rmsnorm_rope_forward(float* y, float* rstd, const float* x, const float* w, const float* cos,
+  // the two calls, and y16 (when given) = y rounded to bf16 (the attention's operands); a GPU runs it as one pass.
+  // rstd: [B·T].
+  virtual void rmsnorm_rope_forward(float* y, bf16* y16, float* rstd, const float* x, const float* w, const float* cos,
                                     const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D, float eps) = 0;
   // cos, sin [T, D/2]: a RopeTable (kernels/rope_table.h) uploaded into backend memory.
   virtual void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
@@ -102,12 +103,13 @@ class Backend {
   virtual AttentionKernel use_attention(AttentionKernel wanted) = 0;
   // `precision` lets a backend run the attention products in bf16 on tensor cores (the kernel use_attention
   // chose, for the head sizes it has; fp32 otherwise); the CPU is always fp32. `docs`: the packed rows'
-  // documents (backend memory), or none.
-  virtual void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+  // documents (backend memory), or none. q, k, v: fp32 and, where the caller has them, their bf16 copies, which
+  // the tensor-core kernels then read instead of rounding their own.
+  virtual void attention_forward(float* out, float* lse, WeightRef q, WeightRef k, WeightRef v,
                                  const AttentionShape& s, const DocumentOffsets& docs, Precision precision) = 0;
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
-                                  const float* lse, const float* q, const float* k, const float* v,
-                                  const AttentionShape& s, const DocumentOffsets& docs, Precision precision) = 0;
+                                  const float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
+                                  const DocumentOffsets& docs, Precision precision) = 0;
   // s16, dg16, du16 (when given): the outputs rounded to bf16, for the products that take them next.
   virtual void swiglu_forward(float* s, bf16* s16, const float* g, const float* u, int64_t n) = 0;
   virtual void swiglu_backward(float* dg, float* du, bf16* dg16, bf16* du16, const float* ds, const float* g,

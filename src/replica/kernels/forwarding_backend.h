@@ -98,11 +98,11 @@ class ForwardingBackend : public Backend {
               double(rows * C) * (out16 ? 14.0 : 12.0));
     inner_.rmsnorm_add_forward(out, out16, rstd, residual, x, w, rows, C, eps);
   }
-  void rmsnorm_rope_forward(float* y, float* rstd, const float* x, const float* w, const float* cos, const float* sin,
-                            int64_t B, int64_t T, int64_t heads, int64_t D, float eps) override {
-    Call call(*this, [&] { return fmt::format("rmsnorm_rope_forward C={}", heads * D); },
-              8.0 * double(B * T * heads * D));
-    inner_.rmsnorm_rope_forward(y, rstd, x, w, cos, sin, B, T, heads, D, eps);
+  void rmsnorm_rope_forward(float* y, bf16* y16, float* rstd, const float* x, const float* w, const float* cos,
+                            const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D, float eps) override {
+    Call call(*this, [&] { return fmt::format("rmsnorm_rope_forward C={}{}", heads * D, y16 ? " (y16)" : ""); },
+              (y16 ? 10.0 : 8.0) * double(B * T * heads * D));
+    inner_.rmsnorm_rope_forward(y, y16, rstd, x, w, cos, sin, B, T, heads, D, eps);
   }
   void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                     int64_t D) override {
@@ -115,14 +115,14 @@ class ForwardingBackend : public Backend {
     inner_.rope_backward(dx, cos, sin, B, T, heads, D);
   }
   AttentionKernel use_attention(AttentionKernel wanted) override { return inner_.use_attention(wanted); }
-  void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                         const AttentionShape& s, const DocumentOffsets& docs, Precision p) override {
+  void attention_forward(float* out, float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
+                         const DocumentOffsets& docs, Precision p) override {
     Call call(*this, [&] { return fmt::format("attention_forward W={}", s.window); });
     inner_.attention_forward(out, lse, q, k, v, s, docs, p);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
-                          const float* q, const float* k, const float* v, const AttentionShape& s,
-                          const DocumentOffsets& docs, Precision p) override {
+                          WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s, const DocumentOffsets& docs,
+                          Precision p) override {
     Call call(*this, [&] { return fmt::format("attention_backward W={}", s.window); });
     inner_.attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, docs, p);
   }

@@ -10,13 +10,14 @@
 namespace replica::model {
 
 Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision,
-                                        bool training, int64_t position)
+                                        bool training, int64_t position, bool context_parallel)
     : B(B), T(T), N(B * T), position(position), C(size_t(c.d_model)), F(size_t(c.ffn_hidden)), HD(size_t(c.q_width())),
       KD(size_t(c.kv_width())), lse(size_t(B * c.n_heads * T)), layers(size_t(c.n_layers)),
       per_layer_gemms(training && (remat == Remat::none || remat == Remat::selective)),
       per_layer_attention(training && remat != Remat::block), per_layer_cheap(training && remat == Remat::none),
       rope_plain(0), rope_yarn(0), training(training),
-      bf16(precision == Precision::bf16), pre_norm(c.norm_placement == NormPlacement::pre) {
+      bf16(precision == Precision::bf16), pre_norm(c.norm_placement == NormPlacement::pre),
+      attention_inputs16(bf16 && !context_parallel) {
   for (int64_t layer = 0; layer < c.n_layers; layer++)
     (c.yarn_layer(layer) ? rope_yarn : rope_plain) = size_t(T * c.head_dim / 2);
 }
@@ -24,7 +25,7 @@ Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, i
 bool Transformer::ActivationShape::serves(const ActivationShape& other) const {
   return B == other.B && T == other.T && position == other.position && per_layer_gemms == other.per_layer_gemms &&
          per_layer_attention == other.per_layer_attention && per_layer_cheap == other.per_layer_cheap &&
-         float8 == other.float8 && (training || !other.training);
+         float8 == other.float8 && attention_inputs16 == other.attention_inputs16 && (training || !other.training);
 }
 
 template <typename Visit>
@@ -57,6 +58,10 @@ void Transformer::Workspace::each(Visit&& visit) {
       for (Buffer16* b : {&a.attn_in16, &a.mlp_in16}) visit(*b, N * C);
       visit(a.att16, N * HD);
       visit(a.s16, N * F);
+    }
+    if (shape.attention_inputs16) {
+      visit(a.qr16, N * HD);
+      for (Buffer16* b : {&a.kr16, &a.v16}) visit(*b, N * KD);
     }
   }
   visit(final_out, N * C);
@@ -99,11 +104,13 @@ Transformer::BlockActs Transformer::Workspace::block(int64_t layer) {
           a.att.data(), a.lse.data(),
           c.qr.data(), c.kr.data(), c.rstd_q.data(), c.rstd_k.data(), c.n1.data(), c.rstd1.data(), c.h.data(),
           c.s.data(), c.n2.data(), c.rstd2.data(),
-          c.attn_in16.data(), c.att16.data(), c.mlp_in16.data(), c.s16.data()};
+          c.attn_in16.data(), c.att16.data(), c.mlp_in16.data(), c.s16.data(),
+          c.qr16.data(), c.kr16.data(), c.v16.data()};
 }
 
-size_t Transformer::activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision) {
-  return Workspace::bytes(ActivationShape(config, B, T, remat, precision, true));
+size_t Transformer::activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision,
+                                     bool context_parallel) {
+  return Workspace::bytes(ActivationShape(config, B, T, remat, precision, true, 0, context_parallel));
 }
 
 }  // namespace replica::model

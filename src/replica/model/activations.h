@@ -15,8 +15,9 @@ using Buffer8 = DeviceArray<uint8_t>;
 
 // What a workspace is sized for: a micro-batch of [B, T], for training (with the backward's scratch) or evaluation.
 struct Transformer::ActivationShape {
+  // `context_parallel`: the pass is a slice of a sequence from `position` on.
   ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision, bool training,
-                  int64_t position = 0);
+                  int64_t position = 0, bool context_parallel = false);
   // Whether a workspace of this shape holds every buffer `other` needs: the same ones, or training's for evaluation.
   bool serves(const ActivationShape& other) const;
 
@@ -33,6 +34,9 @@ struct Transformer::ActivationShape {
   bool training, bf16;
   bool pre_norm;  // the branch norms' outputs are kept (pre-norm); reordered, the fused norm and add never writes them
   bool float8 = false;  // Transformer::use_float8: the float8 Linears' scratch
+  // bf16 copies of the attention's inputs (CheapOutputs::qr16, kr16, v16): in bf16, unless the pass is a
+  // context-parallel slice, whose keys and values travel in fp32.
+  bool attention_inputs16;
 
   size_t sets(bool per_layer) const { return per_layer ? layers : 1; }
   // Whether the backward has to run a block's forward again: something it reads was not kept for its layer.
@@ -57,8 +61,10 @@ struct Transformer::CheapOutputs {
   Buffer h;               // residual after the attention branch [N, C]
   Buffer s;               // silu(gate)·up [N, F]
   Buffer n2, rstd2;       // norm2 output and its rstd
-  // bf16: the four GEMM inputs rounded once, for their forward products and the weight gradients.
+  // bf16: the four GEMM inputs rounded once, for their forward products and the weight gradients, and the
+  // attention's inputs rounded once for its forward and backward.
   Buffer16 attn_in16, att16, mlp_in16, s16;
+  Buffer16 qr16, kr16, v16;
 };
 
 // One block's activations as the block code reads and writes them: its layer's set of each group, or the shared one.
@@ -67,6 +73,7 @@ struct Transformer::BlockActs {
   float *att, *lse;
   float *qr, *kr, *rstd_q, *rstd_k, *n1, *rstd1, *h, *s, *n2, *rstd2;
   bf16 *attn_in16, *att16, *mlp_in16, *s16;
+  bf16 *qr16, *kr16, *v16;
 };
 
 // Everything sized by (B, T): residual stream per layer, block activations, backward scratch, the RoPE tables.

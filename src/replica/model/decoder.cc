@@ -103,9 +103,9 @@ void Decoder::block(const GroupWeights& P, int64_t layer, int64_t n) {
   const float* cos = rope.cos.data() + position_ * c.head_dim / 2;
   const float* sin = rope.sin.data() + position_ * c.head_dim / 2;
   if (c.qk_norm) {
-    be_.rmsnorm_rope_forward(w.qn.data(), w.rstd.data(), w.q.data(), P(o.q_norm.value()), cos, sin, 1, n, c.n_heads,
-                             c.head_dim, eps);
-    be_.rmsnorm_rope_forward(w.kn.data(), w.rstd.data(), w.k.data(), P(o.k_norm.value()), cos, sin, 1, n,
+    be_.rmsnorm_rope_forward(w.qn.data(), nullptr, w.rstd.data(), w.q.data(), P(o.q_norm.value()), cos, sin, 1, n,
+                             c.n_heads, c.head_dim, eps);
+    be_.rmsnorm_rope_forward(w.kn.data(), nullptr, w.rstd.data(), w.k.data(), P(o.k_norm.value()), cos, sin, 1, n,
                              c.n_kv_heads, c.head_dim, eps);
   } else {
     be_.copy(w.qn.data(), w.q.data(), size_t(n * HD));

@@ -61,7 +61,7 @@ void Transformer::prepare(int64_t B, int64_t T, bool for_training, std::span<con
       docs_.offsets = doc_offsets_.data();
     }
   }
-  ActivationShape shape(config_, B, T, remat_, precision_, for_training, position);
+  ActivationShape shape(config_, B, T, remat_, precision_, for_training, position, context != nullptr);
   shape.float8 = float8_;
   if (ws_ && ws_->shape.serves(shape)) return;
   ws_.reset();  // the old buffers go before the new ones come
@@ -170,23 +170,32 @@ void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer,
     linear(a.v, attn_in, P.matrix(o.wv), N, KD, C);
   }
   const RopeBuffers& rope = rope_table(layer);
-  if (c.qk_norm) {  // QK-norm and RoPE in one pass
-    be_.rmsnorm_rope_forward(a.qr, a.rstd_q, a.q, P(o.q_norm.value()), rope.cos.data(),
-                             rope.sin.data(), B, T, c.n_heads, c.head_dim, eps());
-    be_.rmsnorm_rope_forward(a.kr, a.rstd_k, a.k, P(o.k_norm.value()), rope.cos.data(),
-                             rope.sin.data(), B, T, c.n_kv_heads, c.head_dim, eps());
+  // In bf16 the attention's inputs are rounded once here, as QK-norm + RoPE write them, for its forward and backward
+  // (a.qr16, a.kr16, a.v16). In fp32, and for a context-parallel slice, whose keys and values travel in fp32 and are
+  // rounded where they arrive, there are none (null).
+  const bool round_inputs = ws_->shape.attention_inputs16;
+  if (c.qk_norm) {  // QK-norm and RoPE (and the rounding) in one pass
+    be_.rmsnorm_rope_forward(a.qr, a.qr16, a.rstd_q, a.q, P(o.q_norm.value()), rope.cos.data(), rope.sin.data(), B, T,
+                             c.n_heads, c.head_dim, eps());
+    be_.rmsnorm_rope_forward(a.kr, a.kr16, a.rstd_k, a.k, P(o.k_norm.value()), rope.cos.data(), rope.sin.data(), B, T,
+                             c.n_kv_heads, c.head_dim, eps());
   } else {
     be_.copy(a.qr, a.q, size_t(N * HD));
     be_.copy(a.kr, a.k, size_t(N * KD));
     be_.rope_forward(a.qr, rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
     be_.rope_forward(a.kr, rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
+    if (round_inputs) {
+      be_.convert_to_bf16(a.qr, a.qr16, size_t(N * HD));
+      be_.convert_to_bf16(a.kr, a.kr16, size_t(N * KD));
+    }
   }
+  if (round_inputs) be_.convert_to_bf16(a.v, a.v16, size_t(N * KD));
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   if (redo_attention) {
     if (context_)
       context_->forward(a.att, a.lse, a.qr, a.kr, a.v, shape, p);
     else
-      be_.attention_forward(a.att, a.lse, a.qr, a.kr, a.v, shape, docs_, p);
+      be_.attention_forward(a.att, a.lse, {a.qr, a.qr16}, {a.kr, a.kr16}, {a.v, a.v16}, shape, docs_, p);
   }
   const WeightRef att = rounded(a.att, a.att16, size_t(N * HD));
   if (redo_gemms) linear(a.ao, att, P.matrix(o.wo), N, C, HD);
@@ -210,8 +219,8 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
     context_->backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att, a.lse, a.qr,
                        a.kr, a.v, shape, p);
   else
-    be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att, a.lse, a.qr,
-                           a.kr, a.v, shape, docs_, p);
+    be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att, a.lse, {a.qr, a.qr16},
+                           {a.kr, a.kr16}, {a.v, a.v16}, shape, docs_, p);
   const RopeBuffers& rope = rope_table(layer);
   be_.rope_backward(w.dqr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
   be_.rope_backward(w.dkr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);

@@ -95,8 +95,9 @@ class Transformer {
   void head_logits(WeightSource& weights, const int64_t* rows, int64_t n, float* logits);
 
   // Bytes of activation memory one micro-batch of [B, T] needs under `remat` in training: exactly what
-  // forward_backward allocates (for the memory plan).
-  static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision);
+  // forward_backward allocates (for the memory plan); `context_parallel`: for a slice of a sequence (T its tokens).
+  static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision,
+                                 bool context_parallel = false);
 
  private:
   // The activation memory (model/activations.h).

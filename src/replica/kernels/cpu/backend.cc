@@ -89,10 +89,11 @@ class CpuBackend final : public Backend {
     cpu::rmsnorm_add_forward(out, rstd, residual, x, w, rows, C, eps);
     if (out16) replica::convert_to_bf16(out, out16, size_t(rows * C));
   }
-  void rmsnorm_rope_forward(float* y, float* rstd, const float* x, const float* w, const float* cos, const float* sin,
-                            int64_t B, int64_t T, int64_t heads, int64_t D, float eps) override {
+  void rmsnorm_rope_forward(float* y, bf16* y16, float* rstd, const float* x, const float* w, const float* cos,
+                            const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D, float eps) override {
     cpu::rmsnorm_forward(y, rstd, x, w, B * T, heads * D, eps);
     cpu::rope_forward(y, cos, sin, B, T, heads, D);
+    if (y16) replica::convert_to_bf16(y, y16, size_t(B * T * heads * D));
   }
   void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                     int64_t D) override {
@@ -108,14 +109,15 @@ class CpuBackend final : public Backend {
           attention_kernel_name(wanted));
     return AttentionKernel::fp32;
   }
-  void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                         const AttentionShape& s, const DocumentOffsets& docs, Precision) override {
-    cpu::attention_forward(out, lse, q, k, v, s, docs);
+  // fp32 always: the bf16 copies are not read.
+  void attention_forward(float* out, float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
+                         const DocumentOffsets& docs, Precision) override {
+    cpu::attention_forward(out, lse, q.f32, k.f32, v.f32, s, docs);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
-                          const float* q, const float* k, const float* v, const AttentionShape& s,
-                          const DocumentOffsets& docs, Precision) override {
-    cpu::attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, docs);
+                          WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s, const DocumentOffsets& docs,
+                          Precision) override {
+    cpu::attention_backward(dq, dk, dv, dout, out, lse, q.f32, k.f32, v.f32, s, docs);
   }
   void swiglu_forward(float* s, bf16* s16, const float* g, const float* u, int64_t n) override {
     cpu::swiglu_forward(s, g, u, n);

@@ -26,25 +26,26 @@ void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const flo
 
 // The same on tensor cores through mma.sync with register-resident scores and probabilities (attention_mma.cu,
 // FlashAttention-2 style), same arrays (fp32 in device memory) and the same lse (natural log of the scaled
-// scores, scale = 1/√D). Inside, q, k, v, dout and the probabilities P and dS are rounded to bf16 (RNE); every
-// product accumulates in fp32, softmax statistics are fp32. D must be a multiple of 16 in [16, 128]
-// (std::invalid_argument otherwise); q, k, v and dout 16-byte aligned. Deterministic without atomics, split
-// like attention_backward.
-void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
+// scores, scale = 1/√D). Inside, q, k, v, dout and the probabilities P and dS are rounded to bf16 (RNE); q, k and v
+// are read as their caller's bf16 copies where given (WeightRef::b16: the model's QK-norm + RoPE pass writes them),
+// else rounded into scratch per call. Every product accumulates in fp32, softmax statistics are fp32. D must be a
+// multiple of 16 in [16, 128] (std::invalid_argument otherwise); q, k, v (and their copies) and dout 16-byte aligned.
+// Deterministic without atomics, split like attention_backward.
+void attention_forward_mma(Context& ctx, float* out, float* lse, WeightRef q, WeightRef k, WeightRef v,
                            const AttentionShape& s, const DocumentOffsets& docs);
 void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
-                            const float* lse, const float* q, const float* k, const float* v,
-                            const AttentionShape& s, const DocumentOffsets& docs);
+                            const float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
+                            const DocumentOffsets& docs);
 
 // The same on sm_90a warpgroup products (attention_wgmma.cu, FlashAttention-3's instruction): the same arguments,
 // rounding points and outputs as the mma.sync pair, and interchangeable with it; head dims 64 and 128 on an sm_90
 // GPU, and the mma.sync kernels for everything else.
-void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
+void attention_forward_wgmma(Context& ctx, float* out, float* lse, WeightRef q, WeightRef k, WeightRef v,
                              const AttentionShape& s, const DocumentOffsets& docs);
 // The backward on warpgroup products: the same as attention_backward_mma, and the same two-pass split.
 void attention_backward_wgmma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
-                              const float* lse, const float* q, const float* k, const float* v,
-                              const AttentionShape& s, const DocumentOffsets& docs);
+                              const float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
+                              const DocumentOffsets& docs);
 
 // delta[b, h, t] = Σ_d dout·out in fp32 with a fixed reduction order: the row term both backward variants need.
 void attention_delta(Context& ctx, float* delta, const float* dout, const float* out, const AttentionShape& s);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 
 #include "replica/kernels/cuda/attention_tiles.cuh"
 #include "replica/kernels/cuda/common.cuh"
@@ -238,15 +239,21 @@ __device__ inline void finish_rows(float (&o)[D / 8][4], float* lse_rows, const 
   }
 }
 
-// An fp32 array rounded to bf16 once (RNE, as replica::to_bf16) in stream-ordered scratch: what every tile
-// copy then reads.
+// An fp32 array as bf16 (RNE, as replica::to_bf16), what every tile copy then reads: the caller's rounded copy when
+// it has one (x.b16), else rounded once into stream-ordered scratch.
 class Bf16Copy {
  public:
-  Bf16Copy(Context& ctx, const float* x, int64_t n) : data_(ctx, size_t(n)) { convert_to_bf16(ctx, x, data_.get(), n); }
-  const bf16_t* get() const { return reinterpret_cast<const bf16_t*>(data_.get()); }
+  Bf16Copy(Context& ctx, WeightRef x, int64_t n) : rounded_(x.b16) {
+    if (rounded_) return;
+    scratch_.emplace(ctx, size_t(n));
+    convert_to_bf16(ctx, x.f32, scratch_->get(), n);
+    rounded_ = scratch_->get();
+  }
+  const bf16_t* get() const { return reinterpret_cast<const bf16_t*>(rounded_); }
 
  private:
-  Scratch<bf16> data_;
+  std::optional<Scratch<bf16>> scratch_;
+  const bf16* rounded_;
 };
 
 // What a forward launch reads: q, k, v in bf16, one block per 64 queries (of the s.rows_q() a row holds), head and
@@ -255,7 +262,7 @@ struct ForwardOperands {
   Bf16Copy q, k, v;
   dim3 grid;
   float scale;
-  ForwardOperands(Context& ctx, const float* q_, const float* k_, const float* v_, const AttentionShape& s)
+  ForwardOperands(Context& ctx, WeightRef q_, WeightRef k_, WeightRef v_, const AttentionShape& s)
       : q(ctx, q_, s.B * s.rows_q() * s.H * s.D),
         k(ctx, k_, s.B * s.T * s.K * s.D),
         v(ctx, v_, s.B * s.T * s.K * s.D),
@@ -270,8 +277,8 @@ struct BackwardOperands {
   Bf16Copy q, k, v, dout;
   dim3 kv_grid, q_grid;
   float scale;
-  BackwardOperands(Context& ctx, const float* dout_, const float* out, const float* q_, const float* k_,
-                   const float* v_, const AttentionShape& s)
+  BackwardOperands(Context& ctx, const float* dout_, const float* out, WeightRef q_, WeightRef k_, WeightRef v_,
+                   const AttentionShape& s)
       : delta(ctx, size_t(s.B * s.H * s.rows_q())),
         q(ctx, q_, s.B * s.rows_q() * s.H * s.D),
         k(ctx, k_, s.B * s.T * s.K * s.D),

@@ -325,7 +325,7 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
 
 }  // namespace
 
-void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
+void attention_forward_mma(Context& ctx, float* out, float* lse, WeightRef q, WeightRef k, WeightRef v,
                            const AttentionShape& s, const DocumentOffsets& docs) {
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
   const ForwardOperands in(ctx, q, k, v, s);
@@ -339,8 +339,8 @@ void attention_forward_mma(Context& ctx, float* out, float* lse, const float* q,
 }
 
 void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
-                            const float* lse, const float* q, const float* k, const float* v,
-                            const AttentionShape& s, const DocumentOffsets& docs) {
+                            const float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
+                            const DocumentOffsets& docs) {
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
   const BackwardOperands in(ctx, dout, out, q, k, v, s);
   with_head_dim(s.D, [&](auto head_dim) {

@@ -80,9 +80,10 @@ void with_head_dim(int64_t D, F&& f) {
   }
 }
 
-inline void check_aligned(const float* p, const char* name) {
+inline void check_aligned(const void* p, const char* name) {
   if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
-    throw std::invalid_argument(std::string("attention bf16: ") + name + " must be 16-byte aligned (float4 loads)");
+    throw std::invalid_argument(std::string("attention bf16: ") + name +
+                                " must be 16-byte aligned (float4 loads, 16-byte cp.async of its bf16 copy)");
 }
 
 inline void check_shape(const AttentionShape& s) {
@@ -95,10 +96,13 @@ inline void check_shape(const AttentionShape& s) {
 
 // The checks every tensor-core launch makes (shape, then the float4 alignment of `arrays`); false when there
 // is nothing to compute.
-inline bool check_inputs(const AttentionShape& s, std::initializer_list<std::pair<const float*, const char*>> arrays) {
+inline bool check_inputs(const AttentionShape& s, std::initializer_list<std::pair<WeightRef, const char*>> arrays) {
   check_shape(s);
   if (s.B * s.T * s.H == 0) return false;
-  for (const auto& [p, name] : arrays) check_aligned(p, name);
+  for (const auto& [p, name] : arrays) {
+    check_aligned(p.f32, name);
+    if (p.b16) check_aligned(p.b16, name);
+  }
   return true;
 }
 

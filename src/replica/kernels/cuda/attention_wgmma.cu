@@ -379,7 +379,7 @@ bool hopper(Context& ctx) {
 
 }  // namespace
 
-void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
+void attention_forward_wgmma(Context& ctx, float* out, float* lse, WeightRef q, WeightRef k, WeightRef v,
                              const AttentionShape& s, const DocumentOffsets& docs) {
   if (!hopper(ctx) || (s.D != 64 && s.D != 128)) return attention_forward_mma(ctx, out, lse, q, k, v, s, docs);
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
@@ -400,8 +400,8 @@ void attention_forward_wgmma(Context& ctx, float* out, float* lse, const float* 
 }
 
 void attention_backward_wgmma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
-                              const float* lse, const float* q, const float* k, const float* v,
-                              const AttentionShape& s, const DocumentOffsets& docs) {
+                              const float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
+                              const DocumentOffsets& docs) {
   if (!hopper(ctx) || (s.D != 64 && s.D != 128))
     return attention_backward_mma(ctx, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;

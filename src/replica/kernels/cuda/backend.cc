@@ -173,9 +173,9 @@ class CudaBackend final : public Backend {
                            int64_t rows, int64_t C, float eps) override {
     cuda::rmsnorm_add_forward(ctx_, out, out16, rstd, residual, x, w, rows, C, eps);
   }
-  void rmsnorm_rope_forward(float* y, float* rstd, const float* x, const float* w, const float* cos, const float* sin,
-                            int64_t B, int64_t T, int64_t heads, int64_t D, float eps) override {
-    cuda::rmsnorm_rope_forward(ctx_, y, rstd, x, w, cos, sin, B, T, heads, D, eps);
+  void rmsnorm_rope_forward(float* y, bf16* y16, float* rstd, const float* x, const float* w, const float* cos,
+                            const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D, float eps) override {
+    cuda::rmsnorm_rope_forward(ctx_, y, y16, rstd, x, w, cos, sin, B, T, heads, D, eps);
   }
   void rope_forward(float* x, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                     int64_t D) override {
@@ -196,16 +196,17 @@ class CudaBackend final : public Backend {
   bool tensor_core_attention(const AttentionShape& s, Precision p) const {
     return p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && attention_ != AttentionKernel::fp32;
   }
-  void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                         const AttentionShape& s, const DocumentOffsets& docs, Precision p) override {
-    if (!tensor_core_attention(s, p)) cuda::attention_forward(ctx_, out, lse, q, k, v, s, docs);
+  void attention_forward(float* out, float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
+                         const DocumentOffsets& docs, Precision p) override {
+    if (!tensor_core_attention(s, p)) cuda::attention_forward(ctx_, out, lse, q.f32, k.f32, v.f32, s, docs);
     else if (attention_ == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx_, out, lse, q, k, v, s, docs);
     else cuda::attention_forward_mma(ctx_, out, lse, q, k, v, s, docs);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
-                          const float* q, const float* k, const float* v, const AttentionShape& s,
-                          const DocumentOffsets& docs, Precision p) override {
-    if (!tensor_core_attention(s, p)) cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
+                          WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s, const DocumentOffsets& docs,
+                          Precision p) override {
+    if (!tensor_core_attention(s, p))
+      cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q.f32, k.f32, v.f32, s, docs);
     else if (attention_ == AttentionKernel::wgmma)
       cuda::attention_backward_wgmma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
     else cuda::attention_backward_mma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s, docs);

@@ -27,9 +27,11 @@ __global__ void rope_kernel(float* x, const float* cos, const float* sin, int64_
 }
 
 // One token's row of heads·D values: normalised as rmsnorm_forward_kernel does (the same rstd and products), then
-// each head's pairs rotated as rope_kernel does; the normalised row is never written.
-__global__ void rmsnorm_rope_kernel(float* y, float* rstd, const float* x, const float* w, const float* cos,
-                                    const float* sin, int64_t T, int64_t heads, int64_t half, float eps) {
+// each head's pairs rotated as rope_kernel does, and with y16 also rounded to bf16 as convert_to_bf16 rounds; the
+// normalised row is never written.
+__global__ void rmsnorm_rope_kernel(float* y, uint16_t* y16, float* rstd, const float* x, const float* w,
+                                    const float* cos, const float* sin, int64_t T, int64_t heads, int64_t half,
+                                    float eps) {
   __shared__ float shared[32];
   const int64_t row = blockIdx.x, C = heads * 2 * half, t = row % T;
   const float* xr = x + row * C;
@@ -38,7 +40,13 @@ __global__ void rmsnorm_rope_kernel(float* y, float* rstd, const float* x, const
   for (int64_t p = threadIdx.x; p < heads * half; p += blockDim.x) {
     const int64_t h = p / half, i = p % half, a = h * 2 * half + i, b = a + half;
     const float x1 = __fmul_rn(__fmul_rn(xr[a], s), w[a]), x2 = __fmul_rn(__fmul_rn(xr[b], s), w[b]);
-    rotate_pair(y + row * C + h * 2 * half, i, half, x1, x2, cos[t * half + i], sin[t * half + i]);
+    float* yh = y + row * C + h * 2 * half;
+    rotate_pair(yh, i, half, x1, x2, cos[t * half + i], sin[t * half + i]);
+    if (y16) {
+      uint16_t* y16h = y16 + row * C + h * 2 * half;
+      y16h[i] = to_bf16_bits(yh[i]);
+      y16h[i + half] = to_bf16_bits(yh[i + half]);
+    }
   }
 }
 
@@ -62,11 +70,11 @@ void rope_backward(Context& ctx, float* dx, const float* cos, const float* sin, 
   rotate(ctx, dx, cos, sin, B, T, heads, D, -1.0f);
 }
 
-void rmsnorm_rope_forward(Context& ctx, float* y, float* rstd, const float* x, const float* w, const float* cos,
-                          const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D, float eps) {
+void rmsnorm_rope_forward(Context& ctx, float* y, bf16* y16, float* rstd, const float* x, const float* w,
+                          const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D, float eps) {
   if (B * T == 0) return;
-  launch("rmsnorm_rope_forward", rmsnorm_rope_kernel, unsigned(B * T), kThreads, 0, ctx.stream(), y, rstd, x, w, cos,
-         sin, T, heads, D / 2, eps);
+  launch("rmsnorm_rope_forward", rmsnorm_rope_kernel, unsigned(B * T), kThreads, 0, ctx.stream(), y,
+         reinterpret_cast<uint16_t*>(y16), rstd, x, w, cos, sin, T, heads, D / 2, eps);
 }
 
 }  // namespace replica::cuda

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "replica/kernels/cuda/context.h"
+#include "replica/kernels/types.h"
 
 namespace replica::cuda {
 
@@ -15,8 +16,9 @@ void rope_backward(Context& ctx, float* dx, const float* cos, const float* sin, 
                    int64_t heads, int64_t D);
 
 // y = rope_forward(rmsnorm_forward(x)) over the whole row of heads·D values (OLMo's QK-norm spans every head), bit
-// for bit as the two calls, in one pass that reads x once and does not keep the normalised row. rstd: [B·T].
-void rmsnorm_rope_forward(Context& ctx, float* y, float* rstd, const float* x, const float* w, const float* cos,
-                          const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D, float eps);
+// for bit as the two calls, in one pass that reads x once and does not keep the normalised row; y16 (when given) is
+// y rounded to bf16 as convert_to_bf16 rounds (the attention kernels' operands). rstd: [B·T].
+void rmsnorm_rope_forward(Context& ctx, float* y, bf16* y16, float* rstd, const float* x, const float* w,
+                          const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads, int64_t D, float eps);
 
 }  // namespace replica::cuda
