@@ -8,8 +8,9 @@
 #  5. runs replica itself on the GPU: the reference parity tests on the CUDA backend (with them context parallelism
 #     at 1×2 and 2×2 as ranks in threads sharing the one GPU, ContextParallelCuda.*), the trainer's GPU-vs-CPU
 #     and exact-resume test, whole training steps of olmo3_1b and olmo3_7b at 1 × 8192 (tokens/s, MFU against
-#     the datasheet peak, GPU memory), each also with float8 linears (train.float8), the same 1B step in PyTorch,
-#     and a profile of both steps (device time per operation, bench_model's `profile`: where the time goes).
+#     the datasheet peak, GPU memory), each also with float8 linears (train.float8), the 7B also without block
+#     recomputation (remat=selective with the Adam moments in host memory), the same 1B step in PyTorch, and a
+#     profile of both steps (device time per operation, bench_model's `profile`: where the time goes).
 #     With FLOAT8_CURVE_MIX set, instead the 300-step float8-vs-bf16 loss curves of olmo3_1b (float8_curve below).
 #     With NEEDLE_STAGES=1, instead the tiny stage-2 and stage-3 models of bench/needle_stages.sh trained on the GPU
 #     and scored on the needle surface (needle_stages.md: does stage 3 beat stage 2 beyond 64 tokens).
