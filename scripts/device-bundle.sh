@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what the GPU checks need to run replica itself on a GPU machine that has the CUDA toolkit but none of
-# replica's Debian libraries (the device machines here): `replica`, `unit_tests`, `bench_model` and
+# replica's Debian libraries (the device machines here): `replica`, `unit_tests`, `bench_model`, `bench_attention` and
 # `check_kernels` (so the GPU machine spends no device time compiling) built for
 # any x86-64 CPU with AVX2 (x86-64-v3; the GPU machine's CPU model is not known here) with the CUDA backend, the shared libraries they load that such a machine lacks, and
 # the PyTorch reference fixtures. CUDA's own libraries (cudart, cuBLASLt, NCCL) are not packed: the GPU
@@ -10,12 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build-device}
 cmake -S . -B "$build" -G Ninja -DREPLICA_NATIVE=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v3 >/dev/null
-ninja -C "$build" replica unit_tests bench_model check_kernels reference_fixtures
+ninja -C "$build" replica unit_tests bench_model bench_attention check_kernels reference_fixtures
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
-cp "$build/replica" "$build/tests/unit_tests" "$build/bench/bench_model" "$build/tests/gpu/check_kernels" "$stage/bin/"
+cp "$build/replica" "$build/tests/unit_tests" "$build/bench/bench_model" "$build/bench/bench_attention" \
+  "$build/tests/gpu/check_kernels" "$stage/bin/"
 cp -r "$build/fixtures" "$stage/fixtures"
 # Every shared library the binaries load except the C runtime (glibc, present everywhere and tied to the
 # loader) and CUDA's (the GPU machine's own, matching its driver).

@@ -7,10 +7,12 @@
 #  4. checks every CUDA kernel against the CPU kernel (tests/gpu/check_kernels.cu);
 #  5. runs replica itself on the GPU: the reference parity tests on the CUDA backend (with them context parallelism
 #     at 1×2 and 2×2 as ranks in threads sharing the one GPU, ContextParallelCuda.*), the trainer's GPU-vs-CPU
-#     and exact-resume test, whole training steps of olmo3_1b and olmo3_7b at 1 × 8192 (tokens/s, MFU against
-#     the datasheet peak, GPU memory), each also with float8 linears (train.float8), the 7B also without block
-#     recomputation (remat=selective with the Adam moments in host memory), the same 1B step in PyTorch, and a
-#     profile of both steps (device time per operation, bench_model's `profile`: where the time goes).
+#     and exact-resume test, the attention's TFLOP/s per kernel (bench_attention: a 7B layer at 8192 with the
+#     window, full causal, and over packed documents), whole training steps of olmo3_1b and olmo3_7b at 1 × 8192
+#     (tokens/s, MFU against the datasheet peak, GPU memory), each also with float8 linears (train.float8), the
+#     7B also without block recomputation (remat=selective with the Adam moments in host memory), the same 1B
+#     step in PyTorch, and a profile of both steps (device time per operation, bench_model's `profile`: where the
+#     time goes).
 #     With FLOAT8_CURVE_MIX set, instead the 300-step float8-vs-bf16 loss curves of olmo3_1b (float8_curve below).
 #     With NEEDLE_STAGES=1, instead the tiny stage-2 and stage-3 models of bench/needle_stages.sh trained on the GPU
 #     and scored on the needle surface (needle_stages.md: does stage 3 beat stage 2 beyond 64 tokens).
@@ -34,10 +36,11 @@ finish() {
   echo "| stage | result |"
   echo "|---|---|"
   printf '%s\n' "${summary[@]}"
+  [ -s "$logs/attention_bench.md" ] && { echo; cat "$logs/attention_bench.md"; }
   [ -s "$logs/train_bench.md" ] && { echo; cat "$logs/train_bench.md"; }
   printf '%s\n' "${summary[@]}" >"$logs/summary.md"
   if [ -n "${OUT:-}" ]; then
-    for f in summary.md check.md train_bench.md profile.md float8_curve.md needle_stages.md; do [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"; done
+    for f in summary.md check.md attention_bench.md train_bench.md profile.md float8_curve.md needle_stages.md; do [ -f "$logs/$f" ] && cp "$logs/$f" "$OUT/"; done
     tar -C "$logs" -czf "$OUT/logs.tar.gz" .
   fi
   exit "$1"
@@ -201,6 +204,31 @@ if [ $rc -eq 0 ]; then row "train on CUDA vs CPU, exact resume" "ok: $(grep -E '
   tail -30 "$logs/train_cuda.log"
   row "train on CUDA vs CPU, exact resume" "**FAILED** (exit $rc; train_cuda.log)"; status=1; fi
 
+# Attention per kernel (bench_attention, TFLOP/s as model/flops.h counts them): one olmo3_7b layer at 1 × 8192 (H = K
+# = 32, D = 128) with the sliding layers' window, full causal, and packed into 8 documents of 1,024 tokens (document
+# masking: the same rate per visible pair is the goal). The tensor-core kernels only where their checks passed.
+wgmma_rows=$(grep -E '^\| attention[a-z_]*_wgmma ' "$logs/check.md" 2>/dev/null)
+wgmma_ok=""
+[ -n "$wgmma_rows" ] && ! grep -q 'NO' <<<"$wgmma_rows" && wgmma_ok=1
+attention_kernels=fp32
+[ -z "$attention" ] && attention_kernels+=,mma${wgmma_ok:+,wgmma}
+{ echo "| kernel | shape | forward ms | forward TFLOP/s | forward + backward ms | forward + backward TFLOP/s |"
+  echo "|---|---|---|---|---|---|"; } >"$logs/attention_bench.md"
+for mask in window=4096 window=0 "window=0 documents=8"; do
+  # shellcheck disable=SC2086 # the mask is one or two arguments
+  if timeout "$(limit 60)" "$bundle/bin/bench_attention" cuda 1 8192 32 32 128 $mask "kernels=$attention_kernels" \
+    >"$logs/attention_bench.out" 2>>"$logs/attention_bench.err"; then
+    grep '^| [a-z0-9]* | B=' "$logs/attention_bench.out" >>"$logs/attention_bench.md"
+  else
+    echo "| $mask | **failed** ($(tail -c 200 "$logs/attention_bench.err" | tr '\n' ' ')) | | | | |" \
+      >>"$logs/attention_bench.md"
+    status=2
+  fi
+  cat "$logs/attention_bench.out" >>"$logs/attention_bench.log"
+done
+row "attention TFLOP/s (bench_attention)" \
+  "$(grep -c '^| [a-z0-9]* | B=' "$logs/attention_bench.md") rows, kernels $attention_kernels (attention_bench.md)"
+
 # Whole training steps (forward, backward, clipping, AdamW): olmo3_1b and the real olmo3_7b at 1 × 8192.
 echo "| model | B×T | remat | tokens/s | MFU (989 TFLOP/s) | step s | optimizer share | GPU memory |" \
   >"$logs/train_bench.md"
@@ -237,10 +265,7 @@ PY
 }
 bench_step olmo3_1b 1 8192 none 5 90
 # The wgmma attention (not the default until a GPU has confirmed it): the same 1B step, when its checks passed.
-wgmma_rows=$(grep -E '^\| attention[a-z_]*_wgmma ' "$logs/check.md" 2>/dev/null)
-if [ -n "$wgmma_rows" ] && ! grep -q 'NO' <<<"$wgmma_rows"; then
-  ATTENTION=wgmma bench_step olmo3_1b 1 8192 none 5 60
-fi
+[ -n "$wgmma_ok" ] && ATTENTION=wgmma bench_step olmo3_1b 1 8192 none 5 60
 # float8 linears (train.float8, torchao's tensorwise recipe) beside each bf16 step, when the float8 checks passed.
 float8_rows=$(grep -E '^\| (quantize_float8|gemm_float8) ' "$logs/check.md" 2>/dev/null)
 float8_ok=""
