@@ -216,8 +216,8 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
   linear_backward(w.datt.data(), G(o.wo), dao16, {a.att, a.att16}, P.matrix(o.wo), N, C, HD, false);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   if (context_)
-    context_->backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att, a.lse, a.qr,
-                       a.kr, a.v, shape, p);
+    context_->backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att, a.lse, a.qr, a.kr, a.v, shape,
+                       p);
   else
     be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att, a.lse, {a.qr, a.qr16},
                            {a.kr, a.kr16}, {a.v, a.v16}, shape, docs_, p);
