@@ -421,8 +421,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t comp
                               const void* A, cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc,
                               const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
                               cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo, void* workspace,
-                              size_t workspaceSizeInBytes, cudaStream_t /*stream: every call is synchronous*/) {
-  (void)workspace;  // the emulated algorithms need none
+                              size_t workspaceSizeInBytes, cudaStream_t stream) {
+  (void)workspace;                 // the emulated algorithms need none
+  cuda_emu::order_stream(stream);  // the stream's earlier copies first; the product then runs at once
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   Problem problem;
   if (const cublasStatus_t status = describe(computeDesc, Adesc, Bdesc, Cdesc, Ddesc, &problem); status != kSuccess)

@@ -369,4 +369,43 @@ TEST(CudaEmulator, CopiesMustMatchWhereTheirPointersLive) {
   EXPECT_EQ(cudaFree(host.data()), cudaErrorInvalidValue);
 }
 
+// A copy between device memory and page-locked host memory waits in its stream until something orders it: the
+// stream's next operation, a wait for an event recorded after it, or a synchronization. Pageable copies do not wait.
+TEST(CudaEmulator, PageLockedCopiesLandWhenTheStreamOrderSaysSo) {
+  DeviceBuffer<float> device(4);
+  float* pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned, 16), cudaSuccess);
+  cudaStream_t copies, other;
+  cudaEvent_t copied;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&copied), cudaSuccess);
+  const std::vector<float> ones(4, 1.0f), twos(4, 2.0f);
+  std::vector<float> got(4);
+  auto device_values = [&] {
+    EXPECT_EQ(cudaMemcpy(got.data(), device.p, 16, cudaMemcpyDeviceToHost), cudaSuccess);
+    return got;
+  };
+  ASSERT_EQ(cudaMemcpy(device.p, ones.data(), 16, cudaMemcpyHostToDevice), cudaSuccess);
+  std::copy(twos.begin(), twos.end(), pinned);
+  ASSERT_EQ(cudaMemcpyAsync(device.p, pinned, 16, cudaMemcpyHostToDevice, copies), cudaSuccess);
+  EXPECT_EQ(device_values(), ones) << "not ordered yet";
+  ASSERT_EQ(cudaEventRecord(copied, copies), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(other, copied), cudaSuccess);
+  EXPECT_EQ(device_values(), twos) << "a stream waited for the event recorded after it";
+  // Out to page-locked memory: there once the stream is synchronized.
+  std::fill(pinned, pinned + 4, 0.0f);
+  ASSERT_EQ(cudaMemcpyAsync(pinned, device.p, 16, cudaMemcpyDeviceToHost, copies), cudaSuccess);
+  EXPECT_EQ(std::vector<float>(pinned, pinned + 4), std::vector<float>(4, 0.0f));
+  ASSERT_EQ(cudaStreamSynchronize(copies), cudaSuccess);
+  EXPECT_EQ(std::vector<float>(pinned, pinned + 4), twos);
+  // Pageable host memory: the copy is done when the call returns.
+  ASSERT_EQ(cudaMemcpyAsync(device.p, ones.data(), 16, cudaMemcpyHostToDevice, copies), cudaSuccess);
+  EXPECT_EQ(device_values(), ones);
+  cudaEventDestroy(copied);
+  cudaStreamDestroy(copies);
+  cudaStreamDestroy(other);
+  EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
+}
+
 }  // namespace

@@ -5,6 +5,13 @@
 // a kernel must not read, and each one ends at an inaccessible page: a kernel that reads or writes past the end
 // of a buffer (beyond cudaMalloc's 256-byte rounding) faults at once, as compute-sanitizer would report it,
 // and so does a kernel that touches a freed buffer (its pages are unmapped).
+//
+// Streams run their operations in order, and everything runs at once except the copies that are asynchronous on a
+// GPU too: a cudaMemcpyAsync between device memory and page-locked host memory (cudaMallocHost) waits in its stream's
+// queue until something orders it: a later operation on the same stream (a kernel, a cuBLASLt call, another copy),
+// a stream waiting for an event recorded after it, or a synchronization. That is a legal schedule of the real one,
+// and the latest it allows, so code that reads such a copy's destination (or rewrites its source) without the
+// stream order or an event that covers it sees the old bytes here, as it could on a GPU.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,8 +19,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "cuda_runtime_api.h"
 
@@ -82,15 +92,75 @@ cudaError_t release(void* p) {
   return cudaSuccess;
 }
 
+// Page-locked host allocations (cudaMallocHost): start → bytes.
+struct PinnedMemory {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> allocations;
+};
+
+PinnedMemory& pinned() {
+  static PinnedMemory m;
+  return m;
+}
+
+bool in_pinned(const void* p, size_t bytes) {
+  PinnedMemory& m = pinned();
+  std::lock_guard lock(m.mutex);
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  auto it = m.allocations.upper_bound(address);
+  if (it == m.allocations.begin()) return false;
+  --it;
+  return address + bytes <= it->first + it->second;
+}
+
+}  // namespace
+
+// A stream's queue of deferred copies; `queued` counts every copy ever queued, `done` those that have run.
+struct CUstream_st {
+  std::deque<std::function<void()>> waiting;
+  uint64_t queued = 0, done = 0;
+  void run_until(uint64_t position) {
+    while (done < position) {
+      std::function<void()> copy = std::move(waiting.front());
+      waiting.pop_front();
+      copy();
+      done++;
+    }
+  }
+  void run_all() { run_until(queued); }
+};
+
+namespace {
+
+struct Streams {
+  std::mutex mutex;
+  std::set<CUstream_st*> all;
+};
+
+Streams& streams() {
+  static Streams s;
+  return s;
+}
+
+// Before an operation on `stream` runs: the copies queued on it before.
+void order(cudaStream_t stream) {
+  if (stream) stream->run_all();
+}
+
 struct Event {
   std::chrono::steady_clock::time_point time;
+  CUstream_st* stream = nullptr;  // where it was last recorded, and how many copies had been queued there then
+  uint64_t position = 0;
 };
 
 }  // namespace
 
-struct CUstream_st {};
 struct CUevent_st : Event {};
 struct CUmemPoolHandle_st {};
+
+namespace cuda_emu {
+void order_stream(cudaStream_t stream) { order(stream); }
+}  // namespace cuda_emu
 
 cudaError_t cudaGetDeviceCount(int* count) {
   *count = 1;
@@ -122,18 +192,37 @@ cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  Streams& s = streams();
+  std::lock_guard lock(s.mutex);
+  for (CUstream_st* stream : s.all) stream->run_all();
+  return cudaSuccess;
+}
 
 cudaError_t cudaMalloc(void** p, size_t bytes) { return allocate(p, bytes); }
 cudaError_t cudaFree(void* p) { return release(p); }
 cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t) { return allocate(p, bytes); }
-cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return release(p); }
-// Page-locked host memory is host memory here: outside the device's allocations, as copies check.
+cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) {
+  order(stream);
+  return release(p);
+}
+// Page-locked host memory is host memory here (outside the device's allocations, as copies check), recorded so
+// that copies to and from it are asynchronous. Freeing it waits for the device, as cudaFreeHost does.
 cudaError_t cudaMallocHost(void** p, size_t bytes) {
   *p = std::malloc(bytes ? bytes : 1);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  if (!*p) return cudaErrorMemoryAllocation;
+  PinnedMemory& m = pinned();
+  std::lock_guard lock(m.mutex);
+  m.allocations[reinterpret_cast<uintptr_t>(*p)] = std::max<size_t>(bytes, 1);
+  return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void* p) {
+  cudaDeviceSynchronize();
+  {
+    PinnedMemory& m = pinned();
+    std::lock_guard lock(m.mutex);
+    if (m.allocations.erase(reinterpret_cast<uintptr_t>(p)) == 0) return cudaErrorInvalidValue;
+  }
   std::free(p);
   return cudaSuccess;
 }
@@ -149,14 +238,26 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
-  return cudaMemcpy(dst, src, bytes, kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+  const bool asynchronous = stream && bytes > 0 &&
+                            ((kind == cudaMemcpyHostToDevice && in_pinned(src, bytes)) ||
+                             (kind == cudaMemcpyDeviceToHost && in_pinned(dst, bytes)));
+  if (!asynchronous) {
+    order(stream);
+    return cudaMemcpy(dst, src, bytes, kind);
+  }
+  const bool device_ok = kind == cudaMemcpyHostToDevice ? on_device(dst, bytes) : on_device(src, bytes);
+  if (!device_ok) return cudaErrorInvalidValue;
+  stream->waiting.push_back([=] { std::memmove(dst, src, bytes); });
+  stream->queued++;
+  return cudaSuccess;
 }
 
 // Row by row, each row checked as cudaMemcpy checks a copy; pitches below the width are CUDA's error too.
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
-                              cudaMemcpyKind kind, cudaStream_t) {
+                              cudaMemcpyKind kind, cudaStream_t stream) {
   if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
+  order(stream);
   for (size_t r = 0; r < height; r++) {
     const cudaError_t e = cudaMemcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch,
                                      width, kind);
@@ -165,7 +266,8 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
   return cudaSuccess;
 }
 
-cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t) {
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
+  order(stream);
   if (bytes == 0) return cudaSuccess;
   if (!on_device(p, bytes)) return cudaErrorInvalidValue;
   std::memset(p, value, bytes);
@@ -186,16 +288,30 @@ cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attribut
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
   *stream = new CUstream_st;
+  Streams& s = streams();
+  std::lock_guard lock(s.mutex);
+  s.all.insert(*stream);
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  stream->run_all();  // the GPU finishes a destroyed stream's work
+  {
+    Streams& s = streams();
+    std::lock_guard lock(s.mutex);
+    s.all.erase(stream);
+  }
   delete stream;
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-// Every call runs to completion in order, so an event has always happened by the time a stream waits for it.
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  order(stream);
+  return cudaSuccess;
+}
+// The waiting stream's later operations come after the event's stream's work up to the record.
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned) {
-  return event ? cudaSuccess : cudaErrorInvalidValue;
+  if (!event) return cudaErrorInvalidValue;
+  if (event->stream) event->stream->run_until(event->position);
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
@@ -206,11 +322,16 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   delete event;
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) {
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   event->time = std::chrono::steady_clock::now();
+  event->stream = stream;
+  event->position = stream ? stream->queued : 0;
   return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (event->stream) event->stream->run_until(event->position);
+  return cudaSuccess;
+}
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   *ms = std::chrono::duration<float, std::milli>(end->time - start->time).count();
   return cudaSuccess;

@@ -98,6 +98,12 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = nullptr);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
+namespace cuda_emu {
+// Runs the copies still queued on `stream` (runtime.cc: copies to and from page-locked host memory wait there), as
+// a GPU finishes them before the stream's next operation: every kernel launch and cuBLASLt call calls it first.
+void order_stream(cudaStream_t stream);
+}  // namespace cuda_emu
+
 // Kernels are identified by their address, as in the real runtime.
 cudaError_t cudaFuncSetAttribute(const void* kernel, cudaFuncAttribute attribute, int value);
 template <typename Kernel>

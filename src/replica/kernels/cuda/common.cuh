@@ -28,7 +28,7 @@ template <typename... Params, typename... Args>
 void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes,
             cudaStream_t stream, Args&&... args) {
 #ifdef REPLICA_CUDA_EMULATION
-  (void)stream;
+  cuda_emu::order_stream(stream);  // the stream's earlier copies first, as on a GPU
   cuda_emu::launch(reinterpret_cast<const void*>(kernel), grid, block, smem_bytes, [&] { kernel(args...); });
 #else
   kernel<<<grid, block, smem_bytes, stream>>>(std::forward<Args>(args)...);
