@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <optional>
 
 #include "replica/kernels/cuda/attention_tiles.cuh"
 #include "replica/kernels/cuda/common.cuh"
@@ -243,16 +242,22 @@ __device__ inline void finish_rows(float (&o)[D / 8][4], float* lse_rows, const 
 // it has one (x.b16), else rounded once into stream-ordered scratch.
 class Bf16Copy {
  public:
-  Bf16Copy(Context& ctx, WeightRef x, int64_t n) : rounded_(x.b16) {
+  Bf16Copy(Context& ctx, WeightRef x, int64_t n) : ctx_(ctx), rounded_(x.b16) {
     if (rounded_) return;
-    scratch_.emplace(ctx, size_t(n));
-    convert_to_bf16(ctx, x.f32, scratch_->get(), n);
-    rounded_ = scratch_->get();
+    owned_ = static_cast<bf16*>(ctx.allocate(size_t(n) * sizeof(bf16)));
+    convert_to_bf16(ctx, x.f32, owned_, n);
+    rounded_ = owned_;
   }
+  ~Bf16Copy() {
+    if (owned_) ctx_.release(owned_);
+  }
+  Bf16Copy(const Bf16Copy&) = delete;
+  Bf16Copy& operator=(const Bf16Copy&) = delete;
   const bf16_t* get() const { return reinterpret_cast<const bf16_t*>(rounded_); }
 
  private:
-  std::optional<Scratch<bf16>> scratch_;
+  Context& ctx_;
+  bf16* owned_ = nullptr;  // the scratch copy, when the caller had none
   const bf16* rounded_;
 };
 
