@@ -49,15 +49,20 @@ Memory& memory() {
   return m;
 }
 
-// Whether [p, p + bytes) lies inside one allocation.
+// Whether [p, p + bytes) lies inside one of `allocations` (by start address; length(value) bytes long).
+template <typename Allocations, typename Length>
+bool inside(const Allocations& allocations, const void* p, size_t bytes, Length length) {
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  auto it = allocations.upper_bound(address);
+  if (it == allocations.begin()) return false;
+  --it;
+  return address + bytes <= it->first + length(it->second);
+}
+
 bool on_device(const void* p, size_t bytes) {
   Memory& m = memory();
   std::lock_guard lock(m.mutex);
-  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
-  auto it = m.allocations.upper_bound(address);
-  if (it == m.allocations.begin()) return false;
-  --it;
-  return address + bytes <= it->first + it->second.bytes;
+  return inside(m.allocations, p, bytes, [](const Allocation& a) { return a.bytes; });
 }
 
 cudaError_t allocate(void** p, size_t bytes) {
@@ -106,11 +111,7 @@ PinnedMemory& pinned() {
 bool in_pinned(const void* p, size_t bytes) {
   PinnedMemory& m = pinned();
   std::lock_guard lock(m.mutex);
-  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
-  auto it = m.allocations.upper_bound(address);
-  if (it == m.allocations.begin()) return false;
-  --it;
-  return address + bytes <= it->first + it->second;
+  return inside(m.allocations, p, bytes, [](size_t length) { return length; });
 }
 
 }  // namespace
