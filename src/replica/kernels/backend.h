@@ -188,23 +188,22 @@ Backend& cpu_backend();  // backend_for(Device::cpu)
 std::unique_ptr<Backend> new_cuda_backend(int gpu = 0);
 bool cuda_available();
 
-// An array of T in a backend's memory (DeviceArray) or in its host memory (HostArray: Backend::allocate_host),
-// zero-filled, freed with its owner.
+// An array of T that a backend allocated, zero-filled, freed with its owner: in the backend's memory, or with
+// Memory::host in its host memory (Backend::allocate_host: page-locked on a GPU).
 enum class Memory { device, host };
-template <typename T, Memory kMemory>
+template <typename T>
 class BackendArray {
  public:
   BackendArray() = default;
-  BackendArray(Backend& backend, size_t n) : backend_(&backend), size_(n) {
+  BackendArray(Backend& backend, size_t n, Memory memory = Memory::device)
+      : backend_(&backend), memory_(memory), size_(n) {
     if (n == 0) return;
-    if constexpr (kMemory == Memory::host)
-      data_ = static_cast<T*>(backend.allocate_host(n * sizeof(T)));
-    else
-      data_ = static_cast<T*>(backend.allocate(n * sizeof(T)));
+    const size_t bytes = n * sizeof(T);
+    data_ = static_cast<T*>(memory == Memory::host ? backend.allocate_host(bytes) : backend.allocate(bytes));
   }
   ~BackendArray() {
     if (!data_) return;
-    if constexpr (kMemory == Memory::host)
+    if (memory_ == Memory::host)
       backend_->release_host(data_);
     else
       backend_->release(data_);
@@ -212,6 +211,7 @@ class BackendArray {
   BackendArray(BackendArray&& o) noexcept { *this = std::move(o); }
   BackendArray& operator=(BackendArray&& o) noexcept {
     std::swap(backend_, o.backend_);
+    std::swap(memory_, o.memory_);
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
     return *this;
@@ -222,13 +222,13 @@ class BackendArray {
 
  private:
   Backend* backend_ = nullptr;
+  Memory memory_ = Memory::device;
   T* data_ = nullptr;
   size_t size_ = 0;
 };
+// The usual case: the backend's memory.
 template <typename T>
-using DeviceArray = BackendArray<T, Memory::device>;
-template <typename T>
-using HostArray = BackendArray<T, Memory::host>;
+using DeviceArray = BackendArray<T>;
 
 // Host floats to be written into backend memory: the memory itself where it is host memory (no copy), else a
 // zeroed host buffer that upload() writes there.

@@ -31,14 +31,9 @@ AdamW::AdamW(const model::ParamTable& table, AdamWConfig config, std::vector<Par
     pc.count = chunks.size() - pc.first;
     parts_.push_back(pc);
   }
-  size_ = floats;
-  if (config.host_moments) {
-    host_exp_avg_ = HostArray<float>(be_, floats);
-    host_exp_avg_sq_ = HostArray<float>(be_, floats);
-  } else {
-    exp_avg_ = DeviceArray<float>(be_, floats);
-    exp_avg_sq_ = DeviceArray<float>(be_, floats);
-  }
+  const Memory memory = config.host_moments ? Memory::host : Memory::device;
+  exp_avg_ = BackendArray<float>(be_, floats, memory);
+  exp_avg_sq_ = BackendArray<float>(be_, floats, memory);
   chunks_ = DeviceArray<AdamWChunk>(be_, chunks.size());
   be_.to_device(chunks_.data(), chunks.data(), chunks.size() * sizeof(AdamWChunk));
   host_chunks_ = std::move(chunks);

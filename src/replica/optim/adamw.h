@@ -32,7 +32,7 @@ class AdamW final : public Optimizer {
   // between tensors is left untouched. A skipped step changes no weight, moment or step count, as with OLMo-core's
   // step_factor = 0.
   void step(float* params, const float* grads, double lr, bool whole_params = false) override;
-  size_t size() const override { return size_; }
+  size_t size() const override { return exp_avg_.size(); }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   void state_to_host(size_t i, float* host) const override;
   void state_from_host(size_t i, const float* host) override;
@@ -41,8 +41,8 @@ class AdamW final : public Optimizer {
   Backend& backend() const { return be_; }
 
   // Optimizer state of the shard in backend memory (host memory with host_moments), the parts one after the other.
-  float* exp_avg() const { return config_.host_moments ? host_exp_avg_.data() : exp_avg_.data(); }
-  float* exp_avg_sq() const { return config_.host_moments ? host_exp_avg_sq_.data() : exp_avg_sq_.data(); }
+  float* exp_avg() const { return exp_avg_.data(); }
+  float* exp_avg_sq() const { return exp_avg_sq_.data(); }
 
  private:
   struct PartChunks {
@@ -52,11 +52,9 @@ class AdamW final : public Optimizer {
   AdamWConfig config_;
   Backend& be_;
   std::vector<PartChunks> parts_;
-  size_t size_ = 0;
-  DeviceArray<float> exp_avg_, exp_avg_sq_;          // the moments, or
-  HostArray<float> host_exp_avg_, host_exp_avg_sq_;  // with host_moments, these
-  std::vector<AdamWChunk> host_chunks_;              // fixed work units, each inside one tensor,
-  DeviceArray<AdamWChunk> chunks_;                   // and their copy in backend memory
+  BackendArray<float> exp_avg_, exp_avg_sq_;  // in backend memory, or with host_moments in its host memory
+  std::vector<AdamWChunk> host_chunks_;       // fixed work units, each inside one tensor,
+  DeviceArray<AdamWChunk> chunks_;            // and their copy in backend memory
 };
 
 }  // namespace replica::optim
