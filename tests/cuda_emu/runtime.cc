@@ -143,10 +143,6 @@ Streams& streams() {
   return s;
 }
 
-// Before an operation on `stream` runs: the copies queued on it before.
-void order(cudaStream_t stream) {
-  if (stream) stream->run_all();
-}
 
 struct Event {
   std::chrono::steady_clock::time_point time;
@@ -160,8 +156,11 @@ struct CUevent_st : Event {};
 struct CUmemPoolHandle_st {};
 
 namespace cuda_emu {
-void order_stream(cudaStream_t stream) { order(stream); }
+void order_stream(cudaStream_t stream) {
+  if (stream) stream->run_all();
+}
 }  // namespace cuda_emu
+using cuda_emu::order_stream;
 
 cudaError_t cudaGetDeviceCount(int* count) {
   *count = 1;
@@ -204,7 +203,7 @@ cudaError_t cudaMalloc(void** p, size_t bytes) { return allocate(p, bytes); }
 cudaError_t cudaFree(void* p) { return release(p); }
 cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t) { return allocate(p, bytes); }
 cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) {
-  order(stream);
+  order_stream(stream);
   return release(p);
 }
 // Page-locked host memory is host memory here (outside the device's allocations, as copies check), recorded so
@@ -244,7 +243,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
                             ((kind == cudaMemcpyHostToDevice && in_pinned(src, bytes)) ||
                              (kind == cudaMemcpyDeviceToHost && in_pinned(dst, bytes)));
   if (!asynchronous) {
-    order(stream);
+    order_stream(stream);
     return cudaMemcpy(dst, src, bytes, kind);
   }
   const bool device_ok = kind == cudaMemcpyHostToDevice ? on_device(dst, bytes) : on_device(src, bytes);
@@ -258,7 +257,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                               cudaMemcpyKind kind, cudaStream_t stream) {
   if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
-  order(stream);
+  order_stream(stream);
   for (size_t r = 0; r < height; r++) {
     const cudaError_t e = cudaMemcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch,
                                      width, kind);
@@ -268,7 +267,7 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
 }
 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream) {
-  order(stream);
+  order_stream(stream);
   if (bytes == 0) return cudaSuccess;
   if (!on_device(p, bytes)) return cudaErrorInvalidValue;
   std::memset(p, value, bytes);
@@ -305,7 +304,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  order(stream);
+  order_stream(stream);
   return cudaSuccess;
 }
 // The waiting stream's later operations come after the event's stream's work up to the record.
