@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "random_floats.h"
 #include "replica/core/error.h"
 #include "replica/kernels/backend.h"
 
@@ -30,14 +30,6 @@ double visible_pairs(int64_t T, int64_t window, int64_t documents) {
     for (int64_t i = 0; i < n; i++) pairs += double(window > 0 ? std::min(i + 1, window) : i + 1);
   }
   return pairs;
-}
-
-std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
 }
 
 DeviceArray<float> on_device(Backend& backend, const std::vector<float>& host) {
@@ -109,9 +101,9 @@ int run(int argc, char** argv) {
 
   Backend& backend = backend_for(device);
   const size_t nq = size_t(s.B * s.T * s.H * s.D), nk = size_t(s.B * s.T * s.K * s.D);
-  const DeviceArray<float> q = on_device(backend, random_values(nq, 1)), k = on_device(backend, random_values(nk, 2)),
-                           v = on_device(backend, random_values(nk, 3)),
-                           dout = on_device(backend, random_values(nq, 4));
+  const DeviceArray<float> q = on_device(backend, random_floats(nq, 1)), k = on_device(backend, random_floats(nk, 2)),
+                           v = on_device(backend, random_floats(nk, 3)),
+                           dout = on_device(backend, random_floats(nq, 4));
   DeviceArray<float> out(backend, nq), lse(backend, size_t(s.B * s.H * s.T)), dq(backend, nq), dk(backend, nk),
       dv(backend, nk);
   // Every row packed the same way; none for one document a row (the unpacked path).

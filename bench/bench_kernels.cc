@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "random_floats.h"
 #include "replica/kernels/cpu/attention.h"
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/lm_head_loss.h"
@@ -15,14 +16,6 @@ namespace {
 
 using namespace replica;
 using namespace replica::cpu;
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 void BM_Gemm(benchmark::State& state) {
   const int64_t n = state.range(0);
