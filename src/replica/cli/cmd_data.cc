@@ -75,7 +75,7 @@ constexpr uint32_t kModelVocabSize = 100352;
 struct Options {
   // tokenize
   std::vector<std::string> inputs;
-  std::string input_list, output, tokenizer, recipe;
+  std::string input_list, output, tokenizer, recipe, rules = "dolma";
   std::vector<std::string> overrides;  // of the recipe
   int jobs = 0;
   // datasets and orders
@@ -84,7 +84,7 @@ struct Options {
   int64_t global_batch = 0, steps = 0, micro_batch = 0, instance = 0;
   int world_size = 1;
   uint32_t vocab_size = kModelVocabSize;  // the model's, hashed into the fingerprint
-  bool filter = false, scan = false, ids = false, npy_header = false;
+  bool filter = false, scan = false, ids = false, npy_header = false, no_metadata = false;
 };
 
 // What a fingerprint from the flags stands for, so it can be matched with (or told apart from) a run's: a line under
@@ -114,13 +114,30 @@ int run_tokenize(const Options& o) {
       if (!line.empty()) inputs.push_back(line);
   }
   Tokenizer tokenizer = Tokenizer::load(o.tokenizer.empty() ? default_ranks_path() : o.tokenizer);
-  TokenizeStats stats = tokenize_files(tokenizer, inputs, o.output, o.jobs, o.npy_header, true);
+  TokenizeOptions options;
+  options.rules = parse_text_rules(o.rules, "--rules");
+  options.jobs = o.jobs;
+  options.npy_header = o.npy_header;
+  options.metadata = !o.no_metadata;
+  options.progress = true;
+  TokenizeStats stats = tokenize_files(tokenizer, inputs, o.output, options);
   fmt::print("{}: {} documents, {:.2f} MB of text, {} tokens ({:.2f} bytes/token), {:.2f} s ({:.1f} MB/s), {}\n",
              o.output, stats.documents, stats.bytes / 1e6, stats.tokens,
              stats.tokens ? double(stats.bytes) / double(stats.tokens) : 0.0, stats.seconds,
              stats.seconds > 0 ? stats.bytes / 1e6 / stats.seconds : 0.0,
              o.npy_header ? ".npy header (np.load, forward --tokens)"
                           : "headerless uint32 (np.fromfile(path, '<u4'); forward --tokens with --seq-len)");
+  if (stats.empty) fmt::print("  skipped {} documents that are empty after strip(), as dolma does\n", stats.empty);
+  if (stats.without_id)
+    fmt::print("  {} JSONL documents have no string \"id\": dolma tokens would skip them; they are kept, with an "
+               "empty id in the metadata\n",
+               stats.without_id);
+  if (!stats.metadata_path.empty())
+    fmt::print("  document metadata (dolma's sidecar: start,end,id,source,line): {}\n", stats.metadata_path);
+  else if (!o.no_metadata)
+    fmt::print("  no document metadata: OLMo-core finds it by replacing \".npy\" in the token file's name, and {} has "
+               "none\n",
+               o.output);
   return 0;
 }
 
@@ -266,8 +283,10 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   auto o = std::make_shared<Options>();
   app.require_subcommand(1);
 
-  auto* tokenize = app.add_subcommand("tokenize", "Text or JSONL ({\"text\": ...} per line) -> uint32 token file");
-  tokenize->add_option("--input", o->inputs, "Input files: *.jsonl/*.json are JSONL, others one document each");
+  auto* tokenize = app.add_subcommand(
+      "tokenize", "Text or JSONL ({\"id\": ..., \"text\": ...} per line) -> uint32 token file, as dolma tokens writes it");
+  tokenize->add_option("--input", o->inputs,
+                       "Input files: *.jsonl/*.json (optionally .gz) are JSONL, others one document each");
   tokenize->add_option("--input-list", o->input_list, "A file naming one input file per line (after --input's)");
   tokenize->add_option("--output", o->output, "Output token file (uint32, EOS after each document)")->required();
   tokenize->add_flag("--npy-header", o->npy_header,
@@ -275,6 +294,12 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   tokenize->add_option("--jobs", o->jobs, "Threads (0 = all cores); the output does not depend on it")
       ->check(CLI::Range(int64_t{0}, kMaxThreads));
   tokenize->add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken (default: data/tokenizer/)");
+  tokenize->add_option("--rules", o->rules,
+                       "dolma: AI2's dolma tokens (text.strip(), empty documents skipped, extra ids and PII masks as "
+                       "their ids); verbatim: every byte as text and EOS after every document")
+      ->capture_default_str();
+  tokenize->add_flag("--no-metadata", o->no_metadata,
+                     "Do not write dolma's document metadata sidecar (NAME.csv.gz beside NAME.npy)");
 
   auto* info = app.add_subcommand("info", "Tokens, instances and documents per file; with --seq-len, the fingerprint");
   o->dataset.add_to(info, false);
