@@ -1,6 +1,7 @@
 // replica parity: KL(reference ‖ candidate), top-1 agreement, top-10 overlap and max |Δlogit| of two models
 // (HF directories, replica checkpoints or logits .npy [B, T, V]) on the same tokens; exit 1 on a missed threshold.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -111,11 +112,17 @@ static Command parity_command(
           const float* c = first_columns(cand.logits(ids, b), T, cand.vocab(), V, cand_cols);
           stats += eval::compare_logits(r, c, T, V);
         }
-        std::string failure;
-        if (o->max_kl >= 0 && stats.kl_mean() > o->max_kl)
-          failure += fmt::format(" KL mean {:.6g} > --max-kl {:.6g};", stats.kl_mean(), o->max_kl);
-        if (o->min_top1 >= 0 && stats.top1() < o->min_top1)
-          failure += fmt::format(" top-1 {:.6g} < --min-top1 {:.6g};", stats.top1(), o->min_top1);
+        // Each bound given, as "KL mean 1e-06 <= --max-kl 0.001"; the verdict is PASS when every one holds.
+        std::vector<std::string> bounds, failed;
+        if (o->max_kl >= 0)
+          (stats.kl_mean() > o->max_kl ? failed : bounds)
+              .push_back(fmt::format("KL mean {:.6g} {} --max-kl {:.6g}", stats.kl_mean(),
+                                     stats.kl_mean() > o->max_kl ? ">" : "<=", o->max_kl));
+        if (o->min_top1 >= 0)
+          (stats.top1() < o->min_top1 ? failed : bounds)
+              .push_back(fmt::format("top-1 {:.6g} {} --min-top1 {:.6g}", stats.top1(),
+                                     stats.top1() < o->min_top1 ? "<" : ">=", o->min_top1));
+        const std::string failure = fmt::format("{}", fmt::join(failed, "; "));
         if (o->json) {
           nlohmann::json j = stats.to_json();
           j["reference"] = o->reference;
@@ -133,7 +140,10 @@ static Command parity_command(
           fmt::print("  KL(ref || cand) mean {:.3e} nats, max {:.3e}\n", stats.kl_mean(), stats.kl_max);
           fmt::print("  top-1 agreement {:.2f} %, top-10 overlap {:.2f} %, max |dlogit| {:.4g}\n", 100 * stats.top1(),
                      100 * stats.top10(), stats.max_abs_logit_diff);
-          if (!failure.empty()) fmt::print("FAIL:{}\n", failure);
+          if (!failed.empty())
+            fmt::print("FAIL: {}\n", failure);
+          else if (!bounds.empty())
+            fmt::print("PASS: {}\n", fmt::join(bounds, "; "));
         }
         return failure.empty() ? 0 : 1;
       });
