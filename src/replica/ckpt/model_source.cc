@@ -9,6 +9,12 @@
 namespace replica::ckpt {
 
 std::string resolve_model_source(const std::string& path) {
+  namespace fs = std::filesystem;
+  // RUN/checkpoints itself (a directory of step directories, no config.json): its latest complete checkpoint.
+  if (fs::is_directory(path) && !is_checkpoint_dir(path) && !fs::exists(fs::path(path) / "config.json")) {
+    const std::string latest = find_latest_checkpoint(path);
+    if (!latest.empty()) return latest;
+  }
   const std::string checkpoints = (std::filesystem::path(path) / "checkpoints").string();
   if (is_checkpoint_dir(path) || !std::filesystem::is_directory(checkpoints)) return path;
   const std::string latest = find_latest_checkpoint(checkpoints);

@@ -8,8 +8,9 @@
 
 namespace replica::ckpt {
 
-// `path` itself, or, where it is a run directory (it holds checkpoints/ and is no checkpoint itself), its latest
-// complete checkpoint (find_latest_checkpoint); replica::Error naming the run when it has none.
+// `path` itself, or, where it is a run directory (it holds checkpoints/ and is no checkpoint itself) or a run's
+// checkpoints/ directory (step directories and no config.json), its latest complete checkpoint
+// (find_latest_checkpoint); replica::Error naming the run when it has none.
 std::string resolve_model_source(const std::string& path);
 
 // The model config of `path`: a checkpoint's stored config, an HF directory's config.json, or a model file.
