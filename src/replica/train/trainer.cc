@@ -15,6 +15,7 @@
 #include "replica/core/file.h"
 #include "replica/core/threads.h"
 #include "replica/dist/collectives.h"
+#include "replica/dist/launch.h"
 #include "replica/metrics/peak.h"
 #include "replica/model/flops.h"
 #include "replica/train/alarm_observer.h"
@@ -51,7 +52,7 @@ void print_header(metrics::Progress& console, const Recipe& r, const TrainStep& 
 }  // namespace
 
 TrainSummary train(const Recipe& r, dist::Communicator& comm) {
-  return train(r, comm, backend_for(r.train.device, dist::local_rank()));
+  return train(r, comm, backend_for(r.train.device, dist::local_gpu()));
 }
 
 TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& backend) {
