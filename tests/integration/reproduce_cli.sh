@@ -56,7 +56,8 @@ cp -r "$work/w1/checkpoints/step00000002" "$work/w1/checkpoints/step00000004" "$
 echo step00000004 >"$work/lr2/checkpoints/latest"
 "$replica" train "${args[@]}" run.dir="$work/lr2" optim.lr=6.0e-3 "train.allow_change=[optim.lr]" >"$work/lr2.log"
 set +e
-reproduce --run "$work/lr2" --reference "$work/w1" --out "$work/r_same" --json "$work/lr2.json" >"$work/lr2.txt"
+reproduce --run "$work/lr2" --reference "$work/w1" --out "$work/r_same" --json "$work/lr2.json" --max-kl 5e-4 \
+  >"$work/lr2.txt"
 code=$?
 set -e
 cat "$work/lr2.txt"
@@ -72,10 +73,11 @@ first = by_step[6]["crossed"][0]
 assert j["first_crossed"] == first["name"] == "kl_mean" and first["value"] > first["bound"], by_step[6]["crossed"]
 print(f"ok: doubled LR diverged at step 6, {first['name']} {first['value']:.4g} > {first['bound']}")
 PY
-# Steps 2 and 4 are the reference's own checkpoints (the same MANIFEST): found in the cache, with w1's 4 evaluations.
+# Steps 2 and 4 are the reference's own checkpoints (the same MANIFEST): their suite results come from the cache.
 grep -q "verdict: diverged at step 6 (kl_mean" "$work/lr2.txt"
 cp "$work/r_same/reproduction.html" "$work/diverged.html"
-grep -q "2 checkpoint evaluation(s) run, 6 found in the cache" "$work/lr2.txt"
+grep -q "evaluating candidate step2 (.*): KL$" "$work/lr2.txt"
+grep -q "evaluating candidate step6 (.*): suite + KL$" "$work/lr2.txt"
 
 # 3. A reference with a missing step: listed, not an error.
 mkdir -p "$work/gap/checkpoints"
@@ -105,25 +107,39 @@ assert j["pairing"]["by"] == "tokens" and pairs == [(2, 1, 512), (4, 2, 1024), (
 print("ok: paired by tokens", pairs)
 PY
 
-# 5. Interrupted: killed once the first checkpoint's evaluation is cached, then resumed; nothing finished is
-# evaluated again, and a third run evaluates nothing.
-reproduce --run "$work/w2" --reference "$work/w1" --out "$work/r_kill" >"$work/kill1.txt" 2>&1 &
-pid=$!
-until [ -n "$(ls "$work/r_kill/cache/"suite-*/ 2>/dev/null)" ] || ! kill -0 $pid 2>/dev/null; do sleep 0.01; done
-kill -9 $pid 2>/dev/null || true
-wait $pid || true
-reproduce --run "$work/w2" --reference "$work/w1" --out "$work/r_kill" >"$work/kill2.txt"
-reproduce --run "$work/w2" --reference "$work/w1" --out "$work/r_kill" >"$work/kill3.txt"
+# 5. Interrupted: the candidate's step-6 checkpoint is unreadable (its weights cut short: the run stops there with
+# exit 2), then restored; the rerun evaluates only what had not finished (the reference's step-6 logits are already
+# on disk), and a third run evaluates nothing.
+cp -r "$work/w2" "$work/w2c"
+weights="$work/w2c/checkpoints/step00000006/model.safetensors"
+mv "$weights" "$work/weights.bak" && head -c 1000 "$work/weights.bak" >"$weights"
+set +e
+reproduce --run "$work/w2c" --reference "$work/w1" --out "$work/r_kill" >"$work/kill1.txt" 2>&1
+code=$?
+set -e
+[ "$code" -eq 2 ] && grep -q "model.safetensors" "$work/kill1.txt" || { echo "FAIL: exit $code"; cat "$work/kill1.txt"; exit 1; }
+mv "$work/weights.bak" "$weights"
+reproduce --run "$work/w2c" --reference "$work/w1" --out "$work/r_kill" >"$work/kill2.txt"
+reproduce --run "$work/w2c" --reference "$work/w1" --out "$work/r_kill" >"$work/kill3.txt"
 $py - "$work/kill1.txt" "$work/kill2.txt" <<'PY'
 import re, sys
 done = lambda path: re.findall(r"evaluated (\w+ step\d+) ", open(path).read())
 first, second = done(sys.argv[1]), done(sys.argv[2])
-assert first, "the first run was killed before it finished an evaluation"
-assert not set(first) & set(second), f"evaluated twice: {set(first) & set(second)}"
-assert len(first) + len(second) <= 8 + 1, (first, second)  # at most the one cut short is redone
-print(f"ok: interrupted after {first}; the rerun evaluated {len(second)} others")
+assert first == ["reference step2", "candidate step2", "reference step4", "candidate step4", "reference step6"], first
+assert second == ["candidate step6", "reference step8", "candidate step8"], second
+print(f"ok: stopped after {len(first)} evaluations; the rerun ran only {second}")
 PY
 grep -q "0 checkpoint evaluation(s) run, 8 found in the cache" "$work/kill3.txt"
+# A reproduce killed outright leaves whole cache entries only (each is written to a temp name and renamed).
+reproduce --run "$work/w2" --reference "$work/w1" --out "$work/r_sigkill" >/dev/null 2>&1 &
+pid=$!
+until [ -n "$(ls "$work/r_sigkill/cache/"suite-*/ 2>/dev/null)" ] || ! kill -0 $pid 2>/dev/null; do sleep 0.01; done
+kill -9 $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+test -z "$(find "$work/r_sigkill" -name '*.tmp')"
+reproduce --run "$work/w2" --reference "$work/w1" --out "$work/r_sigkill" --json "$work/sigkill.json" >/dev/null
+cmp <($py -c "import json,sys; print([p['surfaces'] for p in json.load(open(sys.argv[1]))['pairs']])" "$work/same.json") \
+  <($py -c "import json,sys; print([p['surfaces'] for p in json.load(open(sys.argv[1]))['pairs']])" "$work/sigkill.json")
 
 # 6. A changed suite invalidates the cache, and says so.
 sed -i 's/seq_len: 32}/seq_len: 32, max_docs: 4}/' "$work/suite.yaml"

@@ -8,6 +8,7 @@
 
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/core/mapped_file.h"
 #include "replica/core/npy.h"
 #include "replica/core/sha256.h"
 #include "replica/data/token_file.h"
@@ -96,9 +97,10 @@ eval::ParityStats compare_with_reference_logits(model::Transformer& model, model
   // Read in row chunks, not memory-mapped: a mapped 7B file of logits would count its touched pages as resident.
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
   check(file != nullptr, "{}: cannot open the reference logits", path);
-  std::vector<char> head(4096);
-  head.resize(std::fread(head.data(), 1, head.size(), file.get()));
-  const NpyHeader h = parse_npy_header(head.data(), head.size(), path);
+  const NpyHeader h = [&] {
+    const MappedFile mapped(path);  // only the header's page is touched
+    return parse_npy_header(mapped.data(), mapped.size(), path);
+  }();
   check(h.type == NpyType::f32 && h.shape.size() == 3 && h.shape[0] == tokens.B && h.shape[1] == tokens.T,
         "{}: reference logits are not float32 [{}, {}, V]", path, tokens.B, tokens.T);
   const int64_t Vr = h.shape[2], Vc = model.config().vocab_size, V = std::min(Vr, Vc);

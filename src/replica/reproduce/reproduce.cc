@@ -23,7 +23,10 @@ using nlohmann::json;
 
 namespace {
 
-std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / double(1 << 30)); }
+std::string gib(double bytes) {
+  return bytes < double(1 << 30) ? fmt::format("{:.1f} MiB", bytes / double(1 << 20))
+                                 : fmt::format("{:.2f} GiB", bytes / double(1 << 30));
+}
 std::string short_hash(const std::string& h) { return h.substr(0, 16); }
 
 eval::SuiteSpec suite_spec(const ReproduceOptions& o, std::string& identity) {
