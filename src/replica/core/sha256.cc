@@ -1,4 +1,5 @@
-// SHA-256 (FIPS 180-4), a plain one-block-at-a-time implementation: used on a few MB at load time.
+// SHA-256 (FIPS 180-4), a plain one-block-at-a-time implementation: pinned assets at load time, and the
+// content hashes of checkpoints (read in chunks through Sha256).
 #include "replica/core/sha256.h"
 
 #include <algorithm>
