@@ -10,7 +10,6 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -28,16 +27,12 @@ namespace replica::data {
 
 namespace {
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // One input file's bytes: mapped, or inflated when its name ends in .gz (as smart_open opens dolma's inputs).
 class InputText {
  public:
   explicit InputText(const std::string& path) : path_(path) {
     mapped_.emplace(path);
-    if (ends_with(path, ".gz")) {
+    if (path.ends_with(".gz")) {
       inflated_ = gunzip({mapped_->data(), mapped_->size()}, path);
       mapped_.reset();
     }
@@ -47,8 +42,9 @@ class InputText {
     return mapped_ ? std::string_view(mapped_->data(), mapped_->size()) : std::string_view(inflated_);
   }
   bool is_jsonl() const {
-    const std::string_view name = ends_with(path_, ".gz") ? std::string_view(path_).substr(0, path_.size() - 3) : path_;
-    return ends_with(name, ".jsonl") || ends_with(name, ".json");
+    std::string_view name = path_;
+    if (name.ends_with(".gz")) name.remove_suffix(3);
+    return name.ends_with(".jsonl") || name.ends_with(".json");
   }
 
  private:

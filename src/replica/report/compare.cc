@@ -26,8 +26,8 @@ const char* distance_metric(const RunHistory& a, const RunHistory& b) {
   return nullptr;
 }
 
-// The steps within [first, last] that both series logged, ascending.
-std::vector<int64_t> common_steps(const Series& a, const Series& b, int64_t first, int64_t last) {
+// The steps both series logged, ascending (each lies within both series' ranges by construction).
+std::vector<int64_t> common_steps(const Series& a, const Series& b) {
   std::vector<int64_t> steps;
   for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
     if (a[i].step < b[j].step) {
@@ -35,7 +35,7 @@ std::vector<int64_t> common_steps(const Series& a, const Series& b, int64_t firs
     } else if (b[j].step < a[i].step) {
       j++;
     } else {
-      if (a[i].step >= first && a[i].step <= last) steps.push_back(a[i].step);
+      steps.push_back(a[i].step);
       i++, j++;
     }
   }
@@ -52,7 +52,7 @@ std::optional<ExactComparison> compare_exact(const RunHistory& a, const RunHisto
   ExactComparison out{.first_step = std::max(la.front().step, lb.front().step),
                       .last_step = std::min(la.back().step, lb.back().step)};
   if (out.first_step > out.last_step) return std::nullopt;
-  const std::vector<int64_t> steps = common_steps(la, lb, out.first_step, out.last_step);
+  const std::vector<int64_t> steps = common_steps(la, lb);
   out.common_steps = int64_t(steps.size());
   if (steps.empty()) return std::nullopt;
   std::vector<const char*> metrics;
@@ -79,7 +79,7 @@ std::optional<CurveDistance> curve_distance(const Series& a, const Series& b, in
                   .first_step = std::max(a.front().step, b.front().step),
                   .last_step = std::min(a.back().step, b.back().step)};
   if (d.first_step > d.last_step) return std::nullopt;
-  const std::vector<int64_t> steps = common_steps(a, b, d.first_step, d.last_step);
+  const std::vector<int64_t> steps = common_steps(a, b);
   d.grid = steps.empty() ? CurveGrid::interpolated : CurveGrid::common_steps;
   // With common steps both curves are smoothed over exactly those, so a sparse or longer curve averages what the
   // other does; without, each is smoothed whole and b interpolated at a's steps.
