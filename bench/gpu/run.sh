@@ -35,7 +35,7 @@
 #   REPLICA_ALLOW_STALE_BUNDLE=1   measure a bundle whose STAMP does not match this tree (said so in the summary)
 #   REPLICA_GPU_RUN_FAULT=NAME,... those commands crash instead of running (stages.sh: run_limited): a rehearsal
 #   REPLICA_GPU_RUN_EMULATED=1     tiny shapes, for a bundle of the CUDA emulation's binaries
-#                                  (tests/integration/gpu_run.sh)
+#                                  (tests/cuda_emu/gpu_run.sh)
 #   FLOAT8_CURVE_MIX=FILE, NEEDLE_STAGES=1   calls of their own, below
 # Exit status: 0 all passed, 1 a kernel check or correctness test failed, 2 the build or a training step failed,
 # 3 a tool or library is missing or the bundle is stale.
@@ -141,9 +141,17 @@ if [ -f "$bundle_file" ]; then
     stale+=": measured anyway (REPLICA_ALLOW_STALE_BUNDLE=1), **these numbers are not this tree's**"
     echo "WARNING: $stale" >&2
   fi
-  cuda_library_dirs
-  export LD_LIBRARY_PATH="$bundle/lib${cuda_lib_dirs:+:$cuda_lib_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # CUDA 13's runtime, cuBLASLt and NCCL, then whatever else the loader still lacks for the binaries (a library
+  # of those libraries' own), from the same places.
+  cuda_libraries libcudart.so.13 libcublasLt.so.13 libnccl.so.2
+  base_library_path=${LD_LIBRARY_PATH:-}
+  export LD_LIBRARY_PATH="$bundle/lib${cuda_lib_dirs:+:$cuda_lib_dirs}${base_library_path:+:$base_library_path}"
   mapfile -t broken < <(unloadable "$bundle"/bin/*)
+  if [ ${#broken[@]} -gt 0 ]; then
+    cuda_libraries $(printf '%s\n' "${broken[@]}" | awk '{print $2}' | sort -u)
+    export LD_LIBRARY_PATH="$bundle/lib${cuda_lib_dirs:+:$cuda_lib_dirs}${base_library_path:+:$base_library_path}"
+    mapfile -t broken < <(unloadable "$bundle"/bin/*)
+  fi
   if [ ${#cuda_lib_missing[@]} -gt 0 ] || [ ${#broken[@]} -gt 0 ]; then
     row "0. bundle" "**cannot load**: missing ${cuda_lib_missing[*]:-} ${broken[*]:-} (searched $cuda_home, \
 $PYTHON's nvidia wheels, the loader's cache); building check_kernels instead"
@@ -185,7 +193,7 @@ else
 fi
 cuobjdump=$(command -v cuobjdump || echo "$cuda_home/bin/cuobjdump")
 hgmma="cuobjdump not found"
-[ -x "$cuobjdump" ] && hgmma="$(timeout "$(limit 60)" "$cuobjdump" -sass "$check_kernels" 2>/dev/null | grep -c HGMMA)"
+[ -x "$cuobjdump" ] && hgmma="$(timeout "$(limit 30)" "$cuobjdump" -sass "$check_kernels" 2>/dev/null | grep -c HGMMA)"
 row "0. preflight" "${stale:+$stale; }$gpu; CUDA $cuda_version; $built; HGMMA instructions in check_kernels: $hgmma" \
   "${expected[preflight]}"
 

@@ -1,4 +1,4 @@
-# The machinery of bench/gpu/run.sh's stages (sourced by it; tests/integration/gpu_run.sh runs it through run.sh):
+# The machinery of bench/gpu/run.sh's stages (sourced by it; tests/cuda_emu/gpu_run.sh runs it through run.sh):
 # limits cut to the call's deadline, the summary table with the review's expected numbers beside each stage,
 # tables copied to $OUT the moment they exist, the kernel-check processes and what their outcomes decide, and
 # the checks of the tools, the CUDA libraries and the bundle's stamp. Needs `deadline` and `logs` set.
@@ -34,7 +34,7 @@ wanted() { [ -z "${STAGES:-}" ] || [[ ",$STAGES," == *",$1,"* ]]; }
 begin() { echo; echo "=== $1 (expected: $2) [$SECONDS s of $deadline]"; }
 
 # run_limited SECONDS NAME COMMAND...: COMMAND under `timeout` with the limit cut to the deadline; its status.
-# REPLICA_GPU_RUN_FAULT=NAME,... (a rehearsal of failure handling, used by tests/integration/gpu_run.sh): the
+# REPLICA_GPU_RUN_FAULT=NAME,... (a rehearsal of failure handling, used by tests/cuda_emu/gpu_run.sh): the
 # command named NAME is replaced by a process that dies of SIGSEGV, as a faulting kernel's process would.
 run_limited() {
   local seconds=$1 name=$2
@@ -93,23 +93,25 @@ find_library() {
   return 1
 }
 
-# cuda_library_dirs: the directories holding CUDA 13's runtime, cuBLASLt and NCCL for the bundle's binaries, from
-# $cuda_home (the toolkit), else the torch venv's nvidia/* wheels ($PYTHON's `nvidia` package: nvidia-cuda-runtime,
-# nvidia-cublas, nvidia-nccl-cu13), else the loader's cache. Sets cuda_lib_dirs (for LD_LIBRARY_PATH),
-# cuda_lib_found ("name from where", for the summary) and cuda_lib_missing.
-cuda_library_dirs() {
-  local toolkit=("$cuda_home/lib64" "$cuda_home/lib" "$cuda_home"/targets/*/lib) wheels=() name dir
-  mapfile -t wheels < <("${PYTHON:-python3}" -c 'import nvidia; print("\n".join(nvidia.__path__))' 2>/dev/null |
+# cuda_libraries NAME...: finds each library for the bundle's binaries in $cuda_home (the toolkit), else in the torch
+# venv's nvidia/* wheels ($PYTHON's `nvidia` package: nvidia-cuda-runtime, nvidia-cublas, nvidia-nccl-cu13), else in
+# the loader's cache; adds its directory to cuda_lib_dirs (for LD_LIBRARY_PATH), "NAME (where)" to cuda_lib_found,
+# or NAME to cuda_lib_missing.
+cuda_lib_dirs="" cuda_lib_found=() cuda_lib_missing=() wheel_lib_dirs=()
+cuda_libraries() {
+  local toolkit=("$cuda_home/lib64" "$cuda_home/lib" "$cuda_home"/targets/*/lib) name dir
+  [ ${#wheel_lib_dirs[@]} -gt 0 ] || mapfile -t wheel_lib_dirs < <("${PYTHON:-python3}" -c \
+    'import nvidia; print("\n".join(nvidia.__path__))' 2>/dev/null |
     while read -r root; do find "$root" -maxdepth 3 -name 'lib*.so*' -printf '%h\n' 2>/dev/null; done | sort -u)
-  cuda_lib_dirs="" cuda_lib_found=() cuda_lib_missing=()
-  for name in libcudart.so.13 libcublasLt.so.13 libnccl.so.2; do
+  for name; do
     if dir=$(find_library "$name" "${toolkit[@]}"); then cuda_lib_found+=("$name (toolkit)")
-    elif dir=$(find_library "$name" "${wheels[@]}"); then cuda_lib_found+=("$name (torch's wheels)")
+    elif dir=$(find_library "$name" "${wheel_lib_dirs[@]}"); then cuda_lib_found+=("$name (torch's wheels)")
     elif dir=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n {print $NF; exit}') && [ -n "$dir" ]; then
       dir=$(dirname "$dir")
       cuda_lib_found+=("$name (system)")
     else
-      cuda_lib_missing+=("$name"); continue
+      cuda_lib_missing+=("$name")
+      continue
     fi
     [[ ":$cuda_lib_dirs:" == *":$dir:"* ]] || cuda_lib_dirs+=${cuda_lib_dirs:+:}$dir
   done

@@ -6,7 +6,8 @@
 #      run; the fp32 attention takes over only when the mma.sync attention's own checks fail; a crashing step is
 #      one failed row; every table is in $OUT;
 #   b  tools: no nvidia-smi stops the call at once (exit 3); a usable bundle needs no nvcc, CMake, Ninja or g++,
-#      and takes CUDA's libraries from torch's nvidia/* wheels when CUDA_HOME has none;
+#      and takes CUDA's libraries from torch's nvidia/* wheels when CUDA_HOME has none; torch_ceiling.py without a
+#      GPU says so and exits 77;
 #   c  the bundle's stamp: a bundle built from other sources is refused (exit 3) before anything runs, and measured
 #      with a warning in the summary under REPLICA_ALLOW_STALE_BUNDLE=1.
 #   gpu_run.sh SOURCE_DIR CHECK_KERNELS BENCH_ATTENTION BENCH_MODEL REPLICA UNIT_TESTS
@@ -121,6 +122,13 @@ log=$tmp/no_tools.log out=$tmp/no_tools/out
 expect_rc 0
 expect "$out/summary.md" '^\| 0\. preflight \| CUDA emulation .*bundled binaries; libcudart\.so\.13 \(torch.s wheels\)'
 expect "$out/summary.md" '^\| 1\. kernel checks: float8 \| ok'
+
+# torch_ceiling.py where torch sees no GPU (this machine): skipped, exit 77, saying why (run.sh's row says "not run").
+log=$tmp/ceiling.log
+rc=0
+/usr/bin/python3 "$src/bench/gpu/torch_ceiling.py" >"$log" 2>&1 || rc=$?
+expect_rc 77
+expect "$log" 'no CUDA device visible to torch .*: not run'
 
 # c. A bundle built from other sources: refused before anything runs; measured, and said so, when allowed.
 STAMP=$'commit 0000000\nsources 0000000000000000000000000000000000000000000000000000000000000000'
