@@ -259,7 +259,7 @@ def main():
         path = os.path.join(dcp_dir, ".metadata")
         old = pickle.load(open(path, "rb"))
         with open(path, "wb") as f:
-            pickle.dump(as_torch2(old, dcp_dir), f)
+            pickle.dump(as_torch2(old, f"{os.path.basename(os.path.abspath(a.out))}/model_and_optim"), f)
     # OLMo-core's experiment config: not an HF config.json, which replica must not mistake for one.
     json.dump({"model": {"d_model": 0, "block": {"name": "reordered_norm"}}, "trainer": {}},
               open(os.path.join(a.out, "config.json"), "w"))

@@ -151,6 +151,14 @@ uint64_t volume(const std::vector<int64_t>& sizes) {
   return n;
 }
 
+// The elements of a size read from the metadata, which must fit in memory's address arithmetic.
+void check_volume(const std::vector<int64_t>& sizes, const std::string& what) {
+  uint64_t n = 1;
+  for (int64_t d : sizes)
+    check(!__builtin_mul_overflow(n, uint64_t(d), &n) && n <= (uint64_t(1) << 60), "{}: size {} is too large", what,
+          sizes);
+}
+
 // Chunks inside the tensor, pairwise disjoint, volumes adding up to the whole: an exact tiling.
 void check_tiling(const std::string& key, DcpTensor& t, const std::string& where) {
   uint64_t covered = 0;
@@ -238,6 +246,7 @@ DcpCheckpoint::DcpCheckpoint(const std::string& dir) : dir_(dir) {
       continue;
     }
     t.size = int_sequence(required(item, "size", at), at);
+    check_volume(t.size, at);
     const PyValue& chunks = required(item, "chunks", at);
     check(chunks.is(Kind::list), "{}: chunks are {}, not a list", at, chunks.describe());
     for (const PyValue& chunk : chunks.items()) {

@@ -53,7 +53,8 @@ const std::string& PyValue::as_string() const {
 const std::vector<PyValue>& PyValue::items() const {
   const Kind k = kind();
   if (k != Kind::tuple && k != Kind::list && k != Kind::call && k != Kind::persistent) wrong("a tuple or a list");
-  return data_->nodes[id_].items;
+  const PickleNode& n = data_->nodes[id_];
+  return k == Kind::call ? data_->nodes[n.args].items : n.items;
 }
 
 const std::vector<std::pair<PyValue, PyValue>>& PyValue::entries() const {
@@ -210,7 +211,7 @@ class PickleReader {
     PickleNode n;
     n.kind = Kind::call;
     n.callee = callee;
-    n.items = node(args).items;
+    n.args = args;  // shared, not copied: a tuple never changes
     return make(std::move(n));
   }
 

@@ -71,7 +71,7 @@ struct PickleNode {
   std::string text, name;  // string; global: module and name
   std::vector<PyValue> items;
   std::vector<std::pair<PyValue, PyValue>> entries;
-  uint32_t callee = 0, state = 0;  // call; node 0 is None
+  uint32_t callee = 0, args = 0, state = 0;  // call: a global, a tuple, its BUILD state (node 0 is None)
 };
 
 // The nodes live on the heap, so a PickleTree can move without invalidating its values.
