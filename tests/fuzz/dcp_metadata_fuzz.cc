@@ -17,10 +17,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::write_input("model_and_optim/.metadata", data, size);
   fuzz::expect_only_replica_errors([&] {
     const ckpt::DcpCheckpoint dcp(dir);
-    for (const auto& [key, tensor] : dcp.tensors()) {
+    for (const auto& entry : dcp.tensors()) {
+      const ckpt::DcpTensor& tensor = entry.second;
       if (tensor.numel() > (1u << 20)) continue;
       std::vector<float> values(tensor.numel());
-      fuzz::expect_only_replica_errors([&] { dcp.read_f32(key, tensor.size, values.data()); });
+      fuzz::expect_only_replica_errors([&] { dcp.read_f32(entry.first, tensor.size, values.data()); });
     }
   });
   return 0;

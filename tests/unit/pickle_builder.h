@@ -24,14 +24,12 @@ class PickleBuilder {
     if (v >= 0 && v < 256) return raw("K" + std::string(1, char(v)));
     return raw("\x8a\x08" + le(uint64_t(v), 8));  // LONG1 of 8 bytes
   }
-  PickleBuilder& global(const std::string& module, const std::string& name) {
-    return str(module).str(name).op('\x93');
-  }
+  PickleBuilder& global(const std::string& module, const std::string& name) { return str(module).str(name).op('\x93'); }
   PickleBuilder& mark() { return op('('); }
-  PickleBuilder& tuple() { return op('t'); }     // of the values since the mark
+  PickleBuilder& tuple() { return op('t'); }  // of the values since the mark
   PickleBuilder& tuple1() { return op('\x85'); }
   PickleBuilder& empty_list() { return op(']'); }
-  PickleBuilder& appends() { return op('e'); }   // the values since the mark onto the list below it
+  PickleBuilder& appends() { return op('e'); }  // the values since the mark onto the list below it
   PickleBuilder& empty_dict() { return op('}'); }
   PickleBuilder& setitems() { return op('u'); }  // the key-value pairs since the mark into the dict below it
   PickleBuilder& none() { return op('N'); }

@@ -79,8 +79,9 @@ std::string open_error(const std::string& dir) {
 TEST(DcpCheckpoint, AssemblesATensorFromItsChunks) {
   // A [4, 3] tensor in two row blocks (FSDP's dim-0 shards), the later block first in the file, in two files.
   const std::string dir = write_dcp(
-      "assembled", {{"model.w", {4, 3}, {{{2, 0}, {2, 3}, {6, 7, 8, 9, 10, 11}}, {{0, 0}, {2, 3}, {0, 1, 2, 3, 4, 5},
-                                                                                   "__1_0.distcp"}}},
+      "assembled", {{"model.w",
+                     {4, 3},
+                     {{{2, 0}, {2, 3}, {6, 7, 8, 9, 10, 11}}, {{0, 0}, {2, 3}, {0, 1, 2, 3, 4, 5}, "__1_0.distcp"}}},
                     {"optim.state.w.step", {}, {{{}, {}, {12}}}}});
   const DcpCheckpoint dcp(dir);
   ASSERT_NE(dcp.find("model.w"), nullptr);
@@ -102,8 +103,8 @@ TEST(DcpCheckpoint, AssemblesColumnBlocks) {
 }
 
 TEST(DcpCheckpoint, AcceptsOlmoCoresStorageInfo) {
-  const std::string dir = write_dcp("olmo_core", {{"w", {1}, {{{0}, {1}, {3}}}}},
-                                    "olmo_core.distributed.checkpoint.filesystem");
+  const std::string dir =
+      write_dcp("olmo_core", {{"w", {1}, {{{0}, {1}, {3}}}}}, "olmo_core.distributed.checkpoint.filesystem");
   float w = 0;
   DcpCheckpoint(dir).read_f32("w", {1}, &w);
   EXPECT_EQ(w, 3.0f);
@@ -115,8 +116,7 @@ TEST(DcpCheckpoint, RefusesChunksThatDoNotTileTheTensor) {
             std::string::npos);
   EXPECT_NE(open_error(write_dcp("gap", {{"w", {3}, {{{0}, {2}, {0, 1}}}}})).find("cover 2 of its 3 elements"),
             std::string::npos);
-  EXPECT_NE(open_error(write_dcp("beyond", {{"w", {3}, {{{2}, {2}, {0, 1}}, {{0}, {2}, {0, 1}}}}}))
-                .find("beyond it"),
+  EXPECT_NE(open_error(write_dcp("beyond", {{"w", {3}, {{{2}, {2}, {0, 1}}, {{0}, {2}, {0, 1}}}}})).find("beyond it"),
             std::string::npos);
 }
 

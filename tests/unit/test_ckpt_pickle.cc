@@ -48,8 +48,18 @@ TEST(Pickle, ReadsADataclassAsACallWithItsState) {
 TEST(Pickle, SharesMemoizedValuesAndSeesLaterChanges) {
   // l = [] (memo 0); l.append(7) through the memo; then (l, l): both are the list with its 7.
   const std::string get0 = std::string("h") + '\0';
-  const std::string bytes = PickleBuilder().empty_list().op('\x94').op('0').raw(get0).integer(7).op('a').op('0')
-                                .raw(get0).raw(get0).op('\x86').done();
+  const std::string bytes = PickleBuilder()
+                                .empty_list()
+                                .op('\x94')
+                                .op('0')
+                                .raw(get0)
+                                .integer(7)
+                                .op('a')
+                                .op('0')
+                                .raw(get0)
+                                .raw(get0)
+                                .op('\x86')
+                                .done();
   const PickleTree tree = read_pickle(bytes, {}, "t");
   ASSERT_EQ(tree.root().items().size(), 2u);
   for (const PyValue& l : tree.root().items()) {

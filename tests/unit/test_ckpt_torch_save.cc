@@ -62,8 +62,8 @@ TEST(TorchSave, RefusesDamagedArchives) {
   EXPECT_NE(read_error("not a zip at all, just some bytes").find("not a torch.save archive"), std::string::npos);
   archive[archive.find("archive/data/0") + 14 + 5] ^= 0x10;  // a bit of the second float
   EXPECT_NE(read_error(archive).find("'archive/data/0' fails its CRC-32 check"), std::string::npos);
-  const std::string deflated = zip({{"archive/data.pkl", tensor_pickle("FloatStorage", 1, 0, {1}, {1})},
-                                    {"archive/data/0", floats({1}), 8}});
+  const std::string deflated =
+      zip({{"archive/data.pkl", tensor_pickle("FloatStorage", 1, 0, {1}, {1})}, {"archive/data/0", floats({1}), 8}});
   EXPECT_NE(read_error(deflated).find("is compressed (method 8)"), std::string::npos);
 }
 

@@ -60,10 +60,10 @@ inline std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& size)
 inline std::string saved_f32(const std::vector<float>& values, const std::vector<int64_t>& size) {
   std::string data(values.size() * 4, '\0');
   std::memcpy(data.data(), values.data(), data.size());
-  return zip({{"archive/data.pkl", tensor_pickle("FloatStorage", int64_t(values.size()), 0, size,
-                                                 contiguous_strides(size))},
-              {"archive/data/0", data},
-              {"archive/version", "3\n"}});
+  return zip(
+      {{"archive/data.pkl", tensor_pickle("FloatStorage", int64_t(values.size()), 0, size, contiguous_strides(size))},
+       {"archive/data/0", data},
+       {"archive/version", "3\n"}});
 }
 
 }  // namespace replica::testing

@@ -126,7 +126,8 @@ std::map<ChunkKey, StorageInfo> storage_data(const PyValue& data, const std::str
     const std::string fqn = required(index, "fqn", where).as_string();
     const std::string at = fmt::format("{} storage_data['{}']", where, fqn);
     const PyValue* offset = field(index, "offset");
-    std::vector<int64_t> offsets = offset && !offset->is(Kind::none) ? int_sequence(*offset, at) : std::vector<int64_t>{};
+    std::vector<int64_t> offsets =
+        offset && !offset->is(Kind::none) ? int_sequence(*offset, at) : std::vector<int64_t>{};
     if (const PyValue* transforms = field(info, "transform_descriptors"))
       check(transforms->is(Kind::none) || transforms->items().empty(),
             "{}: written with stream transforms (compression or encryption extensions), which this reader does not "
@@ -170,7 +171,8 @@ void check_tiling(const std::string& key, DcpTensor& t, const std::string& where
             "{}: '{}' of size {} has a chunk at {} of size {} beyond it", where, key, t.size, c.offsets, c.sizes);
     covered += volume(c.sizes);
   }
-  std::sort(t.chunks.begin(), t.chunks.end(), [](const DcpChunk& a, const DcpChunk& b) { return a.offsets < b.offsets; });
+  std::sort(t.chunks.begin(), t.chunks.end(),
+            [](const DcpChunk& a, const DcpChunk& b) { return a.offsets < b.offsets; });
   const size_t rank = t.size.size();
   for (size_t i = 0; i < t.chunks.size(); i++) {
     const DcpChunk& a = t.chunks[i];

@@ -61,8 +61,8 @@ std::string olmo_core_name(const std::string& hf_name, const model::ModelConfig&
 static int64_t read_step(const DcpCheckpoint& dcp, const std::string& key) {
   float step = 0;
   dcp.read_f32(key, {}, &step);
-  check(std::isfinite(step) && step >= 0 && step == std::floor(step), "{}: '{}' is {}, not a count of steps",
-        dcp.dir(), key, step);
+  check(std::isfinite(step) && step >= 0 && step == std::floor(step), "{}: '{}' is {}, not a count of steps", dcp.dir(),
+        key, step);
   return int64_t(step);
 }
 
@@ -89,8 +89,10 @@ int64_t read_olmo_core_checkpoint(const std::string& path, const model::ModelCon
     dcp.read_f32(state + "exp_avg_sq", e.shape, exp_avg_sq + e.offset);
     const int64_t step = read_step(dcp, state + "step");
     if (!first_step) first_step = {state + "step", step};
-    check(step == first_step->second, "{}: '{}' is {} but '{}' is {}: replica keeps one step count for all "
-          "parameters", dcp.dir(), state + "step", step, first_step->first, first_step->second);
+    check(step == first_step->second,
+          "{}: '{}' is {} but '{}' is {}: replica keeps one step count for all "
+          "parameters",
+          dcp.dir(), state + "step", step, first_step->first, first_step->second);
   }
   return first_step ? first_step->second : 0;
 }

@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 
 #include <bit>
-#include <cstring>
 #include <unordered_map>
 
 #include "replica/core/error.h"
@@ -18,20 +17,8 @@ using Kind = PyValue::Kind;
 
 Kind PyValue::kind() const { return data_->nodes[id_].kind; }
 
-const std::string& PyValue::source() const { return data_->source; }
-
 void PyValue::wrong(const char* expected) const {
   fail("{}: expected {}, found {}", data_->source, expected, describe());
-}
-
-bool PyValue::is_global(std::string_view module, std::string_view name) const {
-  const PickleNode& n = data_->nodes[id_];
-  return n.kind == Kind::global && n.text == module && n.name == name;
-}
-
-bool PyValue::as_bool() const {
-  if (!is(Kind::boolean)) wrong("a bool");
-  return data_->nodes[id_].integer != 0;
 }
 
 int64_t PyValue::as_int() const {
@@ -97,21 +84,30 @@ const PyValue* PyValue::find(std::string_view key) const {
 std::string PyValue::describe() const {
   const PickleNode& n = data_->nodes[id_];
   switch (n.kind) {
-    case Kind::none: return "None";
-    case Kind::boolean: return n.integer ? "True" : "False";
-    case Kind::integer: return fmt::format("the integer {}", n.integer);
-    case Kind::floating: return fmt::format("the float {}", n.floating);
+    case Kind::none:
+      return "None";
+    case Kind::boolean:
+      return n.integer ? "True" : "False";
+    case Kind::integer:
+      return fmt::format("the integer {}", n.integer);
+    case Kind::floating:
+      return fmt::format("the float {}", n.floating);
     case Kind::string:
       return n.text.size() <= 60 ? fmt::format("'{}'", n.text) : fmt::format("a string of {} bytes", n.text.size());
-    case Kind::tuple: return fmt::format("a tuple of {}", n.items.size());
-    case Kind::list: return fmt::format("a list of {}", n.items.size());
-    case Kind::dict: return fmt::format("a dict of {}", n.entries.size());
-    case Kind::global: return n.text + "." + n.name;
+    case Kind::tuple:
+      return fmt::format("a tuple of {}", n.items.size());
+    case Kind::list:
+      return fmt::format("a list of {}", n.items.size());
+    case Kind::dict:
+      return fmt::format("a dict of {}", n.entries.size());
+    case Kind::global:
+      return n.text + "." + n.name;
     case Kind::call: {
       const std::string of = call_of();
       return of.empty() ? "a call" : "a " + of;
     }
-    case Kind::persistent: return "a persistent id";
+    case Kind::persistent:
+      return "a persistent id";
   }
   return "?";
 }
@@ -154,7 +150,8 @@ class PickleReader {
   }
 
   const char* take(uint64_t n) {
-    if (n > in_.size() - pos_) bad(fmt::format("truncated: needs {} more bytes, the pickle has {}", n, in_.size() - pos_));
+    if (n > in_.size() - pos_)
+      bad(fmt::format("truncated: needs {} more bytes, the pickle has {}", n, in_.size() - pos_));
     const char* p = in_.data() + pos_;
     pos_ += n;
     return p;
@@ -198,7 +195,8 @@ class PickleReader {
   }
   uint32_t make_global(std::string module, std::string name) {
     const std::string full = module + "." + name;
-    if (!allowed_.count(full)) bad(fmt::format("refers to '{}', which is not one of the classes this reader knows", full));
+    if (!allowed_.count(full))
+      bad(fmt::format("refers to '{}', which is not one of the classes this reader knows", full));
     PickleNode n;
     n.kind = Kind::global;
     n.text = std::move(module);
@@ -206,8 +204,10 @@ class PickleReader {
     return make(std::move(n));
   }
   uint32_t make_call(uint32_t callee, uint32_t args) {
-    if (node(callee).kind != Kind::global) bad(fmt::format("calls {}, not a class or function", value(callee).describe()));
-    if (node(args).kind != Kind::tuple) bad(fmt::format("calls with {} as arguments, not a tuple", value(args).describe()));
+    if (node(callee).kind != Kind::global)
+      bad(fmt::format("calls {}, not a class or function", value(callee).describe()));
+    if (node(args).kind != Kind::tuple)
+      bad(fmt::format("calls with {} as arguments, not a tuple", value(args).describe()));
     PickleNode n;
     n.kind = Kind::call;
     n.callee = callee;
@@ -277,12 +277,24 @@ class PickleReader {
         if (v < 2 || v > 5) bad(fmt::format("pickle protocol {} (this reader knows 2 to 5)", v));
         break;
       }
-      case 0x95: little(8); break;  // FRAME: a buffering hint
-      case '(': marks_.push_back(stack_.size()); break;
-      case '0': pop(); break;
-      case '1': pop_mark(); break;
-      case '2': push(top()); break;
-      case 'N': push(0); break;
+      case 0x95:
+        little(8);
+        break;  // FRAME: a buffering hint
+      case '(':
+        marks_.push_back(stack_.size());
+        break;
+      case '0':
+        pop();
+        break;
+      case '1':
+        pop_mark();
+        break;
+      case '2':
+        push(top());
+        break;
+      case 'N':
+        push(0);
+        break;
       case 0x88:
       case 0x89: {
         PickleNode n;
@@ -291,11 +303,21 @@ class PickleReader {
         push(make(std::move(n)));
         break;
       }
-      case 'J': push(make_int(int32_t(uint32_t(little(4))))); break;
-      case 'K': push(make_int(int64_t(little(1)))); break;
-      case 'M': push(make_int(int64_t(little(2)))); break;
-      case 0x8a: push(make_int(long_value(little(1)))); break;
-      case 0x8b: push(make_int(long_value(little(4)))); break;
+      case 'J':
+        push(make_int(int32_t(uint32_t(little(4)))));
+        break;
+      case 'K':
+        push(make_int(int64_t(little(1))));
+        break;
+      case 'M':
+        push(make_int(int64_t(little(2))));
+        break;
+      case 0x8a:
+        push(make_int(long_value(little(1))));
+        break;
+      case 0x8b:
+        push(make_int(long_value(little(4))));
+        break;
       case 'G': {
         const char* p = take(8);
         uint64_t bits = 0;
@@ -331,8 +353,12 @@ class PickleReader {
         push(make_string(take(uint64_t(n)), uint64_t(n)));
         break;
       }
-      case ')': push(make_sequence(Kind::tuple, {})); break;
-      case 't': push(make_sequence(Kind::tuple, pop_mark())); break;
+      case ')':
+        push(make_sequence(Kind::tuple, {}));
+        break;
+      case 't':
+        push(make_sequence(Kind::tuple, pop_mark()));
+        break;
       case 0x85:
       case 0x86:
       case 0x87: {
@@ -341,8 +367,12 @@ class PickleReader {
         push(make_sequence(Kind::tuple, ids));
         break;
       }
-      case ']': push(make_sequence(Kind::list, {})); break;
-      case 'l': push(make_sequence(Kind::list, pop_mark())); break;
+      case ']':
+        push(make_sequence(Kind::list, {}));
+        break;
+      case 'l':
+        push(make_sequence(Kind::list, pop_mark()));
+        break;
       case 'a': {
         const uint32_t item = pop();
         append(top(), {item});
@@ -411,12 +441,23 @@ class PickleReader {
         push(make(std::move(n)));
         break;
       }
-      case 'q': memo_put(little(1)); break;
-      case 'r': memo_put(little(4)); break;
-      case 0x94: memo_put(memo_.size()); break;
-      case 'h': memo_get(little(1)); break;
-      case 'j': memo_get(little(4)); break;
-      default: bad("an opcode this reader does not know");
+      case 'q':
+        memo_put(little(1));
+        break;
+      case 'r':
+        memo_put(little(4));
+        break;
+      case 0x94:
+        memo_put(memo_.size());
+        break;
+      case 'h':
+        memo_get(little(1));
+        break;
+      case 'j':
+        memo_get(little(4));
+        break;
+      default:
+        bad("an opcode this reader does not know");
     }
   }
 

@@ -35,25 +35,22 @@ class PyValue {
 
   Kind kind() const;
   bool is(Kind k) const { return kind() == k; }
-  bool is_global(std::string_view module, std::string_view name) const;
 
-  bool as_bool() const;
   int64_t as_int() const;
   double as_float() const;  // a float, or an integer
   const std::string& as_string() const;
-  const std::vector<PyValue>& items() const;                          // tuple, list, call (its args), persistent
+  const std::vector<PyValue>& items() const;                        // tuple, list, call (its args), persistent
   const std::vector<std::pair<PyValue, PyValue>>& entries() const;  // dict
-  const std::string& module() const;                                  // global
-  const std::string& name() const;                                    // global
-  PyValue callee() const;                                             // call
-  PyValue state() const;                                              // call: its BUILD state, or None
+  const std::string& module() const;                                // global
+  const std::string& name() const;                                  // global
+  PyValue callee() const;                                           // call
+  PyValue state() const;                                            // call: its BUILD state, or None
   // The callee's "module.name" when this is a call of a global; "" otherwise.
   std::string call_of() const;
   // A dict with string keys: the value of `key`, or nullptr when absent.
   const PyValue* find(std::string_view key) const;
 
   std::string describe() const;  // for error messages: "a tuple of 3", "torch.float32", "'abc'"
-  const std::string& source() const;
 
  private:
   friend class PickleReader;

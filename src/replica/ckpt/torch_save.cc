@@ -35,15 +35,19 @@ class Bytes {
  public:
   Bytes(std::string_view bytes, const std::string& source) : b_(bytes), source_(source) {}
   uint64_t get(uint64_t at, int width, const char* what) const {
-    check(at <= b_.size() && uint64_t(width) <= b_.size() - at, "{}: truncated: the zip's {} at byte {} is past its "
-          "end ({} bytes)", source_, what, at, b_.size());
+    check(at <= b_.size() && uint64_t(width) <= b_.size() - at,
+          "{}: truncated: the zip's {} at byte {} is past its "
+          "end ({} bytes)",
+          source_, what, at, b_.size());
     uint64_t v = 0;
     for (int i = width - 1; i >= 0; i--) v = v << 8 | uint8_t(b_[at + uint64_t(i)]);
     return v;
   }
   std::string_view range(uint64_t at, uint64_t n, const char* what) const {
-    check(at <= b_.size() && n <= b_.size() - at, "{}: truncated: the zip's {} ({} bytes at byte {}) is past its end "
-          "({} bytes)", source_, what, n, at, b_.size());
+    check(at <= b_.size() && n <= b_.size() - at,
+          "{}: truncated: the zip's {} ({} bytes at byte {}) is past its end "
+          "({} bytes)",
+          source_, what, n, at, b_.size());
     return b_.substr(at, n);
   }
   uint64_t size() const { return b_.size(); }
@@ -68,8 +72,10 @@ std::map<std::string, ZipEntry> zip_directory(const Bytes& z, const std::string&
            dir_at = z.get(*end + 16, 4, "directory offset");
   if (*end >= 20 && z.get(*end - 20, 4, "zip64 locator") == kZip64Locator) {
     const uint64_t at = z.get(*end - 12, 8, "zip64 end offset");
-    check(z.get(at, 4, "zip64 end record") == kZip64End, "{}: the zip64 locator points at byte {}, not at a zip64 end "
-          "record", source, at);
+    check(z.get(at, 4, "zip64 end record") == kZip64End,
+          "{}: the zip64 locator points at byte {}, not at a zip64 end "
+          "record",
+          source, at);
     count = z.get(at + 32, 8, "zip64 entry count");
     dir_size = z.get(at + 40, 8, "zip64 directory size");
     dir_at = z.get(at + 48, 8, "zip64 directory offset");
@@ -80,8 +86,10 @@ std::map<std::string, ZipEntry> zip_directory(const Bytes& z, const std::string&
   std::map<std::string, ZipEntry> entries;
   uint64_t at = dir_at;
   for (uint64_t i = 0; i < count; i++) {
-    check(z.get(at, 4, "directory entry") == kDirectoryEntry, "{}: zip directory entry {} at byte {} has a bad "
-          "signature", source, i, at);
+    check(z.get(at, 4, "directory entry") == kDirectoryEntry,
+          "{}: zip directory entry {} at byte {} has a bad "
+          "signature",
+          source, i, at);
     ZipEntry e;
     e.flags = uint16_t(z.get(at + 8, 2, "flags"));
     e.method = uint16_t(z.get(at + 10, 2, "method"));
@@ -109,8 +117,10 @@ std::map<std::string, ZipEntry> zip_directory(const Bytes& z, const std::string&
       }
       x += 4 + len;
     }
-    check(e.method == 0 && compressed == size, "{}: zip entry '{}' is compressed (method {}); torch.save stores "
-          "entries uncompressed", source, name, e.method);
+    check(e.method == 0 && compressed == size,
+          "{}: zip entry '{}' is compressed (method {}); torch.save stores "
+          "entries uncompressed",
+          source, name, e.method);
     check(!(e.flags & 1), "{}: zip entry '{}' is encrypted", source, name);
     e.size = size;
     check(entries.emplace(name, e).second, "{}: zip entry '{}' appears twice", source, name);
@@ -132,14 +142,16 @@ std::string_view entry_data(const Bytes& z, const std::string& name, const ZipEn
     crc = crc32(crc, reinterpret_cast<const Bytef*>(data.data() + done), n);
     done += n;
   }
-  check(uint32_t(crc) == e.crc, "{}: zip entry '{}' fails its CRC-32 check (stored {:08x}, computed {:08x}): the "
-        "file is damaged", source, name, e.crc, uint32_t(crc));
+  check(uint32_t(crc) == e.crc,
+        "{}: zip entry '{}' fails its CRC-32 check (stored {:08x}, computed {:08x}): the "
+        "file is damaged",
+        source, name, e.crc, uint32_t(crc));
   return data;
 }
 
-const std::set<std::string> kTensorGlobals = {"torch._utils._rebuild_tensor_v2", "collections.OrderedDict",
-                                              "torch.FloatStorage", "torch.BFloat16Storage", "torch.HalfStorage",
-                                              "torch.DoubleStorage"};
+const std::set<std::string> kTensorGlobals = {
+    "torch._utils._rebuild_tensor_v2", "collections.OrderedDict", "torch.FloatStorage",
+    "torch.BFloat16Storage",           "torch.HalfStorage",       "torch.DoubleStorage"};
 
 std::vector<int64_t> int_tuple(const PyValue& v, const char* what, const std::string& source) {
   check(v.is(PyValue::Kind::tuple), "{}: the tensor's {} is {}, not a tuple", source, what, v.describe());
