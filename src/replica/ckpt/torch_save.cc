@@ -2,6 +2,7 @@
 #include "replica/ckpt/torch_save.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <zlib.h>
 
 #include <map>
@@ -207,14 +208,16 @@ TorchTensor read_torch_save_tensor(std::string_view bytes, const std::string& so
   const std::vector<int64_t> stride = int_tuple(args[3], "stride", source);
   check(stride.size() == t.shape.size(), "{}: the tensor has {} sizes and {} strides", source, t.shape.size(),
         stride.size());
-  uint64_t numel = 1, expected = 1;
-  for (size_t d = t.shape.size(); d-- > 0;) {
+  uint64_t numel = 1;
+  for (int64_t d : t.shape)
+    check(!__builtin_mul_overflow(numel, uint64_t(d), &numel), "{}: the tensor's size {} overflows", source, t.shape);
+  // Row-major strides, except where a dimension of 1 makes its stride irrelevant (or the tensor is empty).
+  uint64_t expected = 1;
+  for (size_t d = t.shape.size(); d-- > 0 && numel > 0;) {
     check(t.shape[d] == 1 || uint64_t(stride[d]) == expected, "{}: a non-contiguous tensor (size {}, stride {})",
-          source, fmt::format("{}", t.shape[d]), stride[d]);
-    check(!__builtin_mul_overflow(expected, uint64_t(t.shape[d]), &expected), "{}: the tensor's size overflows",
-          source);
+          source, t.shape, stride);
+    expected *= uint64_t(t.shape[d]);
   }
-  numel = expected;
   check(offset >= 0 && storage_numel >= 0 && uint64_t(offset) <= uint64_t(storage_numel) &&
             numel <= uint64_t(storage_numel - offset),
         "{}: a tensor of {} elements at offset {} in a storage of {}", source, numel, offset, storage_numel);
