@@ -11,13 +11,13 @@ packages=(
   libfmt-dev                    # formatting (g++ 12 has no std::format)
   libpcre2-dev                  # tokenizer pre-tokenisation regex
   libxxhash-dev                 # XXH3-128 checksums and fingerprints
-  zlib1g-dev                    # Dolma's .csv.gz document metadata (data.document_boundaries: metadata)
+  zlib1g-dev                    # .csv.gz document metadata; CRC-32 of torch.save archives (ckpt/torch_save)
   libgtest-dev libgmock-dev     # unit tests
   libbenchmark-dev              # micro-benchmarks
   clang-14 libclang-rt-14-dev   # libFuzzer + ASan/UBSan runtimes: the fuzz harnesses (tests/fuzz)
   libomp-14-dev                 # OpenMP for clang (the fuzz tree)
   libopenmpi-dev openmpi-bin    # data parallelism across processes (mpirun)
-  python3-torch python3-numpy   # the independent reference (fixtures, speed baseline)
+  python3-torch python3-numpy   # the reference; OLMo-core checkpoints written by DCP in tests
   python3-yaml                  # bench/run.sh reads model YAML for the reference
   chromium                      # the report test renders report.html in headless Chromium
   python3-regex                 # \p{..} classes for the tokenizer.json BPE in tests/integration/ckpt_hf_tokenizer.sh

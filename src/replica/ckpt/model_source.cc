@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "replica/ckpt/checkpoint.h"
+#include "replica/ckpt/olmo_core_checkpoint.h"
 #include "replica/core/error.h"
 
 namespace replica::ckpt {
@@ -23,11 +24,20 @@ std::string resolve_model_source(const std::string& path) {
 }
 
 model::ModelConfig load_model_source_config(const std::string& path) {
+  check(!is_olmo_core_checkpoint(path),
+        "{}: an OLMo-core checkpoint holds no HF model config: give the model with model.config (AI2's OLMo 3 7B: "
+        "configs/models/olmo3_7b.yaml)",
+        path);
   return is_checkpoint_dir(path) ? read_checkpoint_model_config(path) : model::load_model_config(path);
 }
 
-void load_model_source_params(const std::string& path, const model::ParamTable& table, float* params) {
+void load_model_source_params(const std::string& path, const model::ModelConfig& config, const model::ParamTable& table,
+                              float* params) {
   check(std::filesystem::is_directory(path), "{}: not a model directory (an HF model or a replica checkpoint)", path);
+  if (is_olmo_core_checkpoint(path)) {
+    read_olmo_core_checkpoint(path, config, table, params);
+    return;
+  }
   if (!is_checkpoint_dir(path)) return load_hf_params(path, table, params);
   read_checkpoint_state(path);  // verifies the checksums
   read_checkpoint_tensors(path, table, params);
@@ -40,7 +50,7 @@ HfModel load_model_source(const std::string& source) {
   model.config = load_model_source_config(path);
   model::ParamTable table(model.config);
   model.params.assign(table.total(), 0.0f);
-  load_model_source_params(path, table, model.params.data());
+  load_model_source_params(path, model.config, table, model.params.data());
   return model;
 }
 

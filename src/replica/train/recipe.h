@@ -29,7 +29,7 @@ struct Recipe {
   struct Model {
     std::string config;     // YAML model file or HF config.json (may be empty with init_from): the whole model,
                             // its RoPE scaling included (configs/models/olmo3_7b_stage3.yaml)
-    std::string init_from;  // HF model directory or replica checkpoint; empty: fresh init (train.seed)
+    std::string init_from;  // HF model dir, replica or OLMo-core checkpoint; empty: fresh init (train.seed)
                             // (ignored when the run resumes from a checkpoint of its own)
   } model;
   struct Data {
@@ -56,7 +56,7 @@ struct Recipe {
     double clip = 1.0;  // max global grad norm; 0 = no clipping (then skip-step watches the loss only)
     optim::SkipStepConfig skip_step;  // optim.skip_step, optim.skip_step_window, optim.skip_step_sigma
     double z_loss = 1e-5;
-    bool load_state = false;  // load Adam moments from model.init_from (a replica checkpoint)
+    bool load_state = false;  // load Adam moments from model.init_from (a replica or OLMo-core checkpoint)
   } optim;
   struct Schedule {
     // schedule.type, warmup_steps, alpha_f, t_max, decay_steps, stitch_step, part2_warmup_steps, part2_t_max; the
