@@ -2,6 +2,7 @@
 // audit a planned run for repeated data. The logic lives in src/replica/data/.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
 
 #include <memory>
 #include <optional>
@@ -23,6 +24,13 @@ namespace {
 
 using namespace replica;
 using namespace replica::data;
+
+// A YAML scalar holding `text` as it is (a path with ": " or a leading "[" stays a path).
+std::string yaml_scalar(const std::string& text) {
+  YAML::Emitter out;
+  out << YAML::DoubleQuoted << text;
+  return out.c_str();
+}
 
 // Options naming a token dataset: --paths FILES... or --mix FILE, the sequence length and dtype, and how the
 // files become instances (a source permutation, packing).
@@ -53,14 +61,23 @@ struct DatasetOptions {
     app->add_option("--source-permutation-seed", source_permutation_seed,
                     "Shuffle the files with Python's random.Random(seed) first (OLMo-core's source permutation)");
   }
-  // Everything but the loader's own settings (seed, global batch, filter).
-  void configure(LoaderConfig& config) const {
-    config.files = entries();
-    config.seq_len = seq_len;
-    config.dtype = parse_token_dtype(dtype);
-    config.source_permutation_seed = source_permutation_seed;
-    config.packing = {parse_packing(packing), source_group_size, parse_long_doc_strategy(long_doc_strategy),
-                      work_dir, parse_document_boundaries(document_boundaries)};
+  // The recipe keys these flags set (--seq-len 4096 is data.seq_len=4096); --dtype is the files' own, no key.
+  std::vector<std::string> overrides() const {
+    std::vector<std::string> out;
+    if (!mix.empty()) out.push_back("data.mix_file=" + yaml_scalar(mix));
+    YAML::Emitter files;
+    files << YAML::Flow << YAML::BeginSeq;
+    for (const std::string& path : paths) files << YAML::DoubleQuoted << path;
+    files << YAML::EndSeq;
+    if (!paths.empty()) out.push_back(fmt::format("data.paths={}", files.c_str()));
+    if (seq_len > 0) out.push_back(fmt::format("data.seq_len={}", seq_len));
+    out.push_back("data.packing=" + yaml_scalar(packing));
+    out.push_back(fmt::format("data.source_group_size={}", source_group_size));
+    out.push_back("data.long_doc_strategy=" + yaml_scalar(long_doc_strategy));
+    out.push_back("data.document_boundaries=" + yaml_scalar(document_boundaries));
+    out.push_back("data.work_dir=" + yaml_scalar(work_dir));
+    if (source_permutation_seed) out.push_back(fmt::format("data.source_permutation_seed={}", *source_permutation_seed));
+    return out;
   }
   std::vector<MixEntry> entries() const {
     check(!paths.empty() || !mix.empty(), "give the token files with --paths FILES... or --mix FILE");
@@ -95,14 +112,17 @@ std::string flags_fingerprint_note(const Options& o) {
                      o.dataset.seq_len, o.seed, o.dataset.packing, o.filter ? "on" : "off", o.vocab_size);
 }
 
-// The loader the command-line flags describe (without --config).
+// The loader the command-line flags describe (without --config): they are overrides of the default recipe, so the
+// loader is built as `replica train` builds it (train::loader_config), with the model's vocabulary from --vocab-size.
 LoaderConfig flags_loader_config(const Options& o) {
-  LoaderConfig config;
-  o.dataset.configure(config);
-  config.seed = o.seed;
-  config.global_batch = o.global_batch;
-  config.vocab_size = o.vocab_size;
-  config.filter.enabled = o.filter;
+  o.dataset.entries();  // --paths or --mix, else the error that says so
+  std::vector<std::string> flags = o.dataset.overrides();
+  flags.push_back(fmt::format("data.seed={}", o.seed));
+  flags.push_back(fmt::format("data.global_batch_size={}", std::max<int64_t>(o.global_batch, 1)));
+  flags.push_back(fmt::format("data.instance_filter={}", o.filter));
+  flags.insert(flags.end(), o.overrides.begin(), o.overrides.end());
+  LoaderConfig config = train::loader_config(train::load_recipe_text("", "replica data", flags, false), o.vocab_size);
+  config.dtype = parse_token_dtype(o.dataset.dtype);
   return config;
 }
 
@@ -173,9 +193,7 @@ int run_info(const Options& o) {
   if (o.dataset.seq_len > 0 && !packed) fmt::print(", {} instances of {}", total_instances, o.dataset.seq_len);
   fmt::print("\n");
   if (o.dataset.seq_len > 0 && packed) {
-    LoaderConfig config;
-    o.dataset.configure(config);
-    const std::unique_ptr<const InstanceSource> dataset = open_dataset(config);
+    const std::unique_ptr<const InstanceSource> dataset = open_dataset(flags_loader_config(o));
     const auto& set = dynamic_cast<const PackedDataset&>(*dataset);
     const uint64_t tokens = set.num_instances() * uint64_t(o.dataset.seq_len);
     fmt::print("packed       {} documents into {} instances of {} in {} groups, {} padding tokens ({:.2f} %)\n",
@@ -185,21 +203,15 @@ int run_info(const Options& o) {
       fmt::print("packing      {} of {} groups read from the cache in {}\n", set.groups_from_cache(), set.num_groups(),
                  o.dataset.work_dir);
   }
-  if (o.dataset.seq_len > 0) {  // the global batch is not part of it
-    Options one_instance = o;
-    one_instance.global_batch = std::max<int64_t>(o.global_batch, 1);
-    fmt::print("fingerprint  {}\n{}", DataLoader(flags_loader_config(one_instance)).fingerprint(),
-               flags_fingerprint_note(o));
-  }
+  if (o.dataset.seq_len > 0)  // the global batch is not part of it
+    fmt::print("fingerprint  {}\n{}", DataLoader(flags_loader_config(o)).fingerprint(), flags_fingerprint_note(o));
   return 0;
 }
 
 // The instance's text (or ids) on stdout; where its tokens come from on stderr. A packed instance is shown document
 // by document, each with its position in the instance and its place in its file, then the padding.
 int run_show(const Options& o) {
-  LoaderConfig config;
-  o.dataset.configure(config);
-  const std::unique_ptr<const InstanceSource> dataset = open_dataset(config);
+  const std::unique_ptr<const InstanceSource> dataset = open_dataset(flags_loader_config(o));
   for (size_t f = 0; f < dataset->num_files(); f++)
     if (std::string hint = dataset->file(f).dtype_hint(); !hint.empty()) fmt::print(stderr, "warning: {}\n", hint);
   const uint64_t instance = uint64_t(o.instance);
@@ -257,10 +269,8 @@ int run_audit(Options o) {
     train::resolve_training_files(r, o.recipe);  // an audit reads no held-out files, so they need not exist
     config = replica::train::loader_config(r, train::recipe_model_config(r));
     o.steps = r.train.max_steps;
-    o.micro_batch = r.data.micro_batch_size;
+    o.micro_batch = r.step.micro_batch;
   } else {
-    if (!o.overrides.empty())  // not check(): its message would read front() of an empty list
-      fail("data audit: recipe overrides ({} ...) need --config RECIPE", o.overrides.front());
     check(o.dataset.seq_len > 0 && o.global_batch > 0 && o.steps > 0,
           "data audit: give --config RECIPE, or --seq-len, --global-batch and --steps");
     config = flags_loader_config(o);
@@ -330,7 +340,9 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
 
   auto* audit_cmd = app.add_subcommand("audit", "Replay a planned run's data reads and report repeats (exit 1)");
   audit_cmd->add_option("--config", o->recipe, "The run's recipe: its data loader (the run's fingerprint), steps");
-  audit_cmd->add_option("overrides", o->overrides, "section.key=value overrides of the recipe, as `replica train`");
+  audit_cmd->add_option("overrides", o->overrides,
+                        "section.key=value overrides of the recipe, as `replica train` (without --config: of the "
+                        "default recipe the flags describe)");
   o->dataset.add_to(audit_cmd, false);
   audit_cmd->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str();
   audit_cmd->add_option("--global-batch", o->global_batch, "Instances per step");

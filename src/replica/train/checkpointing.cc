@@ -101,10 +101,10 @@ static RunStart resume(const Recipe& r, const std::string& dir, const model::Par
   ckpt::check_same_model(s.model, recipe_model_config(r), dir);
   check(s.step <= r.last_step(), "{}: {}={} is before the checkpoint's step {}", dir,
         r.train.stop_at > 0 ? "train.stop_at" : "train.max_steps", r.last_step(), s.step);
-  check(s.global_batch_size == r.data.global_batch_size && s.seq_len == r.data.seq_len,
+  check(s.global_batch_size == r.step.global_batch && s.seq_len == r.step.seq_len,
         "{}: saved with data.global_batch_size={} and data.seq_len={}, the recipe has {} and {} (the data "
         "position would not carry over)",
-        dir, s.global_batch_size, s.seq_len, r.data.global_batch_size, r.data.seq_len);
+        dir, s.global_batch_size, s.seq_len, r.step.global_batch, r.step.seq_len);
   try {
     loader.check_fingerprint(s.data_fingerprint, r.data.allow_fingerprint_change);
   } catch (const Error& e) {
@@ -181,8 +181,8 @@ ckpt::TrainState train_state(const Recipe& r, const model::ModelConfig& config, 
   s.tokens = step * r.tokens_per_step();
   std::tie(s.epoch, s.batch) = loader.position(step);
   s.batches_consumed = step;
-  s.global_batch_size = r.data.global_batch_size;
-  s.seq_len = r.data.seq_len;
+  s.global_batch_size = r.step.global_batch;
+  s.seq_len = r.step.seq_len;
   s.data_fingerprint = loader.fingerprint();
   s.adam_step_count = optimizer.step_count();
   s.schedule = schedule_json(schedule_config(r));
