@@ -44,7 +44,14 @@ assert (got == expected[: 156 * 64].reshape(156, 64)).all()
 PY
 "$replica" data audit --paths tokens.npy --seq-len 8 --global-batch 64 --steps 312 --world-size 4 --micro-batch 4 > audit.txt
 grep -q 'OK: no instance was read twice' audit.txt
-grep -q 'epochs expected       2.0000' audit.txt
+grep -Eq '^epochs planned +2.0000 ' audit.txt
+# One column of values: every row's value starts where the first row's does.
+/usr/bin/python3 - audit.txt <<'PY'
+import re, sys
+rows = [l for l in open(sys.argv[1]) if l[0].isalpha() and not l.startswith(("fingerprint", "OK", "ERROR"))]
+starts = {re.match(r"^.*?\S  +", l).end() for l in rows}
+assert len(rows) > 8 and len(starts) == 1, f"values start at columns {starts}"
+PY
 # The same plan read from a recipe (data files, seq_len, seed, batch sizes and steps).
 cat > audit_recipe.yaml <<YAML
 model: {config: $2/configs/models/olmo3_tiny.yaml}

@@ -59,7 +59,7 @@ echo "ok: data info and data audit print the fingerprint train recorded ($record
 rm -r held
 "$replica" data audit --config recipe.yaml train.max_steps=3 > audit_recipe.txt
 [ "$(awk '/^fingerprint/ {print $2}' audit_recipe.txt)" = "$recorded" ]
-grep -q "^instance reads        6$" audit_recipe.txt  # 3 steps of 2
+grep -Eq "^instance reads +6$" audit_recipe.txt  # 3 steps of 2
 echo "ok: data audit --config RECIPE takes overrides and ignores data.validation_paths"
 
 # plan --config: the recipe's model, seq_len, micro-batch, precision and remat; the ranks must divide its batch.

@@ -56,8 +56,11 @@ expected = {
     "loss": [f"{r}/{k}" for r in runs for k in ("raw", "smoothed")],
     **{m: [f"{r}/{m}" for r in runs] for m in ("ce", "z_loss", "lr", "grad_norm", "tokens_per_s")},
     "mfu": ["trained/mfu", "synthetic/mfu"] if trained_mfu else ["synthetic/mfu"],
-    "heldout": ["trained/all", "trained/other", "synthetic/all", "synthetic/web", "synthetic/code"],
-    "tasks": ["synthetic/arc_easy acc", "synthetic/hellaswag acc_norm"],
+    # Two runs: every run's "all" on one chart, each run's files on a chart of its own.
+    "heldout": ["trained/all", "synthetic/all"],
+    "heldout-trained": ["trained/all", "trained/other"],
+    "heldout-synthetic": ["synthetic/all", "synthetic/web", "synthetic/code"],
+    "tasks-synthetic": ["synthetic/arc_easy acc", "synthetic/hellaswag acc_norm"],
 }
 assert sorted(figures) == sorted(expected), f"charts {sorted(figures)}, expected {sorted(expected)}"
 for chart, series in expected.items():

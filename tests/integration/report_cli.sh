@@ -20,6 +20,11 @@ grep -q "^c vs a: first differs at step 1: lr " "$work/abc.txt"
 grep -q "smoothed loss: max |Δ| 0 (step 1), mean |Δ| 0 over 8 steps both logged in 1–8, window 21 steps: WITHIN ±0 nat" \
   "$work/abc.txt"
 grep -q "OUTSIDE ±0 nat" "$work/abc.txt"
+# 8 steps against a 21-step window: the first and last loss of the run itself, not one mean twice.
+first=$($py -c 'import json,sys; l=[json.loads(x) for x in open(sys.argv[1]) if "\"loss\"" in x]; print("%.4f → %.4f" % (l[0]["loss"], l[-1]["loss"]))' "$work/a/metrics.jsonl")
+grep -q "  loss .* $first (every step: the run is shorter than two 21-step windows)" "$work/abc.txt"
+# Three runs: one held-out chart of every run's "all", and one of each run's files.
+for chart in heldout heldout-a heldout-b heldout-c; do grep -q "data-chart=\"$chart\"" "$work/abc.html"; done
 grep -q "wrote $work/abc.html" "$work/abc.txt"
 $py - "$work/abc.html" "$work/a/checkpoints/latest" <<'PY'
 import re, sys

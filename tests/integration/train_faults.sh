@@ -108,11 +108,22 @@ train "$work/e" train.max_steps=6 checkpoint.every=2
 expect_failure "optim.lr: 0.01 -> 0.001" run run.dir="$work/e" train.max_steps=6 optim.lr=1e-3
 grep -q "train.allow_change=\[optim.lr\]" "$work/err"
 expect_failure "train.max_steps: 6 -> 8" run run.dir="$work/e" train.max_steps=8   # moves the cosine horizon
+grep -q "keep its horizon: schedule.t_max=6" "$work/err"
 expect_failure "train.max_steps=4 is before the checkpoint's step 6" run run.dir="$work/e" train.max_steps=4
+events=$(ls "$work/e/tb" | wc -l)
 run run.dir="$work/e" train.max_steps=6 train.threads=2 >"$work/stdout"
 grep -q "resume changes train.threads: 1 -> 2" "$work/stdout"
 grep -q "nothing to train: the run is at step 6 of 6" "$work/stdout"
 grep -q "none run now" "$work/stdout"
+test "$(ls "$work/e/tb" | wc -l)" = "$events"  # a no-op resume logs nothing, so it adds no event file
+# Extending the finished run on its own schedule: the horizon kept with schedule.t_max, the steps after it are the
+# uninterrupted 8-step run's with the same horizon (at another thread count: the bits do not depend on it).
+cp -r "$work/e" "$work/e8"
+run run.dir="$work/e8" train.max_steps=8 schedule.t_max=6 train.threads=2 >"$work/stdout"
+grep -q "resume changes schedule.t_max: 0 -> 6" "$work/stdout"
+train "$work/e8_whole" train.max_steps=8 schedule.t_max=6 checkpoint.every=2
+same_metrics "$work/e8/metrics.jsonl" "$work/e8_whole/metrics.jsonl" 8
+cmp "$work/e8/checkpoints/step00000008/model.safetensors" "$work/e8_whole/checkpoints/step00000008/model.safetensors"
 run run.dir="$work/e" train.max_steps=8 train.allow_change=[train.max_steps] >"$work/stdout"
 grep -q "resume changes train.max_steps: 6 -> 8" "$work/stdout"
 echo "ok: resume changes are refused or reported"

@@ -3,9 +3,9 @@
 
 #include <filesystem>
 
-#include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/metrics/tensorboard.h"
+#include "scratch_dir.h"
 
 namespace replica::metrics {
 namespace {
@@ -24,6 +24,8 @@ TEST(TensorBoard, ScalarsRoundTrip) {
   std::string path;
   {
     TensorBoardWriter tb(dir);
+    tb.flush();
+    EXPECT_TRUE(std::filesystem::is_empty(dir)) << "no event file before the first scalar";
     tb.scalar("train/loss", 10.5, 1);
     tb.scalar("train/lr", 3e-4, 1);
     tb.scalar("train/loss", 9.25, 300);

@@ -276,10 +276,9 @@ int run_audit(Options o) {
     config = flags_loader_config(o);
   }
   DataLoader loader(*config);
-  fmt::print("fingerprint           {}\n{}batches per epoch     {}\n", loader.fingerprint(),
+  fmt::print("fingerprint  {}\n{}", loader.fingerprint(),
              o.recipe.empty() ? flags_fingerprint_note(o)
-                              : fmt::format("  (the fingerprint `replica train --config {}` records)\n", o.recipe),
-             loader.batches_per_epoch());
+                              : fmt::format("  (the fingerprint `replica train --config {}` records)\n", o.recipe));
   plan.steps = o.steps;
   plan.world_size = o.world_size;
   if (o.micro_batch > 0) plan.micro_batch = o.micro_batch;

@@ -40,12 +40,13 @@ static Command eval_command(
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)");
       app.add_option("--batch-tokens", o->batch_tokens, "padded tokens per forward (default: the suite's, 8192)")
           ->check(CLI::NonNegativeNumber);
-      app.add_option("--threads", o->threads, "CPU threads (default: all)")
+      app.add_option("--threads", o->threads, "CPU threads (default: one per free core)")
           ->check(CLI::Range(int64_t{0}, kMaxThreads));
       app.add_option("--device", o->device, "cpu or cuda");
       app.add_flag("--json", o->json, "print the results as one JSON object instead of tables");
       return std::function<int()>([o] {
-        set_num_threads(o->threads);
+        if (const std::string threads = set_num_threads(o->threads); !threads.empty())
+          fmt::print(stderr, "threads: {} (--threads N to choose)\n", threads);
         const auto start = std::chrono::steady_clock::now();
         std::string tasks_dir = o->tasks_dir;
         if (tasks_dir.empty()) tasks_dir = std::filesystem::exists("data/eval") ? "data/eval" : "tests/fixtures/eval";

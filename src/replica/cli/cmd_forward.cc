@@ -59,7 +59,7 @@ static Command forward_command(
           ->capture_default_str();
       app.add_option("--out", o->out, "output .npy, float32 [B, T, V]")->required();
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)");
-      app.add_option("--threads", o->threads, "CPU threads (default: all)")
+      app.add_option("--threads", o->threads, "CPU threads (default: one per free core)")
           ->check(CLI::Range(int64_t{0}, kMaxThreads));
       app.add_option("--device", o->device, "cpu or cuda");
       return std::function<int()>([o] {

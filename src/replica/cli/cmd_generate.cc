@@ -40,13 +40,14 @@ static Command generate_command(
       app.add_option("--device", o->device, "cpu or cuda")->capture_default_str();
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)")
           ->capture_default_str();
-      app.add_option("--threads", o->threads, "CPU threads (default: all)");
+      app.add_option("--threads", o->threads, "CPU threads (default: one per free core)");
       app.add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken (default: data/tokenizer/)");
       return std::function<int()>([o] {
         check(!o->prompt.empty(), "--prompt is empty: give the text to continue");
         check(o->max_new_tokens >= 0, "--max-new-tokens must be ≥ 0, got {}", o->max_new_tokens);
         o->sampling.validate();
-        set_num_threads(o->threads);
+        if (const std::string threads = set_num_threads(o->threads); !threads.empty())
+          fmt::print(stderr, "threads: {} (--threads N to choose)\n", threads);
         const Precision precision = parse_precision(o->precision.c_str());
         Backend& backend = backend_for(parse_device(o->device));
         const data::Tokenizer tokenizer =

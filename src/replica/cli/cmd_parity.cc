@@ -88,7 +88,7 @@ static Command parity_command(
       app.add_option("--max-kl", o->max_kl, "fail (exit 1) when the mean KL in nats is above this");
       app.add_option("--min-top1", o->min_top1, "fail (exit 1) when top-1 agreement (a fraction) is below this");
       app.add_flag("--json", o->json, "print one JSON object");
-      app.add_option("--threads", o->threads, "CPU threads (default: all)")
+      app.add_option("--threads", o->threads, "CPU threads (default: one per free core)")
           ->check(CLI::Range(int64_t{0}, kMaxThreads));
       return std::function<int()>([o] {
         set_num_threads(o->threads);

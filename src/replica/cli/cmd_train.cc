@@ -48,7 +48,7 @@ static Command train_command("train", "Train a model from a recipe: replica trai
       if (comm->size() == 1) throw;
       end_job(*comm, e.what());
     }
-    fmt::print("\nrun directory: {}  (config.yaml, metrics.jsonl, tb/)\n", s.run_dir);
+    fmt::print("\nrun directory: {}  (config.yaml, metrics.jsonl, report.html, tb/, checkpoints/)\n", s.run_dir);
     if (s.final_loss)
       fmt::print("steps: {}{}   final training loss: {:.4f}\n", s.steps, s.interrupted ? " (interrupted)" : "",
                  *s.final_loss);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "replica/core/error.h"
@@ -19,6 +20,7 @@ AuditReport audit(const DataLoader& loader, const AuditPlan& plan, const RankRea
 
   AuditReport report;
   report.num_instances = dataset.num_instances();
+  report.batches_per_epoch = per_epoch;
   std::vector<uint8_t> run_count(report.num_instances, 0), epoch_seen(report.num_instances, 0);
   std::vector<uint64_t> file_tokens(dataset.num_files(), 0);
   uint64_t current_epoch = 0;
@@ -58,21 +60,34 @@ AuditReport audit(const DataLoader& loader, const AuditPlan& plan, const RankRea
   return report;
 }
 
+// One row per line, the values in one column whatever the source labels' length.
 std::string AuditReport::text() const {
-  std::string out = fmt::format("instances in dataset  {}\ninstance reads        {}\n", num_instances, deliveries);
-  const char* names[4] = {"0", "1", "2", "3+"};
+  std::vector<std::pair<std::string, std::string>> rows;
+  auto percent = [](uint64_t part, uint64_t whole) { return whole ? 100.0 * double(part) / double(whole) : 0.0; };
+  rows.emplace_back("batches per epoch", fmt::format("{}", batches_per_epoch));
+  rows.emplace_back("instances in dataset", fmt::format("{}", num_instances));
+  rows.emplace_back("instance reads", fmt::format("{}", deliveries));
+  const char* names[4] = {"0 times", "1 time", "2 times", "3+ times"};
   for (int k = 0; k < 4; k++)
-    out += fmt::format("seen {:<2} times         {} ({:.2f} %)\n", names[k], seen[k],
-                       num_instances ? 100.0 * double(seen[k]) / double(num_instances) : 0.0);
-  out += fmt::format("epochs expected       {:.4f}\nepochs actual         {:.4f} (reads / distinct instances)\n",
-                     expected_epochs, actual_epochs);
-  for (const auto& [label, tokens] : tokens_per_source) out += fmt::format("tokens from {:<10} {}\n", label, tokens);
-  if (padding_tokens > 0) {
-    uint64_t read = padding_tokens;
-    for (const auto& source : tokens_per_source) read += source.second;
-    out += fmt::format("padding tokens        {} ({:.2f} % of tokens read)\n", padding_tokens,
-                       100.0 * double(padding_tokens) / double(read));
-  }
+    rows.emplace_back(fmt::format("seen {}", names[k]),
+                      fmt::format("{} ({:.2f} %)", seen[k], percent(seen[k], num_instances)));
+  rows.emplace_back("epochs planned", fmt::format("{:.4f} (steps / batches per epoch)", expected_epochs));
+  const uint64_t distinct = num_instances - seen[0];
+  rows.emplace_back("instances read",
+                    fmt::format("{} of {} ({:.2f} %)", distinct, num_instances, percent(distinct, num_instances)));
+  rows.emplace_back("reads per instance read",
+                    fmt::format("{:.4f} (reads / instances read; above 1: some were read again)", actual_epochs));
+  uint64_t read = padding_tokens;
+  for (const auto& source : tokens_per_source) read += source.second;
+  for (const auto& [label, tokens] : tokens_per_source)
+    rows.emplace_back("tokens from " + label, fmt::format("{} ({:.2f} %)", tokens, percent(tokens, read)));
+  if (padding_tokens > 0)
+    rows.emplace_back("padding tokens",
+                      fmt::format("{} ({:.2f} % of tokens read)", padding_tokens, percent(padding_tokens, read)));
+  size_t width = 0;
+  for (const auto& row : rows) width = std::max(width, row.first.size());
+  std::string out;
+  for (const auto& [name, value] : rows) out += fmt::format("{:<{}}  {}\n", name, width, value);
   out += ok() ? "OK: no instance was read twice within a planned epoch\n"
               : fmt::format("ERROR: {} reads ({:.2f} % of all reads) repeat an instance within its planned epoch\n",
                             repeats_within_epoch, 100.0 * repeat_fraction());

@@ -24,12 +24,13 @@ struct AuditPlan {
 using RankReader = std::function<std::vector<uint32_t>(int64_t step, int rank)>;
 
 struct AuditReport {
-  uint64_t num_instances = 0;       // in the dataset (before truncation to whole batches)
-  uint64_t deliveries = 0;          // instance reads over the run
-  uint64_t seen[4] = {0, 0, 0, 0};  // instances seen 0, 1, 2, 3+ times over the run
+  int64_t batches_per_epoch = 0;
+  uint64_t num_instances = 0;         // in the dataset (before truncation to whole batches)
+  uint64_t deliveries = 0;            // instance reads over the run
+  uint64_t seen[4] = {0, 0, 0, 0};    // instances seen 0, 1, 2, 3+ times over the run
   uint64_t repeats_within_epoch = 0;  // reads of an instance already read in the same planned epoch
-  double expected_epochs = 0;       // steps / batches per epoch
-  double actual_epochs = 0;         // deliveries / distinct instances delivered
+  double expected_epochs = 0;         // steps / batches per epoch
+  double actual_epochs = 0;           // deliveries / distinct instances delivered
   std::vector<std::pair<std::string, uint64_t>> tokens_per_source;  // label -> tokens delivered
   uint64_t padding_tokens = 0;                                      // pad tokens delivered (packed mixes)
   bool ok() const { return repeats_within_epoch == 0; }

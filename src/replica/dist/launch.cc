@@ -83,4 +83,18 @@ int local_gpu(const Launch& launch) { return launch.one_gpu ? 0 : launch.local_r
 
 int local_gpu() { return local_gpu(detect_launch()); }
 
+int processes_on_this_machine(const Environment& env) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_STEP_TASKS_PER_NODE"}) {
+    const char* value = env(name);
+    if (value == nullptr) continue;
+    const int count = std::atoi(value);  // the leading count; "2(x4)" is 2 on each of 4 machines
+    if (count > 0) return count;
+  }
+  return 1;
+}
+
+int processes_on_this_machine() {
+  return processes_on_this_machine([](const char* name) -> const char* { return std::getenv(name); });
+}
+
 }  // namespace replica::dist

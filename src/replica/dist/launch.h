@@ -40,4 +40,10 @@ void check_world(const Launch& launch, int rank, int size);
 int local_gpu(const Launch& launch);
 int local_gpu();  // of this process's launch
 
+// How many processes of this job the launcher started on this machine (OMPI_COMM_WORLD_LOCAL_SIZE under mpirun;
+// under srun the first count of SLURM_STEP_TASKS_PER_NODE, "2(x4)" or "2,1"); 1 when started by hand or not said.
+// They share its cores: the default thread count divides them.
+int processes_on_this_machine(const Environment& env);
+int processes_on_this_machine();
+
 }  // namespace replica::dist

@@ -73,9 +73,14 @@ TensorBoardWriter::TensorBoardWriter(const std::string& dir) {
   std::filesystem::create_directories(dir);
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
-  path_ = (std::filesystem::path(dir) / ("events.out.tfevents." + std::to_string(int64_t(now_seconds())) + "." +
-                                         host + ".replica"))
+  path_ = (std::filesystem::path(dir) /
+           ("events.out.tfevents." + std::to_string(int64_t(now_seconds())) + "." + host + ".replica"))
               .string();
+}
+
+// The file is created with the first scalar: a run that logs nothing (a resume with nothing to train) leaves no
+// empty event file behind.
+void TensorBoardWriter::open() {
   file_ = std::fopen(path_.c_str(), "ab");
   check(file_ != nullptr, "{}: cannot create TensorBoard event file", path_);
   std::string first = event(now_seconds(), 0);
@@ -97,17 +102,20 @@ void TensorBoardWriter::write_record(const std::string& payload) {
 }
 
 void TensorBoardWriter::scalar(const std::string& tag, double value, int64_t step) {
+  if (!file_) open();
   std::string v;
-  put_bytes(v, 1, tag);                 // Summary.Value.tag
-  put_fixed(v, 2, float(value));        // Summary.Value.simple_value (float)
+  put_bytes(v, 1, tag);           // Summary.Value.tag
+  put_fixed(v, 2, float(value));  // Summary.Value.simple_value (float)
   std::string summary;
-  put_bytes(summary, 1, v);             // Summary.value
+  put_bytes(summary, 1, v);  // Summary.value
   std::string e = event(now_seconds(), step);
-  put_bytes(e, 5, summary);             // Event.summary
+  put_bytes(e, 5, summary);  // Event.summary
   write_record(e);
 }
 
-void TensorBoardWriter::flush() { flush_all(file_, path_); }
+void TensorBoardWriter::flush() {
+  if (file_) flush_all(file_, path_);
+}
 
 namespace {
 

@@ -15,7 +15,7 @@ uint32_t masked_crc32c(const void* data, size_t size);
 
 class TensorBoardWriter {
  public:
-  // Creates `dir` and a file events.out.tfevents.<time>.<host> inside it.
+  // Creates `dir`; the file events.out.tfevents.<time>.<host> inside it is created with the first scalar.
   explicit TensorBoardWriter(const std::string& dir);
   ~TensorBoardWriter();
   TensorBoardWriter(const TensorBoardWriter&) = delete;
@@ -26,6 +26,7 @@ class TensorBoardWriter {
   const std::string& path() const { return path_; }
 
  private:
+  void open();
   void write_record(const std::string& payload);
   std::string path_;
   std::FILE* file_ = nullptr;

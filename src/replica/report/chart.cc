@@ -110,8 +110,8 @@ std::string line(const Plot& plot, const ChartSeries& s) {
 }  // namespace
 
 std::string palette_color(size_t i) {
-  static const char* const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
-                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  static const char* const colors[kPaletteSize] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
+                                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
   return colors[i % std::size(colors)];
 }
 

@@ -46,7 +46,9 @@ struct Chart {
 // The <figure> holding the chart's title, SVG, legend and note.
 std::string render_chart(const Chart& chart);
 
-// A colour for the i-th run or series, from a palette of ten that stay apart on a white page.
+// A colour for the i-th run or series, from a palette of kPaletteSize that stay apart on a white page (it repeats
+// after them).
+inline constexpr size_t kPaletteSize = 10;
 std::string palette_color(size_t i);
 
 }  // namespace replica::report

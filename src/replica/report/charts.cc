@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 namespace replica::report {
 namespace {
@@ -26,14 +25,16 @@ bool has_points(const Chart& c) {
   return false;
 }
 
-std::vector<ChartRule> alarm_rules(const Report& report) {
+// The memorisation alarms of every run, or of `only` that run.
+std::vector<ChartRule> alarm_rules(const Report& report, const RunHistory* only = nullptr) {
   std::vector<ChartRule> rules;
   for (const RunHistory& run : report.runs)
     for (const AlarmMark& a : run.alarms)
-      rules.push_back({"alarm", a.step,
-                       fmt::format("{}: memorisation alarm at step {} (training loss fell since step {}, held-out "
-                                   "loss did not)",
-                                   run.label, a.step, a.from_step)});
+      if (only == nullptr || only == &run)
+        rules.push_back({"alarm", a.step,
+                         fmt::format("{}: memorisation alarm at step {} (training loss fell since step {}, held-out "
+                                     "loss did not)",
+                                     run.label, a.step, a.from_step)});
   return rules;
 }
 
@@ -99,33 +100,56 @@ Chart grad_norm_chart(const Report& report) {
   return c;
 }
 
-// A chart of named series per run (held-out files, tasks): colour by name, dash by run.
-Chart keyed_chart(const Report& report, std::map<std::string, Series> RunHistory::*member, const std::string& id,
+// One run's named series (held-out files, tasks): colour by name, the line style changing after each palette's
+// worth of names, so that no two lines look alike.
+Chart keyed_chart(const RunHistory& run, const std::map<std::string, Series>& named, const std::string& id,
                   const std::string& title, const std::string& y_label) {
-  std::set<std::string> names;
-  for (const RunHistory& run : report.runs)
-    for (const auto& [name, s] : run.*member) names.insert(name);
-  std::map<std::string, size_t> color;
-  for (const std::string& name : names) color[name] = color.size();
   Chart c{.id = id, .title = title, .y_label = y_label};
-  for (size_t i = 0; i < report.runs.size(); i++) {
-    const RunHistory& run = report.runs[i];
-    for (const auto& [name, s] : run.*member)
-      c.series.push_back({.id = run.label + "/" + name,
-                          .label = run.label + " " + name,
-                          .points = s,
-                          .color = palette_color(color.at(name)),
-                          .dash = run_dash(i),
-                          .width = name == "all" ? 2.5 : 1.5,
-                          .dots = true});
+  size_t i = 0;
+  for (const auto& [name, s] : named) {
+    c.series.push_back({.id = run.label + "/" + name,
+                        .label = name,
+                        .points = s,
+                        .color = palette_color(i),
+                        .dash = run_dash(i / kPaletteSize),
+                        .width = name == "all" ? 2.5 : 1.5,
+                        .dots = true});
+    i++;
   }
-  if (report.runs.size() > 1) c.note = "Colour: the file or task; line style: the run.";
   return c;
 }
 
+// Named series of every run: one chart for one run; for several, one chart per run, since a file's or task's
+// colour and a run's line style on one chart (22 lines for two runs of ten files) cannot be read. The chart ids
+// are `id` and `id-<run>`.
+std::vector<Chart> keyed_charts(const Report& report, std::map<std::string, Series> RunHistory::*member,
+                                const std::string& id, const std::string& title, const std::string& y_label) {
+  std::vector<Chart> charts;
+  for (const RunHistory& run : report.runs) {
+    const bool one = report.runs.size() == 1;
+    Chart c = keyed_chart(run, run.*member, one ? id : id + "-" + run.label,
+                          one ? title : fmt::format("{}: {}", title, run.label), y_label);
+    c.rules = alarm_rules(report, &run);
+    charts.push_back(std::move(c));
+  }
+  return charts;
+}
+
+// Every run's held-out loss over all files, coloured by run: the one held-out chart that compares runs.
 Chart heldout_chart(const Report& report) {
-  Chart c = keyed_chart(report, &RunHistory::heldout, "heldout",
-                        "Held-out loss per validation file (\"all\": every file)", "loss (nat)");
+  Chart c{.id = "heldout", .title = "Held-out loss over every validation file", .y_label = "loss (nat)"};
+  for (size_t i = 0; i < report.runs.size(); i++) {
+    const RunHistory& run = report.runs[i];
+    const auto all = run.heldout.find("all");
+    if (all == run.heldout.end()) continue;
+    c.series.push_back({.id = run.label + "/all",
+                        .label = run.label,
+                        .points = all->second,
+                        .color = palette_color(i),
+                        .dash = run_dash(i),
+                        .width = 2.0,
+                        .dots = true});
+  }
   c.rules = alarm_rules(report);
   return c;
 }
@@ -141,9 +165,13 @@ std::vector<Chart> report_charts(const Report& report) {
       grad_norm_chart(report),
       train_chart(report, "tokens_per_s", "Throughput", "tokens/s"),
       train_chart(report, "mfu", "Model FLOPs utilisation", "MFU (%)", 100.0),
-      heldout_chart(report),
-      keyed_chart(report, &RunHistory::tasks, "tasks", "Downstream task scores", "score"),
   };
+  const std::string per_file = "Held-out loss per validation file (\"all\": every file)";
+  if (report.runs.size() > 1) charts.push_back(heldout_chart(report));
+  for (Chart& c : keyed_charts(report, &RunHistory::heldout, "heldout", per_file, "loss (nat)"))
+    charts.push_back(std::move(c));
+  for (Chart& c : keyed_charts(report, &RunHistory::tasks, "tasks", "Downstream task scores", "score"))
+    charts.push_back(std::move(c));
   std::erase_if(charts, [](const Chart& c) { return !has_points(c); });
   return charts;
 }

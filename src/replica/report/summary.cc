@@ -36,10 +36,15 @@ std::string terminal_summary(const Report& report) {
     s += fmt::format("{} ({}): {} steps", run.label, run.source, loss.size());
     if (!run.fingerprint.empty()) s += fmt::format(", data {}", run.fingerprint);
     s += "\n";
-    if (!loss.empty()) {
-      const Series smoothed = smooth_centred(loss, report.options.window);
+    const int64_t window = report.options.window;
+    if (!loss.empty() && loss.back().step - loss.front().step < 2 * window) {
+      // A window as long as the run averages every step into each point: a flat line from one mean to itself.
+      s += fmt::format("  loss      {}  {:.4f} → {:.4f} (every step: the run is shorter than two {}-step windows)\n",
+                       sparkline(loss, kWidth), loss.front().value, loss.back().value, window);
+    } else if (!loss.empty()) {
+      const Series smoothed = smooth_centred(loss, window);
       s += fmt::format("  loss      {}  {:.4f} → {:.4f} (smoothed, {} steps)\n", sparkline(smoothed, kWidth),
-                       smoothed.front().value, smoothed.back().value, report.options.window);
+                       smoothed.front().value, smoothed.back().value, window);
     }
     if (const Series& lr = run.train_series("lr"); !lr.empty())
       s += fmt::format("  lr        {}  {:.3g} → {:.3g}\n", sparkline(lr, kWidth), lr.front().value, lr.back().value);

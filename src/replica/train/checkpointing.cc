@@ -37,6 +37,19 @@ static nlohmann::json schedule_json(const optim::ScheduleConfig& c) {
           {"part2_t_max", c.part2_t_max}};
 }
 
+// The fields of a resolved schedule that its type reads: two schedules that give every step the same LR are equal
+// (a cosine has no part 2, so its part2_t_max, resolved to train.max_steps, does not count; a constant has no
+// horizon), and a run extends by train.max_steps when its schedule's horizon stays put.
+static nlohmann::json schedule_identity(nlohmann::json j) {
+  const std::string type = j.is_object() ? j.value("type", "") : "";
+  if (type != "olmo3_stitched")
+    for (const char* key : {"stitch_step", "part2_warmup", "part2_t_max"}) j.erase(key);
+  if (type != "wsd") j.erase("decay");
+  if (type == "constant")
+    for (const char* key : {"t_max", "alpha_f"}) j.erase(key);
+  return j;
+}
+
 // A step-0 start in a run directory whose metrics.jsonl already holds training steps (and no checkpoint is left to
 // resume from) would empty that history. That is right only when it is this same run restarting before its first
 // checkpoint: its steps are recomputed bit for bit. Anything else is refused rather than erased.
@@ -67,8 +80,10 @@ static std::optional<std::string> check_fresh_start_keeps_history(const Recipe& 
         "{}: holds {} training steps, no checkpoint is left to resume from, and {}; starting at step 0 would erase "
         "them: resume from a checkpoint (train.resume_from), use another run.dir, or move metrics.jsonl away",
         metrics.string(), steps, why);
-  return fmt::format("{} holds {} training steps of this recipe and no checkpoint: starting at step 0 recomputes "
-                     "them (the same recipe gives the same steps)", metrics.string(), steps);
+  return fmt::format(
+      "{} holds {} training steps of this recipe and no checkpoint: starting at step 0 recomputes "
+      "them (the same recipe gives the same steps)",
+      metrics.string(), steps);
 }
 
 // The weights and the Adam state of checkpoint `dir` into params and start.
@@ -88,8 +103,10 @@ static RunStart start_from_olmo_core(const Recipe& r, const std::string& from, c
   start.exp_avg_sq.resize(table.total());
   start.adam_step_count = ckpt::read_olmo_core_checkpoint(from, recipe_model_config(r), table, params,
                                                           start.exp_avg.data(), start.exp_avg_sq.data());
-  notes.push_back(fmt::format("weights and optimizer state (Adam step {}) from the OLMo-core checkpoint {}; steps, "
-                              "schedule and data start afresh", start.adam_step_count, from));
+  notes.push_back(
+      fmt::format("weights and optimizer state (Adam step {}) from the OLMo-core checkpoint {}; steps, "
+                  "schedule and data start afresh",
+                  start.adam_step_count, from));
   start.message = fmt::format("{}", fmt::join(notes, "\n"));
   return start;
 }
@@ -113,8 +130,10 @@ static RunStart resume(const Recipe& r, const std::string& dir, const model::Par
   if (s.data_fingerprint != loader.fingerprint())
     notes.push_back(fmt::format("data changed (data.allow_fingerprint_change=true): fingerprint {} -> {}",
                                 s.data_fingerprint, loader.fingerprint()));
-  const bool schedule_unchanged = s.schedule == schedule_json(schedule_config(r));
-  for (std::string& line : check_resume_changes(dir, s.recipe, r, schedule_unchanged)) notes.push_back(line);
+  const bool schedule_unchanged = schedule_identity(s.schedule) == schedule_identity(schedule_json(schedule_config(r)));
+  const int64_t saved_horizon = s.schedule.is_object() ? s.schedule.value("t_max", int64_t(0)) : 0;
+  for (std::string& line : check_resume_changes(dir, s.recipe, r, schedule_unchanged, saved_horizon))
+    notes.push_back(line);
   const auto [epoch, batch] = loader.position(s.step);
   check(epoch == s.epoch && batch == s.batch,
         "{}: data position (epoch {}, batch {}) does not match step {} (epoch {}, batch {})", dir, s.epoch, s.batch,
@@ -166,8 +185,10 @@ RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::
         "holds weights only)",
         from);
   const ckpt::TrainState s = ckpt::read_checkpoint_state(from);
-  notes.push_back(fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule and "
-                              "data start afresh", s.adam_step_count, from, s.step));
+  notes.push_back(
+      fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule and "
+                  "data start afresh",
+                  s.adam_step_count, from, s.step));
   RunStart start{0, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
   read_weights_and_moments(from, table, params, start, s.adam_step_count);
   return start;

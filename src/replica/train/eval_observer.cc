@@ -1,6 +1,8 @@
 // EvalObserver: the held-out set and suite of the recipe, evaluated on the step's weights.
 #include "replica/train/eval_observer.h"
 
+#include <chrono>
+
 namespace replica::train {
 
 EvalObserver::EvalObserver(const EvalConfig& config, const std::vector<std::string>& heldout_files,
@@ -24,11 +26,13 @@ EvalObserver::EvalObserver(const EvalConfig& config, const std::vector<std::stri
 std::optional<double> EvalObserver::evaluate(int64_t step) {
   if (!heldout_ || !evaluates_) return std::nullopt;
   model::WeightSource& weights = step_.weights();
+  const auto began = std::chrono::steady_clock::now();
   EvalRecord record;
   record.step = step;
-  record.heldout = eval::heldout_loss(step_.model(), weights, *heldout_, step_.config().micro_batch, max_docs_,
-                                      eval::no_progress());
+  record.heldout =
+      eval::heldout_loss(step_.model(), weights, *heldout_, step_.config().micro_batch, max_docs_, eval::no_progress());
   if (suite_) record.suite = eval::run_suite(step_.model(), weights, *suite_, *tokenizer_, eval::no_progress());
+  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   if (root_) publish_(record);
   return record.heldout.loss;
 }

@@ -3,16 +3,25 @@
 
 #include <fmt/core.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
 #include "replica/eval/suite.h"
 #include "replica/metrics/metrics_log.h"
+#include "replica/metrics/slowdown.h"
 #include "replica/metrics/tensorboard.h"
 #include "replica/report/report.h"
 
 namespace replica::train {
 namespace {
+
+// Seconds since the Unix epoch, to the millisecond: when a line was written (W&B's `_timestamp`), so the cost of an
+// evaluation or a checkpoint can be read afterwards as the gap between two lines.
+double wall_time() {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return double(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()) / 1e3;
+}
 
 // One JSON object per step and per evaluation (DESIGN.md §4), losses at round-trip precision.
 class JsonlSink final : public MetricsSink {
@@ -20,12 +29,25 @@ class JsonlSink final : public MetricsSink {
   explicit JsonlSink(const std::string& path) : log_(path) {}
   void step(const StepRecord& r) override {
     const StepResult& s = r.result;
-    log_.write({{"step", r.step}, {"tokens", r.tokens}, {"loss", s.loss()}, {"ce", s.ce}, {"z_loss", s.z_loss},
-                {"lr", s.lr}, {"grad_norm", s.grad_norm}, {"skipped", s.skipped}, {"tokens_per_s", r.tokens_per_s},
-                {"mfu", r.mfu ? nlohmann::json(*r.mfu) : nlohmann::json(nullptr)}, {"epoch", r.epoch}, {"batch", r.batch}, {"comm_s", r.comm_seconds}});
+    log_.write({{"step", r.step},
+                {"tokens", r.tokens},
+                {"loss", s.loss()},
+                {"ce", s.ce},
+                {"z_loss", s.z_loss},
+                {"lr", s.lr},
+                {"grad_norm", s.grad_norm},
+                {"skipped", s.skipped},
+                {"tokens_per_s", r.tokens_per_s},
+                {"mfu", r.mfu ? nlohmann::json(*r.mfu) : nlohmann::json(nullptr)},
+                {"epoch", r.epoch},
+                {"batch", r.batch},
+                {"comm_s", r.comm_seconds},
+                {"step_s", r.seconds},
+                {"time", wall_time()}});
   }
   void evaluation(const EvalRecord& e) override {
-    nlohmann::json record = {{"heldout_loss", e.heldout.loss}, {"heldout_tokens", e.heldout.tokens}};
+    nlohmann::json record = {
+        {"heldout_loss", e.heldout.loss}, {"heldout_tokens", e.heldout.tokens}, {"seconds", e.seconds}};
     if (e.suite) record["suite"] = e.suite->to_json();
     if (const std::optional<eval::AlarmReport>& a = e.alarm)
       record["memorisation_alarm"] = {{"from_step", a->first_step},
@@ -34,7 +56,7 @@ class JsonlSink final : public MetricsSink {
     nlohmann::json files = nlohmann::json::object();
     for (const eval::HeldoutFile& f : e.heldout.files) files[f.label] = f.loss;
     record["files"] = files;
-    log_.write({{"step", e.step}, {"eval", record}});
+    log_.write({{"step", e.step}, {"eval", record}, {"time", wall_time()}});
   }
 
  private:
@@ -45,10 +67,15 @@ class TensorBoardSink final : public MetricsSink {
  public:
   explicit TensorBoardSink(const std::string& dir) : tb_(dir) {}
   void step(const StepRecord& r) override {
-    tb_.scalar("train/loss", r.result.loss(), r.step);
-    tb_.scalar("train/lr", r.result.lr, r.step);
-    tb_.scalar("train/grad_norm", r.result.grad_norm, r.step);
+    const StepResult& s = r.result;
+    tb_.scalar("train/loss", s.loss(), r.step);
+    tb_.scalar("train/ce", s.ce, r.step);
+    tb_.scalar("train/z_loss", s.z_loss, r.step);
+    tb_.scalar("train/lr", s.lr, r.step);
+    tb_.scalar("train/grad_norm", s.grad_norm, r.step);
+    tb_.scalar("train/skipped", s.skipped ? 1.0 : 0.0, r.step);
     tb_.scalar("train/tokens_per_s", r.tokens_per_s, r.step);
+    if (r.mfu) tb_.scalar("train/mfu", *r.mfu, r.step);
   }
   void evaluation(const EvalRecord& e) override {
     if (e.suite)
@@ -82,20 +109,23 @@ class ConsoleSink final : public MetricsSink {
   void step(const StepRecord& r) override {
     const StepResult& s = r.result;
     progress_.step({r.step, last_step_, s.loss(), s.lr, s.grad_norm, r.tokens_per_s, r.mfu, s.skipped});
+    if (std::optional<std::string> note = slowdown_.observe(r.step, r.tokens_per_s)) progress_.line(*note);
   }
   void evaluation(const EvalRecord& e) override {
     if (e.suite) progress_.line(fmt::format("eval step {}:\n{}", e.step, eval::format_results(*e.suite)));
     if (e.alarm) progress_.line(e.alarm->message());
     std::string per_file;
     for (const eval::HeldoutFile& f : e.heldout.files) per_file += fmt::format("  {} {:.4f}", f.label, f.loss);
-    progress_.line(fmt::format("eval step {}: held-out loss {:.4f} over {} tokens ({} docs truncated to data.seq_len "
-                               "{}) |{}",
-                               e.step, e.heldout.loss, e.heldout.tokens, e.heldout.docs, e.heldout.seq_len, per_file));
+    progress_.line(
+        fmt::format("eval step {}: held-out loss {:.4f} over {} tokens ({} docs truncated to data.seq_len "
+                    "{}) |{}",
+                    e.step, e.heldout.loss, e.heldout.tokens, e.heldout.docs, e.heldout.seq_len, per_file));
   }
 
  private:
   metrics::Progress& progress_;
   int64_t last_step_;
+  metrics::SlowdownWatch slowdown_;
 };
 
 }  // namespace

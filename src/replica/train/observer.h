@@ -35,6 +35,7 @@ struct EvalRecord {
   eval::HeldoutResult heldout{};
   std::optional<eval::SuiteResults> suite = std::nullopt;  // each surface's result (eval::run_suite)
   std::optional<eval::AlarmReport> alarm = std::nullopt;
+  double seconds = 0;  // the evaluation's wall time, held-out set and suite
 };
 
 class Observer {

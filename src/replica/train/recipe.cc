@@ -40,6 +40,9 @@ std::vector<Field> fields(Recipe& r) {
   optim::ScheduleConfig& schedule = r.step.schedule;
   data::LoaderConfig& loader = r.loader;
   const auto at_least_0 = at_least<int64_t>(0), positive_integer = positive<int64_t>();
+  // How the schedule is written may change on a resume as long as the schedule it resolves to does not (extending a
+  // run by train.max_steps with schedule.t_max set to the old horizon).
+  constexpr OnResume same_schedule = OnResume::neutral_if_schedule_unchanged;
   // The model is compared by its structure and the data by its fingerprint (checkpointing.cc), not by these keys.
   return {
       text("run.dir", r.run.dir,
@@ -82,17 +85,18 @@ std::vector<Field> fields(Recipe& r) {
       integer("optim.skip_step_window", step.skip_step.window, at_least<int64_t>(2)),
       number("optim.z_loss", step.z_loss, at_least(0.0)),
       boolean("optim.load_state", r.optim.load_state).neutral(),
-      choice("schedule.type", schedule.type, optim::parse_schedule_type, optim::schedule_type_name),
-      integer("schedule.warmup_steps", schedule.warmup),
-      number("schedule.alpha_f", schedule.alpha_f),
-      integer("schedule.t_max", schedule.t_max, at_least_0),
-      number("schedule.t_max_tokens", r.schedule.t_max_tokens, at_least(0.0)),
-      integer("schedule.decay_steps", schedule.decay),
-      integer("schedule.stitch_step", schedule.stitch_step),
-      integer("schedule.part2_warmup_steps", schedule.part2_warmup),
-      integer("schedule.part2_t_max", schedule.part2_t_max),
-      number("schedule.part2_t_max_tokens", r.schedule.part2_t_max_tokens),
-      integer("train.max_steps", r.train.max_steps, positive_integer).resume(OnResume::neutral_if_schedule_unchanged),
+      choice("schedule.type", schedule.type, optim::parse_schedule_type, optim::schedule_type_name)
+          .resume(same_schedule),
+      integer("schedule.warmup_steps", schedule.warmup).resume(same_schedule),
+      number("schedule.alpha_f", schedule.alpha_f).resume(same_schedule),
+      integer("schedule.t_max", schedule.t_max, at_least_0).resume(same_schedule),
+      number("schedule.t_max_tokens", r.schedule.t_max_tokens, at_least(0.0)).resume(same_schedule),
+      integer("schedule.decay_steps", schedule.decay).resume(same_schedule),
+      integer("schedule.stitch_step", schedule.stitch_step).resume(same_schedule),
+      integer("schedule.part2_warmup_steps", schedule.part2_warmup).resume(same_schedule),
+      integer("schedule.part2_t_max", schedule.part2_t_max).resume(same_schedule),
+      number("schedule.part2_t_max_tokens", r.schedule.part2_t_max_tokens).resume(same_schedule),
+      integer("train.max_steps", r.train.max_steps, positive_integer).resume(same_schedule),
       integer("train.stop_at", r.train.stop_at).neutral(),
       text("train.resume_from", r.train.resume_from, one_line).neutral(),
       list("train.allow_change", r.train.allow_change, "a list of recipe keys").neutral(),
@@ -100,8 +104,9 @@ std::vector<Field> fields(Recipe& r) {
       choice("train.precision", step.precision, precision, precision_name),
       integer("train.threads", r.train.threads,
               [](int64_t n) {
-                return n >= 0 && n <= kMaxThreads ? ""
-                                                  : fmt::format("must be 0 (all cores) to {}, got {}", kMaxThreads, n);
+                return n >= 0 && n <= kMaxThreads
+                           ? ""
+                           : fmt::format("must be 0 (one per free core) to {}, got {}", kMaxThreads, n);
               })
           .neutral(),
       integer("train.seed", r.train.seed, at_least_0),

@@ -32,8 +32,8 @@ struct Recipe {
   } model;
   // The files of data.*; loader_config turns them into the loader's file list.
   struct Data {
-    std::vector<std::string> paths;  // token files, in order (or mix_file)
-    std::string mix_file;            // one token file per line: `path` or `label,path`
+    std::vector<std::string> paths;             // token files, in order (or mix_file)
+    std::string mix_file;                       // one token file per line: `path` or `label,path`
     std::vector<std::string> validation_paths;  // held-out token files for eval.every
     bool allow_fingerprint_change = false;      // resume even though the data fingerprint changed
   } data;
@@ -73,8 +73,8 @@ struct Recipe {
     // refused.
     std::vector<std::string> allow_change;
     Device device = Device::cpu;  // where the model, optimizer and loss run (kernels/backend.h)
-    int64_t threads = 0;  // 0 = all cores
-    int64_t seed = 0;     // parameter init seed
+    int64_t threads = 0;          // 0 = one per core that other work leaves free at start (core/threads.h)
+    int64_t seed = 0;             // parameter init seed
     // The attention kernel: auto is the backend's best measured one (the run records what it resolved to).
     AttentionKernel attention = AttentionKernel::automatic;
     bool profile = false;  // the device time per operation of every step after the first, to run.dir/profile.md
@@ -95,8 +95,8 @@ struct Recipe {
 
 // Reads a recipe file (or text), applies `section.key=value` overrides (values parsed as YAML) and
 // validates. Unknown sections/keys, wrong types, bad values and (with check_files) missing files raise
-// replica::Error naming the key. Relative paths are relative to the working directory (and the error says so). With check_files,
-// glob patterns in data.paths / data.validation_paths are replaced by the files they match (name order).
+// replica::Error naming the key. Relative paths are relative to the working directory (and the error says so). With
+// check_files, glob patterns in data.paths / data.validation_paths are replaced by the files they match (name order).
 Recipe load_recipe(const std::string& path, const std::vector<std::string>& overrides = {}, bool check_files = true);
 Recipe load_recipe_text(const std::string& yaml, const std::string& source,
                         const std::vector<std::string>& overrides = {}, bool check_files = true);

@@ -60,16 +60,19 @@ std::vector<RecipeChange> recipe_changes(const std::string& saved_yaml, const Re
 
 bool neutral_on_resume(const std::string& key, bool schedule_unchanged) {
   switch (rule_of(key)) {
-    case config::OnResume::neutral: return true;
-    case config::OnResume::neutral_if_schedule_unchanged: return schedule_unchanged;
+    case config::OnResume::neutral:
+      return true;
+    case config::OnResume::neutral_if_schedule_unchanged:
+      return schedule_unchanged;
     case config::OnResume::needs_allow_change:
-    case config::OnResume::refused: return false;
+    case config::OnResume::refused:
+      return false;
   }
   return false;
 }
 
 std::vector<std::string> check_resume_changes(const std::string& checkpoint, const std::string& saved_yaml,
-                                              const Recipe& now, bool schedule_unchanged) {
+                                              const Recipe& now, bool schedule_unchanged, int64_t saved_horizon) {
   const std::vector<std::string>& allowed = now.train.allow_change;
   std::vector<std::string> lines, refused, keys;
   for (const RecipeChange& c : recipe_changes(saved_yaml, now)) {
@@ -83,11 +86,16 @@ std::vector<std::string> check_resume_changes(const std::string& checkpoint, con
       keys.push_back(c.key);
     }
   }
-  check(refused.empty(),
-        "{}: resuming with a recipe that changes what the run computes ({}); resume with the saved values, or "
-        "allow the change explicitly with train.allow_change=[{}]",
-        checkpoint, fmt::join(refused, "; "), fmt::join(keys, ","));
-  return lines;
+  if (refused.empty()) return lines;
+  // The usual wish behind a longer train.max_steps: train on past the horizon of the schedule already run.
+  std::string extend;
+  if (std::find(keys.begin(), keys.end(), "train.max_steps") != keys.end() && saved_horizon > 0)
+    extend = fmt::format("; to train on with the LR schedule the run had, keep its horizon: schedule.t_max={}",
+                         saved_horizon);
+  fail(
+      "{}: resuming with a recipe that changes what the run computes ({}); resume with the saved values, or "
+      "allow the change explicitly with train.allow_change=[{}]{}",
+      checkpoint, fmt::join(refused, "; "), fmt::join(keys, ","), extend);
 }
 
 }  // namespace replica::train

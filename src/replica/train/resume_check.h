@@ -24,8 +24,9 @@ std::vector<RecipeChange> recipe_changes(const std::string& saved_yaml, const Re
 bool neutral_on_resume(const std::string& key, bool schedule_unchanged);
 
 // Raises replica::Error naming `checkpoint` and every refused change (key, saved value, new value) unless
-// train.allow_change lists it; returns one line per change made, for the log.
+// train.allow_change lists it, and how to keep the schedule's horizon (`saved_horizon` steps; 0: not known) when
+// train.max_steps was refused; returns one line per change made, for the log.
 std::vector<std::string> check_resume_changes(const std::string& checkpoint, const std::string& saved_yaml,
-                                              const Recipe& now, bool schedule_unchanged);
+                                              const Recipe& now, bool schedule_unchanged, int64_t saved_horizon = 0);
 
 }  // namespace replica::train

@@ -29,19 +29,30 @@
 namespace replica::train {
 namespace {
 
+// "40 steps", or with train.stop_at "to step 12 of 40", and the LR schedule's horizon where it is not the run's.
+std::string run_length(const Recipe& r) {
+  std::string length = r.last_step() < r.train.max_steps
+                           ? fmt::format("to step {} of {} (train.stop_at)", r.last_step(), r.train.max_steps)
+                           : fmt::format("{} steps", r.train.max_steps);
+  if (const int64_t t_max = schedule_config(r).t_max; t_max != r.train.max_steps)
+    length += fmt::format(" on an LR schedule of {} steps", t_max);
+  return length;
+}
+
 void print_header(metrics::Progress& console, const Recipe& r, const TrainStep& step, const data::DataLoader& loader,
                   const RunStart& start, const dist::Communicator& comm, const dist::Communicator& data_comm,
-                  Backend& backend, const metrics::Peak& peak, double flops_per_token) {
-  console.line(fmt::format("replica train: {} ({:.1f}M parameters, {}), {} steps of {} tokens, data {}", r.run.name,
-                           double(step.table().count()) / 1e6, precision_name(r.step.precision), r.last_step(),
-                           r.tokens_per_step(), loader.fingerprint()));
+                  Backend& backend, const metrics::Peak& peak, double flops_per_token, const std::string& threads) {
+  console.line(fmt::format("replica train: {} ({:.1f}M parameters, {}), {} tokens per step, {}, data {}", r.run.name,
+                           double(step.table().count()) / 1e6, precision_name(r.step.precision), r.tokens_per_step(),
+                           run_length(r), loader.fingerprint()));
   console.line(start.message);
   console.line(
       fmt::format("machine: {} rank(s) ({}) on {}, peak {:.0f} GFLOP/s per rank ({}, {}; the MFU denominator); "
                   "{:.3g} FLOPs per token; attention {}",
-                  comm.size(), data_comm.name(), backend.describe(), peak.flops / 1e9,
-                  precision_name(r.step.precision), peak.source, flops_per_token,
-                  attention_kernel_name(r.train.attention)));
+                  comm.size(), data_comm.name(), backend.describe(), peak.flops / 1e9, precision_name(r.step.precision),
+                  peak.source, flops_per_token, attention_kernel_name(r.train.attention)));
+  if (!threads.empty() && r.train.device == Device::cpu)
+    console.line(fmt::format("threads: {} (train.threads=0; train.threads=N to choose)", threads));
   for (size_t f = 0; f < loader.dataset().num_files(); f++)
     if (std::string hint = loader.dataset().file(f).dtype_hint(); !hint.empty()) console.line("warning: " + hint);
   if (r.step.context.degree > 1)
@@ -57,7 +68,7 @@ TrainSummary train(const Recipe& r, dist::Communicator& comm) {
 
 TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& backend) {
   namespace fs = std::filesystem;
-  set_num_threads(recipe.train.threads);
+  const std::string threads = set_num_threads(recipe.train.threads, dist::processes_on_this_machine());
   const bool root = comm.rank() == 0;
   Recipe r = recipe;  // as run: the kernel the backend resolved is what config.yaml and checkpoints record
   r.train.attention = backend.use_attention(recipe.train.attention);
@@ -81,7 +92,8 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
     for (auto& o : observers) o->after_evaluation(e);
     metrics->evaluation(e);
   };
-  auto evaluation = std::make_unique<EvalObserver>(r.eval, r.data.validation_paths, config, step, publish);  // loads the held-out set and suite
+  auto evaluation = std::make_unique<EvalObserver>(r.eval, r.data.validation_paths, config, step,
+                                                   publish);  // loads the held-out set and suite
   EvalObserver& eval = *evaluation;
 
   // One process at a time in a run directory (rank 0 writes it).
@@ -102,7 +114,7 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
   const double flops_per_token = model::training_flops_per_token(config, r.step.seq_len);
   // Per rank; only rank 0 measures it and reports MFU.
   const metrics::Peak peak = root ? metrics::stable_peak(backend, r.step.precision) : metrics::Peak{};
-  print_header(console, r, step, loader, start, comm, data_comm, backend, peak, flops_per_token);
+  print_header(console, r, step, loader, start, comm, data_comm, backend, peak, flops_per_token, threads);
 
   observers.push_back(std::make_unique<AlarmObserver>(r.alarm));
   observers.push_back(std::move(evaluation));
@@ -128,8 +140,8 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
     const double comm_before = comm.comm_seconds();
     StepRecord record{.step = s, .last = s == r.last_step()};
     std::tie(record.epoch, record.batch) = loader.position(s - 1);
-    record.result = step.run(
-        loader.batch(record.epoch, record.batch, step.data_rank(), step.data_ranks(), r.step.micro_batch), s);
+    record.result =
+        step.run(loader.batch(record.epoch, record.batch, step.data_rank(), step.data_ranks(), r.step.micro_batch), s);
     record.stop = dist::any_rank(comm, signal.asked());
     backend.synchronize();  // the step's kernels are done before it is timed
     record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
@@ -138,9 +150,10 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
     const double achieved = flops_per_token * record.tokens_per_s / double(comm.size());  // per rank
     if (root) record.mfu = metrics::model_flops_utilization(achieved, peak.flops);
     if (root && !record.mfu && !mfu_noted) {
-      console.line(fmt::format("MFU n/a from step {}: {:.0f} GFLOP/s achieved is above the peak ({}); delete {} to "
-                               "measure it again on a quiet machine",
-                               s, achieved / 1e9, peak.source, metrics::peak_cache_path()));
+      console.line(
+          fmt::format("MFU n/a from step {}: {:.0f} GFLOP/s achieved is above the peak ({}); delete {} to "
+                      "measure it again on a quiet machine",
+                      s, achieved / 1e9, peak.source, metrics::peak_cache_path()));
       mfu_noted = true;
     }
     record.comm_seconds = comm.comm_seconds() - comm_before;
@@ -154,8 +167,8 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
   // A signal asks for a fast exit (a scheduler's grace period is short): the checkpoint is saved, the final
   // evaluation is not run.
   if (summary.interrupted)
-    console.line(fmt::format("stopped after step {} by a signal: checkpoint saved, final evaluation skipped",
-                             summary.steps));
+    console.line(
+        fmt::format("stopped after step {} by a signal: checkpoint saved, final evaluation skipped", summary.steps));
   else if (summary.steps > start.step || start.step == 0)
     summary.heldout_final = eval.evaluate(summary.steps);
   else
