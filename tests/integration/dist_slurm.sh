@@ -50,4 +50,9 @@ grep -q "job $job stopped with a checkpoint: requeued" "$out"
 grep -q "job $job start 2:" "$out"
 grep -q "resuming from $work/sbatch/checkpoints/step$(printf %08d "$stopped") (step $stopped," "$out"
 same_run "$work/mpirun" "$work/sbatch"
-echo "ok: sbatch olmo3_7b.sbatch stopped by USR1 after step $stopped, requeued, resumed: = mpirun -np 2, bit for bit"
+/usr/bin/python3 - "$work/sbatch/config.yaml" <<'PY'
+import sys, yaml
+train = yaml.safe_load(open(sys.argv[1]))["train"]
+assert (train["device"], train["shard_weights"], train["context_parallel"]) == ("cpu", True, 1), train  # the template's
+PY
+echo "ok: sbatch olmo3_7b.sbatch stopped by USR1 after step $stopped, requeued, resumed (FSDP): = mpirun -np 2, bit for bit"
