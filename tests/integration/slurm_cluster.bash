@@ -42,13 +42,15 @@ PY
 }
 
 start_slurm() {
-  local daemon
-  for daemon in munged slurmctld slurmd sinfo srun sbatch scontrol; do
-    command -v "$daemon" >/dev/null ||
-      skip "no $daemon: a one-node Slurm needs Debian's munge slurmctld slurmd slurm-client (scripts/install-deps.sh)"
+  local command name
+  for command in munged slurmctld slurmd sinfo squeue srun sbatch scancel scontrol; do
+    command -v "$command" >/dev/null ||
+      skip "no $command: a one-node Slurm needs Debian's munge slurmctld slurmd slurm-client (scripts/install-deps.sh)"
   done
   # A test run inside a Slurm job must not talk to that job's cluster.
-  unset $(compgen -e | grep '^SLURM_') || true
+  for name in $(compgen -e); do
+    [[ $name == SLURM_* ]] && unset "$name"
+  done
   cluster=$work/slurm
   mkdir -p "$cluster"/{munge,state,spool,log}
   trap 'stop_slurm; rm -rf "$work"' EXIT
@@ -103,6 +105,7 @@ CONF
 }
 
 no_jobs() { [ -z "$(squeue -h -o %i 2>/dev/null)" ]; }
+slurm_daemons_gone() { [ -z "$(running_pid "$cluster/slurmctld.pid")$(running_pid "$cluster/slurmd.pid")" ]; }
 
 # The pid in file $1 if that process still runs.
 running_pid() {
@@ -117,7 +120,7 @@ stop_slurm() {
     wait_for 15 no_jobs || echo "stop_slurm: jobs still listed: $(squeue -h 2>&1)"
     timeout 10 scontrol shutdown >/dev/null 2>&1 || true
   fi
-  wait_for 10 eval '[ -z "$(running_pid "$cluster/slurmctld.pid")$(running_pid "$cluster/slurmd.pid")" ]' || true
+  wait_for 10 slurm_daemons_gone || true
   for pidfile in "$cluster/slurmctld.pid" "$cluster/slurmd.pid"; do
     pid=$(running_pid "$pidfile") && kill -9 "$pid" 2>/dev/null
   done
