@@ -10,6 +10,7 @@ src=$2
 source "$src/tests/integration/dist_common.bash"
 source "$src/tests/integration/slurm_cluster.bash"
 start_slurm
+export REPLICA_DIST_TIMEOUT=60  # a rank that hangs fails the test in a minute, not ten
 
 # 80 steps, so that a USR1 sent after step 1 lands well before the end; the last step's checkpoint only.
 args=("${train_args[@]}" train.max_steps=80 checkpoint.every=0)

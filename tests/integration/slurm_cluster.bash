@@ -52,7 +52,7 @@ start_slurm() {
     [[ $name == SLURM_* ]] && unset "$name"
   done
   cluster=$work/slurm
-  mkdir -p "$cluster"/{munge,state,spool,log}
+  mkdir -p "$cluster"/{munge,state,spool,tmp,log}
   trap 'stop_slurm; rm -rf "$work"' EXIT
 
   head -c 1024 /dev/urandom >"$cluster/munge/munge.key"
@@ -67,8 +67,11 @@ start_slurm() {
   read -r ctld_port slurmd_port < <(free_ports)
   # cred_expire is also how long a requeued job waits before it may start again (120 s by default);
   # sched_interval=1 lets it start as soon as it may instead of at the next minute's scheduling pass.
+  # Job ids unique on this machine (the controller's port is): Open MPI names a step's shared memory and PMIx
+  # its directories after the job id, so two of these clusters at once would otherwise join each other's ranks.
   cat >"$cluster/slurm.conf" <<CONF
 ClusterName=replica-test
+FirstJobId=$((ctld_port * 1000))
 SlurmctldHost=$(hostname -s)(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
@@ -79,6 +82,7 @@ CredType=cred/munge
 AuthInfo=socket=$munge_socket,cred_expire=10
 StateSaveLocation=$cluster/state
 SlurmdSpoolDir=$cluster/spool
+TmpFS=$cluster/tmp
 SlurmctldPidFile=$cluster/slurmctld.pid
 SlurmdPidFile=$cluster/slurmd.pid
 SlurmctldLogFile=$cluster/log/slurmctld.log
