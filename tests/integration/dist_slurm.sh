@@ -29,11 +29,12 @@ test ! -e "$work/no_pmix"
 echo "ok: srun --mpi=none -n 2 refused with exit 2, nothing written"
 
 # The template as a user submits it, on this cluster's one node of 2 CPUs and no GPUs; the overrides after the
-# script are the test's recipe less its --config (the template passes RECIPE).
+# script are the test's recipe less its --config (the template passes RECIPE). 30 minutes, so that the template's
+# USR1@900 is not due while the test runs (under 900 s it is due at once, at every start): the test sends it.
 [ "${train_args[0]}" = --config ]
 out=$work/sbatch.out
 job=$(DEVICE=cpu RECIPE="${train_args[1]}" REPLICA="$replica" sbatch --parsable --nodes=1 --ntasks-per-node=2 \
-  --cpus-per-task=1 --gpus-per-node=0 --time=5 --output="$out" "$src/scripts/slurm/olmo3_7b.sbatch" \
+  --cpus-per-task=1 --gpus-per-node=0 --time=30 --output="$out" "$src/scripts/slurm/olmo3_7b.sbatch" \
   "${args[@]:2}" run.dir="$work/sbatch")
 
 job_state() { scontrol show job "$job" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
