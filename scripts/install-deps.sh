@@ -17,6 +17,7 @@ packages=(
   clang-14 libclang-rt-14-dev   # libFuzzer + ASan/UBSan runtimes: the fuzz harnesses (tests/fuzz)
   libomp-14-dev                 # OpenMP for clang (the fuzz tree)
   libopenmpi-dev openmpi-bin    # data parallelism across processes (mpirun)
+  slurmctld slurmd slurm-client munge  # the one-node Slurm that tests/integration/dist_slurm.sh starts
   python3-torch python3-numpy   # the reference; OLMo-core checkpoints written by DCP in tests
   python3-yaml                  # bench/run.sh reads model YAML for the reference
   chromium                      # the report test renders report.html in headless Chromium
