@@ -36,9 +36,9 @@ static std::string grouped(int64_t n) {
 // 1.07 → "1.07 s", 1.5e6 → "17.5 days"
 static std::string duration(double seconds) {
   if (seconds < 120) return fmt::format("{:.3g} s", seconds);
-  if (seconds < 2 * 3600) return fmt::format("{:.1f} min", seconds / 60);
-  if (seconds < 2 * 86400) return fmt::format("{:.1f} h", seconds / 3600);
-  return fmt::format("{:.1f} days", seconds / 86400);
+  if (seconds < 2 * 3600) return fmt::format("{:.3g} min", seconds / 60);
+  if (seconds < 2 * 86400) return fmt::format("{:.3g} h", seconds / 3600);
+  return fmt::format("{:.3g} days", seconds / 86400);
 }
 
 // The layout that needs the least memory of those the fit search tries.
@@ -121,6 +121,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
       ->check(CLI::NonNegativeNumber);
   return std::function<int()>([o] {
     check(!o->model.empty() || !o->config.empty(), "plan: give --model MODEL or --config RECIPE");
+    const double capacity = train::parse_memory_size(o->gpu_memory, "--gpu-memory");
     PlanInput in;
     if (!o->config.empty()) {
       const train::Recipe r = train::load_recipe(o->config, o->overrides, /*check_files=*/false);  // no data read
@@ -194,7 +195,6 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     // Per rank: this rank's slice of each sequence, as TrainStep allocates it.
     train::StepConfig as_run = step;
     if (!in.from_recipe) as_run.remat = model::Remat::block;
-    const double capacity = train::parse_memory_size(o->gpu_memory, "--gpu-memory");
     const std::string gpu = fmt::format("{:.4g} GB = {}", capacity / 1e9, gib(capacity));
     auto verdict = [&](double bytes) {  // of one layout's total
       return bytes <= capacity ? fmt::format("fits {}, {} spare", gpu, gib(capacity - bytes))
