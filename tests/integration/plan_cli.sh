@@ -95,7 +95,7 @@ assert abs(float(line.group(5)) / (fpt * tokens) - 1) < 1e-3, (line.group(5), fp
 assert abs(float(line.group(1)) * unit[line.group(2)] / step - 1) < 6e-3  # 3 significant digits, (line.group(0), step)
 done = re.search(r"^to finish        (\S+) (s|min|h|days) for ([\d,]+) steps \(train.max_steps\)", text, re.M)
 assert int(done.group(3).replace(",", "")) == steps, done.group(0)
-assert abs(float(done.group(1)) * unit[done.group(2)] / (step * steps) - 1) < 0.01, (done.group(0), step * steps)
+assert abs(float(done.group(1).replace(",", "")) * unit[done.group(2)] / (step * steps) - 1) < 0.01, (done.group(0), step * steps)
 print(f"ok: {line.group(0)}; {done.group(0)} (expected {step:.4g} s per step)")
 PY
 }

@@ -1,8 +1,10 @@
-// replica plan: parameter count, memory per component and FLOPs per token of a model, without running it.
+// replica plan: parameter count, memory per component and FLOPs per token of a model, without running it; per rank,
+// whether the step fits a GPU (and the nearest layout that does), and its time at a stated MFU.
 #include <fmt/core.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,12 +35,13 @@ static std::string grouped(int64_t n) {
   return out;
 }
 
-// 1.07 → "1.07 s", 1.5e6 → "17.5 days"
+// 1.07 → "1.07 s", 1.5e6 → "17.5 days", 9.7e7 → "1,121 days"
 static std::string duration(double seconds) {
   if (seconds < 120) return fmt::format("{:.3g} s", seconds);
   if (seconds < 2 * 3600) return fmt::format("{:.3g} min", seconds / 60);
   if (seconds < 2 * 86400) return fmt::format("{:.3g} h", seconds / 3600);
-  return fmt::format("{:.3g} days", seconds / 86400);
+  const double days = seconds / 86400;
+  return days < 100 ? fmt::format("{:.3g} days", days) : grouped(std::llround(days)) + " days";
 }
 
 // The layout that needs the least memory of those the fit search tries.
@@ -69,7 +72,7 @@ struct PlanInput {
   int64_t max_steps = 0;     // train.max_steps: the length the time estimate is for
 };
 
-static Command plan_command("plan", "Memory and FLOP plan of a model at a sequence length and micro-batch",
+static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a training step, for a model or a recipe",
                             [](CLI::App& app) {
   struct Options {
     std::string model, config, precision = "bf16", gpu_memory = "80GB";
