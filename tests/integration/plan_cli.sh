@@ -54,7 +54,8 @@ echo "ok: plan --config olmo3_7b_stage3.yaml: $(grep '^fit ' stage3_default.txt)
 # fits, and that layout's own plan agreeing with the figure given for it.
 stage1=configs/recipes/olmo3_7b_stage1.yaml
 plan_recipe --config "$stage1" --ranks 512 train.remat=none train.shard_weights=false > none.txt
-grep -q "^fit              no: 135.36 GiB per rank of 74.51 GiB (80 GB, --gpu-memory), the recipe's layout: remat=none, weights whole, 512 ranks$" none.txt
+grep -q "^fit              no: 135.36 GiB per rank of 74.51 GiB (80 GB, --gpu-memory), the recipe's layout: remat=none, \
+weights whole, 512 ranks$" none.txt
 grep -q "^  total per rank           135.36 GiB  does not fit 80 GB = 74.51 GiB: 60.86 GiB over$" none.txt
 suggested=$(awk '/^                 fits with/ {print $3, $4}' none.txt)
 [ "$suggested" = "train.remat=selective train.shard_weights=true:" ]

@@ -56,7 +56,8 @@ TEST(RankPlan, ContextParallelismAddsTheGatheredKeysAndValues) {
   ASSERT_EQ(cp.size(), items + 1);
   EXPECT_EQ(cp.back().name, "context-parallel K/V");
   // Each rank holds the activations of half of each sequence.
-  EXPECT_LT(cp[items - 1].bytes, rank_memory(olmo3_7b(), stage1_step(model::Remat::selective, true), 8)[items - 1].bytes);
+  EXPECT_LT(cp[items - 1].bytes,
+            rank_memory(olmo3_7b(), stage1_step(model::Remat::selective, true), 8)[items - 1].bytes);
 }
 
 TEST(RankPlan, TheNearestLayoutThatFitsRecomputesLeastThenShardsTheWeights) {

@@ -141,8 +141,11 @@ TEST(Recipe, EveryShipped7BRecipeFitsAn80GBGpuAtAi2sLayout) {
     int64_t ranks;
     bool ai2_recomputed_nothing;
   };
-  for (const Layout& ai2 : {Layout{"olmo3_7b_stage1.yaml", 512, true}, Layout{"olmo3_7b_stage2.yaml", 128, false},
-                            Layout{"olmo3_7b_stage3.yaml", 256, true}, Layout{"olmo3_7b_stage3_as_run.yaml", 256, true}}) {
+  const std::vector<Layout> layouts = {{"olmo3_7b_stage1.yaml", 512, true},
+                                       {"olmo3_7b_stage2.yaml", 128, false},
+                                       {"olmo3_7b_stage3.yaml", 256, true},
+                                       {"olmo3_7b_stage3_as_run.yaml", 256, true}};
+  for (const Layout& ai2 : layouts) {
     SCOPED_TRACE(ai2.recipe);
     const Recipe r = load_recipe(recipe_path(ai2.recipe), {}, false);
     const StepConfig step = step_config(r);

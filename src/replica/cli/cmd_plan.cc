@@ -72,7 +72,7 @@ struct PlanInput {
   int64_t max_steps = 0;     // train.max_steps: the length the time estimate is for
 };
 
-static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a training step, for a model or a recipe",
+static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a training step (a model or a recipe)",
                             [](CLI::App& app) {
   struct Options {
     std::string model, config, precision = "bf16", gpu_memory = "80GB";
@@ -217,8 +217,8 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
     const int64_t L = G / (data_ranks * B);
     const std::string mesh =
         N > 1 ? fmt::format(" ({} data-parallel × {} context-parallel, {} tokens each)", data_ranks, N, T / N) : "";
-    show(fmt::format("per rank, {} ranks{}, {} micro-batches each, remat={}, gradients and moments sharded:", ranks, mesh,
-                     L, model::remat_name(as_run.remat)),
+    show(fmt::format("per rank, {} ranks{}, {} micro-batches each, remat={}, gradients and moments sharded:", ranks,
+                     mesh, L, model::remat_name(as_run.remat)),
          whole);
     show("the same with the weights sharded too (train.shard_weights=true, FSDP):", sharded);
 
@@ -245,8 +245,8 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
     // The time, from a stated MFU of the device's peak, in replica's FLOP convention (model/flops.h).
     const double peak = o->peak_tflops > 0 ? o->peak_tflops * 1e12 : metrics::hopper_peak_flops(precision);
     const double seconds = train::step_seconds(c, step, ranks, o->mfu / 100.0, peak);
-    fmt::print("step time        {} at {:g}% MFU of {:.1f} TFLOP/s per GPU (--mfu, --peak-tflops): {:.4g} FLOPs over {} "
-               "GPUs\n",
+    fmt::print("step time        {} at {:g}% MFU of {:.1f} TFLOP/s per GPU (--mfu, --peak-tflops): {:.4g} FLOPs over "
+               "{} GPUs\n",
                duration(seconds), o->mfu, peak / 1e12, train::step_flops(c, step), ranks);
     fmt::print("to finish        {} for {} steps (train.max_steps) of {} tokens\n",
                duration(seconds * double(in.max_steps)), grouped(in.max_steps), grouped(G * T));

@@ -16,8 +16,7 @@ std::vector<dist::MemoryItem> rank_memory(const model::ModelConfig& model, const
   std::vector<dist::MemoryItem> items = dist::data_parallel_memory(model, ranks, activations, step.precision,
                                                                    step.sharding.weights, step.adamw.host_moments);
   if (step.context.degree > 1)
-    items.push_back(
-        dist::context_parallel_memory(model, step.seq_len, step.context.degree, step.context.head_stride));
+    items.push_back(dist::context_parallel_memory(model, step.seq_len, step.context.degree, step.context.head_stride));
   return items;
 }
 
