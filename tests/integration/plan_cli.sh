@@ -129,3 +129,14 @@ grep -q "^model            run (its latest checkpoint run/checkpoints/step000000
   <("$replica" plan --model run --seq-len 64)
 expect_failure "a run directory without a complete checkpoint in checkpoints/" \
   bash -c "mkdir -p empty/checkpoints && '$replica' plan --model empty"
+
+# 6. --model plans remat=block per rank unless train.remat is given, which it then takes and marks.
+"$replica" plan --model "$src/configs/models/olmo3_tiny.yaml" --seq-len 8192 > block.txt
+"$replica" plan --model "$src/configs/models/olmo3_tiny.yaml" --seq-len 8192 train.remat=none > none_tiny.txt
+grep -q "^per rank, 1 ranks, 1 micro-batches each, remat=block," block.txt
+! grep -q "<- train.remat" block.txt
+grep -q "^per rank, 1 ranks, 1 micro-batches each, remat=none," none_tiny.txt
+grep -q "^  remat=none .*<- train.remat$" none_tiny.txt
+none_gib=$(awk '/^  remat=none / {print $2}' none_tiny.txt)
+[ "$none_gib" != 0.00 ] && [ "$none_gib" = "$(awk '/^  activations / {print $2; exit}' none_tiny.txt)" ]
+echo "ok: plan --model takes train.remat for the per-rank plan"

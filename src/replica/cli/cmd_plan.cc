@@ -68,7 +68,9 @@ struct PlanInput {
   std::string label;  // the model file, or the recipe
   model::ModelConfig model;
   train::StepConfig step;
-  bool from_recipe = false;  // its remat is marked, and the per-rank plan takes it (else block)
+  bool from_recipe = false;  // --config (else --model)
+  bool remat_given = false;  // by the recipe or a train.remat override: marked, and the per-rank plan takes it (else
+                             // block)
   int64_t max_steps = 0;     // train.max_steps: the length the time estimate is for
 };
 
@@ -129,7 +131,7 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
     if (!o->config.empty()) {
       const train::Recipe r = train::load_recipe(o->config, o->overrides, /*check_files=*/false);  // no data read
       in = {fmt::format("{} (recipe; model {})", o->config, r.model.config.empty() ? r.model.init_from : r.model.config),
-            train::recipe_model_config(r), train::step_config(r), true, r.train.max_steps};
+            train::recipe_model_config(r), train::step_config(r), true, true, r.train.max_steps};
     } else {
       // The flags, then the overrides after them; the global batch defaults to one micro-batch per data rank.
       // A run directory is its latest checkpoint, whose config is stored with it (as generate and eval read it).
@@ -149,7 +151,10 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
       flags.insert(flags.end(), o->overrides.begin(), o->overrides.end());
       const train::Recipe r = train::load_recipe_text("", "replica plan", flags, /*check_files=*/false);
       in = {source == o->model ? o->model : fmt::format("{} (its latest checkpoint {})", o->model, source),
-            train::recipe_model_config(r), train::step_config(r), false, r.train.max_steps};
+            train::recipe_model_config(r), train::step_config(r), false,
+            std::any_of(o->overrides.begin(), o->overrides.end(),
+                        [](const std::string& kv) { return kv.rfind("train.remat=", 0) == 0; }),
+            r.train.max_steps};
     }
     const train::StepConfig& step = in.step;
     const int64_t N = step.context.degree, ranks = o->ranks > 0 ? o->ranks : N;
@@ -185,7 +190,7 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
       whole.remat = r;
       whole.context.degree = 1;
       const double act = double(train::step_activation_bytes(c, whole));
-      const bool marked = in.from_recipe && step.remat == r;
+      const bool marked = in.remat_given && step.remat == r;
       fmt::print("  remat={:<15} {}  (total with states: {}; moments on the host: {}){}\n", model::remat_name(r),
                  gib(act), gib(act + states), gib(act + states_host_moments),
                  !marked                   ? ""
@@ -197,7 +202,7 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
     fmt::print("FLOPs per step   {:.4g} per micro-batch\n", fpt * double(B * T));
     // Per rank: this rank's slice of each sequence, as TrainStep allocates it.
     train::StepConfig as_run = step;
-    if (!in.from_recipe) as_run.remat = model::Remat::block;
+    if (!in.remat_given) as_run.remat = model::Remat::block;
     const std::string gpu = fmt::format("{:.4g} GB = {}", capacity / 1e9, gib(capacity));
     auto verdict = [&](double bytes) {  // of one layout's total
       return bytes <= capacity ? fmt::format("fits {}, {} spare", gpu, gib(capacity - bytes))
