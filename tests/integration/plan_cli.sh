@@ -2,7 +2,8 @@
 # replica plan's verdict and estimate: every shipped 7B recipe fits an 80 GB GPU at AI2's number of GPUs as it
 # ships; a layout that does not fit says so and names the nearest one that does; --gpu-memory takes GB and GiB; the
 # step time and the time to finish are the step's FLOPs (from the plan's own FLOPs per token) over the ranks at the
-# stated MFU of the peak; stage 3 plans without extra keys; --model takes a run directory and a checkpoint.
+# stated MFU of the peak; stage 3 plans without extra keys; --model takes a run directory and a checkpoint (and says
+# what to give for an OLMo-core checkpoint), and a train.remat override.
 # Args: $1 = replica binary, $2 = source dir.
 set -euo pipefail
 replica="$1"; src="$2"
@@ -140,3 +141,8 @@ grep -q "^  remat=none .*<- train.remat$" none_tiny.txt
 none_gib=$(awk '/^  remat=none / {print $2}' none_tiny.txt)
 [ "$none_gib" != 0.00 ] && [ "$none_gib" = "$(awk '/^  activations / {print $2; exit}' none_tiny.txt)" ]
 echo "ok: plan --model takes train.remat for the per-rank plan"
+
+# 7. An OLMo-core checkpoint holds no model config: plan says to give the model file, as train does.
+mkdir -p ai2/model_and_optim && touch ai2/model_and_optim/.metadata
+expect_failure "ai2: an OLMo-core checkpoint holds no HF model config: give the model with model.config" \
+  "$replica" plan --model ai2

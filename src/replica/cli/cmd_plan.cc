@@ -11,6 +11,7 @@
 
 #include "replica/ckpt/checkpoint.h"
 #include "replica/ckpt/model_source.h"
+#include "replica/ckpt/olmo_core_checkpoint.h"
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
 #include "replica/dist/context_parallel.h"
@@ -134,9 +135,10 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
             train::recipe_model_config(r), train::step_config(r), true, true, r.train.max_steps};
     } else {
       // The flags, then the overrides after them; the global batch defaults to one micro-batch per data rank.
-      // A run directory is its latest checkpoint, whose config is stored with it (as generate and eval read it).
+      // A run directory is its latest checkpoint, whose config is stored with it, read as generate and eval read it
+      // (an OLMo-core checkpoint has none: the error says to give the model file).
       const std::string source = ckpt::resolve_model_source(o->model);
-      const bool checkpoint = ckpt::is_checkpoint_dir(source);
+      const bool checkpoint = ckpt::is_checkpoint_dir(source) || ckpt::is_olmo_core_checkpoint(source);
       const int64_t data_ranks = std::max<int64_t>(o->ranks / o->context.degree, 1);
       std::vector<std::string> flags = {
           "model.config=" + yaml_scalar(checkpoint ? "" : source),
