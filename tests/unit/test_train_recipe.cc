@@ -7,6 +7,7 @@
 
 #include "scratch_dir.h"
 #include "replica/core/error.h"
+#include "replica/train/rank_plan.h"
 #include "replica/train/recipe.h"
 #include "replica/train/step.h"
 
@@ -63,6 +64,13 @@ TEST(Recipe, Stage1HoldsThePublishedNumbers) {
   EXPECT_EQ(r.step.z_loss, 1e-5);
   EXPECT_EQ(r.train.max_steps, 1413814);
   EXPECT_EQ(r.step.precision, Precision::bf16);
+  // AI2's 512 ranks with one instance each; the least recomputation that fits an 80 GB GPU there, weights sharded as
+  // HSDP shards them (the fit itself: RankPlan.EveryShipped7BRecipeFitsAn80GBGpuAtAi2sLayout).
+  EXPECT_EQ(r.step.micro_batch, 1);
+  EXPECT_EQ(r.step.global_batch % (512 * r.step.micro_batch), 0);
+  EXPECT_EQ(r.step.remat, model::Remat::selective);
+  EXPECT_TRUE(r.step.sharding.weights);
+  EXPECT_EQ(r.step.context.degree, 1);
   optim::ScheduleConfig s = schedule_config(r);
   EXPECT_EQ(s.type, optim::ScheduleType::olmo3_stitched);
   EXPECT_EQ(s.warmup, 2000);
@@ -84,6 +92,9 @@ TEST(Recipe, Stage2And3) {
   EXPECT_EQ(s2.loader.seed, 1337u);
   EXPECT_EQ(s2.train.max_steps, 47684);
   EXPECT_TRUE(s2.optim.load_state);
+  EXPECT_EQ(s2.step.micro_batch, 2);  // AI2's 128 ranks: 2 instances each, one micro-batch
+  EXPECT_EQ(s2.step.remat, model::Remat::keep_attention);
+  EXPECT_TRUE(s2.step.sharding.weights);
   optim::ScheduleConfig s = schedule_config(s2);
   EXPECT_EQ(s.type, optim::ScheduleType::linear);
   EXPECT_EQ(s.t_max, 47684);
@@ -93,6 +104,12 @@ TEST(Recipe, Stage2And3) {
   EXPECT_EQ(s3.step.seq_len, 65536);
   EXPECT_EQ(s3.tokens_per_step(), 4194304);
   EXPECT_EQ(s3.train.max_steps, 11921);
+  EXPECT_EQ(s3.step.micro_batch, 1);
+  EXPECT_EQ(s3.step.context.degree, 8);      // AI2's DP 32 x CP 8
+  EXPECT_EQ(s3.step.context.head_stride, 4);  // the script's head_stride
+  EXPECT_EQ(s3.step.remat, model::Remat::selective);
+  EXPECT_TRUE(s3.step.sharding.weights);
+  EXPECT_FALSE(s3.step.float8);
   EXPECT_EQ(schedule_config(s3).warmup, 200);
   EXPECT_EQ(s3.loader.packing.kind, data::Packing::obfd);
   EXPECT_EQ(s3.loader.packing.source_group_size, 8);
@@ -109,7 +126,39 @@ TEST(Recipe, Stage2And3) {
   Recipe ran = load_recipe(recipe_path("olmo3_7b_stage3_as_run.yaml"), {}, false);
   EXPECT_EQ(ran.loader.seed, 4123u);
   EXPECT_EQ(ran.step.adamw.weight_decay, 0.1);
+  EXPECT_EQ(ran.step.context.degree, 8);
+  EXPECT_EQ(ran.step.context.head_stride, 8);  // cp_head_stride: 8 as the run had it
+  EXPECT_EQ(ran.step.remat, s3.step.remat);
   EXPECT_EQ(schedule_config(ran).t_max, schedule_config(s3).t_max);
+}
+
+// Each shipped 7B recipe as it is, at AI2's number of GPUs (olmo3.md §2, stage3.md §0.1), fits an 80 GB GPU
+// (80e9 bytes) by replica's own plan, the plan `replica plan --config` prints. AI2 recomputed nothing in stages 1
+// and 3; in replica that fits no 80 GB GPU even with sharded weights, which is why those recipes recompute.
+TEST(Recipe, EveryShipped7BRecipeFitsAn80GBGpuAtAi2sLayout) {
+  struct Layout {
+    std::string recipe;
+    int64_t ranks;
+    bool ai2_recomputed_nothing;
+  };
+  const std::vector<Layout> layouts = {{"olmo3_7b_stage1.yaml", 512, true},
+                                       {"olmo3_7b_stage2.yaml", 128, false},
+                                       {"olmo3_7b_stage3.yaml", 256, true},
+                                       {"olmo3_7b_stage3_as_run.yaml", 256, true}};
+  for (const Layout& ai2 : layouts) {
+    SCOPED_TRACE(ai2.recipe);
+    const Recipe r = load_recipe(recipe_path(ai2.recipe), {}, false);
+    const StepConfig step = step_config(r);
+    ASSERT_EQ(ai2.ranks % step.context.degree, 0);
+    const int64_t data_ranks = ai2.ranks / step.context.degree;
+    ASSERT_EQ(step.global_batch % (data_ranks * step.micro_batch), 0);  // the batch divides over AI2's ranks
+    EXPECT_LE(dist::total_bytes(rank_memory(model_of(r), step, ai2.ranks)), 80e9);
+    if (ai2.ai2_recomputed_nothing) {
+      StepConfig as_ai2 = step;
+      as_ai2.remat = model::Remat::none;
+      EXPECT_GT(dist::total_bytes(rank_memory(model_of(r), as_ai2, ai2.ranks)), 80e9);
+    }
+  }
 }
 
 TEST(Recipe, TinyLoadsWithItsFilesAndExpandsGlobs) {

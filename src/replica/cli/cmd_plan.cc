@@ -1,19 +1,26 @@
-// replica plan: parameter count, memory per component and FLOPs per token of a model, without running it.
+// replica plan: parameter count, memory per component and FLOPs per token of a model, without running it; per rank,
+// whether the step fits a GPU (and the nearest layout that does), and its time at a stated MFU.
 #include <fmt/core.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "replica/ckpt/checkpoint.h"
+#include "replica/ckpt/model_source.h"
+#include "replica/ckpt/olmo_core_checkpoint.h"
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
 #include "replica/dist/context_parallel.h"
 #include "replica/dist/memory_plan.h"
+#include "replica/metrics/peak.h"
 #include "replica/model/flops.h"
 #include "replica/model/transformer.h"
 #include "replica/train/checkpointing.h"
+#include "replica/train/rank_plan.h"
 #include "replica/train/recipe.h"
 #include "replica/train/step.h"
 
@@ -27,6 +34,22 @@ static std::string grouped(int64_t n) {
     out += digits[i];
   }
   return out;
+}
+
+// 1.07 → "1.07 s", 1.5e6 → "17.5 days", 9.7e7 → "1,121 days"
+static std::string duration(double seconds) {
+  if (seconds < 120) return fmt::format("{:.3g} s", seconds);
+  if (seconds < 2 * 3600) return fmt::format("{:.3g} min", seconds / 60);
+  if (seconds < 2 * 86400) return fmt::format("{:.3g} h", seconds / 3600);
+  const double days = seconds / 86400;
+  return days < 100 ? fmt::format("{:.3g} days", days) : grouped(std::llround(days)) + " days";
+}
+
+// The layout that needs the least memory of those the fit search tries.
+static train::StepConfig sharded_block(train::StepConfig step) {
+  step.remat = model::Remat::block;
+  step.sharding.weights = true;
+  return step;
 }
 
 static std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
@@ -46,20 +69,26 @@ struct PlanInput {
   std::string label;  // the model file, or the recipe
   model::ModelConfig model;
   train::StepConfig step;
-  bool from_recipe = false;  // its remat is marked, and the per-rank plan takes it (else block)
+  bool from_recipe = false;  // --config (else --model)
+  bool remat_given = false;  // by the recipe or a train.remat override: marked, and the per-rank plan takes it (else
+                             // block)
+  int64_t max_steps = 0;     // train.max_steps: the length the time estimate is for
 };
 
-static Command plan_command("plan", "Memory and FLOP plan of a model at a sequence length and micro-batch",
+static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a training step (a model or a recipe)",
                             [](CLI::App& app) {
   struct Options {
-    std::string model, config, precision = "bf16";
+    std::string model, config, precision = "bf16", gpu_memory = "80GB";
     std::vector<std::string> overrides;
     int64_t seq_len = 8192, micro_batch = 1, ranks = 0, global_batch = 0;
     bool host_moments = false;
     dist::ContextParallelConfig context;
+    double mfu = 36, peak_tflops = 0;
   };
   auto o = std::make_shared<Options>();
-  auto* model = app.add_option("--model", o->model, "model YAML, config.json or HF directory");
+  auto* model = app.add_option("--model", o->model,
+                               "model YAML, config.json, HF directory, replica checkpoint or run directory (its "
+                               "latest checkpoint)");
   auto* config = app.add_option("--config", o->config,
                                 "a recipe instead: its model, data.seq_len, data.micro_batch_size, "
                                 "data.global_batch_size, train.precision, train.remat, train.float8, ...");
@@ -83,21 +112,37 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
                        "KV heads gathered at once (train.cp_head_stride; 0: all)")
             ->check(CLI::NonNegativeNumber)})
     shape->excludes(config);  // the recipe gives them
-  app.add_option("--ranks", o->ranks, "ranks: also show the memory per rank (with --config: default 1)")
+  app.add_option("--ranks", o->ranks,
+                 "ranks (GPUs) the step runs on (default: train.context_parallel, one data-parallel replica)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--gpu-memory", o->gpu_memory,
+                 "memory of one GPU for the fit verdict: 80GB (default; GB = 10^9 bytes, 74.51 GiB) or e.g. 139GiB "
+                 "(GiB = 2^30 bytes)");
+  app.add_option("--mfu", o->mfu,
+                 "model FLOPs utilization in % for the time estimate (default 36: OLMo 3 7B stage 1 as AI2 ran it, "
+                 "in replica's FLOP convention)")
+      ->check(CLI::Range(0.01, 100.0));
+  app.add_option("--peak-tflops", o->peak_tflops,
+                 "peak TFLOP/s of one GPU (default: H100/H200 dense, 989.4 in bf16, 66.9 in fp32)")
       ->check(CLI::NonNegativeNumber);
   return std::function<int()>([o] {
     check(!o->model.empty() || !o->config.empty(), "plan: give --model MODEL or --config RECIPE");
-    const int64_t ranks = o->ranks > 0 ? o->ranks : !o->config.empty() ? 1 : 0;
+    const double capacity = train::parse_memory_size(o->gpu_memory, "--gpu-memory");
     PlanInput in;
     if (!o->config.empty()) {
       const train::Recipe r = train::load_recipe(o->config, o->overrides, /*check_files=*/false);  // no data read
       in = {fmt::format("{} (recipe; model {})", o->config, r.model.config.empty() ? r.model.init_from : r.model.config),
-            train::recipe_model_config(r), train::step_config(r), true};
+            train::recipe_model_config(r), train::step_config(r), true, true, r.train.max_steps};
     } else {
       // The flags, then the overrides after them; the global batch defaults to one micro-batch per data rank.
-      const int64_t data_ranks = std::max<int64_t>(ranks / o->context.degree, 1);
+      // A run directory is its latest checkpoint, whose config is stored with it, read as generate and eval read it
+      // (an OLMo-core checkpoint has none: the error says to give the model file).
+      const std::string source = ckpt::resolve_model_source(o->model);
+      const bool checkpoint = ckpt::is_checkpoint_dir(source) || ckpt::is_olmo_core_checkpoint(source);
+      const int64_t data_ranks = std::max<int64_t>(o->ranks / o->context.degree, 1);
       std::vector<std::string> flags = {
-          "model.config=" + yaml_scalar(o->model),
+          "model.config=" + yaml_scalar(checkpoint ? "" : source),
+          "model.init_from=" + yaml_scalar(checkpoint ? source : ""),
           fmt::format("data.seq_len={}", o->seq_len),
           fmt::format("data.micro_batch_size={}", o->micro_batch),
           fmt::format("data.global_batch_size={}", o->global_batch > 0 ? o->global_batch : data_ranks * o->micro_batch),
@@ -107,13 +152,17 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
           fmt::format("optim.host_moments={}", o->host_moments)};
       flags.insert(flags.end(), o->overrides.begin(), o->overrides.end());
       const train::Recipe r = train::load_recipe_text("", "replica plan", flags, /*check_files=*/false);
-      in = {o->model, train::recipe_model_config(r), train::step_config(r), false};
+      in = {source == o->model ? o->model : fmt::format("{} (its latest checkpoint {})", o->model, source),
+            train::recipe_model_config(r), train::step_config(r), false,
+            std::any_of(o->overrides.begin(), o->overrides.end(),
+                        [](const std::string& kv) { return kv.rfind("train.remat=", 0) == 0; }),
+            r.train.max_steps};
     }
     const train::StepConfig& step = in.step;
-    const int64_t N = step.context.degree;
-    check(ranks == 0 || ranks % N == 0, "{}: context parallel {} must divide the {} ranks", in.label, N, ranks);
+    const int64_t N = step.context.degree, ranks = o->ranks > 0 ? o->ranks : N;
+    check(ranks % N == 0, "{}: context parallel {} must divide the {} ranks", in.label, N, ranks);
     const int64_t data_ranks = ranks / N, B = step.micro_batch, T = step.seq_len, G = step.global_batch;
-    check(ranks == 0 || G % (data_ranks * B) == 0,
+    check(G % (data_ranks * B) == 0,
           "{}: the global batch {} is not a multiple of the micro-batch {} times the {} data-parallel ranks", in.label,
           G, B, data_ranks);
     const model::ModelConfig& c = in.model;
@@ -143,7 +192,7 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
       whole.remat = r;
       whole.context.degree = 1;
       const double act = double(train::step_activation_bytes(c, whole));
-      const bool marked = in.from_recipe && step.remat == r;
+      const bool marked = in.remat_given && step.remat == r;
       fmt::print("  remat={:<15} {}  (total with states: {}; moments on the host: {}){}\n", model::remat_name(r),
                  gib(act), gib(act + states), gib(act + states_host_moments),
                  !marked                   ? ""
@@ -153,32 +202,61 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
     fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
                6.0 * double(model::matmul_params(c)), fpt - 6.0 * double(model::matmul_params(c)));
     fmt::print("FLOPs per step   {:.4g} per micro-batch\n", fpt * double(B * T));
-    if (ranks > 0) {
-      train::StepConfig as_run = step;  // this rank's slice of each sequence, as TrainStep allocates it
-      if (!in.from_recipe) as_run.remat = model::Remat::block;
-      const model::Remat remat = as_run.remat;
-      const int64_t T_rank = T / N;
-      const double act = double(train::step_activation_bytes(c, as_run));
-      auto show = [](const std::string& title, const std::vector<dist::MemoryItem>& items) {
-        fmt::print("{}\n", title);
-        for (const dist::MemoryItem& item : items)
-          fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);
-        fmt::print("  {:<22} {:>12}\n", "total per rank", gib(dist::total_bytes(items)));
-      };
-      const int64_t L = G / (data_ranks * B);
-      auto items = [&](bool shard_weights) {
-        std::vector<dist::MemoryItem> all =
-            dist::data_parallel_memory(c, ranks, act, precision, shard_weights, step.adamw.host_moments);
-        if (N > 1) all.push_back(dist::context_parallel_memory(c, T, N, step.context.head_stride));
-        return all;
-      };
-      const std::string mesh =
-          N > 1 ? fmt::format(" ({} data-parallel × {} context-parallel, {} tokens each)", data_ranks, N, T_rank) : "";
-      show(fmt::format("per rank, {} ranks{}, {} micro-batches each, remat={}, gradients and moments sharded:", ranks,
-                       mesh, L, model::remat_name(remat)),
-           items(false));
-      show(fmt::format("the same with the weights sharded too (train.shard_weights=true, FSDP):"), items(true));
+    // Per rank: this rank's slice of each sequence, as TrainStep allocates it.
+    train::StepConfig as_run = step;
+    if (!in.remat_given) as_run.remat = model::Remat::block;
+    const std::string gpu = fmt::format("{:.4g} GB = {}", capacity / 1e9, gib(capacity));
+    auto verdict = [&](double bytes) {  // of one layout's total
+      return bytes <= capacity ? fmt::format("fits {}, {} spare", gpu, gib(capacity - bytes))
+                               : fmt::format("does not fit {}: {} over", gpu, gib(bytes - capacity));
+    };
+    auto show = [&](const std::string& title, const train::StepConfig& layout) {
+      const std::vector<dist::MemoryItem> items = train::rank_memory(c, layout, ranks);
+      fmt::print("{}{}\n", title, layout.sharding.weights == step.sharding.weights ? "  <- train.shard_weights" : "");
+      for (const dist::MemoryItem& item : items)
+        fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);
+      fmt::print("  {:<22} {:>12}  {}\n", "total per rank", gib(dist::total_bytes(items)),
+                 verdict(dist::total_bytes(items)));
+    };
+    train::StepConfig whole = as_run, sharded = as_run;
+    whole.sharding.weights = false;
+    sharded.sharding.weights = true;
+    const int64_t L = G / (data_ranks * B);
+    const std::string mesh =
+        N > 1 ? fmt::format(" ({} data-parallel × {} context-parallel, {} tokens each)", data_ranks, N, T / N) : "";
+    show(fmt::format("per rank, {} ranks{}, {} micro-batches each, remat={}, gradients and moments sharded:", ranks,
+                     mesh, L, model::remat_name(as_run.remat)),
+         whole);
+    show("the same with the weights sharded too (train.shard_weights=true, FSDP):", sharded);
+
+    // The verdict on the layout as given and, when it does not fit, the nearest one that does.
+    auto per_rank = [&](const train::StepConfig& layout) {
+      return dist::total_bytes(train::rank_memory(c, layout, ranks));
+    };
+    const double needed = per_rank(as_run);
+    fmt::print("fit              {}: {} per rank of {} ({:.4g} GB, --gpu-memory), {} layout: remat={}, weights {}, {} "
+               "ranks\n",
+               needed <= capacity ? "yes" : "no", gib(needed), gib(capacity), capacity / 1e9,
+               in.from_recipe ? "the recipe's" : "the planned", model::remat_name(as_run.remat),
+               as_run.sharding.weights ? "sharded" : "whole", ranks);
+    if (needed > capacity) {
+      if (const std::optional<train::StepConfig> nearest = train::nearest_layout_that_fits(c, as_run, ranks, capacity))
+        fmt::print("                 fits with train.remat={} train.shard_weights={}: {} per rank\n",
+                   model::remat_name(nearest->remat), nearest->sharding.weights, gib(per_rank(*nearest)));
+      else
+        fmt::print("                 nothing fits at {} ranks: the least is remat=block with sharded weights, {} per "
+                   "rank\n",
+                   ranks, gib(per_rank(sharded_block(as_run))));
     }
+
+    // The time, from a stated MFU of the device's peak, in replica's FLOP convention (model/flops.h).
+    const double peak = o->peak_tflops > 0 ? o->peak_tflops * 1e12 : metrics::hopper_peak_flops(precision);
+    const double seconds = train::step_seconds(c, step, ranks, o->mfu / 100.0, peak);
+    fmt::print("step time        {} at {:g}% MFU of {:.1f} TFLOP/s per GPU (--mfu, --peak-tflops): {:.4g} FLOPs over "
+               "{} GPUs\n",
+               duration(seconds), o->mfu, peak / 1e12, train::step_flops(c, step), ranks);
+    fmt::print("to finish        {} for {} steps (train.max_steps) of {} tokens\n",
+               duration(seconds * double(in.max_steps)), grouped(in.max_steps), grouped(G * T));
     return 0;
   });
 });

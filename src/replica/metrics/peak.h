@@ -29,4 +29,9 @@ std::string peak_cache_path();
 // load) and the MFU is "n/a" rather than above 100 %.
 std::optional<double> model_flops_utilization(double achieved_flops, double peak_flops);
 
+// The dense datasheet peak of the SXM Hopper parts, H100 and H200, which share the compute die and clocks: bf16
+// 989.4 TFLOP/s (1830 MHz × 528 tensor cores × 1024 FLOP per clock; ../shared/reference/gpu-performance.md §4), fp32
+// 66.9 TFLOP/s. What a CUDA backend on them reports, and what `replica plan` estimates with.
+inline double hopper_peak_flops(Precision precision) { return precision == Precision::bf16 ? 989.4e12 : 66.9e12; }
+
 }  // namespace replica::metrics

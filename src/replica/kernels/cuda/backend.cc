@@ -26,6 +26,7 @@
 #include "replica/kernels/cuda/rmsnorm.h"
 #include "replica/kernels/cuda/rope.h"
 #include "replica/kernels/cuda/swiglu.h"
+#include "replica/metrics/peak.h"
 
 namespace replica {
 
@@ -118,10 +119,9 @@ class CudaBackend final : public Backend {
   void* native_stream() override { return ctx_.stream(); }
 
   double peak_flops(Precision p) override {
-    // Dense datasheet peaks of the SXM Hopper parts (H100 and H200 share the compute die and clocks).
     const std::string name = props_.name;
     if (name.find("H100") != std::string::npos || name.find("H200") != std::string::npos)
-      return p == Precision::bf16 ? 989.4e12 : 66.9e12;
+      return metrics::hopper_peak_flops(p);
     return measured_gemm_peak(p);
   }
 
