@@ -49,6 +49,21 @@ for p in j["pairs"]:
 print("ok: W=1 vs W=2 tracking, KL exactly 0 at", [p["step"] for p in j["pairs"]])
 PY
 grep -q "8 checkpoint evaluation(s) run, 0 found in the cache" "$work/same.txt"
+# The training curves are compared as `replica report` compares runs: on the steps both logged.
+grep -q "^training curves: identical at all 8 steps both logged in 1–8; smoothed loss: max |Δ| 0 .*WITHIN ±0.01 nat" \
+  "$work/same.txt"
+$py -c 'import json,sys; t=json.load(open(sys.argv[1]))["training_curves"]; assert t["exact"]["identical_steps"] == 8 and t["distance"]["within"] and t["distance"]["max_abs"] == 0, t' "$work/same.json"
+# A reference that logged every second step (as OLMo 3 logs every 10th) is still the same run, not 0.3 nat away.
+cp -r "$work/w1" "$work/w1_sparse"
+$py - "$work/w1_sparse/metrics.jsonl" <<'PY'
+import json, sys
+lines = [l for l in open(sys.argv[1]) if "eval" in json.loads(l) or json.loads(l)["step"] % 2 == 0]
+open(sys.argv[1], "w").writelines(lines)
+PY
+reproduce --run "$work/w2" --reference "$work/w1_sparse" --out "$work/r_same" >"$work/sparse.txt"
+grep -q "^training curves: identical at all 4 steps both logged in 2–8; smoothed loss: max |Δ| 0 .*WITHIN" \
+  "$work/sparse.txt" || { cat "$work/sparse.txt"; exit 1; }
+grep -q "0 checkpoint evaluation(s) run, 8 found in the cache" "$work/sparse.txt"
 
 # 2. The learning rate doubled from step 4: the run resumes from the reference's own step-4 checkpoint.
 mkdir -p "$work/lr2/checkpoints"

@@ -64,9 +64,15 @@ std::optional<double> train_loss_since(const report::Series& loss, int64_t after
   return n ? std::optional<double>(sum / double(n)) : std::nullopt;
 }
 
-std::map<std::string, report::Series> training_curves(const CheckpointSeries& s, const std::string& label) {
-  if (s.kind != "replica run" || !fs::exists(fs::path(s.source) / "metrics.jsonl")) return {};
-  const report::RunHistory h = report::load_run(s.source, label);
+// A replica run's metrics.jsonl; none for other series.
+std::optional<report::RunHistory> run_history(const CheckpointSeries& s, const std::string& label) {
+  if (s.kind != "replica run" || !fs::exists(fs::path(s.source) / "metrics.jsonl")) return std::nullopt;
+  return report::load_run(s.source, label);
+}
+
+std::map<std::string, report::Series> training_curves(const std::optional<report::RunHistory>& run) {
+  if (!run) return {};
+  const report::RunHistory& h = *run;
   std::map<std::string, report::Series> out;
   for (const char* metric : {"loss", "lr"})
     if (!h.train_series(metric).empty()) out[metric] = h.train_series(metric);
@@ -152,8 +158,14 @@ Reproduction reproduce(const ReproduceOptions& o, const std::function<void(const
     return out;
   };
 
-  r.reference_train = training_curves(r.reference, "reference");
-  r.candidate_train = training_curves(r.candidate, "candidate");
+  const std::optional<report::RunHistory> reference_run = run_history(r.reference, "reference"),
+                                          candidate_run = run_history(r.candidate, "candidate");
+  r.reference_train = training_curves(reference_run);
+  r.candidate_train = training_curves(candidate_run);
+  if (reference_run && candidate_run)
+    r.training = report::Comparison{
+        .exact = report::compare_exact(*candidate_run, *reference_run),
+        .distance = report::curve_distance(*candidate_run, *reference_run, r.training_options.window)};
   const report::Series no_loss;
   const report::Series& candidate_loss = r.candidate_train.contains("loss") ? r.candidate_train["loss"] : no_loss;
   int64_t previous_step = -1;
@@ -199,6 +211,17 @@ Reproduction reproduce(const ReproduceOptions& o, const std::function<void(const
   return r;
 }
 
+std::string training_summary(const Reproduction& r) {
+  if (!r.training) return "";
+  std::string s = fmt::format("{}; smoothed {}", report::describe_exact(*r.training),
+                              report::describe_distance(*r.training));
+  if (r.training->distance)
+    s += fmt::format(": {} ±{} nat",
+                     report::within(*r.training->distance, r.training_options.threshold) ? "WITHIN" : "OUTSIDE",
+                     r.training_options.threshold);
+  return s;
+}
+
 std::string format_reproduction(const Reproduction& r) {
   std::string s = fmt::format("{:>8} {:>8} {:>10} {:>10} {:>8} {:>12}  {:<9} {}\n", "step", "ref", "KL mean", "KL max",
                               "top-1", "Δ held-out", "verdict", "nearest bound (|value| / bound)");
@@ -213,6 +236,7 @@ std::string format_reproduction(const Reproduction& r) {
                      v.nearest, v.bound_use);
   }
   s += fmt::format("verdict: {}\n", r.verdict.summary());
+  if (r.training) s += fmt::format("training curves: {}\n", training_summary(r));
   if (r.verdict.diverged_at)
     for (size_t i = 0; i < r.measures.size(); i++)
       if (r.verdict.pairs[i].verdict == Verdict::diverged) {

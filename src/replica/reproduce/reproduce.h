@@ -13,6 +13,7 @@
 #include "replica/reproduce/checkpoint_series.h"
 #include "replica/reproduce/pairing.h"
 #include "replica/reproduce/verdict.h"
+#include "replica/report/report.h"
 #include "replica/report/series.h"
 
 namespace replica::reproduce {
@@ -43,11 +44,18 @@ struct Reproduction {
   SeriesVerdict verdict;
   int64_t evaluated = 0, cached = 0;   // checkpoint evaluations run now / found in the cache
   std::map<std::string, report::Series> reference_train, candidate_train;  // "loss" when the series are runs
+  // When both series are replica runs: their training curves compared as `replica report` compares runs, on the
+  // steps both logged (report/compare.h), with its default window and ±threshold.
+  std::optional<report::Comparison> training;
+  report::ReportOptions training_options;
 };
 
 // `say` gets the console lines as the work goes (planned peak, each checkpoint evaluated or found cached, each
 // pair's numbers).
 Reproduction reproduce(const ReproduceOptions& options, const std::function<void(const std::string&)>& say);
+
+// The training curves' comparison in words, as `replica report` states it ("" when the series are not both runs).
+std::string training_summary(const Reproduction& r);
 
 // The pair table and verdict as the console prints them at the end.
 std::string format_reproduction(const Reproduction& r);

@@ -14,6 +14,24 @@ json steps_of(const std::vector<SeriesCheckpoint>& checkpoints) {
 
 json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
+// The training curves compared on the steps both runs logged (report/compare.h); null unless both are runs.
+json training_json(const Reproduction& r) {
+  if (!r.training) return nullptr;
+  json out = {{"summary", training_summary(r)}};
+  if (const auto& e = r.training->exact)
+    out["exact"] = {{"common_steps", e->common_steps},
+                    {"identical_steps", e->identical_steps},
+                    {"first_difference", e->difference ? json{{"step", e->difference->step},
+                                                              {"metric", e->difference->metric}}
+                                                       : json(nullptr)}};
+  if (const auto& d = r.training->distance)
+    out["distance"] = {{"metric", d->metric},     {"window", d->window},       {"points", d->points},
+                       {"max_abs", d->max_abs},   {"mean_abs", d->mean_abs},   {"max_step", d->max_step},
+                       {"threshold", r.training_options.threshold},
+                       {"within", report::within(*d, r.training_options.threshold)}};
+  return out;
+}
+
 }  // namespace
 
 json reproduction_json(const Reproduction& r) {
@@ -62,6 +80,7 @@ json reproduction_json(const Reproduction& r) {
                                      ? json{{"from_step", r.verdict.memorisation_alarm->from_step},
                                             {"step", r.verdict.memorisation_alarm->step}}
                                      : json(nullptr)},
+          {"training_curves", training_json(r)},
           {"evaluated", r.evaluated},
           {"cached", r.cached}};
 }

@@ -34,6 +34,10 @@ std::string summary_section(const Reproduction& r) {
       r.pairing.pairs.size(), r.pairing.reference_only.size(), r.pairing.candidate_only.size(), r.tokens_B,
       r.tokens_T, escape_html(r.tokens_source), escape_html(r.options.suite), r.suite_hash.substr(0, 16), b.kl, b.loss,
       b.bits_per_byte, b.task, b.needle, b.drift_window, b.drift_fraction);
+  if (r.training)
+    s += fmt::format(R"(<p id="training-curves">Training curves (the steps both runs logged, as <code>replica )"
+                     "report</code> compares them): {}</p>",
+                     escape_html(training_summary(r)));
   if (r.verdict.memorisation_alarm)
     s += fmt::format(R"(<p class="bad" data-mark="alarm">Memorisation alarm: from step {} to {} the candidate's )"
                      "training loss fell while its held-out loss fell behind the reference's at every pair.</p>",
