@@ -1,5 +1,7 @@
-# make: configure + build everything.  make test: build + all tests.  make train: the embedded default run, building
-# only the replica binary it runs (not the tests, benchmarks or CUDA checks).
+# make: configure + build everything.  make test: build + all tests.  make test-quick: build + the unit and parity
+# tests only (no end-to-end, fuzz or CUDA-emulation tests), for a contributor's inner loop.  make train: the tiny
+# recipe's run (configs/recipes/tiny.yaml), building only the replica binary it runs (not the tests, benchmarks or
+# CUDA checks).
 # make test SANITIZE=1: everything under ASan + UBSan in build-sanitize/ (any report fails the test).
 # make fuzz: every libFuzzer harness of tests/fuzz for FUZZ_SECONDS each, in build/fuzz/ (clang).
 BUILD ?= build
@@ -17,7 +19,7 @@ export ASAN_OPTIONS ?= halt_on_error=1:detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS ?= halt_on_error=1:print_stacktrace=1
 endif
 
-.PHONY: all build binary deps test train bench clean fuzz
+.PHONY: all build binary deps test test-quick train bench clean fuzz
 
 all: build
 
@@ -35,6 +37,9 @@ deps:
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-quick: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -E '^(integration|fuzz|sanitize|cuda_emu)\.'
 
 train: deps
 	$(MAKE) binary

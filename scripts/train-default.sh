@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The embedded default run (`make train`): fetch the tokenizer and real corpora, tokenize them, and train
+# The tiny recipe's run (`make train`): fetch the tokenizer and real corpora, tokenize them, and train
 # configs/recipes/tiny.yaml, printing held-out loss before and after, then a short greedy sample from the trained
 # model (`replica generate` on the run directory). Each invocation is a new run in runs/tiny-<time> (a run
 # directory that already holds checkpoints would be resumed instead).
