@@ -9,6 +9,7 @@
 #include "replica/core/error.h"
 #include "replica/train/rank_plan.h"
 #include "replica/train/recipe.h"
+#include "replica/train/resume_check.h"
 #include "replica/train/step.h"
 
 namespace replica::train {
@@ -240,6 +241,17 @@ TEST(Recipe, Float8IsAKeyOffByDefaultThatReachesTheStep) {
   EXPECT_NE(yaml.find("float8: true"), std::string::npos) << yaml;
   EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
   EXPECT_NE(error_of([] { load_recipe_text(kMinimal, "m", {"train.float8=fp8"}, false); }).find("train.float8"),
+            std::string::npos);
+}
+
+TEST(Recipe, MaxSecondsIsANeutralKeyOffByDefault) {
+  EXPECT_EQ(load_recipe_text(kMinimal, "minimal", {}, false).train.max_seconds, 0.0);
+  const Recipe r = load_recipe_text(kMinimal, "minimal", {"train.max_seconds=3600"}, false);
+  EXPECT_EQ(r.train.max_seconds, 3600.0);
+  EXPECT_EQ(load_recipe_text(r.to_yaml(), "resolved", {}, false).train.max_seconds, 3600.0);
+  EXPECT_TRUE(neutral_on_resume("train.max_seconds", /*schedule_unchanged=*/false));  // a resume may change it
+  EXPECT_NE(error_of([] { load_recipe_text(kMinimal, "m", {"train.max_seconds=-1"}, false); })
+                .find("train.max_seconds"),
             std::string::npos);
 }
 

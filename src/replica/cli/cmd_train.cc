@@ -58,9 +58,9 @@ static Command train_command("train", "Train a model from a recipe: replica trai
       fmt::print("held-out loss: {:.4f} at step 0 -> {:.4f} at step {} ({:+.4f})\n", *s.heldout_initial,
                  *s.heldout_final, s.steps, *s.heldout_final - *s.heldout_initial);
     else if (s.heldout_initial && s.interrupted)
-      fmt::print("held-out loss: {:.4f} at step 0 (none at step {}: the final evaluation is skipped after a signal)\n",
+      fmt::print("held-out loss: {:.4f} at step 0 (none at step {}: the final evaluation is skipped after a stop)\n",
                  *s.heldout_initial, s.steps);
-    return s.interrupted ? 130 : 0;
+    return s.by_signal ? 130 : 0;
   });
 });
 

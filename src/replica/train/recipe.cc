@@ -98,6 +98,7 @@ std::vector<Field> fields(Recipe& r) {
       number("schedule.part2_t_max_tokens", r.schedule.part2_t_max_tokens).resume(same_schedule),
       integer("train.max_steps", r.train.max_steps, positive_integer).resume(same_schedule),
       integer("train.stop_at", r.train.stop_at).neutral(),
+      number("train.max_seconds", r.train.max_seconds, at_least(0.0)).neutral(),
       text("train.resume_from", r.train.resume_from, one_line).neutral(),
       list("train.allow_change", r.train.allow_change, "a list of recipe keys").neutral(),
       choice("train.device", r.train.device, parse_device, device_name).neutral(),

@@ -68,6 +68,9 @@ struct Recipe {
   struct Train {
     int64_t max_steps = 1000;  // the run's length (and the schedule horizon unless the schedule sets one)
     int64_t stop_at = 0;       // stop after this step without changing the horizon; 0 = max_steps
+    // Stop at the first step boundary this many seconds after the start (loading included), as a signal would: the
+    // checkpoint saved, the final evaluation skipped; 0 = no limit. Fits a run into a scheduler's time slot.
+    double max_seconds = 0;
     std::string resume_from;   // checkpoint to resume from; empty: run.dir/checkpoints/latest if there is one
     // Keys a resume may change although they change what the run computes (train/resume_check.h); others are
     // refused.

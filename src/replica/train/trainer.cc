@@ -67,6 +67,7 @@ TrainSummary train(const Recipe& r, dist::Communicator& comm) {
 }
 
 TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& backend) {
+  const auto started = std::chrono::steady_clock::now();  // train.max_seconds counts from here
   namespace fs = std::filesystem;
   const std::string threads = set_num_threads(recipe.train.threads, dist::processes_on_this_machine());
   const bool root = comm.rank() == 0;
@@ -142,7 +143,12 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
     std::tie(record.epoch, record.batch) = loader.position(s - 1);
     record.result =
         step.run(loader.batch(record.epoch, record.batch, step.data_rank(), step.data_ranks(), r.step.micro_batch), s);
-    record.stop = dist::any_rank(comm, signal.asked());
+    const bool out_of_time =
+        r.train.max_seconds > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >= r.train.max_seconds;
+    summary.by_signal = dist::any_rank(comm, signal.asked());
+    // Every rank has the recipe, so all take the same branch to the collective.
+    record.stop = summary.by_signal || (r.train.max_seconds > 0 && dist::any_rank(comm, out_of_time));
     backend.synchronize();  // the step's kernels are done before it is timed
     record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     record.tokens = s * r.tokens_per_step();
@@ -167,8 +173,10 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
   // A signal asks for a fast exit (a scheduler's grace period is short): the checkpoint is saved, the final
   // evaluation is not run.
   if (summary.interrupted)
-    console.line(
-        fmt::format("stopped after step {} by a signal: checkpoint saved, final evaluation skipped", summary.steps));
+    console.line(fmt::format("stopped after step {} {}: checkpoint saved, final evaluation skipped; the same command "
+                             "resumes",
+                             summary.steps,
+                             summary.by_signal ? "by a signal" : fmt::format("at train.max_seconds={}", r.train.max_seconds)));
   else if (summary.steps > start.step || start.step == 0)
     summary.heldout_final = eval.evaluate(summary.steps);
   else

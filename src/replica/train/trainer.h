@@ -19,7 +19,8 @@ struct TrainSummary {
   // Held-out loss before the first step, from metrics.jsonl after a resume (none: no evaluation).
   std::optional<double> heldout_initial = std::nullopt;
   std::optional<double> heldout_final = std::nullopt;
-  bool interrupted = false;
+  bool interrupted = false;   // stopped before the last step, its checkpoint saved: a signal or train.max_seconds
+  bool by_signal = false;     // the stop was a signal (exit 130); else the time budget (exit 0)
 };
 
 // Runs the recipe as rank comm.rank() of comm.size() (LocalCommunicator: one process) on the backend of
