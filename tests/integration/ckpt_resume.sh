@@ -16,6 +16,31 @@ for f in model.safetensors optim.safetensors; do
 done
 echo "final model.safetensors and optim.safetensors byte-identical"
 
+# The memorisation alarm's window is saved with each checkpoint and handed back on resume: the resumed run's
+# observer state at the end is the uninterrupted run's, and so is every evaluation line.
+with_eval=("data.validation_paths=[$work/other.npy]" eval.every=5 eval.batches=1 eval.alarm_window=2)
+train "$work/full_eval" "${with_eval[@]}"
+train "$work/split_eval" "${with_eval[@]}" train.stop_at=18
+train "$work/split_eval" "${with_eval[@]}"
+$py - "$work/full_eval" "$work/split_eval" <<'PY'
+import json, sys
+def state(run, step):
+    return json.load(open(f"{run}/checkpoints/step{step:08d}/train_state.json"))["observers"]
+def evals(run):
+    return [(j["step"], j["eval"]["heldout_loss"], j["eval"].get("memorisation_alarm"))
+            for j in map(json.loads, open(f"{run}/metrics.jsonl")) if "eval" in j]
+full, split = sys.argv[1:]
+saved = state(split, 18)["memorisation_alarm"]
+assert [p["step"] for p in saved["points"]] == [10, 15] and saved["train_n"] == 3, saved
+# From the step-20 evaluation on, its training-loss mean covers steps 16-20, three of them before the resume.
+for step in range(20, 41, 4):
+    assert state(split, step) == state(full, step), (step, state(split, step), state(full, step))
+# The split run also evaluated where it stopped (step 18), after its checkpoint: that evaluation is not in the state.
+assert [e for e in evals(split) if e[0] != 18] == evals(full), (evals(split), evals(full))
+assert any(e[2] for e in evals(full)), "the alarm fires in this run, so its resumed window is what is compared"
+print("ok: the alarm's window survives the resume:", saved["points"])
+PY
+
 # keep=2: only the two newest remain; latest names the newest.
 test "$(ls "$work/full/checkpoints" | tr '\n' ' ')" = "latest step00000036 step00000040 "
 test "$(cat "$work/full/checkpoints/latest")" = step00000040

@@ -2,6 +2,11 @@
 // when training loss falls by more than the margin over the window while held-out loss does not.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "replica/core/error.h"
 #include "replica/eval/alarm.h"
 
 using namespace replica::eval;
@@ -28,4 +33,32 @@ TEST(EvalAlarm, FiresOnlyWhenTrainingFallsAndHeldoutStalls) {
   MemorisationAlarm off(0, 0.05);
   off.add_train_loss(1.0);
   EXPECT_FALSE(off.evaluation(1, 1.0));
+}
+
+// A resume hands the alarm its saved state: split anywhere, even between two training steps of one evaluation
+// interval, the alarm fires where the uninterrupted one does, with the same numbers.
+TEST(EvalAlarm, ItsStateThroughAJsonRoundTripFiresAsTheUninterruptedAlarm) {
+  const double train[] = {9.0, 7.0, 5.0, 4.0, 3.0, 2.0};
+  const double heldout[] = {9.2, 7.3, 5.5, 5.48, 5.6, 5.7};
+  auto run = [&](int split) {  // split: the number of add/evaluation calls before the "resume"
+    std::vector<std::string> out;
+    auto alarm = std::make_unique<MemorisationAlarm>(2, 0.05);
+    int calls = 0;
+    for (int i = 0; i < 6; i++)
+      for (int k = 0; k < 3; k++) {
+        if (calls++ == split) {
+          const std::string saved = alarm->to_json().dump();
+          alarm = std::make_unique<MemorisationAlarm>(2, 0.05);
+          alarm->load_json(nlohmann::json::parse(saved), "train_state.json");
+        }
+        if (k < 2) alarm->add_train_loss(train[i] + (k == 0 ? 0.1 : -0.1));
+        else if (auto a = alarm->evaluation(10 * (i + 1), heldout[i])) out.push_back(a->message());
+      }
+    return out;
+  };
+  const std::vector<std::string> whole = run(-1);
+  ASSERT_EQ(whole.size(), 2u);
+  for (int split = 0; split < 18; split++) EXPECT_EQ(run(split), whole) << "resumed after call " << split;
+  MemorisationAlarm fresh(2, 0.05);
+  EXPECT_THROW(fresh.load_json(nlohmann::json{{"points", 3}}, "x"), replica::Error);
 }

@@ -30,6 +30,7 @@ json train_state_to_json(const TrainState& s) {
             {"seq_len", s.seq_len},
             {"fingerprint", s.data_fingerprint}}},
           {"optimizer", {{"adam_step_count", s.adam_step_count}, {"schedule", s.schedule}, {"skip_step", s.skip_step}}},
+          {"observers", s.observers},
           {"world_size", s.world_size},
           {"model", model::model_config_to_hf_json(s.model)},
           {"config", s.recipe}};
@@ -54,6 +55,9 @@ TrainState train_state_from_json(const json& j, const std::string& source) {
     s.adam_step_count = json_integer(o, "adam_step_count", source + ": optimizer", 0);
     s.schedule = o.at("schedule");
     s.skip_step = o.at("skip_step");
+    // A checkpoint written before observers kept state has none: they start empty, as they did then.
+    s.observers = j.value("observers", json::object());
+    check(s.observers.is_object(), "{}: \"observers\" must be an object, got {}", source, s.observers.dump());
     s.world_size = json_integer(j, "world_size", source, 1);
     s.recipe = j.at("config").get<std::string>();
     s.model = model::model_config_from_json(j.at("model"), source);

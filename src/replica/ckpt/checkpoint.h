@@ -28,6 +28,8 @@ struct TrainState {
   int64_t adam_step_count = 0;
   nlohmann::json schedule;   // the resolved LR schedule (recorded; the LR is a function of the step)
   nlohmann::json skip_step;  // SkipStep::to_json()
+  // What the run's observers keep across steps, by name (train/observer.h Observer::state_name); {} when none.
+  nlohmann::json observers = nlohmann::json::object();
   int64_t world_size = 1;    // at save
   std::string recipe;        // resolved recipe YAML ("config" in train_state.json)
   model::ModelConfig model;  // stored as its HF config.json

@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "replica/core/error.h"
+
 namespace replica::eval {
 
 std::string AlarmReport::message() const {
@@ -28,6 +32,28 @@ std::optional<AlarmReport> MemorisationAlarm::evaluation(int64_t step, double he
   if (a.train - b.train > margin_ && a.heldout - b.heldout < margin_)
     return AlarmReport{a.step, b.step, a.train, b.train, a.heldout, b.heldout};
   return std::nullopt;
+}
+
+nlohmann::json MemorisationAlarm::to_json() const {
+  nlohmann::json points = nlohmann::json::array();
+  // Only the last `window` evaluations are ever compared with a later one.
+  const size_t keep = std::min(points_.size(), size_t(std::max<int64_t>(window_, 0)));
+  for (size_t i = points_.size() - keep; i < points_.size(); i++)
+    points.push_back({{"step", points_[i].step}, {"train", points_[i].train}, {"heldout", points_[i].heldout}});
+  return {{"train_sum", train_sum_}, {"train_n", train_n_}, {"points", points}};
+}
+
+void MemorisationAlarm::load_json(const nlohmann::json& state, const std::string& source) {
+  try {
+    std::vector<Point> points;
+    for (const nlohmann::json& p : state.at("points"))
+      points.push_back({p.at("step").get<int64_t>(), p.at("train").get<double>(), p.at("heldout").get<double>()});
+    train_sum_ = state.at("train_sum").get<double>();
+    train_n_ = state.at("train_n").get<int64_t>();
+    points_ = std::move(points);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: observers.memorisation_alarm: not the alarm's state ({})", source, e.what());
+  }
 }
 
 }  // namespace replica::eval

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace replica::eval {
 
 struct AlarmReport {
@@ -23,6 +25,11 @@ class MemorisationAlarm {
   void add_train_loss(double loss);
   // Records an evaluation; returns the report when the alarm fires at it.
   std::optional<AlarmReport> evaluation(int64_t step, double heldout_loss);
+
+  // The state a checkpoint keeps: the evaluations the window can still compare and the training loss since the
+  // last. load_json raises replica::Error naming `source` on a malformed state.
+  nlohmann::json to_json() const;
+  void load_json(const nlohmann::json& state, const std::string& source);
 
  private:
   struct Point {

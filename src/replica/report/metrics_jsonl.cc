@@ -7,11 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "replica/core/error.h"
+#include "replica/metrics/metrics_schema.h"
 
 namespace replica::report {
 namespace {
 
 using nlohmann::json;
+namespace jsonl = metrics::jsonl;
 
 // A task's entry in the tasks surface holds its metrics, their standard errors and bookkeeping; the scores are the
 // numbers that are neither.
@@ -23,16 +25,15 @@ bool is_task_score(const std::string& key, const json& value) {
 
 void read_evaluation(const json& e, int64_t step, SeriesBuilder& heldout, SeriesBuilder& tasks, RunHistory& run) {
   std::erase_if(run.alarms, [step](const AlarmMark& a) { return a.step == step; });  // a re-evaluated step
-  if (e.contains("heldout_loss")) heldout.add("all", step, e.at("heldout_loss").get<double>());
-  if (e.contains("files"))
-    for (const auto& [label, loss] : e.at("files").items()) heldout.add(label, step, loss.get<double>());
-  if (e.contains("suite") && e.at("suite").contains("tasks"))
-    for (const auto& [task, result] : e.at("suite").at("tasks").items())
+  if (e.contains(jsonl::kHeldoutLoss)) heldout.add("all", step, e.at(jsonl::kHeldoutLoss).get<double>());
+  if (e.contains(jsonl::kFiles))
+    for (const auto& [label, loss] : e.at(jsonl::kFiles).items()) heldout.add(label, step, loss.get<double>());
+  if (e.contains(jsonl::kSuite) && e.at(jsonl::kSuite).contains("tasks"))
+    for (const auto& [task, result] : e.at(jsonl::kSuite).at("tasks").items())
       if (result.is_object())  // "format" is a string beside the tasks
         for (const auto& [metric, value] : result.items())
           if (is_task_score(metric, value)) tasks.add(task + " " + metric, step, value.get<double>());
-  if (e.contains("memorisation_alarm"))
-    run.alarms.push_back({step, e.at("memorisation_alarm").at("from_step").get<int64_t>()});
+  if (e.contains(jsonl::kAlarm)) run.alarms.push_back({step, e.at(jsonl::kAlarm).at("from_step").get<int64_t>()});
 }
 
 }  // namespace
@@ -46,11 +47,11 @@ void read_metrics_jsonl(const std::string& path, RunHistory& run) {
     if (text.empty()) continue;
     try {
       const json j = json::parse(text);
-      check(j.is_object() && j.contains("step") && j.at("step").is_number_integer(),
-            "expected a JSON object with an integer \"step\"");
-      const int64_t step = j.at("step").get<int64_t>();
-      if (j.contains("eval")) read_evaluation(j.at("eval"), step, heldout, tasks, run);
-      if (!j.contains("loss")) continue;
+      const std::optional<int64_t> at = jsonl::step_of(j);
+      check(at.has_value(), "expected a JSON object with an integer \"{}\"", jsonl::kStep);
+      const int64_t step = *at;
+      if (j.contains(jsonl::kEval)) read_evaluation(j.at(jsonl::kEval), step, heldout, tasks, run);
+      if (!j.contains(jsonl::kLoss)) continue;
       for (const char* metric : kTrainMetrics)
         if (j.contains(metric) && !j.at(metric).is_null()) {  // null: not measured (MFU n/a, metrics/peak.h)
           const json& v = j.at(metric);

@@ -6,15 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "replica/metrics/metrics_schema.h"
 #include "replica/report/series.h"
 
 namespace replica::report {
 
-// The training metrics, under the names metrics.jsonl gives them (one point per optimizer step): "loss" (= ce +
-// z_loss), "ce", "z_loss", "lr", "grad_norm", "skipped" (1 for a step the skip-step rule declined, else 0),
-// "tokens_per_s", "mfu" (a fraction of the peak).
-inline const char* const kTrainMetrics[] = {"loss",      "ce",      "z_loss",       "lr",
-                                            "grad_norm", "skipped", "tokens_per_s", "mfu"};
+// The training metrics, under the names metrics.jsonl gives them (metrics/metrics_schema.h; one point per optimizer
+// step): "skipped" reads as 1 for a step the skip-step rule declined, else 0.
+using metrics::jsonl::kTrainMetrics;
 
 struct AlarmMark {
   int64_t step = 0, from_step = 0;  // the evaluation that raised it, and the one it compared against

@@ -12,6 +12,7 @@
 #include "replica/ckpt/olmo_core_checkpoint.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/metrics/metrics_schema.h"
 #include "replica/train/resume_check.h"
 
 namespace replica::train {
@@ -139,7 +140,7 @@ static RunStart resume(const Recipe& r, const std::string& dir, const model::Par
         "{}: data position (epoch {}, batch {}) does not match step {} (epoch {}, batch {})", dir, s.epoch, s.batch,
         s.step, epoch, batch);
   notes.push_back(fmt::format("resuming from {} (step {}, {} tokens)", dir, s.step, s.tokens));
-  RunStart start{s.step, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
+  RunStart start{s.step, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0, s.observers};
   read_weights_and_moments(dir, table, params, start, s.adam_step_count);
   try {
     skip_step.load_json(s.skip_step);
@@ -219,9 +220,8 @@ void truncate_metrics(const std::string& path, int64_t step) {
   std::istringstream in(read_text_file(path));
   std::string kept, line;
   while (std::getline(in, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() <= step)
-      kept += line + "\n";
+    const std::optional<int64_t> at = metrics::jsonl::step_of(nlohmann::json::parse(line, nullptr, false));
+    if (at && *at <= step) kept += line + "\n";
   }
   write_text_file_atomic(path, kept);
 }

@@ -25,6 +25,7 @@ struct RunStart {
   // count of 0) for a fresh optimizer.
   std::vector<float> exp_avg, exp_avg_sq;
   int64_t adam_step_count = 0;
+  nlohmann::json observers = nlohmann::json::object();  // the checkpoint's observer state (ckpt::TrainState)
 };
 
 // Fills params (host memory, zero on entry), the Adam state and the skip-step history (empty on entry):

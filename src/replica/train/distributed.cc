@@ -32,19 +32,22 @@ RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataL
   const bool root = comm.rank() == 0;
   std::vector<float> host_params(root ? table.total() : 0);
   RunStart start;
-  std::string history;
+  std::string history, observers;
   if (root) {
     start = start_run(r, table, loader, host_params.data(), skip_step);
     history = skip_step.to_json().dump();
+    observers = start.observers.dump();
   }
   int64_t counters[3] = {start.step, start.adam_step_count, start.exp_avg.empty() ? 0 : 1};
   if (comm.size() > 1) {
     dist::broadcast(comm, counters, sizeof counters);
     dist::broadcast(comm, history);
     dist::broadcast(comm, start.message);
+    dist::broadcast(comm, observers);
     start.step = counters[0];
     start.adam_step_count = counters[1];
     if (!root) skip_step.load_json(nlohmann::json::parse(history));
+    if (!root) start.observers = nlohmann::json::parse(observers);
   }
   // Rank 0's weights and moments: to every rank, or each rank's shard of them.
   dp.load_weights(host_params.data());

@@ -9,12 +9,15 @@
 
 #include "replica/eval/suite.h"
 #include "replica/metrics/metrics_log.h"
+#include "replica/metrics/metrics_schema.h"
 #include "replica/metrics/slowdown.h"
 #include "replica/metrics/tensorboard.h"
 #include "replica/report/report.h"
 
 namespace replica::train {
 namespace {
+
+namespace jsonl = metrics::jsonl;
 
 // Seconds since the Unix epoch, to the millisecond: when a line was written (W&B's `_timestamp`), so the cost of an
 // evaluation or a checkpoint can be read afterwards as the gap between two lines.
@@ -29,34 +32,35 @@ class JsonlSink final : public MetricsSink {
   explicit JsonlSink(const std::string& path) : log_(path) {}
   void step(const StepRecord& r) override {
     const StepResult& s = r.result;
-    log_.write({{"step", r.step},
-                {"tokens", r.tokens},
-                {"loss", s.loss()},
-                {"ce", s.ce},
-                {"z_loss", s.z_loss},
-                {"lr", s.lr},
-                {"grad_norm", s.grad_norm},
-                {"skipped", s.skipped},
-                {"tokens_per_s", r.tokens_per_s},
-                {"mfu", r.mfu ? nlohmann::json(*r.mfu) : nlohmann::json(nullptr)},
-                {"epoch", r.epoch},
-                {"batch", r.batch},
-                {"comm_s", r.comm_seconds},
-                {"step_s", r.seconds},
-                {"time", wall_time()}});
+    log_.write({{jsonl::kStep, r.step},
+                {jsonl::kTokens, r.tokens},
+                {jsonl::kLoss, s.loss()},
+                {jsonl::kCe, s.ce},
+                {jsonl::kZLoss, s.z_loss},
+                {jsonl::kLr, s.lr},
+                {jsonl::kGradNorm, s.grad_norm},
+                {jsonl::kSkipped, s.skipped},
+                {jsonl::kTokensPerSecond, r.tokens_per_s},
+                {jsonl::kMfu, r.mfu ? nlohmann::json(*r.mfu) : nlohmann::json(nullptr)},
+                {jsonl::kEpoch, r.epoch},
+                {jsonl::kBatch, r.batch},
+                {jsonl::kCommSeconds, r.comm_seconds},
+                {jsonl::kStepSeconds, r.seconds},
+                {jsonl::kTime, wall_time()}});
   }
   void evaluation(const EvalRecord& e) override {
-    nlohmann::json record = {
-        {"heldout_loss", e.heldout.loss}, {"heldout_tokens", e.heldout.tokens}, {"seconds", e.seconds}};
-    if (e.suite) record["suite"] = e.suite->to_json();
+    nlohmann::json record = {{jsonl::kHeldoutLoss, e.heldout.loss},
+                             {jsonl::kHeldoutTokens, e.heldout.tokens},
+                             {jsonl::kEvalSeconds, e.seconds}};
+    if (e.suite) record[jsonl::kSuite] = e.suite->to_json();
     if (const std::optional<eval::AlarmReport>& a = e.alarm)
-      record["memorisation_alarm"] = {{"from_step", a->first_step},
-                                      {"train_loss", {a->train_before, a->train_now}},
-                                      {"heldout_loss", {a->heldout_before, a->heldout_now}}};
+      record[jsonl::kAlarm] = {{"from_step", a->first_step},
+                               {"train_loss", {a->train_before, a->train_now}},
+                               {"heldout_loss", {a->heldout_before, a->heldout_now}}};
     nlohmann::json files = nlohmann::json::object();
     for (const eval::HeldoutFile& f : e.heldout.files) files[f.label] = f.loss;
-    record["files"] = files;
-    log_.write({{"step", e.step}, {"eval", record}, {"time", wall_time()}});
+    record[jsonl::kFiles] = files;
+    log_.write({{jsonl::kStep, e.step}, {jsonl::kEval, record}, {jsonl::kTime, wall_time()}});
   }
 
  private:
@@ -90,13 +94,13 @@ class TensorBoardSink final : public MetricsSink {
   metrics::TensorBoardWriter tb_;
 };
 
-// run.dir/report.html, rewritten from metrics.jsonl (the sink before it, which flushes every line) after each
-// evaluation and at the end of the run.
+// run.dir/report.html, rewritten from metrics.jsonl (which writes every line through) when the sinks flush: after
+// each evaluation, once every sink has taken it, and at the end of the run.
 class ReportSink final : public MetricsSink {
  public:
   explicit ReportSink(std::string run_dir) : run_dir_(std::move(run_dir)) {}
   void step(const StepRecord&) override {}
-  void evaluation(const EvalRecord&) override { report::write_run_report(run_dir_); }
+  void evaluation(const EvalRecord&) override {}
   void flush() override { report::write_run_report(run_dir_); }
 
  private:
@@ -135,9 +139,9 @@ std::optional<double> logged_heldout_loss(const std::string& run_dir, int64_t st
   std::optional<double> loss;
   for (std::string line; std::getline(log, line);) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.value("step", int64_t(-1)) == step && j.contains("eval") &&
-        j["eval"].contains("heldout_loss") && j["eval"]["heldout_loss"].is_number())
-      loss = j["eval"]["heldout_loss"].get<double>();
+    if (jsonl::step_of(j) == step && j.contains(jsonl::kEval) && j[jsonl::kEval].contains(jsonl::kHeldoutLoss) &&
+        j[jsonl::kEval][jsonl::kHeldoutLoss].is_number())
+      loss = j[jsonl::kEval][jsonl::kHeldoutLoss].get<double>();
   }
   return loss;
 }

@@ -45,8 +45,23 @@ class Observer {
   virtual void after_step(const StepRecord& /*record*/) {}
   // Every evaluation passes every observer before it is written, so an observer may add to it.
   virtual void after_evaluation(EvalRecord& /*record*/) {}
-  virtual void at_end() {}  // after the last step
+  virtual void at_end() {}    // after the last step
+  virtual void on_error() {}  // the run ends on an error: keep what can be kept (no step or evaluation follows)
+
+  // State an observer keeps across steps survives a resume: every checkpoint records save_state() under
+  // state_name() in train_state.json ("observers"), and a resumed run hands it to restore_state() before its first
+  // step, so the run goes on as if it had not stopped. "" (the default): nothing to keep.
+  virtual std::string state_name() const { return ""; }
+  virtual nlohmann::json save_state() const { return nullptr; }
+  virtual void restore_state(const nlohmann::json& /*state*/, const std::string& /*source*/) {}
 };
+
+// Every stateful observer's state, by name (ckpt::TrainState::observers).
+nlohmann::json observer_states(const std::vector<std::unique_ptr<Observer>>& observers);
+// Hands each stateful observer its part of `states` (none: it starts empty, as in a checkpoint written before it
+// kept state); `source` names the checkpoint in errors.
+void restore_observer_states(const std::vector<std::unique_ptr<Observer>>& observers, const nlohmann::json& states,
+                             const std::string& source);
 
 // Where metrics go. A destination is one class of this interface (train/metrics_sinks.h).
 class MetricsSink {
@@ -54,10 +69,13 @@ class MetricsSink {
   virtual ~MetricsSink() = default;
   virtual void step(const StepRecord& record) = 0;
   virtual void evaluation(const EvalRecord& record) = 0;
+  // After an evaluation and at the end of the run, once every destination has taken the record: a destination that
+  // reads what another wrote (report.html from metrics.jsonl) does it here, so the order of destinations does not
+  // matter.
   virtual void flush() {}
 };
 
-// Every destination, in order.
+// Every destination.
 class FanOutSink final : public MetricsSink {
  public:
   void add(std::unique_ptr<MetricsSink> sink) { sinks_.push_back(std::move(sink)); }
@@ -66,6 +84,7 @@ class FanOutSink final : public MetricsSink {
   }
   void evaluation(const EvalRecord& r) override {
     for (auto& s : sinks_) s->evaluation(r);
+    flush();
   }
   void flush() override {
     for (auto& s : sinks_) s->flush();

@@ -18,6 +18,7 @@ class ProfileObserver final : public Observer {
   void before_step(int64_t step) override;
   void after_step(const StepRecord& record) override;
   void at_end() override;
+  void on_error() override { at_end(); }  // the profile of the steps before it: a run that fails is worth profiling
 
  private:
   Backend& backend_;

@@ -121,62 +121,80 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
   observers.push_back(std::move(evaluation));
   observers.push_back(std::make_unique<CheckpointObserver>(
       r.checkpoint, checkpoint_root(r), step,
-      [&](int64_t s) { return train_state(r, config, s, loader, step.optimizer(), step.skip_step()); }, console));
+      [&](int64_t s) {
+        ckpt::TrainState state = train_state(r, config, s, loader, step.optimizer(), step.skip_step());
+        state.observers = observer_states(observers);
+        return state;
+      },
+      console));
   if (r.train.profile && backend.profile(true))
     observers.push_back(std::make_unique<ProfileObserver>(
         backend, start.step + 1, root ? (fs::path(r.run.dir) / "profile.md").string() : "", console));
   else if (r.train.profile)
     console.line(fmt::format("train.profile: the {} backend does not profile; ignored", device_name(backend.device())));
+  restore_observer_states(observers, start.observers, r.run.dir);
   if (start.step == r.last_step())
     console.line(fmt::format("nothing to train: the run is at step {} of {}", start.step, r.last_step()));
 
   TrainSummary summary{.run_dir = r.run.dir, .steps = start.step};
   // A resumed run repeats the summary of the whole run: its step-0 held-out loss is in metrics.jsonl.
   summary.heldout_initial = start.step == 0 ? eval.evaluate(0) : logged_heldout_loss(r.run.dir, 0);
-  bool mfu_noted = false;
-  const StopSignal signal;
-  for (int64_t s = start.step + 1; s <= r.last_step() && !summary.interrupted; s++) {
-    for (auto& o : observers) o->before_step(s);
-    const auto began = std::chrono::steady_clock::now();
-    const double comm_before = comm.comm_seconds();
-    StepRecord record{.step = s, .last = s == r.last_step()};
-    std::tie(record.epoch, record.batch) = loader.position(s - 1);
-    record.result =
-        step.run(loader.batch(record.epoch, record.batch, step.data_rank(), step.data_ranks(), r.step.micro_batch), s);
-    const bool out_of_time =
-        r.train.max_seconds > 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >= r.train.max_seconds;
-    summary.by_signal = dist::any_rank(comm, signal.asked());
-    // Every rank has the recipe, so all take the same branch to the collective.
-    record.stop = summary.by_signal || (r.train.max_seconds > 0 && dist::any_rank(comm, out_of_time));
-    backend.synchronize();  // the step's kernels are done before it is timed
-    record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-    record.tokens = s * r.tokens_per_step();
-    record.tokens_per_s = double(r.tokens_per_step()) / record.seconds;
-    const double achieved = flops_per_token * record.tokens_per_s / double(comm.size());  // per rank
-    if (root) record.mfu = metrics::model_flops_utilization(achieved, peak.flops);
-    if (root && !record.mfu && !mfu_noted) {
-      console.line(
-          fmt::format("MFU n/a from step {}: {:.0f} GFLOP/s achieved is above the peak ({}); delete {} to "
-                      "measure it again on a quiet machine",
-                      s, achieved / 1e9, peak.source, metrics::peak_cache_path()));
-      mfu_noted = true;
+  try {
+    bool mfu_noted = false;
+    const StopSignal signal;
+    for (int64_t s = start.step + 1; s <= r.last_step() && !summary.interrupted; s++) {
+      for (auto& o : observers) o->before_step(s);
+      const auto began = std::chrono::steady_clock::now();
+      const double comm_before = comm.comm_seconds();
+      StepRecord record{.step = s, .last = s == r.last_step()};
+      std::tie(record.epoch, record.batch) = loader.position(s - 1);
+      record.result = step.run(
+          loader.batch(record.epoch, record.batch, step.data_rank(), step.data_ranks(), r.step.micro_batch), s);
+      const bool out_of_time =
+          r.train.max_seconds > 0 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >= r.train.max_seconds;
+      summary.by_signal = dist::any_rank(comm, signal.asked());
+      // Every rank has the recipe, so all take the same branch to the collective.
+      record.stop = summary.by_signal || (r.train.max_seconds > 0 && dist::any_rank(comm, out_of_time));
+      backend.synchronize();  // the step's kernels are done before it is timed
+      record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+      record.tokens = s * r.tokens_per_step();
+      record.tokens_per_s = double(r.tokens_per_step()) / record.seconds;
+      const double achieved = flops_per_token * record.tokens_per_s / double(comm.size());  // per rank
+      if (root) record.mfu = metrics::model_flops_utilization(achieved, peak.flops);
+      if (root && !record.mfu && !mfu_noted) {
+        console.line(
+            fmt::format("MFU n/a from step {}: {:.0f} GFLOP/s achieved is above the peak ({}); delete {} to "
+                        "measure it again on a quiet machine",
+                        s, achieved / 1e9, peak.source, metrics::peak_cache_path()));
+        mfu_noted = true;
+      }
+      record.comm_seconds = comm.comm_seconds() - comm_before;
+      metrics->step(record);
+      for (auto& o : observers) o->after_step(record);
+      summary.steps = s;
+      summary.final_loss = record.result.loss();
+      summary.interrupted = record.stop;
     }
-    record.comm_seconds = comm.comm_seconds() - comm_before;
-    metrics->step(record);
-    for (auto& o : observers) o->after_step(record);
-    summary.steps = s;
-    summary.final_loss = record.result.loss();
-    summary.interrupted = record.stop;
+  } catch (...) {
+    // The run ends on an error: each observer keeps what it can, and every metric destination writes what it has
+    // (TensorBoard's buffer, report.html), whatever order they come in.
+    for (auto& o : observers) o->on_error();
+    try {
+      metrics->flush();
+    } catch (const std::exception&) {  // the error being raised is the one to report
+    }
+    throw;
   }
   for (auto& o : observers) o->at_end();  // the checkpoint of the last step is complete
   // A signal asks for a fast exit (a scheduler's grace period is short): the checkpoint is saved, the final
   // evaluation is not run.
   if (summary.interrupted)
-    console.line(fmt::format("stopped after step {} {}: checkpoint saved, final evaluation skipped; the same command "
-                             "resumes",
-                             summary.steps,
-                             summary.by_signal ? "by a signal" : fmt::format("at train.max_seconds={}", r.train.max_seconds)));
+    console.line(
+        fmt::format("stopped after step {} {}: checkpoint saved, final evaluation skipped; the same command "
+                    "resumes",
+                    summary.steps,
+                    summary.by_signal ? "by a signal" : fmt::format("at train.max_seconds={}", r.train.max_seconds)));
   else if (summary.steps > start.step || start.step == 0)
     summary.heldout_final = eval.evaluate(summary.steps);
   else
