@@ -44,10 +44,11 @@ PY
   model.config="''" model.init_from="$work/init" data.mix_file="''" "data.paths=[$work/train.npy]" \
   "data.validation_paths=[]" data.seq_len=32 data.global_batch_size=4 data.micro_batch_size=2 data.seed=1234 \
   optim.lr=6e-3 optim.clip=0.5 schedule.type=cosine schedule.warmup_steps=5 train.max_steps=30 \
-  train.precision=fp32 train.threads=2 train.log_every=10 eval.every=0 checkpoint.every=0 >"$work/train.log"
+  train.precision=fp32 train.threads=2 train.log_every=10 eval.every=0 checkpoint.every=10 checkpoint.keep=0 \
+  >"$work/train.log"
 
 /usr/bin/python3 "$src/tools/reference/train_ref.py" --recipe "$work/run/config.yaml" --order "$work/order.npy" \
-  --out "$work/ref.jsonl"
+  --out "$work/ref.jsonl" --save-every 10 --series "$work/ref_series"
 
 /usr/bin/python3 - "$work/run/metrics.jsonl" "$work/ref.jsonl" <<'PY'
 import json, sys
@@ -70,4 +71,27 @@ assert clipped >= 5, f"clipping was active on only {clipped} steps"
 assert ours[-1]["loss"] < ours[0]["loss"] - 0.2, f"the loss did not fall: {ours[0]['loss']} -> {ours[-1]['loss']}"
 print(f"curve parity: 30 steps, loss {ours[0]['loss']:.4f} -> {ours[-1]['loss']:.4f}, worst relative "
       f"difference loss {worst_loss:.2e}, grad norm {worst_norm:.2e}; clipping active on {clipped} steps")
+PY
+
+# The same two trainings as checkpoint series: replica's checkpoints against the PyTorch reference's HF directories
+# (step10, step20, step30), held against each other by `replica reproduce` at every step: tracking, the KL at the
+# level of fp32 against float64 arithmetic.
+/usr/bin/python3 -c "import numpy as np, sys; np.save(sys.argv[2], np.fromfile(sys.argv[1], dtype=np.uint32)[:2048])" \
+  "$work/train.npy" "$work/heldout.npy"
+printf 'batch_tokens: 256\nheldout: {files: [%s], seq_len: 32}\n' "$work/heldout.npy" >"$work/suite.yaml"
+REPLICA_TOKENIZER="$src/tests/fixtures/data/cl100k_base.tiktoken" "$replica" reproduce --run "$work/run" \
+  --reference "$work/ref_series" --suite "$work/suite.yaml" --kl-sequences 4 --kl-length 32 --threads 2 \
+  --out "$work/repro" --json "$work/repro.json" >"$work/repro.txt" || { cat "$work/repro.txt"; exit 1; }
+/usr/bin/python3 - "$work/repro.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert [p["step"] for p in j["pairs"]] == [10, 20, 30], j["pairs"]
+assert j["verdict"] == "tracking", j["verdict"]
+worst = max(p["kl_mean"] for p in j["pairs"])
+assert 0 < worst < 1e-9 and all(p["top1"] == 1 for p in j["pairs"]), [(p["kl_mean"], p["top1"]) for p in j["pairs"]]
+delta = max(abs(p["surfaces"]["heldout/loss"]["delta"]) for p in j["pairs"])
+assert delta < 1e-5, delta
+assert j["training_curves"] is None  # the reference is model directories, not a replica run
+print(f"reproduce against the PyTorch series: tracking at steps 10, 20, 30; mean KL at most {worst:.2e}, "
+      f"|Δ held-out loss| at most {delta:.2e}")
 PY

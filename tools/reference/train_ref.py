@@ -3,6 +3,7 @@
 
 usage: /usr/bin/python3 tools/reference/train_ref.py --recipe RESOLVED.yaml [section.key=value ...]
            [--order ORDER.npy] [--dtype float64|float32] [--out METRICS.jsonl] [--save-final DIR]
+           [--save-every N --series DIR]
 
 The recipe is a resolved replica recipe (every key present, as `Recipe::to_yaml()` writes it to the run
 directory); overrides are parsed as YAML like replica's. Used keys: model.init_from (an HF model
@@ -235,7 +236,13 @@ def main():
     ap.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     ap.add_argument("--out", help="write the JSON lines here instead of stdout")
     ap.add_argument("--save-final", help="write the final weights as an HF model directory (F32)")
+    ap.add_argument("--save-every", type=int, default=0,
+                    help="every N steps, the weights as an HF model directory DIR/stepN (F32): a checkpoint "
+                         "series for `replica reproduce`")
+    ap.add_argument("--series", help="the directory of --save-every's model directories")
     args = ap.parse_args()
+    if args.save_every and not args.series:
+        ap.error("--save-every needs --series DIR")
 
     r = load_recipe(args.recipe, args.overrides)
     data, optim, train = r["data"], r["optim"], r["train"]
@@ -308,6 +315,8 @@ def main():
                 "grad_norm": grad_norm, "skipped": skipped, "step_s": time.perf_counter() - start}
         out.write(json.dumps(line) + "\n")
         out.flush()
+        if args.save_every and step % args.save_every == 0:
+            ref.save_hf(f"{args.series}/step{step}", config, {k: p.detach().float() for k, p in params.items()})
 
     if args.save_final:
         ref.save_hf(args.save_final, config, {k: p.detach().float() for k, p in params.items()})
