@@ -84,7 +84,7 @@ static int run(int argc, char** argv) {
 
   Backend& backend = backend_for(device);
   attention = backend.use_attention(attention);
-  dist::LocalCommunicator local;
+  distributed::LocalCommunicator local;
   train::TrainStep step(config, c, local, local, backend);
   {
     std::vector<float> host(step.model().table().total());

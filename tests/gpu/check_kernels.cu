@@ -752,7 +752,7 @@ void check_grad_norm(Context& ctx, CheckTable& t) {
   t.row("sum_of_squares", shape + " rerun", "Σ g²", first == again ? 0.0 : INFINITY, kExact);
 }
 
-// A context-parallel rank's attention (dist/context_parallel.h): the last queries of a packed row against all its
+// A context-parallel rank's attention (distributed/context_parallel.h): the last queries of a packed row against all its
 // keys, on a tile boundary and inside a tile, with a sliding window, on every kernel. On a boundary of the 64-row
 // tiles (as every rank's slice starts: ContextParallelConfig::kSliceMultiple) the slice's out, lse and dq are the
 // whole row's last rows bit for bit: the same tiles meet the same keys.

@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "replica/dist/communicator.h"
+#include "replica/distributed/communicator.h"
 #include "replica/kernels/forwarding_backend.h"
 
 namespace replica {
@@ -79,12 +79,12 @@ class EmulatedDevice final : public ForwardingBackend {
 
 // A communicator over the ranks of `inner` that hands it everything a subclass does not change (the tests' stand-ins
 // for a job's transports).
-class WrappingCommunicator : public dist::Communicator {
+class WrappingCommunicator : public distributed::Communicator {
  public:
-  explicit WrappingCommunicator(dist::Communicator& inner) : inner_(inner) {}
+  explicit WrappingCommunicator(distributed::Communicator& inner) : inner_(inner) {}
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
-  void exchange(const std::vector<dist::Send>& sends, const std::vector<dist::Recv>& recvs) override {
+  void exchange(const std::vector<distributed::Send>& sends, const std::vector<distributed::Recv>& recvs) override {
     inner_.exchange(sends, recvs);
   }
   void barrier() override { inner_.barrier(); }
@@ -94,17 +94,17 @@ class WrappingCommunicator : public dist::Communicator {
   }
 
  protected:
-  dist::Communicator& inner_;
+  distributed::Communicator& inner_;
 };
 
 // Moves device memory between ranks, as NCCL does on GPUs: the exchange of `inner` (a host communicator)
 // with every rank's device open.
 class EmulatedPeerCommunicator final : public WrappingCommunicator {
  public:
-  EmulatedPeerCommunicator(dist::Communicator& inner, std::vector<EmulatedDevice*> devices)
+  EmulatedPeerCommunicator(distributed::Communicator& inner, std::vector<EmulatedDevice*> devices)
       : WrappingCommunicator(inner), devices_(std::move(devices)) {}
   std::string name() const override { return "emulated-nccl"; }
-  void exchange(const std::vector<dist::Send>& sends, const std::vector<dist::Recv>& recvs) override {
+  void exchange(const std::vector<distributed::Send>& sends, const std::vector<distributed::Recv>& recvs) override {
     for (EmulatedDevice* d : devices_) d->open();
     inner_.exchange(sends, recvs);
     for (EmulatedDevice* d : devices_) d->close();

@@ -18,13 +18,13 @@ enum class RankDevice { cpu, emulated, cuda };
 // by `inner`, and copied into the receiving backend's memory.
 class StagedPeerCommunicator final : public WrappingCommunicator {
  public:
-  StagedPeerCommunicator(dist::Communicator& inner, Backend& backend)
+  StagedPeerCommunicator(distributed::Communicator& inner, Backend& backend)
       : WrappingCommunicator(inner), backend_(backend) {}
   std::string name() const override { return "staged-peers"; }
-  void exchange(const std::vector<dist::Send>& sends, const std::vector<dist::Recv>& recvs) override {
+  void exchange(const std::vector<distributed::Send>& sends, const std::vector<distributed::Recv>& recvs) override {
     std::vector<std::vector<char>> sent(sends.size()), received(recvs.size());
-    std::vector<dist::Send> host_sends;
-    std::vector<dist::Recv> host_recvs;
+    std::vector<distributed::Send> host_sends;
+    std::vector<distributed::Recv> host_recvs;
     for (size_t i = 0; i < sends.size(); i++) {
       sent[i].resize(sends[i].bytes);
       if (sends[i].bytes > 0) backend_.to_host(sent[i].data(), sends[i].data, sends[i].bytes);
@@ -47,13 +47,13 @@ class StagedPeerCommunicator final : public WrappingCommunicator {
 // backend's memory (the host communicator itself on the CPU).
 inline void run_ranks(
     int world, RankDevice device,
-    const std::function<void(dist::Communicator& control, dist::Communicator& data, Backend&)>& body) {
+    const std::function<void(distributed::Communicator& control, distributed::Communicator& data, Backend&)>& body) {
   std::vector<std::unique_ptr<EmulatedDevice>> owned;
   std::vector<EmulatedDevice*> emulated;
   if (device == RankDevice::emulated)
     for (int r = 0; r < world; r++) emulated.push_back(owned.emplace_back(new EmulatedDevice).get());
-  dist::ThreadGroup group(world);
-  group.run([&](dist::Communicator& comm) {
+  distributed::ThreadGroup group(world);
+  group.run([&](distributed::Communicator& comm) {
     if (device == RankDevice::cpu) return body(comm, comm, cpu_backend());
     if (device == RankDevice::emulated) {
       EmulatedPeerCommunicator peers(comm, emulated);

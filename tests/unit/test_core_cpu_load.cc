@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "replica/core/cpu_load.h"
-#include "replica/dist/launch.h"
+#include "replica/distributed/launch.h"
 #include "replica/metrics/slowdown.h"
 
 namespace replica {
@@ -43,7 +43,7 @@ TEST(CpuLoad, TheCountersAreThoseOfTheCoresThisProcessMayUse) {
 
 TEST(CpuLoad, TheJobsProcessesOnThisMachineComeFromTheLauncher) {
   auto count = [](const std::map<std::string, std::string>& vars) {
-    return dist::processes_on_this_machine([&](const char* name) -> const char* {
+    return distributed::processes_on_this_machine([&](const char* name) -> const char* {
       const auto it = vars.find(name);
       return it == vars.end() ? nullptr : it->second.c_str();
     });

@@ -134,7 +134,7 @@ TEST(EmulatedDevice, TrainingCheckpointsResumeAndEvaluationEqualTheCpu) {
       "eval: {every: 3, batches: 1}\n";
   auto run = [&](const std::string& name, Backend& backend, std::vector<std::string> overrides = {}) {
     overrides.push_back("run.dir=" + (dir / name).string());
-    dist::LocalCommunicator local;
+    distributed::LocalCommunicator local;
     return train(load_recipe_text(recipe, "emulated.yaml", overrides), local, backend);
   };
   EmulatedDevice device;

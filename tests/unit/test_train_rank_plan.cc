@@ -28,7 +28,7 @@ StepConfig stage1_step(model::Remat remat, bool shard_weights) {
 }
 
 double per_rank(const StepConfig& step, int64_t ranks) {
-  return dist::total_bytes(rank_memory(olmo3_7b(), step, ranks));
+  return distributed::total_bytes(rank_memory(olmo3_7b(), step, ranks));
 }
 
 TEST(RankPlan, GpuMemoryIsInGbOrGib) {
@@ -52,7 +52,7 @@ TEST(RankPlan, ContextParallelismAddsTheGatheredKeysAndValues) {
   StepConfig step = stage1_step(model::Remat::selective, true);
   const size_t items = rank_memory(olmo3_7b(), step, 8).size();
   step.context.degree = 2;
-  const std::vector<dist::MemoryItem> cp = rank_memory(olmo3_7b(), step, 8);
+  const std::vector<distributed::MemoryItem> cp = rank_memory(olmo3_7b(), step, 8);
   ASSERT_EQ(cp.size(), items + 1);
   EXPECT_EQ(cp.back().name, "context-parallel K/V");
   // Each rank holds the activations of half of each sequence.

@@ -153,11 +153,11 @@ TEST(Recipe, EveryShipped7BRecipeFitsAn80GBGpuAtAi2sLayout) {
     ASSERT_EQ(ai2.ranks % step.context.degree, 0);
     const int64_t data_ranks = ai2.ranks / step.context.degree;
     ASSERT_EQ(step.global_batch % (data_ranks * step.micro_batch), 0);  // the batch divides over AI2's ranks
-    EXPECT_LE(dist::total_bytes(rank_memory(model_of(r), step, ai2.ranks)), 80e9);
+    EXPECT_LE(distributed::total_bytes(rank_memory(model_of(r), step, ai2.ranks)), 80e9);
     if (ai2.ai2_recomputed_nothing) {
       StepConfig as_ai2 = step;
       as_ai2.remat = model::Remat::none;
-      EXPECT_GT(dist::total_bytes(rank_memory(model_of(r), as_ai2, ai2.ranks)), 80e9);
+      EXPECT_GT(distributed::total_bytes(rank_memory(model_of(r), as_ai2, ai2.ranks)), 80e9);
     }
   }
 }

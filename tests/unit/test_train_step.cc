@@ -73,7 +73,7 @@ TEST(TrainStep, PackedLossIsTheMeanOfTheRanksMeansOverTheirLabels) {
   EXPECT_EQ(step_targets(rows[0])[10], kNone);  // the EOS before the padding predicts nothing
 
   double got = 0;
-  dist::ThreadGroup(2).run([&](dist::Communicator& comm) {
+  distributed::ThreadGroup(2).run([&](distributed::Communicator& comm) {
     StepConfig c;
     c.seq_len = T, c.global_batch = 2, c.micro_batch = 1;
     c.schedule = {.type = optim::ScheduleType::constant, .lr = 1e-3};

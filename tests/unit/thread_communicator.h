@@ -1,5 +1,5 @@
 // Test helper: W ranks as W threads of one process, exchanging messages through shared mailboxes, so the
-// dist/ collectives and DataParallel can be tested at W = 2, 4 without mpirun.
+// distributed/ collectives and DataParallel can be tested at W = 2, 4 without mpirun.
 #pragma once
 #include <condition_variable>
 #include <cstring>
@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "replica/dist/communicator.h"
+#include "replica/distributed/communicator.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 class ThreadGroup {
  public:
@@ -73,4 +73,4 @@ inline void ThreadGroup::run(const std::function<void(Communicator&)>& body) {
   for (std::thread& t : threads) t.join();
 }
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

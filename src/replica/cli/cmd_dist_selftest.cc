@@ -36,7 +36,7 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
   app.add_option("--fault-rank", o->fault_rank, "the rank that fails");
   app.add_option("--fault-step", o->fault_step, "the step at which it fails");
   return std::function<int()>([o] {
-    std::unique_ptr<dist::Communicator> comm = dist::connect();
+    std::unique_ptr<distributed::Communicator> comm = distributed::connect();
     set_num_threads(int(o->threads));
     const model::ModelConfig config =
         model::model_config_from_json({{"model_type", "olmo3"},
@@ -80,7 +80,7 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
         fmt::print("step {} loss {:.17g} z {:.17g} labels {} grad_norm {:.17g}\n", step, sums.ce / double(G * (T - 1)),
                    sums.z, sums.n_labels, result.grad_norm);
     }
-    dist::DataParallel& dp = train_step.dp();
+    distributed::DataParallel& dp = train_step.dp();
     std::vector<float> m(rank == 0 ? params.size() : 0), v(m.size());
     dp.gather_weights(params.data());
     dp.gather_state(train_step.optimizer(), 0, m.data());

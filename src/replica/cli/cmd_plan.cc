@@ -14,8 +14,8 @@
 #include "replica/ckpt/olmo_core_checkpoint.h"
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
-#include "replica/dist/context_parallel.h"
-#include "replica/dist/memory_plan.h"
+#include "replica/distributed/context_parallel.h"
+#include "replica/distributed/memory_plan.h"
 #include "replica/metrics/peak.h"
 #include "replica/model/flops.h"
 #include "replica/model/transformer.h"
@@ -82,7 +82,7 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
     std::vector<std::string> overrides;
     int64_t seq_len = 8192, micro_batch = 1, ranks = 0, global_batch = 0;
     bool host_moments = false;
-    dist::ContextParallelConfig context;
+    distributed::ContextParallelConfig context;
     double mfu = 36, peak_tflops = 0;
   };
   auto o = std::make_shared<Options>();
@@ -211,12 +211,12 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
                                : fmt::format("does not fit {}: {} over", gpu, gib(bytes - capacity));
     };
     auto show = [&](const std::string& title, const train::StepConfig& layout) {
-      const std::vector<dist::MemoryItem> items = train::rank_memory(c, layout, ranks);
+      const std::vector<distributed::MemoryItem> items = train::rank_memory(c, layout, ranks);
       fmt::print("{}{}\n", title, layout.sharding.weights == step.sharding.weights ? "  <- train.shard_weights" : "");
-      for (const dist::MemoryItem& item : items)
+      for (const distributed::MemoryItem& item : items)
         fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);
-      fmt::print("  {:<22} {:>12}  {}\n", "total per rank", gib(dist::total_bytes(items)),
-                 verdict(dist::total_bytes(items)));
+      fmt::print("  {:<22} {:>12}  {}\n", "total per rank", gib(distributed::total_bytes(items)),
+                 verdict(distributed::total_bytes(items)));
     };
     train::StepConfig whole = as_run, sharded = as_run;
     whole.sharding.weights = false;
@@ -231,7 +231,7 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
 
     // The verdict on the layout as given and, when it does not fit, the nearest one that does.
     auto per_rank = [&](const train::StepConfig& layout) {
-      return dist::total_bytes(train::rank_memory(c, layout, ranks));
+      return distributed::total_bytes(train::rank_memory(c, layout, ranks));
     };
     const double needed = per_rank(as_run);
     fmt::print("fit              {}: {} per rank of {} ({:.4g} GB, --gpu-memory), {} layout: remat={}, weights {}, {} "

@@ -8,7 +8,7 @@
 
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
-#include "replica/dist/communicator.h"
+#include "replica/distributed/communicator.h"
 #include "replica/train/trainer.h"
 
 namespace replica::cli {
@@ -16,7 +16,7 @@ namespace replica::cli {
 // Under mpirun an error that every rank raises alike (a bad recipe, a batch the ranks do not divide) is printed once,
 // by rank 0, and one rank's own error still names it: rank 0 ends the job at once, any other rank waits a moment
 // first, so that when rank 0 failed as well its abort ends this rank before it prints.
-static void end_job(dist::Communicator& comm, const std::string& message) {
+static void end_job(distributed::Communicator& comm, const std::string& message) {
   if (comm.rank() != 0) std::this_thread::sleep_for(std::chrono::seconds(3));
   comm.abort(message, 2);
 }
@@ -39,7 +39,7 @@ static Command train_command("train", "Train a model from a recipe: replica trai
       return 0;
     }
     // Under mpirun every rank runs this; rank 0 alone prints, and an error on any rank ends the whole job.
-    std::unique_ptr<dist::Communicator> comm = dist::connect();
+    std::unique_ptr<distributed::Communicator> comm = distributed::connect();
     if (comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout)) comm->abort("cannot silence stdout", 2);
     train::TrainSummary s;
     try {

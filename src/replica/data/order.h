@@ -3,7 +3,7 @@
 // Batch b is row b; data-parallel rank r of W reads row[r::W], so a global batch never depends on W.
 // Within a batch of G instances cut into micro-batches of M, global micro-batch c (0 <= c < G/M) is rows
 // c, c + G/M, c + 2 G/M, ...; rank r computes micro-batches c = r + W k (k = 0 .. G/(W M) - 1), whose rows are
-// exactly its row[r::W] slice. The gradient sums micro-batches in the order c = 0, 1, 2, ... (dist/data_parallel.h),
+// exactly its row[r::W] slice. The gradient sums micro-batches in the order c = 0, 1, 2, ... (distributed/data_parallel.h),
 // one chain that every W computes alike: this is what makes a run's bits independent of the number of ranks.
 #pragma once
 #include <cstdint>

@@ -47,7 +47,7 @@ struct Float8Matrix {
 // head h / (H / K).
 // With `queries` > 0 a row holds only its last `queries` queries (q, out [B, queries, H, D], lse [B, H, queries]):
 // local query i sits at key position T − queries + i, flash-attn's bottom-right alignment. A context-parallel rank
-// (dist/context_parallel.h) runs its slice of the sequence this way against the keys gathered up to its end.
+// (distributed/context_parallel.h) runs its slice of the sequence this way against the keys gathered up to its end.
 struct AttentionShape {
   int64_t B, T, H, K, D, window;
   int64_t queries = 0;  // per row; 0: all T

@@ -1,6 +1,6 @@
 // Attention over a sequence split across the ranks of a context-parallel group (llama3 style, stage3.md §4.2): each
 // rank holds a contiguous slice of the tokens, and the model hands its slice's q, k and v to this seam, whose
-// implementation (dist/context_parallel.h) brings in the other ranks' keys and values. The model never talks to
+// implementation (distributed/context_parallel.h) brings in the other ranks' keys and values. The model never talks to
 // another rank itself.
 #pragma once
 #include <cstdint>

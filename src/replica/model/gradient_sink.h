@@ -1,7 +1,7 @@
 // Where the backward pass puts one micro-batch's gradient. The model asks for each group's memory (the ranges of
 // ParamTable) before it adds the group's first gradient, and hands the group back as soon as its gradient is
 // complete. A data-parallel trainer reduces that group right away and reuses the memory for the next one, so a
-// micro-batch needs the memory of one group's gradient, not of the whole buffer's (dist/data_parallel.h).
+// micro-batch needs the memory of one group's gradient, not of the whole buffer's (distributed/data_parallel.h).
 #pragma once
 #include "replica/model/params.h"
 

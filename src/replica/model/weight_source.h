@@ -1,6 +1,6 @@
 // Where the model reads its weights. The forward and backward passes acquire each group's weights (the ranges of
 // ParamTable) just before they use them and release them right after, so a fully sharded data-parallel trainer can
-// gather one group at a time (dist/data_parallel.h) while a single process simply points into its whole buffer.
+// gather one group at a time (distributed/data_parallel.h) while a single process simply points into its whole buffer.
 #pragma once
 #include <cstdint>
 

@@ -1,5 +1,5 @@
 // The optimizer seam: an Optimizer updates the weights of one data-parallel shard from the shard's summed gradient
-// and holds its state for that shard. DataParallel (dist/) keeps the shard layout and moves the memory; the
+// and holds its state for that shard. DataParallel (distributed/) keeps the shard layout and moves the memory; the
 // optimizer only sees the shard's parts (ranges of the flat parameter buffer, stored one after the other).
 #pragma once
 #include <cstddef>

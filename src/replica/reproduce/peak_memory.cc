@@ -8,10 +8,10 @@
 
 namespace replica::reproduce {
 
-std::vector<dist::MemoryItem> peak_memory(const model::ModelConfig& config, Precision precision, int64_t batch_tokens) {
+std::vector<distributed::MemoryItem> peak_memory(const model::ModelConfig& config, Precision precision, int64_t batch_tokens) {
   const double params = double(model::ParamTable(config).total());
   const int64_t T = config.max_seq_len, B = std::max<int64_t>(1, batch_tokens / T);
-  std::vector<dist::MemoryItem> items = {{"weights", 4 * params, "fp32, one model at a time"}};
+  std::vector<distributed::MemoryItem> items = {{"weights", 4 * params, "fp32, one model at a time"}};
   if (precision == Precision::bf16) items.push_back({"weights' bf16 copy", 2 * params, "for the GEMMs"});
   items.push_back({"activations",
                    double(model::Transformer::activation_bytes(config, model::Remat::none, B, T, precision)),

@@ -5,11 +5,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "replica/dist/memory_plan.h"
+#include "replica/distributed/memory_plan.h"
 #include "replica/model/config.h"
 
 namespace replica::reproduce {
 
-std::vector<dist::MemoryItem> peak_memory(const model::ModelConfig& config, Precision precision, int64_t batch_tokens);
+std::vector<distributed::MemoryItem> peak_memory(const model::ModelConfig& config, Precision precision, int64_t batch_tokens);
 
 }  // namespace replica::reproduce

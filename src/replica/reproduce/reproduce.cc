@@ -121,9 +121,9 @@ Reproduction reproduce(const ReproduceOptions& o, const std::function<void(const
                   short_hash(r.suite_hash)));
   r.peak = peak_memory(largest, precision, spec.batch_tokens);
   std::string items;
-  for (const dist::MemoryItem& m : r.peak) items += fmt::format(", {} {}", m.name, gib(m.bytes));
+  for (const distributed::MemoryItem& m : r.peak) items += fmt::format(", {} {}", m.name, gib(m.bytes));
   say(fmt::format("planned peak: {} (one model at a time{}); reference logits on disk: {}",
-                  gib(dist::total_bytes(r.peak)), items,
+                  gib(distributed::total_bytes(r.peak)), items,
                   gib(double(tokens.B * tokens.T) * double(largest.vocab_size) * 4)));
 
   EvaluationCache cache(o.out, r.suite_hash, tokens.hash);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "replica/dist/memory_plan.h"
+#include "replica/distributed/memory_plan.h"
 #include "replica/reproduce/checkpoint_series.h"
 #include "replica/reproduce/pairing.h"
 #include "replica/reproduce/verdict.h"
@@ -39,7 +39,7 @@ struct Reproduction {
   Pairing pairing;
   std::string tokens_source, suite_hash;
   int64_t tokens_B = 0, tokens_T = 0;
-  std::vector<dist::MemoryItem> peak;  // planned, for the largest model of the two series
+  std::vector<distributed::MemoryItem> peak;  // planned, for the largest model of the two series
   std::vector<PairMeasure> measures;   // one per pair
   SeriesVerdict verdict;
   int64_t evaluated = 0, cached = 0;   // checkpoint evaluations run now / found in the cache

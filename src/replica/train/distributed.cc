@@ -5,18 +5,18 @@
 #include <nlohmann/json.hpp>
 
 #include "replica/core/error.h"
-#include "replica/dist/collectives.h"
+#include "replica/distributed/collectives.h"
 #ifdef REPLICA_HAVE_NCCL
-#include "replica/dist/launch.h"
-#include "replica/dist/nccl.h"
+#include "replica/distributed/launch.h"
+#include "replica/distributed/nccl.h"
 #endif
 
 namespace replica::train {
 
-std::unique_ptr<dist::Communicator> connect_data(dist::Communicator& control, Backend& backend) {
+std::unique_ptr<distributed::Communicator> connect_data(distributed::Communicator& control, Backend& backend) {
   if (control.size() == 1 || backend.host_memory()) return nullptr;
 #ifdef REPLICA_HAVE_NCCL
-  return std::make_unique<dist::NcclCommunicator>(control, dist::local_gpu(),
+  return std::make_unique<distributed::NcclCommunicator>(control, distributed::local_gpu(),
                                                   static_cast<cudaStream_t>(backend.native_stream()));
 #else
   fail("train.device={} with {} ranks needs NCCL, which this build does not have", device_name(backend.device()),
@@ -25,10 +25,10 @@ std::unique_ptr<dist::Communicator> connect_data(dist::Communicator& control, Ba
 }
 
 RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataLoader& loader) {
-  dist::DataParallel& dp = step.dp();
+  distributed::DataParallel& dp = step.dp();
   const model::ParamTable& table = step.model().table();
   optim::SkipStep& skip_step = step.skip_step();
-  dist::Communicator& comm = dp.comm();
+  distributed::Communicator& comm = dp.comm();
   const bool root = comm.rank() == 0;
   std::vector<float> host_params(root ? table.total() : 0);
   RunStart start;
@@ -40,10 +40,10 @@ RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataL
   }
   int64_t counters[3] = {start.step, start.adam_step_count, start.exp_avg.empty() ? 0 : 1};
   if (comm.size() > 1) {
-    dist::broadcast(comm, counters, sizeof counters);
-    dist::broadcast(comm, history);
-    dist::broadcast(comm, start.message);
-    dist::broadcast(comm, observers);
+    distributed::broadcast(comm, counters, sizeof counters);
+    distributed::broadcast(comm, history);
+    distributed::broadcast(comm, start.message);
+    distributed::broadcast(comm, observers);
     start.step = counters[0];
     start.adam_step_count = counters[1];
     if (!root) skip_step.load_json(nlohmann::json::parse(history));
@@ -62,7 +62,7 @@ RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataL
 }
 
 std::optional<ckpt::SaveResult> save_from_rank0(ckpt::CheckpointSaver& saver, TrainStep& step, ckpt::TrainState state) {
-  dist::DataParallel& dp = step.dp();
+  distributed::DataParallel& dp = step.dp();
   const optim::Optimizer& optimizer = step.optimizer();
   state.world_size = dp.comm().size();
   // Every rank takes part in the gathers; rank 0 gathers straight into the saver's snapshot buffers, so it never holds

@@ -14,7 +14,7 @@ namespace replica::train {
 
 // The communicator that moves backend memory between ranks: null when `control` itself does (one rank, or
 // the CPU); NCCL for several ranks on GPUs (raises replica::Error in a build without NCCL).
-std::unique_ptr<dist::Communicator> connect_data(dist::Communicator& control, Backend& backend);
+std::unique_ptr<distributed::Communicator> connect_data(distributed::Communicator& control, Backend& backend);
 
 // start_run() on rank 0, then its result shared with every rank: the step's weights (all of them, or its shard), its
 // shard of the optimizer state loaded from rank 0 (other ranks never hold more than that) and the skip-step history.

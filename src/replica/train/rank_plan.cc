@@ -1,4 +1,4 @@
-// The per-rank plan: memory items from dist/memory_plan, the fit search over remat and weight sharding, FLOPs over
+// The per-rank plan: memory items from distributed/memory_plan, the fit search over remat and weight sharding, FLOPs over
 // time.
 #include "replica/train/rank_plan.h"
 
@@ -11,12 +11,12 @@
 
 namespace replica::train {
 
-std::vector<dist::MemoryItem> rank_memory(const model::ModelConfig& model, const StepConfig& step, int64_t ranks) {
+std::vector<distributed::MemoryItem> rank_memory(const model::ModelConfig& model, const StepConfig& step, int64_t ranks) {
   const double activations = double(step_activation_bytes(model, step));
-  std::vector<dist::MemoryItem> items = dist::data_parallel_memory(model, ranks, activations, step.precision,
+  std::vector<distributed::MemoryItem> items = distributed::data_parallel_memory(model, ranks, activations, step.precision,
                                                                    step.sharding.weights, step.adamw.host_moments);
   if (step.context.degree > 1)
-    items.push_back(dist::context_parallel_memory(model, step.seq_len, step.context.degree, step.context.head_stride));
+    items.push_back(distributed::context_parallel_memory(model, step.seq_len, step.context.degree, step.context.head_stride));
   return items;
 }
 
@@ -46,7 +46,7 @@ std::optional<StepConfig> nearest_layout_that_fits(const model::ModelConfig& mod
       StepConfig layout = step;
       layout.remat = remat;
       layout.sharding.weights = shard_weights;
-      if (dist::total_bytes(rank_memory(model, layout, ranks)) <= capacity) return layout;
+      if (distributed::total_bytes(rank_memory(model, layout, ranks)) <= capacity) return layout;
     }
   return std::nullopt;
 }

@@ -6,17 +6,17 @@
 #include <string>
 #include <vector>
 
-#include "replica/dist/memory_plan.h"
+#include "replica/distributed/memory_plan.h"
 #include "replica/model/config.h"
 #include "replica/train/step_config.h"
 
 namespace replica::train {
 
 // Memory per rank of `step` over `ranks` ranks (a multiple of step.context.degree), by component, as TrainStep
-// allocates it: dist::data_parallel_memory with the step's weight sharding and host moments, the activations of one
+// allocates it: distributed::data_parallel_memory with the step's weight sharding and host moments, the activations of one
 // micro-batch of this rank's slice of each sequence (step_activation_bytes), and under context parallelism the
-// gathered keys and values (dist::context_parallel_memory).
-std::vector<dist::MemoryItem> rank_memory(const model::ModelConfig& model, const StepConfig& step, int64_t ranks);
+// gathered keys and values (distributed::context_parallel_memory).
+std::vector<distributed::MemoryItem> rank_memory(const model::ModelConfig& model, const StepConfig& step, int64_t ranks);
 
 // A GPU's memory as given: "80GB", "80 GB" or a bare "80" are GB (10^9 bytes, as datasheets count), "74.5GiB" is
 // GiB (2^30 bytes). replica::Error naming `what` and the expected form otherwise.

@@ -248,17 +248,17 @@ void validate(const Recipe& r, const Origins& origins) {
   require(r.train.stop_at >= 0 && r.train.stop_at <= r.train.max_steps, "train.stop_at",
           fmt::format("must be in [0, train.max_steps = {}] (0 = run to max_steps), got {}", r.train.max_steps,
                       r.train.stop_at));
-  const dist::ContextParallelConfig& cp = step.context;
+  const distributed::ContextParallelConfig& cp = step.context;
   if (cp.degree > 1) {
     require(step.micro_batch == 1, "data.micro_batch_size",
             fmt::format("must be 1 with train.context_parallel={} (a context-parallel micro-batch is one instance "
                         "split over the ranks), got {}",
                         cp.degree, step.micro_batch));
-    const int64_t multiple = cp.degree * dist::ContextParallelConfig::kSliceMultiple;
+    const int64_t multiple = cp.degree * distributed::ContextParallelConfig::kSliceMultiple;
     require(step.seq_len % multiple == 0, "data.seq_len",
             fmt::format("({}) must be a multiple of {} with train.context_parallel={} (each rank's slice a multiple "
                         "of {} tokens)",
-                        step.seq_len, multiple, cp.degree, dist::ContextParallelConfig::kSliceMultiple));
+                        step.seq_len, multiple, cp.degree, distributed::ContextParallelConfig::kSliceMultiple));
   }
   require(r.eval.every == 0 || !r.data.validation_paths.empty(), "eval.every",
           "needs data.validation_paths (held-out token files)");

@@ -7,7 +7,7 @@
 
 #include "replica/core/error.h"
 #include "replica/data/tokenizer.h"
-#include "replica/dist/collectives.h"
+#include "replica/distributed/collectives.h"
 #include "replica/model/documents.h"
 
 namespace replica::train {
@@ -40,8 +40,8 @@ std::vector<int32_t> step_targets(const data::Batch& batch) {
   return targets;
 }
 
-TrainStep::TrainStep(const model::ModelConfig& model, const StepConfig& config, dist::Communicator& control,
-                     dist::Communicator& data, Backend& backend)
+TrainStep::TrainStep(const model::ModelConfig& model, const StepConfig& config, distributed::Communicator& control,
+                     distributed::Communicator& data, Backend& backend)
     : config_(config),
       control_mesh_(control, int(config.context.degree)),
       data_mesh_(data, int(config.context.degree)),
@@ -71,7 +71,7 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t step) { return updat
 // slicing (stage3.md §4.3): OLMo-core divides by N more and averages over the W N ranks of dp_cp; DataParallel
 // sums over them instead, so each slice's gradient keeps the scale 1 / (W labels) and the slices add up to the row's.
 LossSums TrainStep::gradients(const data::Batch& batch) {
-  dist::Communicator& data_ranks = control_mesh_.data();
+  distributed::Communicator& data_ranks = control_mesh_.data();
   const int W = data_ranks.size();
   const int64_t T = config_.seq_len, M = config_.micro_batch, rows = config_.global_batch / W;
   check(batch.seq_len == T && batch.rows == rows, "TrainStep: a batch of {} rows of {} tokens, expected {} of {}",
@@ -85,7 +85,7 @@ LossSums TrainStep::gradients(const data::Batch& batch) {
   counts[size_t(data_ranks.rank())] = double(labels);
   std::vector<size_t> bounds(size_t(W) + 1, 0);
   for (int r = 0; r <= W; r++) bounds[size_t(r)] = size_t(r);
-  dist::all_gather(data_ranks, counts.data(), bounds);
+  distributed::all_gather(data_ranks, counts.data(), bounds);
   loss_denominator_ = 0;
   for (double n : counts) loss_denominator_ += n;
   const double rank_weight = loss_denominator_ / (double(W) * double(labels));  // 1 when every rank counts alike

@@ -11,9 +11,9 @@
 #include <optional>
 
 #include "replica/data/loader.h"
-#include "replica/dist/context_parallel.h"
-#include "replica/dist/data_parallel.h"
-#include "replica/dist/mesh.h"
+#include "replica/distributed/context_parallel.h"
+#include "replica/distributed/data_parallel.h"
+#include "replica/distributed/mesh.h"
 #include "replica/model/transformer.h"
 #include "replica/optim/skip_step.h"
 #include "replica/train/step_config.h"
@@ -44,8 +44,8 @@ class TrainStep {
   // Raises replica::Error unless micro_batch × data-parallel ranks divides global_batch and the context-parallel
   // degree divides the ranks. The weights are zero until
   // dp().load_weights (train/distributed.h's start_run_all_ranks, or the caller's own init).
-  TrainStep(const model::ModelConfig& model, const StepConfig& config, dist::Communicator& control,
-            dist::Communicator& data, Backend& backend);
+  TrainStep(const model::ModelConfig& model, const StepConfig& config, distributed::Communicator& control,
+            distributed::Communicator& data, Backend& backend);
 
   // Optimizer step `step` (1-based, the schedule's s) on `batch`: gradients(batch), then update(its sums, step).
   StepResult run(const data::Batch& batch, int64_t step);
@@ -66,7 +66,7 @@ class TrainStep {
   int data_ranks() const { return control_mesh_.data_size(); }
   model::Transformer& model() { return model_; }
   const model::ParamTable& table() const { return model_.table(); }
-  dist::DataParallel& dp() { return dp_; }
+  distributed::DataParallel& dp() { return dp_; }
   optim::Optimizer& optimizer() { return *optimizer_; }
   optim::SkipStep& skip_step() { return skip_step_; }
   // The weights the model reads, in a step or for an evaluation between steps.
@@ -74,10 +74,10 @@ class TrainStep {
 
  private:
   StepConfig config_;
-  dist::Mesh control_mesh_, data_mesh_;  // the mesh over the control and over the data communicator
-  std::optional<dist::ContextParallel> context_;  // with context parallelism: this rank's slice's attention
+  distributed::Mesh control_mesh_, data_mesh_;  // the mesh over the control and over the data communicator
+  std::optional<distributed::ContextParallel> context_;  // with context parallelism: this rank's slice's attention
   model::Transformer model_;
-  dist::DataParallel dp_;
+  distributed::DataParallel dp_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::SkipStep skip_step_;
   std::vector<int32_t> targets_;

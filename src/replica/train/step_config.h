@@ -4,8 +4,8 @@
 #pragma once
 #include <cstdint>
 
-#include "replica/dist/context_parallel.h"
-#include "replica/dist/data_parallel.h"
+#include "replica/distributed/context_parallel.h"
+#include "replica/distributed/data_parallel.h"
 #include "replica/kernels/types.h"
 #include "replica/model/transformer.h"
 #include "replica/optim/adamw.h"
@@ -21,8 +21,8 @@ struct StepConfig {
   Precision precision = Precision::fp32;
   model::Remat remat = model::Remat::none;
   bool float8 = false;  // train.float8 (Transformer::use_float8)
-  dist::Sharding sharding;
-  dist::ContextParallelConfig context;  // degree N: each instance split over N consecutive ranks
+  distributed::Sharding sharding;
+  distributed::ContextParallelConfig context;  // degree N: each instance split over N consecutive ranks
   optim::AdamWConfig adamw;
   optim::ScheduleConfig schedule;  // horizons in steps (0 in a recipe: resolved by step_config)
   optim::SkipStepConfig skip_step;

@@ -14,8 +14,8 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/threads.h"
-#include "replica/dist/collectives.h"
-#include "replica/dist/launch.h"
+#include "replica/distributed/collectives.h"
+#include "replica/distributed/launch.h"
 #include "replica/metrics/peak.h"
 #include "replica/model/flops.h"
 #include "replica/train/alarm_observer.h"
@@ -40,7 +40,7 @@ std::string run_length(const Recipe& r) {
 }
 
 void print_header(metrics::Progress& console, const Recipe& r, const TrainStep& step, const data::DataLoader& loader,
-                  const RunStart& start, const dist::Communicator& comm, const dist::Communicator& data_comm,
+                  const RunStart& start, const distributed::Communicator& comm, const distributed::Communicator& data_comm,
                   Backend& backend, const metrics::Peak& peak, double flops_per_token, const std::string& threads) {
   console.line(fmt::format("replica train: {} ({:.1f}M parameters, {}), {} tokens per step, {}, data {}", r.run.name,
                            double(step.table().count()) / 1e6, precision_name(r.step.precision), r.tokens_per_step(),
@@ -62,14 +62,14 @@ void print_header(metrics::Progress& console, const Recipe& r, const TrainStep& 
 
 }  // namespace
 
-TrainSummary train(const Recipe& r, dist::Communicator& comm) {
-  return train(r, comm, backend_for(r.train.device, dist::local_gpu()));
+TrainSummary train(const Recipe& r, distributed::Communicator& comm) {
+  return train(r, comm, backend_for(r.train.device, distributed::local_gpu()));
 }
 
-TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& backend) {
+TrainSummary train(const Recipe& recipe, distributed::Communicator& comm, Backend& backend) {
   const auto started = std::chrono::steady_clock::now();  // train.max_seconds counts from here
   namespace fs = std::filesystem;
-  const std::string threads = set_num_threads(recipe.train.threads, dist::processes_on_this_machine());
+  const std::string threads = set_num_threads(recipe.train.threads, distributed::processes_on_this_machine());
   const bool root = comm.rank() == 0;
   Recipe r = recipe;  // as run: the kernel the backend resolved is what config.yaml and checkpoints record
   r.train.attention = backend.use_attention(recipe.train.attention);
@@ -78,8 +78,8 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
   const model::ModelConfig config = recipe_model_config(r);
   check(r.step.seq_len <= config.max_seq_len, "data.seq_len={} exceeds max_position_embeddings={} of the model ({})",
         r.step.seq_len, config.max_seq_len, r.model.config.empty() ? r.model.init_from : r.model.config);
-  const std::unique_ptr<dist::Communicator> device_comm = connect_data(comm, backend);  // NCCL on GPUs
-  dist::Communicator& data_comm = device_comm ? *device_comm : comm;
+  const std::unique_ptr<distributed::Communicator> device_comm = connect_data(comm, backend);  // NCCL on GPUs
+  distributed::Communicator& data_comm = device_comm ? *device_comm : comm;
   TrainStep step(config, step_config(r), comm, data_comm, backend);
   data::DataLoader loader(loader_config(r, config));
   check(loader.batches_per_epoch() > 0, "data: {} instances of {} tokens are fewer than one global batch of {}",
@@ -153,9 +153,9 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
       const bool out_of_time =
           r.train.max_seconds > 0 &&
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >= r.train.max_seconds;
-      summary.by_signal = dist::any_rank(comm, signal.asked());
+      summary.by_signal = distributed::any_rank(comm, signal.asked());
       // Every rank has the recipe, so all take the same branch to the collective.
-      record.stop = summary.by_signal || (r.train.max_seconds > 0 && dist::any_rank(comm, out_of_time));
+      record.stop = summary.by_signal || (r.train.max_seconds > 0 && distributed::any_rank(comm, out_of_time));
       backend.synchronize();  // the step's kernels are done before it is timed
       record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
       record.tokens = s * r.tokens_per_step();

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "replica/dist/communicator.h"
+#include "replica/distributed/communicator.h"
 #include "replica/train/recipe.h"
 
 namespace replica::train {
@@ -26,8 +26,8 @@ struct TrainSummary {
 // Runs the recipe as rank comm.rank() of comm.size() (LocalCommunicator: one process) on the backend of
 // train.device. Every rank returns the same steps and losses; only rank 0 writes the run directory and
 // evaluates.
-TrainSummary train(const Recipe& recipe, dist::Communicator& comm);
+TrainSummary train(const Recipe& recipe, distributed::Communicator& comm);
 // The same on a given backend (tests run the trainer on an emulated device).
-TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& backend);
+TrainSummary train(const Recipe& recipe, distributed::Communicator& comm, Backend& backend);
 
 }  // namespace replica::train

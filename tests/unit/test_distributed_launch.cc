@@ -1,4 +1,4 @@
-// dist/launch: the launch read from mpirun's, srun's and PMIx's variables (mpirun's first, since its ranks inherit
+// distributed/launch: the launch read from mpirun's, srun's and PMIx's variables (mpirun's first, since its ranks inherit
 // the SLURM_* variables of its daemons' step), a variable that is not a rank rejected by name, srun's tasks without
 // MPI refused before MPI starts and a world MPI joined differently from srun's refused after, and the GPU index.
 #include <gtest/gtest.h>
@@ -7,9 +7,9 @@
 #include <string>
 
 #include "replica/core/error.h"
-#include "replica/dist/launch.h"
+#include "replica/distributed/launch.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 namespace {
 
 using Variables = std::map<std::string, std::string>;
@@ -133,4 +133,4 @@ TEST(DistLaunch, AVariableThatIsNotARankIsNamed) {
 }
 
 }  // namespace
-}  // namespace replica::dist
+}  // namespace replica::distributed

@@ -7,7 +7,7 @@
 #include "replica/kernels/types.h"
 #include "replica/model/config.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 struct MemoryItem {
   std::string name;
@@ -15,7 +15,7 @@ struct MemoryItem {
   std::string note;
 };
 
-// Memory per rank as dist/data_parallel.h trains: the summed gradient and the Adam moments sharded over `ranks`; the
+// Memory per rank as distributed/data_parallel.h trains: the summed gradient and the Adam moments sharded over `ranks`; the
 // fp32 weights replicated (and, in bf16 precision, their bf16 copy, rounded once per step) or, with `shard_weights`,
 // sharded too, with the one or two groups the model is using gathered (and rounded to bf16); the gradient of the
 // group the backward is filling (two groups when the LM head is tied to the embedding); the other ranks' copies of a
@@ -24,11 +24,11 @@ struct MemoryItem {
 std::vector<MemoryItem> data_parallel_memory(const model::ModelConfig& config, int64_t ranks, double activation_bytes,
                                              Precision precision, bool shard_weights, bool host_moments);
 
-// What context parallelism of degree `context` adds per rank at sequence length T (dist/context_parallel.h): one
+// What context parallelism of degree `context` adds per rank at sequence length T (distributed/context_parallel.h): one
 // layer's K and V gathered over the whole sequence and its dK, dV, for a chunk of `head_stride` KV heads (0: all).
 // The activations themselves are those of the rank's T / context tokens.
 MemoryItem context_parallel_memory(const model::ModelConfig& config, int64_t T, int64_t context, int64_t head_stride);
 
 double total_bytes(const std::vector<MemoryItem>& items);
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

@@ -1,6 +1,6 @@
 // NcclCommunicator: grouped ncclSend/ncclRecv on a communication stream behind the backend's work, then a polling
 // wait with a deadline that also watches NCCL's asynchronous errors, mirroring MpiCommunicator.
-#include "replica/dist/nccl.h"
+#include "replica/distributed/nccl.h"
 
 #include <fmt/core.h>
 #include <sched.h>
@@ -13,9 +13,9 @@
 #include <utility>
 
 #include "replica/core/error.h"
-#include "replica/dist/collectives.h"
+#include "replica/distributed/collectives.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 // NCCL's name for the code plus its last detailed message, which usually says which peer or transport failed.
 static std::string describe(ncclResult_t result, ncclComm_t comm) {
@@ -190,4 +190,4 @@ void NcclCommunicator::abort(const std::string& message, int status) {
   std::_Exit(status);  // not reached; GCC does not trust [[noreturn]] through a virtual call
 }
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

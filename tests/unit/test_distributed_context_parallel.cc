@@ -1,4 +1,4 @@
-// dist/context_parallel on every device: two training steps with each 256-token row split over the ranks of a
+// distributed/context_parallel on every device: two training steps with each 256-token row split over the ranks of a
 // context-parallel group (threads, rank_devices.h), packed documents, sliding windows and YaRN, at W_dp × CP = 1×2
 // and 2×2. On emulated devices (memory closed to the host, the emulated NCCL) the run gives the CPU run's bits; on
 // the CUDA backend (the emulated GPU in CI, cuda_emu.unit_tests_cuda; a real one under bench/gpu/run.sh) it tracks
@@ -18,7 +18,7 @@
 #include "replica/model/config.h"
 #include "replica/train/step.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 namespace {
 
 // The stage-3 shape in small: a sliding layer and a full one with YaRN, GQA, a window that ends inside a tile, and a
@@ -186,4 +186,4 @@ TEST(ContextParallelCuda, TracksTheCpuRunAndRerunsBitwise) {
 }
 
 }  // namespace
-}  // namespace replica::dist
+}  // namespace replica::distributed

@@ -2,9 +2,9 @@
 // innermost as in OLMo-core's build_world_mesh, so a context-parallel group is N consecutive ranks (one node of
 // eight GPUs in AI2's stage 3: DP 32 × CP 8). Parameters stay sharded over all W ranks (OLMo-core's dp_cp mesh).
 #pragma once
-#include "replica/dist/group.h"
+#include "replica/distributed/group.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 class Mesh {
  public:
@@ -24,4 +24,4 @@ class Mesh {
   GroupCommunicator data_, context_;
 };
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

@@ -13,11 +13,11 @@
 #include <span>
 #include <vector>
 
-#include "replica/dist/communicator.h"
+#include "replica/distributed/communicator.h"
 #include "replica/kernels/backend.h"
 #include "replica/model/context_attention.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 // The recipe's train.context_parallel and train.cp_head_stride.
 struct ContextParallelConfig {
@@ -84,4 +84,4 @@ class ContextParallel final : public model::ContextAttention {
   DeviceArray<float> q_, out_, dout_, dq_, kv_local_;  // a chunk's heads, when chunks are not all heads
 };
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

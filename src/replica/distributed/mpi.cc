@@ -1,6 +1,6 @@
 // MpiCommunicator: Isend/Irecv (messages over 1 GiB go in 1 GiB pieces, MPI counts being int) and a
 // polling wait with a deadline.
-#include "replica/dist/mpi.h"
+#include "replica/distributed/mpi.h"
 
 #include <fmt/core.h>
 #include <mpi.h>
@@ -12,7 +12,7 @@
 
 #include "replica/core/error.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 static constexpr size_t kMaxPiece = size_t(1) << 30;  // bytes per MPI message
 
@@ -110,4 +110,4 @@ void MpiCommunicator::abort(const std::string& message, int status) {
   std::_Exit(status);  // MPI_Abort does not return; this satisfies [[noreturn]]
 }
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

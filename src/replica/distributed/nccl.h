@@ -7,9 +7,9 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "replica/dist/communicator.h"
+#include "replica/distributed/communicator.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 class NcclCommunicator final : public Communicator {
  public:
@@ -55,4 +55,4 @@ class NcclCommunicator final : public Communicator {
   double timeout_s_;
 };
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

@@ -1,9 +1,9 @@
 // Mesh: the world's ranks split into context-parallel groups of consecutive ranks and the data-parallel columns.
-#include "replica/dist/mesh.h"
+#include "replica/distributed/mesh.h"
 
 #include "replica/core/error.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 static int checked_context(const Communicator& world, int context) {
   check(context >= 1 && world.size() % context == 0,
@@ -29,4 +29,4 @@ static std::vector<int> row(const Communicator& world, int context) {  // this r
 Mesh::Mesh(Communicator& world, int context)
     : data_(world, column(world, checked_context(world, context))), context_(world, row(world, context)) {}
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

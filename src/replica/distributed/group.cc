@@ -1,12 +1,12 @@
 // GroupCommunicator: group ranks translated to the parent's, the time spent counted on both.
-#include "replica/dist/group.h"
+#include "replica/distributed/group.h"
 
 #include <chrono>
 #include <cstdlib>
 
 #include "replica/core/error.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 static double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -81,4 +81,4 @@ void GroupCommunicator::abort(const std::string& message, int status) {
   std::_Exit(status);  // not reached; the parent's abort does not return
 }
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

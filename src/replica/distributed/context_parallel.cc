@@ -1,13 +1,13 @@
 // ContextParallel: per chunk of KV heads, the gathers of K and V, the kernel over this rank's queries and the
 // reduce-scatter of dK and dV, in a fixed order, the next chunk's exchanges in flight while this chunk's kernel runs.
-#include "replica/dist/context_parallel.h"
+#include "replica/distributed/context_parallel.h"
 
 #include <algorithm>
 
 #include "replica/core/error.h"
 #include "replica/model/documents.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 // KV heads [g0, g0 + Kc) and their query heads [h0, h0 + Hc); `all` when that is every head (nothing to stage).
 struct ContextParallel::Chunk {
@@ -189,4 +189,4 @@ size_t ContextParallel::bytes(int64_t T, int64_t N, int64_t H, int64_t K, int64_
   return floats * sizeof(float);
 }
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

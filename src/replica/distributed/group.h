@@ -1,13 +1,13 @@
-// A communicator over some ranks of another (a row or column of the device mesh, dist/mesh.h): its ranks are
+// A communicator over some ranks of another (a row or column of the device mesh, distributed/mesh.h): its ranks are
 // numbered 0 … n − 1 in the order given and every message goes through the parent with the peer's parent rank.
 #pragma once
 #include <memory>
 #include <utility>
 #include <vector>
 
-#include "replica/dist/communicator.h"
+#include "replica/distributed/communicator.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 class GroupCommunicator final : public Communicator {
  public:
@@ -33,4 +33,4 @@ class GroupCommunicator final : public Communicator {
   int rank_ = -1;
 };
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

@@ -1,12 +1,12 @@
 // ShardLayout: every group split in whole norm blocks, rank r taking blocks [nb r / W, nb (r + 1) / W).
-#include "replica/dist/shard_layout.h"
+#include "replica/distributed/shard_layout.h"
 
 #include <algorithm>
 
 #include "replica/core/error.h"
 #include "replica/kernels/types.h"  // kSquareSumBlock
 
-namespace replica::dist {
+namespace replica::distributed {
 
 ShardLayout::ShardLayout(const model::ParamTable& table, int world)
     : world_(world), groups_(table.groups()), shard_sizes_(size_t(world), 0) {
@@ -43,4 +43,4 @@ std::vector<ShardLayout::Part> ShardLayout::parts_of(int rank) const {
   return out;
 }
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

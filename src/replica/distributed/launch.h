@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-namespace replica::dist {
+namespace replica::distributed {
 
 enum class Launcher {
   none,    // started by hand (or by a PMIx launcher that says no more than PMIX_RANK)
@@ -46,4 +46,4 @@ int local_gpu();  // of this process's launch
 int processes_on_this_machine(const Environment& env);
 int processes_on_this_machine();
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

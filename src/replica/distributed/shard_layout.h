@@ -10,7 +10,7 @@
 #include "replica/kernels/types.h"  // kSquareSumBlock
 #include "replica/model/params.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 class ShardLayout {
  public:
@@ -44,4 +44,4 @@ class ShardLayout {
   size_t blocks_ = 0;
 };
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

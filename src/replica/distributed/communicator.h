@@ -1,13 +1,13 @@
 // Communicator: the processes of a data-parallel job and the point-to-point exchange that every
-// collective in dist/ is built from. Local (one process) and Mpi (Open MPI, host buffers) implement it,
-// and with CUDA Nccl (dist/nccl.h: grouped ncclSend/ncclRecv over device buffers, bootstrapped over Mpi).
+// collective in distributed/ is built from. Local (one process) and Mpi (Open MPI, host buffers) implement it,
+// and with CUDA Nccl (distributed/nccl.h: grouped ncclSend/ncclRecv over device buffers, bootstrapped over Mpi).
 #pragma once
 #include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace replica::dist {
+namespace replica::distributed {
 
 // The messages of an exchange: `bytes` bytes sent from `data` to rank `peer`, or received into `data` from it.
 struct Send {
@@ -67,7 +67,7 @@ class LocalCommunicator final : public Communicator {
   [[noreturn]] void abort(const std::string& message, int status) override;
 };
 
-// The job's communicator: Mpi when the launcher offers MPI a world (mpirun, srun --mpi=pmix, PMIX_RANK: dist/launch.h),
+// The job's communicator: Mpi when the launcher offers MPI a world (mpirun, srun --mpi=pmix, PMIX_RANK: distributed/launch.h),
 // else Local; an Error (exit 2) when srun started more tasks than MPI joins. Call once per process; the Mpi one
 // finalizes MPI when destroyed.
 std::unique_ptr<Communicator> connect();
@@ -76,4 +76,4 @@ std::unique_ptr<Communicator> connect();
 // REPLICA_DIST_TIMEOUT (seconds) or 600.
 double dist_timeout_seconds();
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

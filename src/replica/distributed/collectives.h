@@ -1,13 +1,13 @@
 // Collectives over a Communicator, built from exchange(): all-gather, broadcast and any_rank. (DataParallel's own
-// exchanges follow its ShardLayout: dist/data_parallel.cc.)
+// exchanges follow its ShardLayout: distributed/data_parallel.cc.)
 #pragma once
 #include <cstddef>
 #include <string>
 #include <vector>
 
-#include "replica/dist/communicator.h"
+#include "replica/distributed/communicator.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 // Buffers named `buf` may be backend memory when the communicator moves device memory (NCCL); everything
 // else is host memory.
@@ -23,4 +23,4 @@ void broadcast(Communicator& comm, std::string& text);
 // True on every rank when flag is true on any rank (e.g. a stop signal that reached only some ranks).
 bool any_rank(Communicator& comm, bool flag);
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

@@ -1,15 +1,15 @@
 // DataParallel: weight groups gathered as the model acquires them, gradient groups reduced as the backward completes
 // them, the sharded norm, the update on the shard and the weight and moment gathers and scatters for checkpoints.
-#include "replica/dist/data_parallel.h"
+#include "replica/distributed/data_parallel.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "replica/core/error.h"
-#include "replica/dist/collectives.h"
+#include "replica/distributed/collectives.h"
 #include "replica/optim/clip.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 // L = G / (W M), after checking that it is a whole number (W: the data-parallel ranks).
 static int64_t local_micro_batches(int64_t global_batch, int64_t micro_batch, int world, int context) {
@@ -379,4 +379,4 @@ void DataParallel::scatter_shards(const float* whole, float* shard) {
   }
 }
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

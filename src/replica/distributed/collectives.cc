@@ -1,12 +1,12 @@
 // Collectives from point-to-point exchanges (each rank talks to every other: W - 1 messages each way,
 // (W - 1)/W of the buffer per rank, the bandwidth of a ring; latency is not a concern at CPU scale).
-#include "replica/dist/collectives.h"
+#include "replica/distributed/collectives.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
-namespace replica::dist {
+namespace replica::distributed {
 
 void all_gather(Communicator& comm, double* buf, const std::vector<size_t>& bounds) {
   const int me = comm.rank();
@@ -48,4 +48,4 @@ bool any_rank(Communicator& comm, bool flag) {
   return std::any_of(flags.begin(), flags.end(), [](double f) { return f != 0.0; });
 }
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

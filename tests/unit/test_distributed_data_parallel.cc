@@ -1,4 +1,4 @@
-// dist/collectives and dist/data_parallel with W ranks as threads: shard bounds, all-gather, and a whole step with
+// distributed/collectives and distributed/data_parallel with W ranks as threads: shard bounds, all-gather, and a whole step with
 // sharded gradients (group-by-group gradients, loss sums, norm, clipping, AdamW, weight all-gather, moment gather)
 // bitwise equal at W = 1, 2, 3 and 4, and equal to the unsharded norm and AdamW; the same on emulated devices
 // (emulated_device.h), where gradients and weights move between ranks as device memory; and the real model trained
@@ -13,16 +13,16 @@
 
 #include "rank_devices.h"
 #include "replica/core/error.h"
-#include "replica/dist/collectives.h"
+#include "replica/distributed/collectives.h"
 #include "replica/data/order.h"
-#include "replica/dist/data_parallel.h"
+#include "replica/distributed/data_parallel.h"
 #include "replica/kernels/cpu/sum_of_squares.h"
 #include "replica/model/config.h"
 #include "replica/optim/adamw.h"
 #include "replica/train/step.h"
 #include "thread_communicator.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 namespace {
 
 TEST(DistCollectives, AllGather) {
@@ -344,4 +344,4 @@ TEST(DistDataParallel, RejectsBatchNotDivisibleByRanksTimesMicroBatch) {
 }
 
 }  // namespace
-}  // namespace replica::dist
+}  // namespace replica::distributed

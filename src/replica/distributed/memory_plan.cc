@@ -1,16 +1,16 @@
 // The memory plans: parameter counts from ParamTable, the rest is arithmetic.
-#include "replica/dist/memory_plan.h"
+#include "replica/distributed/memory_plan.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 
-#include "replica/dist/context_parallel.h"
-#include "replica/dist/data_parallel.h"
-#include "replica/dist/shard_layout.h"
+#include "replica/distributed/context_parallel.h"
+#include "replica/distributed/data_parallel.h"
+#include "replica/distributed/shard_layout.h"
 #include "replica/model/params.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 std::vector<MemoryItem> data_parallel_memory(const model::ModelConfig& config, int64_t ranks, double activation_bytes,
                                              Precision precision, bool shard_weights, bool host_moments) {
@@ -59,4 +59,4 @@ double total_bytes(const std::vector<MemoryItem>& items) {
   return total;
 }
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

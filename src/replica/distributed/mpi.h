@@ -2,9 +2,9 @@
 // peer that dies or hangs turns into a clear error and an MPI_Abort after REPLICA_DIST_TIMEOUT seconds
 // instead of a hang.
 #pragma once
-#include "replica/dist/communicator.h"
+#include "replica/distributed/communicator.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -27,4 +27,4 @@ class MpiCommunicator final : public Communicator {
   double timeout_s_;
 };
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

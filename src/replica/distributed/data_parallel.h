@@ -1,6 +1,6 @@
 // Data parallelism with sharded gradients and optimizer state (ZeRO-2), and optionally sharded weights (FSDP): every
 // rank computes its micro-batches of the global batch (data/order.h: global micro-batches c = rank + W k) and owns one
-// shard, its part of every parameter group (dist/shard_layout.h), for which it holds the summed gradient (and, with
+// shard, its part of every parameter group (distributed/shard_layout.h), for which it holds the summed gradient (and, with
 // sharded weights, the fp32 weights); the optimizer it is given holds its state for the same shard. One step:
 //   gradients(): the model acquires each group of weights (a block, the head, the embedding) as it needs them
 //                (model/weight_source.h): pointers into the whole buffer, or with sharded weights the group
@@ -17,7 +17,7 @@
 // Weights, gradients and optimizer state live in the backend's memory. Two communicators: `data` moves backend memory
 // (gradient groups, weights: NCCL on GPUs), `control` moves host memory (loss sums, norm block sums, checkpoint
 // gathers: MPI). On the CPU both are the same object. train/step.h runs a whole step with it.
-// With context parallelism of degree N (dist/mesh.h) the N consecutive ranks of a group share each micro-batch, each
+// With context parallelism of degree N (distributed/mesh.h) the N consecutive ranks of a group share each micro-batch, each
 // computing its slice's part of the gradient: the micro-batches are counted over the W / N data-parallel ranks, and
 // the shards and reductions stay over all W, the copies of rank r = N d + j (data rank d, slice j) added in rank
 // order, so micro-batches in order and within one its slices in order: bitwise independent of W / N for a given N.
@@ -29,14 +29,14 @@
 #include <optional>
 #include <vector>
 
-#include "replica/dist/communicator.h"
-#include "replica/dist/shard_layout.h"
+#include "replica/distributed/communicator.h"
+#include "replica/distributed/shard_layout.h"
 #include "replica/kernels/backend.h"
 #include "replica/model/gradient_sink.h"
 #include "replica/model/weight_source.h"
 #include "replica/optim/optimizer.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 // How much DataParallel shards, beyond the gradients and moments.
 struct Sharding {
@@ -49,7 +49,7 @@ struct Sharding {
 class DataParallel {
  public:
   // Raises Error unless micro_batch × world / context divides global_batch (context: ranks per context-parallel
-  // group, which divides the world; dist/mesh.h checks it).
+  // group, which divides the world; distributed/mesh.h checks it).
   DataParallel(Communicator& control, Communicator& data, Backend& backend, const model::ParamTable& table,
                int64_t global_batch, int64_t micro_batch, Sharding sharding = {}, int context = 1);
   // On the CPU: one communicator for both.
@@ -135,4 +135,4 @@ class DataParallel {
   DeviceArray<float> received_;                  // the other ranks' copies of a piece of this rank's part
 };
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

@@ -1,16 +1,16 @@
 // The exchange that finishes at once (Communicator's start_exchange), the single-process communicator, the choice
 // between them by the launch, and the timeout setting.
-#include "replica/dist/communicator.h"
+#include "replica/distributed/communicator.h"
 
 #include <fmt/core.h>
 
 #include <cstdlib>
 
 #include "replica/core/error.h"
-#include "replica/dist/launch.h"
-#include "replica/dist/mpi.h"
+#include "replica/distributed/launch.h"
+#include "replica/distributed/mpi.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 namespace {
 class Done final : public PendingExchange {
@@ -55,4 +55,4 @@ double dist_timeout_seconds() {
   return seconds;
 }
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

@@ -1,6 +1,6 @@
 // The launch read from the environment: mpirun first (its ranks inherit the SLURM_* variables of the step that
 // started its daemons, which describe those daemons, not the ranks), then a Slurm job step, then PMIx alone.
-#include "replica/dist/launch.h"
+#include "replica/distributed/launch.h"
 
 #include <climits>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 
 #include "replica/core/error.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 
 namespace {
 
@@ -97,4 +97,4 @@ int processes_on_this_machine() {
   return processes_on_this_machine([](const char* name) -> const char* { return std::getenv(name); });
 }
 
-}  // namespace replica::dist
+}  // namespace replica::distributed

@@ -1,15 +1,15 @@
-// dist/memory_plan: the per-rank memory for `replica plan --ranks`, with whole and with sharded weights.
+// distributed/memory_plan: the per-rank memory for `replica plan --ranks`, with whole and with sharded weights.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
 
-#include "replica/dist/memory_plan.h"
-#include "replica/dist/shard_layout.h"
+#include "replica/distributed/memory_plan.h"
+#include "replica/distributed/shard_layout.h"
 #include "replica/model/params.h"
 
-namespace replica::dist {
+namespace replica::distributed {
 namespace {
 
 model::ModelConfig model() {  // untied: the head group (final norm + LM head 1000×16) is the largest group
@@ -76,4 +76,4 @@ TEST(DistMemoryPlan, HostMomentsLeaveTheirStagingOnTheDevice) {
 }
 
 }  // namespace
-}  // namespace replica::dist
+}  // namespace replica::distributed
