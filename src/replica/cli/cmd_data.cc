@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "replica/core/threads.h"
 #include "replica/data/audit.h"
 #include "replica/data/loader.h"
+#include "replica/data/remote_files.h"
 #include "replica/data/tokenize.h"
 #include "replica/train/checkpointing.h"
 #include "replica/train/recipe.h"
@@ -29,7 +31,9 @@ using namespace replica::data;
 struct DatasetOptions {
   std::vector<std::string> paths;
   std::string mix, dtype = "uint32", packing = "none", long_doc_strategy = "truncate", work_dir,
-      document_boundaries = "eos";
+      document_boundaries = "eos", base_dir, cache_dir;
+  uint64_t cache_bytes = uint64_t(100) << 30;
+  HttpOptions http;
   int64_t seq_len = 0, source_group_size = 1;
   std::optional<int64_t> source_permutation_seed;
 
@@ -52,6 +56,19 @@ struct DatasetOptions {
     app->add_option("--work-dir", work_dir, "Cache each group's packing here (the recipe's data.work_dir)");
     app->add_option("--source-permutation-seed", source_permutation_seed,
                     "Shuffle the files with Python's random.Random(seed) first (OLMo-core's source permutation)");
+    app->add_option("--base-dir", base_dir,
+                    "Where the mix file's relative paths are (data.base_dir: https://olmo-data.org or a local copy)");
+    app->add_option("--cache-dir", cache_dir, "Keep the ranges read from http(s):// files here (data.cache_dir)");
+    app->add_option("--cache-bytes", cache_bytes, "The cache's bound (data.cache_bytes)")->capture_default_str();
+    app->add_option("--http-timeout", http.timeout_s, "Seconds without a byte before a request is retried")
+        ->capture_default_str()
+        ->check(CLI::Range(0.001, 3600.0));
+    app->add_option("--http-retries", http.retries, "Retries of a 5xx, a reset or a timeout")->capture_default_str();
+  }
+  // How http(s):// paths are read; sizes and validators are kept beside the cache when there is one.
+  void configure_remote() const {
+    configure_remote_files({http, cache_dir, cache_bytes,
+                            cache_dir.empty() ? "" : (std::filesystem::path(cache_dir) / "remote_files.json").string()});
   }
   // Everything but the loader's own settings (seed, global batch, filter).
   void configure(LoaderConfig& config) const {
@@ -64,7 +81,7 @@ struct DatasetOptions {
   }
   std::vector<MixEntry> entries() const {
     check(!paths.empty() || !mix.empty(), "give the token files with --paths FILES... or --mix FILE");
-    return mix.empty() ? mix_from_paths(paths) : read_mix_file(mix);
+    return mix.empty() ? mix_from_paths(paths) : read_mix_file(mix, base_dir);
   }
 };
 
@@ -128,7 +145,11 @@ int run_info(const Options& o) {
   TokenDtype dtype = parse_token_dtype(o.dataset.dtype);
   const bool packed = parse_packing(o.dataset.packing) == Packing::obfd;
   uint64_t total = 0, total_instances = 0;
-  for (const auto& entry : o.dataset.entries()) {
+  const std::vector<MixEntry> entries = o.dataset.entries();
+  std::vector<std::string> paths;
+  for (const MixEntry& entry : entries) paths.push_back(entry.path);
+  stat_remote_files(paths);  // the URLs' HEADs together
+  for (const auto& entry : entries) {
     TokenFile file(entry.path, dtype);
     std::string line = fmt::format("{:<12} {}  {} tokens ({}{})", entry.label, entry.path, file.num_tokens(),
                                    token_dtype_name(file.dtype()), file.has_npy_header() ? ", .npy header" : "");
@@ -322,6 +343,7 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   return std::function<int()>([=] {
     if (text.parsed()) return text.run();
     if (tokenize->parsed()) return run_tokenize(*o);
+    if (o->recipe.empty()) o->dataset.configure_remote();  // a recipe's loader_config sets its own
     if (info->parsed()) return run_info(*o);
     if (show->parsed()) return run_show(*o);
     if (order->parsed()) return run_order(*o);

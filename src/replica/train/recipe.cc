@@ -17,6 +17,8 @@
 #include "replica/core/file.h"
 #include "replica/core/glob.h"
 #include "replica/core/threads.h"
+#include "replica/data/http_client.h"
+#include "replica/data/remote_files.h"
 
 namespace replica::train {
 namespace {
@@ -48,6 +50,12 @@ std::vector<Field> fields(Recipe& r) {
              data::document_boundaries_name),
       text("data.work_dir", r.data.packing.work_dir),
       optional_integer("data.source_permutation_seed", r.data.source_permutation_seed),
+      text("data.base_dir", r.data.base_dir),
+      text("data.cache_dir", r.data.cache_dir),
+      integer("data.cache_bytes", r.data.cache_bytes, 1),
+      number("data.http_timeout", r.data.http_timeout),
+      integer("data.http_retries", r.data.http_retries, 0),
+      integer("data.read_ahead", r.data.read_ahead, 0),
       number("optim.lr", schedule.lr),
       number("optim.weight_decay", r.optim.adamw.weight_decay),
       number_pair("optim.betas", r.optim.adamw.beta1, r.optim.adamw.beta2, "a list of two numbers [beta1, beta2]"),
@@ -206,6 +214,8 @@ void validate(const Recipe& r, const Origins& origins) {
         "{}: 'data.global_batch_size' ({}) must be a multiple of data.micro_batch_size ({})",
         origins.of({"data.global_batch_size", "data.micro_batch_size"}), r.data.global_batch_size,
         r.data.micro_batch_size);
+  require(r.data.http_timeout > 0 && r.data.http_timeout <= 3600, "data.http_timeout",
+          fmt::format("must be in (0, 3600] seconds, got {}", r.data.http_timeout));
   require(r.data.packing.source_group_size >= 1, "data.source_group_size",
           fmt::format("must be at least 1, got {}", r.data.packing.source_group_size));
   check(r.data.packing.kind == data::Packing::none || std::has_single_bit(uint64_t(r.data.seq_len)),
@@ -274,12 +284,12 @@ void check_held_out_files(Recipe& r, const Origins& origins) {
   const std::string source = origins.of({"data.validation_paths"});
   r.data.validation_paths = expand_globs(r.data.validation_paths, source, "data.validation_paths");
   for (const std::string& p : r.data.validation_paths)
-    check(std::filesystem::exists(p), "{}: 'data.validation_paths': {} not found{}", source, p, resolved_against(p));
+    check(data::is_url(p) || std::filesystem::exists(p), "{}: 'data.validation_paths': {} not found{}", source, p, resolved_against(p));
 }
 
 void check_training_files(Recipe& r, const Origins& origins) {
-  auto exists = [&](const std::string& path, const char* key) {
-    check(std::filesystem::exists(path), "{}: '{}': {} not found{}", origins.of({key}), key, path,
+  auto exists = [&](const std::string& path, const char* key) {  // a URL is HEADed when the data is opened
+    check(data::is_url(path) || std::filesystem::exists(path), "{}: '{}': {} not found{}", origins.of({key}), key, path,
           resolved_against(path));
   };
   r.data.paths = expand_globs(r.data.paths, origins.of({"data.paths"}), "data.paths");
@@ -352,9 +362,23 @@ optim::ScheduleConfig schedule_config(const Recipe& r) {
   return c;
 }
 
+// How this run reads http(s):// files; what it learns of them is kept in run.dir.
+static data::RemoteConfig remote_config(const Recipe& r) {
+  data::RemoteConfig c;
+  c.http.retries = int(r.data.http_retries);
+  c.http.timeout_s = r.data.http_timeout;
+  c.cache_dir = r.data.cache_dir;
+  c.cache_bytes = uint64_t(r.data.cache_bytes);
+  c.index_path = (std::filesystem::path(r.run.dir) / "remote_files.json").string();
+  return c;
+}
+
 data::LoaderConfig loader_config(const Recipe& r, const model::ModelConfig& model) {
+  data::configure_remote_files(remote_config(r));  // before the mix file, which may itself be a URL
   data::LoaderConfig c;
-  c.files = r.data.mix_file.empty() ? data::mix_from_paths(r.data.paths) : data::read_mix_file(r.data.mix_file);
+  c.files = r.data.mix_file.empty() ? data::mix_from_paths(r.data.paths)
+                                    : data::read_mix_file(r.data.mix_file, r.data.base_dir);
+  c.read_ahead = r.data.read_ahead;
   c.seq_len = r.data.seq_len;
   c.seed = uint64_t(r.data.seed);
   c.global_batch = r.data.global_batch_size;

@@ -49,6 +49,17 @@ struct Recipe {
     // cached (empty: nowhere); data.source_permutation_seed: its source file shuffle (null: none).
     data::PackingConfig packing;
     std::optional<int64_t> source_permutation_seed;
+    // data.base_dir: where a mix file's relative paths are (OLMo-core's base_dir: https://olmo-data.org or a local
+    // copy of that tree; empty: the mix file's directory). How http(s):// files are read (data/remote_files.h):
+    // data.cache_dir and data.cache_bytes (the local cache of ranges read; empty: none), data.http_timeout
+    // (seconds without a byte), data.http_retries; data.read_ahead: batches read ahead of the step when the mix
+    // has remote files. None of them changes what a run computes.
+    std::string base_dir;
+    std::string cache_dir;
+    int64_t cache_bytes = int64_t(100) << 30;
+    double http_timeout = 60;
+    int64_t http_retries = 5;
+    int64_t read_ahead = 2;
   } data;
   struct Optim {
     // optim.weight_decay, optim.betas: [beta1, beta2], optim.eps, optim.host_moments (the peak LR is optim.lr)

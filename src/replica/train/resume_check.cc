@@ -41,6 +41,7 @@ constexpr const char* kNeutral[] = {
     "train.shard_weights", "train.context_parallel", "train.cp_head_stride", "train.device",  "train.attention",
     "data.micro_batch_size", "data.allow_fingerprint_change",
     "data.validation_paths", "data.paths", "data.mix_file", "model.", "optim.load_state",
+    "data.base_dir", "data.cache_dir", "data.cache_bytes", "data.http_timeout", "data.http_retries", "data.read_ahead",
     "optim.host_moments",
 };
 
