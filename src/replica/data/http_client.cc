@@ -147,9 +147,9 @@ Attempt attempt(const std::string& url, const std::string& range, std::span<char
 // Runs attempts until one gives a response, waiting backoff_s, 2 backoff_s, ... (at most 8 s) between them.
 Response with_retries(const std::string& url, const std::string& range, std::span<char> body, const HttpOptions& o) {
   std::string last;
-  for (int i = 0; i <= o.retries; i++) {
+  for (int64_t i = 0; i <= o.retries; i++) {
     if (i > 0) {
-      const double wait = std::min(8.0, o.backoff_s * std::pow(2.0, i - 1));
+      const double wait = std::min(8.0, o.backoff_s * std::pow(2.0, double(i - 1)));
       fmt::print(stderr, "{}: {}; retry {} of {} in {:.1f} s\n", url, last, i, o.retries, wait);
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
@@ -163,11 +163,12 @@ Response with_retries(const std::string& url, const std::string& range, std::spa
 
 void check_validators(const std::string& url, const RemoteIdentity& expected, const Response& r) {
   check(expected.etag.empty() || r.etag == expected.etag,
-        "{}: the file changed on the server: ETag {} now, {} when the run recorded it; the data under a run must "
-        "not change (remove the run's remote_files.json only if you mean to train on the new file)",
+        "{}: the file changed on the server: ETag {} now, {} when it was first read; the data under a run must "
+        "not change (a run records it in run.dir/remote_files.json: remove that file only if you mean to train on "
+        "the new one)",
         url, r.etag.empty() ? "(none)" : r.etag, expected.etag);
   check(expected.last_modified.empty() || r.last_modified == expected.last_modified,
-        "{}: the file changed on the server: Last-Modified {} now, {} when the run recorded it", url,
+        "{}: the file changed on the server: Last-Modified {} now, {} when it was first read", url,
         r.last_modified.empty() ? "(none)" : r.last_modified, expected.last_modified);
 }
 

@@ -21,9 +21,9 @@ struct RemoteIdentity {
 };
 
 struct HttpOptions {
-  int retries = 5;          // attempts after the first for a 5xx, a reset or a timeout (OLMo-core: 2)
-  double timeout_s = 60;    // connecting, or receiving no byte, for this long is a timeout
-  double backoff_s = 0.5;   // the wait before the first retry, doubling up to 8 s (OLMo-core: 0.5 s doubling to 3 s)
+  int64_t retries = 5;     // attempts after the first for a 5xx, a reset or a timeout (OLMo-core: 2)
+  double timeout_s = 60;   // connecting, or receiving no byte, for this long is a timeout
+  double backoff_s = 0.5;  // the wait before the first retry, doubling up to 8 s (OLMo-core: 0.5 s doubling to 3 s)
 };
 
 // HEAD: the file's size (Content-Length) and validators. Raises Error naming the URL for a 4xx, a response without

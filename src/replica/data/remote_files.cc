@@ -144,7 +144,7 @@ void configure_remote_files(const RemoteConfig& config) {
   r.config = config;
   r.files.clear();
   r.dirty = false;
-  r.cache = config.cache_dir.empty() ? nullptr : std::make_shared<RangeCache>(config.cache_dir, config.cache_bytes);
+  r.cache = config.cache_dir.empty() ? nullptr : std::make_shared<RangeCache>(config.cache_dir, uint64_t(config.cache_bytes));
   if (!config.index_path.empty() && std::filesystem::exists(config.index_path))
     r.files = read_index(config.index_path);
 }

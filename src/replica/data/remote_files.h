@@ -22,7 +22,7 @@ inline constexpr int kConnections = 32;
 struct RemoteConfig {
   HttpOptions http;          // data.http_retries, data.http_timeout
   std::string cache_dir;     // data.cache_dir: where ranges read are kept; empty: nowhere
-  uint64_t cache_bytes = 0;  // data.cache_bytes: the cache's bound
+  int64_t cache_bytes = int64_t(100) << 30;  // data.cache_bytes: the cache's bound
   // Where each remote file's size, ETag, Last-Modified and content hash are recorded (a JSON file: a training run's
   // run.dir/remote_files.json); empty: in memory only.
   std::string index_path;
