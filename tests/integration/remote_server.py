@@ -77,12 +77,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "500x2" and gets < 2:
             return self.answer(500, [("Content-Length", "5")], b"oops!")
         m = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+        first, last = (int(m.group(1)), min(int(m.group(2)), size - 1)) if m else (0, size - 1)
         with open(path, "rb") as f:
-            data = f.read()
+            f.seek(first)
+            body = f.read(last + 1 - first)
         if not m:
-            return self.answer(200, common + [("Content-Length", str(size))], data)
-        first, last = int(m.group(1)), min(int(m.group(2)), size - 1)
-        body = data[first:last + 1]
+            return self.answer(200, common + [("Content-Length", str(size))], body)
         total = size + 4 if mode == "size" else size
         headers = common + [("Content-Range", "bytes %d-%d/%d" % (first, last, total))]
         if mode == "short":
@@ -99,7 +99,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_GET = handle_request
 
 
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+class Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 1024  # a loader opens 32 connections per batch at once; the default backlog of 5 drops them
+
+
+server = Server(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
 print(server.server_address[1], flush=True)
 server.serve_forever()

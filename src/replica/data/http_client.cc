@@ -18,9 +18,32 @@
 namespace replica::data {
 namespace {
 
-CURL* thread_handle() {
+void init_curl() {
   static std::once_flag global;
   std::call_once(global, [] { check(curl_global_init(CURL_GLOBAL_DEFAULT) == 0, "libcurl cannot initialise"); });
+}
+
+// One pool of open connections (and of DNS answers and TLS sessions) for every thread: the loader reads each batch
+// on threads of its own, and a connection per thread would cost a TCP (and TLS) handshake per batch.
+CURLSH* shared_pool() {
+  static std::mutex locks[CURL_LOCK_DATA_LAST];
+  static CURLSH* const share = [] {
+    init_curl();
+    CURLSH* s = curl_share_init();
+    check(s != nullptr, "libcurl cannot create a shared connection pool");
+    curl_share_setopt(s, CURLSHOPT_LOCKFUNC, +[](CURL*, curl_lock_data data, curl_lock_access, void*) {
+      locks[data].lock();
+    });
+    curl_share_setopt(s, CURLSHOPT_UNLOCKFUNC, +[](CURL*, curl_lock_data data, void*) { locks[data].unlock(); });
+    for (curl_lock_data d : {CURL_LOCK_DATA_CONNECT, CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION})
+      curl_share_setopt(s, CURLSHOPT_SHARE, d);
+    return s;  // never cleaned up: handles of exiting threads use it until the process ends
+  }();
+  return share;
+}
+
+CURL* thread_handle() {
+  init_curl();
   struct Handle {
     CURL* curl = curl_easy_init();
     ~Handle() { curl_easy_cleanup(curl); }
@@ -108,7 +131,8 @@ struct Attempt {
 
 Attempt attempt(const std::string& url, const std::string& range, std::span<char> body, const HttpOptions& o) {
   CURL* curl = thread_handle();
-  curl_easy_reset(curl);  // keeps the handle's open connections
+  curl_easy_reset(curl);
+  curl_easy_setopt(curl, CURLOPT_SHARE, shared_pool());
   Response r;
   r.body = body;
   char error[CURL_ERROR_SIZE] = "";
