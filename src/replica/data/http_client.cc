@@ -23,19 +23,20 @@ void init_curl() {
   std::call_once(global, [] { check(curl_global_init(CURL_GLOBAL_DEFAULT) == 0, "libcurl cannot initialise"); });
 }
 
-// One pool of open connections (and of DNS answers and TLS sessions) for every thread: the loader reads each batch
-// on threads of its own, and a connection per thread would cost a TCP (and TLS) handshake per batch.
+// DNS answers and TLS sessions shared by every thread: the loader reads each batch on threads of its own, whose
+// connections are new, and a resumed TLS session saves their handshakes a round trip. Open connections are not
+// shared: libcurl's shared connection cache corrupted the heap under 32 threads here (libcurl 7.88).
 CURLSH* shared_pool() {
   static std::mutex locks[CURL_LOCK_DATA_LAST];
   static CURLSH* const share = [] {
     init_curl();
     CURLSH* s = curl_share_init();
-    check(s != nullptr, "libcurl cannot create a shared connection pool");
+    check(s != nullptr, "libcurl cannot create a share handle");
     curl_share_setopt(s, CURLSHOPT_LOCKFUNC, +[](CURL*, curl_lock_data data, curl_lock_access, void*) {
       locks[data].lock();
     });
     curl_share_setopt(s, CURLSHOPT_UNLOCKFUNC, +[](CURL*, curl_lock_data data, void*) { locks[data].unlock(); });
-    for (curl_lock_data d : {CURL_LOCK_DATA_CONNECT, CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION})
+    for (curl_lock_data d : {CURL_LOCK_DATA_DNS, CURL_LOCK_DATA_SSL_SESSION})
       curl_share_setopt(s, CURLSHOPT_SHARE, d);
     return s;  // never cleaned up: handles of exiting threads use it until the process ends
   }();

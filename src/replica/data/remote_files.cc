@@ -164,8 +164,7 @@ void stat_remote_files(const std::vector<std::string>& paths) {
   for_each_concurrently(unknown.size(), kConnections, [&](size_t i) { found[i] = http_head(unknown[i], http); });
   std::lock_guard<std::mutex> lock(r.mutex);
   for (size_t i = 0; i < unknown.size(); i++) r.files[unknown[i]] = {found[i], std::nullopt};
-  if (!r.config.index_path.empty()) write_index(r);
-  r.dirty = false;
+  r.dirty = true;  // written by save_remote_index, once the run holds its directory
 }
 
 std::shared_ptr<const ByteSource> open_remote_file(const std::string& url) {

@@ -32,13 +32,15 @@ struct RemoteConfig {
 // naming the index for one that is not replica's.
 void configure_remote_files(const RemoteConfig& config);
 
-// Makes sure every URL among `paths` is known: HEADs those that are not, in parallel, then records them.
+// Makes sure every URL among `paths` is known: HEADs those that are not, in parallel, and keeps what they said
+// (in the index at the next save_remote_index).
 void stat_remote_files(const std::vector<std::string>& paths);
 
 // A ByteSource for `url` (HEADed first if it is not known).
 std::shared_ptr<const ByteSource> open_remote_file(const std::string& url);
 
-// Writes the index when something was learned since it was read (content hashes as fingerprints compute them).
+// Writes the index when something was learned since it was read (HEADs, and content hashes as fingerprints compute
+// them): DataLoader::fingerprint() calls it, which a run does once it holds run.dir.
 void save_remote_index();
 
 }  // namespace replica::data
