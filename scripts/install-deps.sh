@@ -12,6 +12,8 @@ packages=(
   libpcre2-dev                  # tokenizer pre-tokenisation regex
   libxxhash-dev                 # XXH3-128 checksums and fingerprints
   zlib1g-dev                    # .csv.gz document metadata; CRC-32 of torch.save archives (ckpt/torch_save)
+  libcurl4-openssl-dev          # http(s):// data paths: AI2's mixes read where they live (data/http_client.cc)
+  nginx-light                   # the local server of tests/integration/data_remote*.sh
   libgtest-dev libgmock-dev     # unit tests
   libbenchmark-dev              # micro-benchmarks
   clang-14 libclang-rt-14-dev   # libFuzzer + ASan/UBSan runtimes: the fuzz harnesses (tests/fuzz)

@@ -2,6 +2,7 @@
 // errors naming the key, and to_yaml() round-trips.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -289,6 +290,52 @@ TEST(Recipe, WorkDirDefaultsToNoPackingCacheAndReachesTheLoader) {
   const std::string yaml = r.to_yaml();
   EXPECT_NE(yaml.find("work_dir: /scratch/packing"), std::string::npos) << yaml;
   EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).loader.packing.work_dir, "/scratch/packing");
+}
+
+TEST(Recipe, RemoteDataKeysDefaultToNoCacheAndReachTheLoaderAndTheRemoteFiles) {
+  const Recipe defaults = load_recipe_text(kMinimal, "minimal", {}, false);
+  EXPECT_EQ(defaults.data.base_dir, "");
+  EXPECT_EQ(defaults.remote.cache_dir, "");
+  EXPECT_EQ(defaults.remote.cache_bytes, int64_t(100) << 30);
+  EXPECT_EQ(defaults.remote.http.timeout_s, 60);
+  EXPECT_EQ(defaults.remote.http.retries, 5);
+  EXPECT_EQ(defaults.loader.read_ahead, 2);
+  const Recipe r = load_recipe_text(kMinimal, "minimal",
+                                    {"run.dir=/runs/x", "data.base_dir=https://olmo-data.org",
+                                     "data.cache_dir=/scratch/ranges", "data.cache_bytes=4096", "data.http_timeout=2.5",
+                                     "data.http_retries=0", "data.read_ahead=0"},
+                                    false);
+  EXPECT_EQ(loader_config(r, model::ModelConfig{}).read_ahead, 0);
+  const data::RemoteConfig remote = remote_config(r);
+  EXPECT_EQ(remote.cache_dir, "/scratch/ranges");
+  EXPECT_EQ(remote.cache_bytes, 4096);
+  EXPECT_EQ(remote.http.timeout_s, 2.5);
+  EXPECT_EQ(remote.http.retries, 0);
+  EXPECT_EQ(remote.index_path, "/runs/x/remote_files.json");  // a restart finds what the HEADs said
+  const Recipe back = load_recipe_text(r.to_yaml(), "resolved", {}, false);
+  EXPECT_EQ(back.data.base_dir, "https://olmo-data.org");
+  EXPECT_EQ(back.remote.cache_bytes, 4096);
+  EXPECT_EQ(back.remote.http.timeout_s, 2.5);
+  EXPECT_EQ(back.loader.read_ahead, 0);
+  // URLs need not exist locally: they are HEADed when the data is opened.
+  Recipe urls = load_recipe_text(kMinimal, "minimal", {"data.paths=[https://olmo-data.org/a.npy]"}, false);
+  urls.model.config = "";
+  urls.model.init_from = temp_dir();
+  EXPECT_EQ(error_of([&] { resolve_training_files(urls, "urls.yaml"); }), "");
+  for (const char* key : {"data.base_dir", "data.cache_dir", "data.cache_bytes", "data.http_timeout",
+                         "data.http_retries", "data.read_ahead"}) {
+    const auto rules = resume_rules();
+    const auto it = std::find_if(rules.begin(), rules.end(), [&](const auto& rule) { return rule.first == key; });
+    ASSERT_NE(it, rules.end()) << key;
+    EXPECT_EQ(it->second, config::OnResume::neutral) << key << ": where the data is read from, not what";
+  }
+  auto refused = [](const std::string& override_text) {
+    return error_of([&] { load_recipe_text(kMinimal, "bad.yaml", {override_text}, false); });
+  };
+  EXPECT_NE(refused("data.http_timeout=0").find("'data.http_timeout' must be in (0, 3600]"), std::string::npos);
+  EXPECT_NE(refused("data.cache_bytes=0").find("data.cache_bytes"), std::string::npos);
+  EXPECT_NE(refused("data.http_retries=-1").find("data.http_retries"), std::string::npos);
+  EXPECT_NE(refused("data.read_ahead=-1").find("data.read_ahead"), std::string::npos);
 }
 
 TEST(Recipe, PackingKeysDefaultToPlainChunksAndReachTheLoader) {

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "replica/core/threads.h"
 #include "replica/data/audit.h"
 #include "replica/data/loader.h"
+#include "replica/data/remote_files.h"
 #include "replica/data/tokenize.h"
 #include "replica/train/checkpointing.h"
 #include "replica/train/recipe.h"
@@ -37,7 +39,8 @@ std::string yaml_scalar(const std::string& text) {
 struct DatasetOptions {
   std::vector<std::string> paths;
   std::string mix, dtype = "uint32", packing = "none", long_doc_strategy = "truncate", work_dir,
-      document_boundaries = "eos";
+      document_boundaries = "eos", base_dir;
+  RemoteConfig remote;  // how http(s):// paths are read
   int64_t seq_len = 0, source_group_size = 1;
   std::optional<int64_t> source_permutation_seed;
 
@@ -60,6 +63,26 @@ struct DatasetOptions {
     app->add_option("--work-dir", work_dir, "Cache each group's packing here (the recipe's data.work_dir)");
     app->add_option("--source-permutation-seed", source_permutation_seed,
                     "Shuffle the files with Python's random.Random(seed) first (OLMo-core's source permutation)");
+    app->add_option("--base-dir", base_dir,
+                    "Where the mix file's relative paths are (data.base_dir: https://olmo-data.org or a local copy)");
+    app->add_option("--cache-dir", remote.cache_dir,
+                    "Keep the ranges read from http(s):// files here, and what a HEAD said of each (data.cache_dir)");
+    app->add_option("--cache-bytes", remote.cache_bytes, "The cache's bound (data.cache_bytes)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    app->add_option("--http-timeout", remote.http.timeout_s, "Seconds without a byte before a request is retried")
+        ->capture_default_str()
+        ->check(CLI::Range(0.001, 3600.0));
+    app->add_option("--http-retries", remote.http.retries, "Retries of a 5xx, a reset or a timeout")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+  }
+  // How http(s):// paths are read without a recipe: sizes and validators are kept beside the cache when there is one
+  // (a run keeps its own in run.dir).
+  void configure_remote() const {
+    RemoteConfig c = remote;
+    if (!c.cache_dir.empty()) c.index_path = (std::filesystem::path(c.cache_dir) / "remote_files.json").string();
+    configure_remote_files(c);
   }
   // The recipe keys these flags set (--seq-len 4096 is data.seq_len=4096); --dtype is the files' own, no key.
   std::vector<std::string> overrides() const {
@@ -77,11 +100,12 @@ struct DatasetOptions {
     out.push_back("data.document_boundaries=" + yaml_scalar(document_boundaries));
     out.push_back("data.work_dir=" + yaml_scalar(work_dir));
     if (source_permutation_seed) out.push_back(fmt::format("data.source_permutation_seed={}", *source_permutation_seed));
+    out.push_back("data.base_dir=" + yaml_scalar(base_dir));
     return out;
   }
   std::vector<MixEntry> entries() const {
     check(!paths.empty() || !mix.empty(), "give the token files with --paths FILES... or --mix FILE");
-    return mix.empty() ? mix_from_paths(paths) : read_mix_file(mix);
+    return mix.empty() ? mix_from_paths(paths) : read_mix_file(mix, base_dir);
   }
 };
 
@@ -165,7 +189,11 @@ int run_info(const Options& o) {
   TokenDtype dtype = parse_token_dtype(o.dataset.dtype);
   const bool packed = parse_packing(o.dataset.packing) == Packing::obfd;
   uint64_t total = 0, total_instances = 0;
-  for (const auto& entry : o.dataset.entries()) {
+  const std::vector<MixEntry> entries = o.dataset.entries();
+  std::vector<std::string> paths;
+  for (const MixEntry& entry : entries) paths.push_back(entry.path);
+  stat_remote_files(paths);  // the URLs' HEADs together
+  for (const auto& entry : entries) {
     TokenFile file(entry.path, dtype);
     std::string line = fmt::format("{:<12} {}  {} tokens ({}{})", entry.label, entry.path, file.num_tokens(),
                                    token_dtype_name(file.dtype()), file.has_npy_header() ? ", .npy header" : "");
@@ -267,6 +295,7 @@ int run_audit(Options o) {
   if (!o.recipe.empty()) {  // the planned run's loader, exactly as `replica train` builds it
     train::Recipe r = train::load_recipe(o.recipe, o.overrides, /*check_files=*/false);
     train::resolve_training_files(r, o.recipe);  // an audit reads no held-out files, so they need not exist
+    configure_remote_files(r.remote);  // the run's settings; its record in run.dir is the run's to write
     config = replica::train::loader_config(r, train::recipe_model_config(r));
     o.steps = r.train.max_steps;
     o.micro_batch = r.step.micro_batch;
@@ -358,6 +387,7 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   return std::function<int()>([=] {
     if (text.parsed()) return text.run();
     if (tokenize->parsed()) return run_tokenize(*o);
+    if (o->recipe.empty()) o->dataset.configure_remote();  // an audit of a recipe reads the recipe's settings
     if (info->parsed()) return run_info(*o);
     if (show->parsed()) return run_show(*o);
     if (order->parsed()) return run_order(*o);

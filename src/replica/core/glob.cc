@@ -29,7 +29,7 @@ std::vector<std::string> expand_globs(const std::vector<std::string>& paths, con
                                       const char* key) {
   std::vector<std::string> out;
   for (const std::string& p : paths) {
-    if (p.find_first_of("*?[") == std::string::npos) {
+    if (p.find_first_of("*?[") == std::string::npos || p.find("://") != std::string::npos) {  // a URL: as it is
       out.push_back(p);
       continue;
     }

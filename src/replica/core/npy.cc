@@ -88,6 +88,10 @@ static std::vector<int64_t> parse_shape(const std::string& tuple, const std::str
 }
 
 NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& path) {
+  return parse_npy_header(bytes, size, path, size);
+}
+
+NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& path, uint64_t file_size) {
   const auto* p = static_cast<const unsigned char*>(bytes);
   check(has_npy_magic(bytes, size), "{}: not a .npy file (missing \\x93NUMPY magic)", path);
   check(size >= 10, "{}: truncated .npy file ({} bytes; the header alone needs at least 10)", path, size);
@@ -132,14 +136,15 @@ NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& pa
   header.data_offset = prefix + header_len;
   // The data must fit in what follows the header. The element count is built with overflow checks and compared
   // as a count (count <= bytes / item), so that nothing wraps past 2^64.
-  const size_t item = npy_type_size(header.type), available = (size - header.data_offset) / item;
+  check(file_size >= size, "{}: {} header bytes of a file of {}", path, size, file_size);
+  const size_t item = npy_type_size(header.type), available = (file_size - header.data_offset) / item;
   const bool empty = std::find(header.shape.begin(), header.shape.end(), 0) != header.shape.end();
   size_t count = 1;
   bool overflow = false;
   for (int64_t d : header.shape) overflow |= __builtin_mul_overflow(count, size_t(d), &count);
   check(empty || (!overflow && count <= available),
         "{}: truncated .npy data (shape {} of {}-byte items; the file has {} bytes after the header)", path,
-        shape_string, item, size - header.data_offset);
+        shape_string, item, file_size - header.data_offset);
   return header;
 }
 

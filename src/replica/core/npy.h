@@ -21,6 +21,9 @@ struct NpyHeader {
 
 // Parses the header of a .npy file already in memory; `path` only names the file in errors.
 NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& path);
+// The same for a file of `file_size` bytes of which `bytes` holds the first `size` (at least the whole header): a
+// remote file, whose data is not read to parse its header.
+NpyHeader parse_npy_header(const void* bytes, size_t size, const std::string& path, uint64_t file_size);
 bool has_npy_magic(const void* bytes, size_t size);
 
 struct NpyArray {

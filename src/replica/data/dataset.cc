@@ -8,14 +8,57 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/python_random.h"
+#include "replica/core/threads.h"
+#include "replica/data/http_client.h"
+#include "replica/data/remote_files.h"
 
 namespace replica::data {
 
 namespace fs = std::filesystem;
 
-std::vector<MixEntry> read_mix_file(const std::string& mix_path) {
-  std::istringstream in(read_text_file(mix_path));
-  fs::path dir = fs::path(mix_path).parent_path();
+namespace {
+
+// Python's str.replace for one placeholder: every occurrence, left to right.
+std::string replace_all(std::string text, std::string_view old_text, const std::string& new_text) {
+  for (size_t at = text.find(old_text); at != std::string::npos; at = text.find(old_text, at + new_text.size()))
+    text.replace(at, old_text.size(), new_text);
+  return text;
+}
+
+// The directory a relative line of a mix file without a base_dir is taken from: the mix file's own.
+std::string mix_directory(const std::string& mix_path) {
+  if (is_url(mix_path)) return mix_path.substr(0, mix_path.rfind('/'));
+  return fs::path(mix_path).parent_path().string();
+}
+
+std::string stem_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return fs::path(slash == std::string::npos ? path : path.substr(slash + 1)).stem().string();
+}
+
+}  // namespace
+
+std::string mix_tokenizer_id(const std::string& mix_name) {
+  static const char* const kOlmo3Mixes[] = {
+      "OLMo-mix-0625-official",
+      "OLMo-mix-0925-official",
+      "OLMo-midtraining-mix-0625-100B",
+      "OLMo-midtraining-mix-0925-ingredient1-100B",
+      "OLMo-midtraining-mix-0925-ingredient2-100B",
+      "OLMo-longmino-mix-0625",
+      "OLMo-longmino-mix-0925"};
+  for (const char* name : kOlmo3Mixes)
+    if (mix_name == name) return "allenai/dolma3-tokenizer";
+  if (mix_name == "v3-small-ppl-validation" || mix_name == "code-fresh-ppl-validation") return "dolma2-tokenizer";
+  return "allenai/dolma2-tokenizer";
+}
+
+std::vector<MixEntry> read_mix_file(const std::string& mix_path, const std::string& base_dir) {
+  const std::vector<char> bytes = read_whole(mix_path);
+  std::istringstream in(std::string(bytes.begin(), bytes.end()));
+  const std::string tokenizer_id = mix_tokenizer_id(stem_of(mix_path));
+  std::string root = base_dir.empty() ? mix_directory(mix_path) : base_dir;
+  if (!root.empty() && root.back() != '/') root += '/';
   std::vector<MixEntry> entries;
   std::string line;
   for (int line_no = 1; std::getline(in, line); line_no++) {
@@ -23,19 +66,31 @@ std::vector<MixEntry> read_mix_file(const std::string& mix_path) {
     if (line.empty() || line[0] == '#') continue;
     MixEntry entry;
     size_t comma = line.find(',');
-    entry.path = comma == std::string::npos ? line : line.substr(comma + 1);
+    entry.path = replace_all(comma == std::string::npos ? line : line.substr(comma + 1), "{TOKENIZER}", tokenizer_id);
     check(!entry.path.empty(), "{}:{}: expected 'label,path' or 'path'", mix_path, line_no);
-    entry.label = comma == std::string::npos ? fs::path(entry.path).stem().string() : line.substr(0, comma);
-    if (fs::path(entry.path).is_relative()) entry.path = (dir / entry.path).string();
+    entry.label = comma == std::string::npos ? stem_of(entry.path) : line.substr(0, comma);
+    if (!is_url(entry.path) && fs::path(entry.path).is_relative()) entry.path = root + entry.path;
     entries.push_back(std::move(entry));
   }
   check(!entries.empty(), "{}: mix file lists no token files", mix_path);
   return entries;
 }
 
+std::vector<TokenFile> open_token_files(const std::vector<MixEntry>& files, TokenDtype dtype) {
+  std::vector<std::string> paths;
+  for (const MixEntry& entry : files) paths.push_back(entry.path);
+  stat_remote_files(paths);
+  const bool remote = std::any_of(paths.begin(), paths.end(), [](const std::string& p) { return is_url(p); });
+  std::vector<std::optional<TokenFile>> opened(files.size());
+  for_each_concurrently(files.size(), remote ? kConnections : 1, [&](size_t i) { opened[i].emplace(paths[i], dtype); });
+  std::vector<TokenFile> out;
+  for (std::optional<TokenFile>& file : opened) out.push_back(std::move(*file));
+  return out;
+}
+
 std::vector<MixEntry> mix_from_paths(const std::vector<std::string>& paths) {
   std::vector<MixEntry> entries;
-  for (const auto& path : paths) entries.push_back({fs::path(path).stem().string(), path});
+  for (const auto& path : paths) entries.push_back({stem_of(path), path});
   return entries;
 }
 
@@ -52,11 +107,11 @@ FslDataset::FslDataset(const std::vector<MixEntry>& files, int64_t seq_len, Toke
     : seq_len_(seq_len), dtype_(dtype), vocab_size_(vocab_size) {
   check(seq_len > 0, "sequence length must be positive, got {}", seq_len);
   check(!files.empty(), "the dataset needs at least one token file");
+  files_ = open_token_files(files, dtype);
   offsets_.push_back(0);
-  for (const auto& entry : files) {
-    files_.emplace_back(entry.path, dtype);
-    labels_.push_back(entry.label);
-    offsets_.push_back(offsets_.back() + files_.back().num_tokens() / uint64_t(seq_len));
+  for (size_t i = 0; i < files.size(); i++) {
+    labels_.push_back(files[i].label);
+    offsets_.push_back(offsets_.back() + files_[i].num_tokens() / uint64_t(seq_len));
   }
 }
 

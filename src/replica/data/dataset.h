@@ -16,9 +16,19 @@ struct MixEntry {
   std::string path;
 };
 
-// A mix file: one token file per line, `label,path` or `path`; blank lines and lines starting with '#'
-// are skipped; relative paths are taken relative to the mix file's directory.
-std::vector<MixEntry> read_mix_file(const std::string& mix_path);
+// A mix file (a local path or a URL): one token file per line, `label,path` or `path`; blank lines and lines starting
+// with '#' are skipped. As OLMo-core's DataMix.build: `{TOKENIZER}` in a path becomes mix_tokenizer_id(the mix's
+// name), and a relative path is appended to `base_dir` (data.base_dir: "https://olmo-data.org" or a local copy of
+// that tree; a '/' is put between them). Without a base_dir, relative paths are taken relative to the mix file's
+// own directory (or URL). Absolute paths and URLs are kept as they are.
+std::vector<MixEntry> read_mix_file(const std::string& mix_path, const std::string& base_dir = "");
+// What OLMo-core's DataMix.build puts for `{TOKENIZER}` with the dolma2 tokenizer, by the mix file's stem:
+// "allenai/dolma3-tokenizer" for the OLMo 3 mixes (stored under that name, the same tokenizer),
+// "dolma2-tokenizer" for v3-small-ppl-validation and code-fresh-ppl-validation, "allenai/dolma2-tokenizer" otherwise.
+std::string mix_tokenizer_id(const std::string& mix_name);
+// The token files of `files` opened, in order: the URLs among them HEADed together first, and remote files opened
+// kConnections at a time (each reads its first bytes for a .npy header).
+std::vector<TokenFile> open_token_files(const std::vector<MixEntry>& files, TokenDtype dtype);
 std::vector<MixEntry> mix_from_paths(const std::vector<std::string>& paths);
 // OLMo-core's source permutation (NumpyDatasetConfig.source_permutation_seed): order = list(range(n)),
 // random.Random(seed).shuffle(order), files[order[i]] at position i.

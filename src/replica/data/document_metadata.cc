@@ -8,8 +8,9 @@
 #include <filesystem>
 
 #include "replica/core/error.h"
-#include "replica/core/file.h"
 #include "replica/core/parse_number.h"
+#include "replica/data/byte_source.h"
+#include "replica/data/http_client.h"
 
 namespace replica::data {
 namespace {
@@ -140,11 +141,11 @@ std::vector<DocumentSpan> parse_document_metadata(std::string_view text, uint64_
 }
 
 DocumentMetadata::DocumentMetadata(const std::string& token_path) : path_(document_metadata_path(token_path)) {
-  check(std::filesystem::exists(path_),
+  check(is_url(path_) || std::filesystem::exists(path_),
         "{}: missing; data.document_boundaries: metadata takes the documents of {} from this Dolma metadata file "
         "(one 'start,end' line per document); use data.document_boundaries: eos to split the file at EOS tokens",
         path_, token_path);
-  bytes_ = read_file(path_);
+  bytes_ = read_whole(path_);
   hash_ = XXH3_64bits(bytes_.data(), bytes_.size());
 }
 

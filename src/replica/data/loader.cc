@@ -3,9 +3,13 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "replica/core/error.h"
+#include "replica/core/threads.h"
+#include "replica/data/http_client.h"
+#include "replica/data/remote_files.h"
 
 namespace replica::data {
 
@@ -24,7 +28,8 @@ std::unique_ptr<const InstanceSource> open_dataset(const LoaderConfig& c) {
 DataLoader::DataLoader(LoaderConfig config)
     : config_(std::move(config)),
       dataset_(open_dataset(config_)),
-      packed_(dynamic_cast<const PackedDataset*>(dataset_.get())) {
+      packed_(dynamic_cast<const PackedDataset*>(dataset_.get())),
+      remote_(std::any_of(config_.files.begin(), config_.files.end(), [](const MixEntry& e) { return is_url(e.path); })) {
   check(config_.global_batch > 0, "global batch must be positive, got {}", config_.global_batch);
   check(dataset_->num_instances() >= uint64_t(config_.global_batch),
         "the dataset has {} instances of {} tokens, fewer than one global batch of {}", dataset_->num_instances(),
@@ -54,18 +59,50 @@ std::vector<uint32_t> DataLoader::batch_instances(uint64_t epoch, int64_t b, int
 }
 
 Batch DataLoader::batch(uint64_t epoch, int64_t b, int rank, int world, std::optional<int64_t> micro_batch) const {
+  const BatchKey key{epoch, b, rank, world, micro_batch.value_or(0)};
+  if (!remote_ || config_.read_ahead == 0) return read_batch(key);
+  std::future<Batch> mine;
+  std::vector<std::future<Batch>> stale;  // destroyed (waited for) outside the lock
+  {
+    std::lock_guard<std::mutex> lock(ahead_mutex_);
+    if (auto it = ahead_.find(key); it != ahead_.end()) mine = std::move(it->second);
+    std::map<BatchKey, std::future<Batch>> wanted;
+    BatchKey k = key;
+    for (int64_t i = 0; i < config_.read_ahead; i++) {
+      k = next(k);
+      auto it = ahead_.find(k);
+      wanted[k] = it != ahead_.end() ? std::move(it->second)
+                                     : std::async(std::launch::async, [this, k] { return read_batch(k); });
+    }
+    for (auto& [k_, f] : ahead_)
+      if (f.valid()) stale.push_back(std::move(f));
+    ahead_ = std::move(wanted);
+  }
+  return mine.valid() ? mine.get() : read_batch(key);
+}
+
+DataLoader::BatchKey DataLoader::next(const BatchKey& key) const {
+  auto [epoch, b, rank, world, micro] = key;
+  return b + 1 < batches_per_epoch() ? BatchKey{epoch, b + 1, rank, world, micro}
+                                     : BatchKey{epoch + 1, 0, rank, world, micro};
+}
+
+Batch DataLoader::read_batch(const BatchKey& key) const {
+  const auto [epoch, b, rank, world, micro] = key;
   Batch out;
-  out.instances = batch_instances(epoch, b, rank, world, micro_batch);
+  out.instances = batch_instances(epoch, b, rank, world, micro > 0 ? std::optional<int64_t>(micro) : std::nullopt);
   out.rows = int64_t(out.instances.size());
   out.seq_len = config_.seq_len;
   out.tokens.resize(size_t(out.rows * out.seq_len));
   out.keep.resize(size_t(out.rows));
-  for (int64_t row = 0; row < out.rows; row++) {
-    int32_t* tokens = out.tokens.data() + row * out.seq_len;
-    dataset_->read_instance(out.instances[size_t(row)], tokens);
-    out.keep[size_t(row)] = instance_passes(tokens, size_t(out.seq_len), config_.filter);
-    if (packed_) out.doc_lens.push_back(document_lengths({tokens, size_t(out.seq_len)}, packed_->eos()));
-  }
+  if (packed_) out.doc_lens.resize(size_t(out.rows));
+  // Rows of a remote mix are range requests: kConnections of them in flight at once.
+  for_each_concurrently(size_t(out.rows), remote_ ? kConnections : 1, [&](size_t row) {
+    int32_t* tokens = out.tokens.data() + int64_t(row) * out.seq_len;
+    dataset_->read_instance(out.instances[row], tokens);
+    out.keep[row] = instance_passes(tokens, size_t(out.seq_len), config_.filter);
+    if (packed_) out.doc_lens[row] = document_lengths({tokens, size_t(out.seq_len)}, packed_->eos());
+  });
   return out;
 }
 
@@ -82,6 +119,10 @@ std::string DataLoader::fingerprint() const {
   // Only a run that switches the boundaries to metadata fingerprints them, so every EOS fingerprint stays as it was.
   const bool metadata = packed_ && config_.packing.document_boundaries == DocumentBoundaries::metadata;
   if (metadata) text += "document_boundaries=metadata;";
+  // Remote files' hashes read sampled blocks over the network: all files at once, and remembered for a restart.
+  for_each_concurrently(dataset_->num_files(), remote_ ? kConnections : 1,
+                        [&](size_t i) { dataset_->file(i).content_hash(); });
+  save_remote_index();
   for (size_t i = 0; i < dataset_->num_files(); i++) {
     const TokenFile& file = dataset_->file(i);
     text += fmt::format("file={},size={},hash={:016x};", std::filesystem::path(file.path()).filename().string(),

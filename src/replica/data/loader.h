@@ -13,7 +13,10 @@
 //   Batch batch = loader.batch(epoch, b, rank, world, micro_batch);  // [512 / world, 8192] int32 ids
 #pragma once
 #include <cstdint>
+#include <future>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -40,6 +43,9 @@ struct LoaderConfig {
   // else (permute_mix); none: mix order (OLMo-core's default; stage 3: 123).
   std::optional<int64_t> source_permutation_seed;
   PackingConfig packing;  // none by default: fixed-length chunks of each file
+  // Batches read ahead of the one asked for, on threads of their own, when some file is remote (http(s)://): a
+  // step then finds its batch read. 0: none. What a batch holds does not depend on it.
+  int64_t read_ahead = 0;
 };
 
 struct Batch {
@@ -71,7 +77,8 @@ class DataLoader {
   // The rows of global batch `b` of `epoch` read by data-parallel `rank` of `world` (global_batch / world rows)
   // for micro-batches of `micro_batch` instances: rows [k M, (k + 1) M) are global micro-batch rank + world k
   // (GlobalOrder::rank_micro_batches). Without a micro-batch size, the rank's rows in row order (row[r::W], one
-  // micro-batch). Thread-safe.
+  // micro-batch). Thread-safe. With read_ahead and a remote file, the batches that follow (b + 1, ..., into the next
+  // epoch) for the same rank are read in the background.
   Batch batch(uint64_t epoch, int64_t b, int rank = 0, int world = 1,
               std::optional<int64_t> micro_batch = std::nullopt) const;
   std::vector<uint32_t> batch_instances(uint64_t epoch, int64_t b, int rank = 0, int world = 1,
@@ -90,9 +97,17 @@ class DataLoader {
   std::shared_ptr<const GlobalOrder> order(uint64_t epoch) const;
 
  private:
+  // (epoch, batch, rank, world, micro-batch size or 0): what a batch is read for.
+  using BatchKey = std::tuple<uint64_t, int64_t, int, int, int64_t>;
+  Batch read_batch(const BatchKey& key) const;
+  BatchKey next(const BatchKey& key) const;  // the batch training reads after `key`
+
   LoaderConfig config_;
   std::unique_ptr<const InstanceSource> dataset_;
   const PackedDataset* packed_ = nullptr;
+  bool remote_ = false;  // some file is read over HTTP: rows are read concurrently, and ahead when configured
+  mutable std::mutex ahead_mutex_;
+  mutable std::map<BatchKey, std::future<Batch>> ahead_;
   mutable std::mutex mutex_;
   mutable uint64_t cached_epoch_ = 0;
   mutable std::shared_ptr<const GlobalOrder> cached_order_;

@@ -47,10 +47,8 @@ PackedDataset::PackedDataset(const std::vector<MixEntry>& files, int64_t seq_len
         "a packed dataset needs a power-of-two sequence length (the OBFD segment tree's leaves), got {}", seq_len);
   check(packing.source_group_size >= 1, "source group size must be at least 1, got {}", packing.source_group_size);
   check(!files.empty(), "the dataset needs at least one token file");
-  for (const auto& entry : files) {
-    files_.emplace_back(entry.path, dtype);
-    labels_.push_back(entry.label);
-  }
+  files_ = open_token_files(files, dtype);
+  for (const auto& entry : files) labels_.push_back(entry.label);
   const size_t group_size = size_t(packing.source_group_size);
   groups_.resize((files_.size() + group_size - 1) / group_size);
   // Each group is packed on its own (OLMo-core runs them in a process pool), so any thread count gives the same.

@@ -17,6 +17,7 @@
 #include "replica/core/file.h"
 #include "replica/core/glob.h"
 #include "replica/core/threads.h"
+#include "replica/data/http_client.h"
 
 namespace replica::train {
 namespace {
@@ -69,6 +70,15 @@ std::vector<Field> fields(Recipe& r) {
              data::document_boundaries_name),
       text("data.work_dir", loader.packing.work_dir),
       optional_integer("data.source_permutation_seed", loader.source_permutation_seed),
+      // Where the files are and how they are read: the data fingerprint shows what was read, not these.
+      text("data.base_dir", r.data.base_dir, one_line).neutral(),
+      text("data.cache_dir", r.remote.cache_dir, one_line).neutral(),
+      integer("data.cache_bytes", r.remote.cache_bytes, positive_integer).neutral(),
+      number("data.http_timeout", r.remote.http.timeout_s,
+             [](double s) { return s > 0 && s <= 3600 ? "" : fmt::format("must be in (0, 3600] seconds, got {}", s); })
+          .neutral(),
+      integer("data.http_retries", r.remote.http.retries, at_least_0).neutral(),
+      integer("data.read_ahead", loader.read_ahead, at_least<int64_t>(0, "0 = none")).neutral(),
       number("optim.lr", schedule.lr, positive<double>()),
       number("optim.weight_decay", step.adamw.weight_decay, at_least(0.0)),
       number_pair("optim.betas", step.adamw.beta1, step.adamw.beta2, "a list of two numbers [beta1, beta2]",
@@ -273,7 +283,8 @@ void check_held_out_files(Recipe& r, const Origins& origins) {
   const std::string source = origins.of({"data.validation_paths"});
   r.data.validation_paths = expand_globs(r.data.validation_paths, source, "data.validation_paths");
   for (const std::string& p : r.data.validation_paths)
-    check(std::filesystem::exists(p), "{}: 'data.validation_paths': {} not found{}", source, p, resolved_against(p));
+    check(data::is_url(p) || std::filesystem::exists(p), "{}: 'data.validation_paths': {} not found{}", source, p,
+          resolved_against(p));
 }
 
 // What training reads must be named (a plan or a data command names only what it needs) and exist.
@@ -291,8 +302,9 @@ void check_training_files(Recipe& r, const Origins& origins) {
   if (!r.model.config.empty()) exists(r.model.config, "model.config");
   if (!r.model.init_from.empty()) exists(r.model.init_from, "model.init_from");
   if (!r.train.resume_from.empty()) exists(r.train.resume_from, "train.resume_from");
-  for (const std::string& p : r.data.paths) exists(p, "data.paths");
-  if (!r.data.mix_file.empty()) exists(r.data.mix_file, "data.mix_file");
+  for (const std::string& p : r.data.paths)
+    if (!data::is_url(p)) exists(p, "data.paths");  // a URL is HEADed when the data is opened
+  if (!r.data.mix_file.empty() && !data::is_url(r.data.mix_file)) exists(r.data.mix_file, "data.mix_file");
 }
 
 }  // namespace
@@ -366,10 +378,17 @@ StepConfig step_config(const Recipe& r) {
 
 data::LoaderConfig loader_config(const Recipe& r, uint32_t vocab_size) {
   data::LoaderConfig c = r.loader;
-  c.files = r.data.mix_file.empty() ? data::mix_from_paths(r.data.paths) : data::read_mix_file(r.data.mix_file);
+  c.files = r.data.mix_file.empty() ? data::mix_from_paths(r.data.paths)
+                                    : data::read_mix_file(r.data.mix_file, r.data.base_dir);
   c.seq_len = r.step.seq_len;
   c.global_batch = r.step.global_batch;
   c.vocab_size = vocab_size;
+  return c;
+}
+
+data::RemoteConfig remote_config(const Recipe& r) {
+  data::RemoteConfig c = r.remote;
+  c.index_path = (std::filesystem::path(r.run.dir) / "remote_files.json").string();
   return c;
 }
 

@@ -12,6 +12,7 @@
 
 #include "replica/core/config_fields.h"
 #include "replica/data/loader.h"
+#include "replica/data/remote_files.h"
 #include "replica/kernels/backend.h"
 #include "replica/metrics/progress.h"
 #include "replica/train/observer_configs.h"
@@ -36,6 +37,9 @@ struct Recipe {
     std::string mix_file;                       // one token file per line: `path` or `label,path`
     std::vector<std::string> validation_paths;  // held-out token files for eval.every
     bool allow_fingerprint_change = false;      // resume even though the data fingerprint changed
+    // Where a mix file's relative paths are (OLMo-core's base_dir: https://olmo-data.org or a local copy of that
+    // tree; empty: the mix file's own directory or URL).
+    std::string base_dir;
   } data;
   // The step's own config (train/step_config.h): data.seq_len, data.global_batch_size, data.micro_batch_size;
   // optim.lr (schedule.lr), optim.weight_decay, betas, eps, host_moments (adamw), clip, skip_step*, z_loss;
@@ -50,12 +54,18 @@ struct Recipe {
   // (OLMo-core's repeated n-gram filter, off as in the OLMo 3 7B recipe; part of the data fingerprint);
   // data.packing, source_group_size, long_doc_strategy, document_boundaries, work_dir (OLMo-core's
   // NumpyPackedFSLDataset; none: fixed-length chunks, as in stages 1 and 2); data.source_permutation_seed (its
-  // source file shuffle; null: none). Its files, shape and vocabulary are derived: loader_config.
+  // source file shuffle; null: none); data.read_ahead (batches read ahead of the step when a file is remote). Its
+  // files, shape and vocabulary are derived: loader_config.
   data::LoaderConfig loader = [] {
     data::LoaderConfig c;
     c.seed = 34521;
+    c.read_ahead = 2;
     return c;
   }();
+  // How http(s):// data files are read (data/remote_files.h): data.cache_dir, data.cache_bytes (the local cache of
+  // ranges read; empty: none), data.http_timeout (seconds without a byte), data.http_retries. None of them changes
+  // what a run computes. Where what is learned of the files is kept is derived: remote_config.
+  data::RemoteConfig remote;
   struct Optim {
     bool load_state = false;  // load Adam moments from model.init_from (a replica or OLMo-core checkpoint)
   } optim;
@@ -121,5 +131,10 @@ StepConfig step_config(const Recipe& recipe);
 // the same fingerprint.
 data::LoaderConfig loader_config(const Recipe& recipe, const model::ModelConfig& model);
 data::LoaderConfig loader_config(const Recipe& recipe, uint32_t vocab_size);  // a model's vocab_size
+
+// How the run reads http(s):// files: recipe.remote, with the run's remote index in run.dir/remote_files.json (so a
+// restart neither HEADs every file again nor trusts a file that changed). Given to data::configure_remote_files
+// before loader_config, which may read a remote mix file.
+data::RemoteConfig remote_config(const Recipe& recipe);
 
 }  // namespace replica::train

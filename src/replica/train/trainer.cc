@@ -81,6 +81,7 @@ TrainSummary train(const Recipe& recipe, distributed::Communicator& comm, Backen
   const std::unique_ptr<distributed::Communicator> device_comm = connect_data(comm, backend);  // NCCL on GPUs
   distributed::Communicator& data_comm = device_comm ? *device_comm : comm;
   TrainStep step(config, step_config(r), comm, data_comm, backend);
+  data::configure_remote_files(remote_config(r));  // before loader_config, which may read a remote mix file
   data::DataLoader loader(loader_config(r, config));
   check(loader.batches_per_epoch() > 0, "data: {} instances of {} tokens are fewer than one global batch of {}",
         loader.dataset().num_instances(), r.step.seq_len, r.step.global_batch);
