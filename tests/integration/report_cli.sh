@@ -59,7 +59,7 @@ grep -q "WITHIN ±0.01 nat" "$work/ref.txt"
 printf '_step,train/CE loss\n1,2.5\n2,"2.4\n' >"$work/open.csv"
 expect_failure "$work/open.csv:3: a quoted field is not closed" "$replica" report "$work/a" --reference "$work/open.csv"
 printf '_step,train/CE loss\n1,2.5\n2,n/a\n' >"$work/bad.csv"
-expect_failure "$work/bad.csv:3: column 'train/CE loss': 'n/a' is not a number" \
+expect_failure "$work/bad.csv:3:2: column 'train/CE loss': 'n/a' is not a number" \
   "$replica" report "$work/a" --reference "$work/bad.csv"
 head -c 40 "$work/a/metrics.jsonl" >"$work/cut.jsonl"
 expect_failure "$work/cut.jsonl:1: not a metrics record" "$replica" report "$work/cut.jsonl"

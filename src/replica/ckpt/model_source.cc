@@ -17,13 +17,20 @@ std::string resolve_model_source(const std::string& path) {
 }
 
 model::ModelConfig load_model_source_config(const std::string& path) {
-  return is_checkpoint_dir(path) ? read_checkpoint_model_config(path) : model::load_model_config(path);
+  namespace fs = std::filesystem;
+  check(fs::exists(path), "{}: no such model (expected an HF model directory, a replica checkpoint or a run directory)",
+        path);
+  if (is_checkpoint_dir(path)) return read_checkpoint_model_config(path);
+  check(!fs::is_directory(path) || fs::exists(fs::path(path) / "config.json"),
+        "{}: not a model directory: no config.json (an HF model), train_state.json (a replica checkpoint) or "
+        "checkpoints/ (a run)", path);
+  return model::load_model_config(path);
 }
 
 void load_model_source_params(const std::string& path, const model::ParamTable& table, float* params) {
   check(std::filesystem::is_directory(path), "{}: not a model directory (an HF model or a replica checkpoint)", path);
   if (!is_checkpoint_dir(path)) return load_hf_params(path, table, params);
-  read_checkpoint_state(path);  // verifies the checksums
+  read_checkpoint_state(path, CheckpointRead::weights);  // verifies the checksums
   read_checkpoint_tensors(path, table, params);
 }
 

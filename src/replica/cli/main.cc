@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <map>
+#include <new>
 
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
+#include "replica/core/file.h"
 
 namespace replica::cli {
 
@@ -40,7 +42,15 @@ int main(int argc, char** argv) {
   }
   try {
     for (auto& [sub, run] : runners)
-      if (sub->parsed()) return run();
+      if (sub->parsed()) {
+        const int status = run();
+        replica::flush_stdout();  // output that never arrived is a failure, not exit 0
+        return status;
+      }
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "replica: error: out of memory (std::bad_alloc): a size the command needs, from its flags or its "
+                       "input files, is more than this machine can allocate\n");
+    return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "replica: error: {}\n", e.what());
     return 2;

@@ -101,7 +101,14 @@ PackedDataset::Group PackedDataset::pack_group(size_t first_file, size_t count) 
     fmt::print(stderr, "packing cache: {}; packing files {}..{} again\n", e.what(), first_file, first_file + count - 1);
   }
   group.packed = pack_documents(document_spans(group, sidecars), max_len);
-  write_packing_cache(path, key, group.packed, first_file);
+  // The cache saves time, nothing more: a full disk or a work_dir that cannot hold it costs a repack next time, not
+  // the run.
+  try {
+    write_packing_cache(path, key, group.packed, first_file);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "warning: packing cache (data.work_dir={}): cannot write it ({}); going on without it\n",
+               packing_.work_dir, e.what());
+  }
   return group;
 }
 
