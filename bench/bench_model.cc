@@ -2,7 +2,10 @@
 // peak (kernels/backend.h: on the CPU a large oneDNN matmul in the same precision, measured in this process;
 // on known GPUs the datasheet's dense peak).
 // Usage: bench_model MODEL.yaml BATCH SEQ PRECISION STEPS [none|selective|keep_attention|block] [train] [cpu|cuda]
-//                    [attention=auto|mma|wgmma|fp32] [profile] [float8] [host_moments]         → one JSON line
+//                    [attention=auto|mma|wgmma|fp32] [profile] [float8] [host_moments] [section.key=value]
+//                                                                                                → one JSON line
+// The arguments are overrides of the default recipe (train/recipe.h): BATCH is data.micro_batch_size and
+// data.global_batch_size, SEQ data.seq_len, float8 train.float8, and any section.key=value is one more override.
 // Every step runs the trainer's own step (train/step.h) on one rank, one micro-batch of random ids: its gradients,
 // and with `train` also the update (global-norm clipping and AdamW; no skip-step), whose share of the step is
 // reported. `profile` on a GPU adds a table of the device time per operation of the timed steps (Backend::profile).
@@ -20,6 +23,8 @@
 #include "replica/core/threads.h"
 #include "replica/kernels/profile.h"
 #include "replica/model/flops.h"
+#include "replica/train/checkpointing.h"
+#include "replica/train/recipe.h"
 #include "replica/train/step.h"
 
 using namespace replica;
@@ -43,31 +48,39 @@ static int run(int argc, char** argv) {
   if (argc < 6) {
     fmt::print(stderr,
                "usage: bench_model MODEL.yaml BATCH SEQ fp32|bf16 STEPS [none|selective|keep_attention|block] [train] "
-               "[cpu|cuda] [attention=auto|mma|wgmma|fp32] [profile] [float8] [host_moments]\n");
+               "[cpu|cuda] [attention=auto|mma|wgmma|fp32] [profile] [float8] [host_moments] [section.key=value]\n");
     return 2;
   }
-  const model::ModelConfig config = model::load_model_config(argv[1]);
+  // The arguments are overrides of a recipe, so the step is configured as `replica train` configures it
+  // (train::step_config): the positional ones name their keys, and any section.key=value is passed on as it is.
   const int64_t B = std::stoll(argv[2]), T = std::stoll(argv[3]);
   const int steps = std::stoi(argv[5]);
-  train::StepConfig c;
-  c.seq_len = T, c.global_batch = B, c.micro_batch = B;
-  c.precision = parse_precision(argv[4]);
-  c.schedule = {.type = optim::ScheduleType::constant, .lr = 1e-4};
-  c.skip_step.enabled = false;
+  std::vector<std::string> overrides = {fmt::format("model.config=\"{}\"", argv[1]),
+                                        fmt::format("data.seq_len={}", T),
+                                        fmt::format("data.global_batch_size={}", B),
+                                        fmt::format("data.micro_batch_size={}", B),
+                                        fmt::format("train.precision={}", argv[4]),
+                                        "schedule.type=constant",
+                                        "optim.lr=1e-4",
+                                        "optim.skip_step=false"};
   bool train = false, profile = false;
-  Device device = Device::cpu;
-  AttentionKernel attention = AttentionKernel::automatic;
   for (int i = 6; i < argc; i++) {
     const std::string arg = argv[i];
     if (arg == "train") train = true;
     else if (arg == "profile") profile = true;
-    else if (arg == "float8") c.float8 = true;
-    else if (arg == "host_moments") c.adamw.host_moments = true;
-    else if (arg == "cpu" || arg == "cuda") device = parse_device(arg);
-    else if (arg.starts_with("attention=")) attention = parse_attention_kernel(arg.substr(10));
+    else if (arg == "float8") overrides.push_back("train.float8=true");
+    else if (arg == "host_moments") overrides.push_back("optim.host_moments=true");
+    else if (arg == "cpu" || arg == "cuda") overrides.push_back("train.device=" + arg);
+    else if (arg.starts_with("attention=")) overrides.push_back("train.attention=" + arg.substr(10));
+    else if (arg.find('=') != std::string::npos) overrides.push_back(arg);
     else
-      c.remat = model::parse_remat(arg);
+      overrides.push_back("train.remat=" + arg);
   }
+  const train::Recipe recipe = train::load_recipe_text("", "bench_model", overrides, /*check_files=*/false);
+  const model::ModelConfig config = train::recipe_model_config(recipe);
+  const train::StepConfig c = train::step_config(recipe);
+  const Device device = recipe.train.device;
+  AttentionKernel attention = recipe.train.attention;
 
   Backend& backend = backend_for(device);
   attention = backend.use_attention(attention);

@@ -4,17 +4,23 @@
 # `check_kernels` (so the GPU machine spends no device time compiling) built for
 # any x86-64 CPU with AVX2 (x86-64-v3; the GPU machine's CPU model is not known here) with the CUDA backend, the shared libraries they load that such a machine lacks, and
 # the PyTorch reference fixtures. CUDA's own libraries (cudart, cuBLASLt, NCCL) are not packed: the GPU
-# machine has them. bench/gpu/run.sh unpacks the bundle when it is there.
+# machine has them. The bundle's STAMP (scripts/source-stamp.sh: the commit and a hash of the sources) says which
+# tree it was built from; bench/gpu/run.sh unpacks the bundle when it is there and refuses one whose STAMP does not
+# match the tree it runs in.
 #   scripts/device-bundle.sh        → .device/bundle.tar.xz (git-ignored; name .device in the device tool's carry)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build-device}
+stamp=$(scripts/source-stamp.sh)
 cmake -S . -B "$build" -G Ninja -DREPLICA_NATIVE=OFF -DCMAKE_CXX_FLAGS=-march=x86-64-v3 >/dev/null
 ninja -C "$build" replica unit_tests bench_model bench_attention check_kernels reference_fixtures
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
+[ "$(scripts/source-stamp.sh)" = "$stamp" ] ||
+  { echo "device-bundle.sh: the sources changed during the build; run it again" >&2; exit 1; }
+echo "$stamp" >"$stage/STAMP"
 cp "$build/replica" "$build/tests/unit_tests" "$build/bench/bench_model" "$build/bench/bench_attention" \
   "$build/tests/gpu/check_kernels" "$stage/bin/"
 cp -r "$build/fixtures" "$stage/fixtures"
@@ -27,3 +33,4 @@ mkdir -p .device
 tar -C "$stage" -cJf .device/bundle.tar.xz .
 echo "bundle: .device/bundle.tar.xz ($(du -h .device/bundle.tar.xz | cut -f1)): $(ls "$stage/bin" | tr '\n' ' ')"
 echo "libraries: $(ls "$stage/lib" | tr '\n' ' ')"
+echo "stamp: $(tr '\n' ' ' <"$stage/STAMP")"

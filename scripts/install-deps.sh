@@ -11,17 +11,31 @@ packages=(
   libfmt-dev                    # formatting (g++ 12 has no std::format)
   libpcre2-dev                  # tokenizer pre-tokenisation regex
   libxxhash-dev                 # XXH3-128 checksums and fingerprints
-  zlib1g-dev                    # Dolma's .csv.gz document metadata (data.document_boundaries: metadata)
+  zlib1g-dev                    # .csv.gz document metadata; CRC-32 of torch.save archives (ckpt/torch_save)
   libgtest-dev libgmock-dev     # unit tests
   libbenchmark-dev              # micro-benchmarks
   clang-14 libclang-rt-14-dev   # libFuzzer + ASan/UBSan runtimes: the fuzz harnesses (tests/fuzz)
   libomp-14-dev                 # OpenMP for clang (the fuzz tree)
   libopenmpi-dev openmpi-bin    # data parallelism across processes (mpirun)
-  python3-torch python3-numpy   # the independent reference (fixtures, speed baseline)
+  python3-torch python3-numpy   # the reference; OLMo-core checkpoints written by DCP in tests
   python3-yaml                  # bench/run.sh reads model YAML for the reference
   chromium                      # the report test renders report.html in headless Chromium
   python3-regex                 # \p{..} classes for the tokenizer.json BPE in tests/integration/ckpt_hf_tokenizer.sh
+  nodejs                        # node and npm (this image ships them) for the npm test oracles below
 )
+
+# npm packages the tests compare replica with, pinned by tools/node/package-lock.json (integrity hashes):
+# tokenizers = Hugging Face's Rust tokenizers (tests/integration/data_tokenize_dolma.sh).
+install_npm_oracles() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tools/node"
+  if [ -f "$dir/node_modules/tokenizers/package.json" ]; then
+    echo "install-deps: npm test oracles present"
+    return
+  fi
+  echo "install-deps: npm ci in tools/node"
+  npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -29,6 +43,7 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  install_npm_oracles
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
@@ -37,3 +52,4 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_npm_oracles

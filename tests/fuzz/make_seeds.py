@@ -171,5 +171,51 @@ def main():
     put("document_metadata", "not_gzip.csv", "0,5\n5,9\n")
 
 
+def torch_seeds():
+    """Seeds written by PyTorch itself (Debian's python3-torch; run this script with /usr/bin/python3 for them):
+    torch.save archives, and the .metadata of small OLMo-core checkpoints written with torch.distributed.checkpoint
+    by tests/integration/write_olmo_core_checkpoint.py, in torch 1.13's and torch 2.x's class names."""
+    try:
+        import torch
+    except ImportError:
+        print("torch is not importable: the torch_save and dcp_metadata seeds are left as they are")
+        return
+    import io
+    import subprocess
+    import sys
+    import tempfile
+
+    def saved(t):
+        buf = io.BytesIO()
+        torch.save(t, buf)
+        return buf.getvalue()
+    put("torch_save", "f32_2x3", saved(torch.arange(6, dtype=torch.float32).reshape(2, 3)))
+    put("torch_save", "bf16", saved(torch.tensor([1.5, -2.0], dtype=torch.bfloat16)))
+    put("torch_save", "scalar", saved(torch.tensor(7.0)))
+    put("torch_save", "view_at_offset", saved(torch.arange(8, dtype=torch.float32)[2:6]))
+    put("torch_save", "transposed", saved(torch.arange(6, dtype=torch.float32).reshape(2, 3).t()))
+    put("torch_save", "float_not_tensor", saved(0.1))
+
+    writer = os.path.join(ROOT, "tests", "integration", "write_olmo_core_checkpoint.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt = os.path.join(tmp, "replica")
+        os.makedirs(ckpt)
+        embed, norm = np.arange(8, dtype="<f4").reshape(4, 2), np.ones(2, dtype="<f4")
+        names = [("model.embed_tokens.weight", embed), ("model.norm.weight", norm)]
+        open(os.path.join(ckpt, "model.safetensors"), "wb").write(safetensors_bytes([(n, "F32", a) for n, a in names]))
+        open(os.path.join(ckpt, "optim.safetensors"), "wb").write(safetensors_bytes(
+            [(f"{m}.{n}", "F32", a * 0.5) for m in ("exp_avg", "exp_avg_sq") for n, a in names]))
+        json.dump({"optimizer": {"adam_step_count": 2}}, open(os.path.join(ckpt, "train_state.json"), "w"))
+        for layout in ("torch1", "torch2"):
+            out = os.path.join(tmp, layout)
+            subprocess.run([sys.executable, writer, ckpt, out, "--chunks", "2", "--layout", layout], check=True)
+            metadata = open(os.path.join(out, "model_and_optim", ".metadata"), "rb").read()
+            put("dcp_metadata", f"olmo_core_{layout}", metadata)
+    put("dcp_metadata", "truncated", metadata[:len(metadata) // 2])
+    command = b"touch /tmp/replica_fuzz_pwned"
+    put("dcp_metadata", "os_system", b"\x80\x02cos\nsystem\nX" + struct.pack("<I", len(command)) + command + b"\x85R.")
+
+
 if __name__ == "__main__":
     main()
+    torch_seeds()

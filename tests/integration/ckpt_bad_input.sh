@@ -97,7 +97,7 @@ taken = sum(not l["skipped"] for l in lines)
 assert s2["optimizer"]["adam_step_count"] == s1["optimizer"]["adam_step_count"] + taken, (s1["optimizer"], taken)
 print("stage 2: Adam step", s1["optimizer"]["adam_step_count"], "->", s2["optimizer"]["adam_step_count"], "; steps 1..3, lr", lines[0]["lr"])
 PY
-expect_failure "is not a replica checkpoint (an HF directory holds weights only)" \
+expect_failure "is not a replica or OLMo-core checkpoint (an HF directory holds weights only)" \
   "$replica" train --config "$work/recipe.yaml" run.dir="$work/r2" model.init_from="$work/hf" optim.load_state=true
 snapshot "$work/after"
 diff "$work/before" "$work/after"

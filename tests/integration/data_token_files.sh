@@ -73,6 +73,20 @@ grep -q "recipe.yaml (recipe; model .*): the global batch 2 is not a multiple of
   err.txt
 echo "ok: plan --config RECIPE plans the recipe's shape"
 
+# train.float8 is planned as it runs: the float8 Linears' scratch is in the activations (it once was left out;
+# about 180 MB at 7B and T = 8192).
+seven_b=(model.config="$src/configs/models/olmo3_7b.yaml" data.seq_len=8192 data.micro_batch_size=1)
+"$replica" plan --config recipe.yaml "${seven_b[@]}" > plan_7b.txt
+"$replica" plan --config recipe.yaml "${seven_b[@]}" train.float8=true > plan_7b_f8.txt
+grep -q "^activations      B=1 T=8192 (float8 Linears, train.float8)" plan_7b_f8.txt
+per_rank() { awk '/^  activations / {print $2; exit}' "$1"; }
+[ -n "$(per_rank plan_7b.txt)" ] && [ "$(per_rank plan_7b_f8.txt)" != "$(per_rank plan_7b.txt)" ]
+# --model's flags are overrides of the default recipe: the same plan as the recipe's keys.
+"$replica" plan --model "$src/configs/models/olmo3_7b.yaml" --seq-len 8192 --precision fp32 train.float8=true \
+  > plan_model_f8.txt
+grep -q "^activations      B=1 T=8192 (float8 Linears, train.float8)" plan_model_f8.txt
+echo "ok: plan sizes train.float8's scratch, with --config and with --model"
+
 # Recipe paths are resolved against the current directory, and an error says so.
 mkdir elsewhere && cd elsewhere
 if "$replica" train --config ../recipe.yaml 2> err.txt; then exit 1; fi

@@ -105,4 +105,18 @@ set +e
 set -e
 [ "$rc" = 2 ] || { echo "expected exit 2, got $rc"; cat err.txt; exit 1; }
 grep -q "piqa.jsonl:2: invalid JSON" err.txt || { cat err.txt; exit 1; }
+# Newcomer review 2026-12-03: a mistyped built-in suite names the choices; RUN/checkpoints means its latest checkpoint.
+set +e
+"$REPLICA" eval --model "$CKPT" --suite defualt > err.txt 2>&1; rc=$?
+set -e
+[ "$rc" = 2 ] && grep -qF "suite 'defualt': not a built-in suite (default or full) (did you mean 'default'?) and no such file" \
+  err.txt || { echo "rc $rc"; cat err.txt; exit 1; }
+"$REPLICA" eval --model run/checkpoints --suite suite.yaml --threads 2 --json 2>/dev/null > latest.json
+python3 - <<'PY'
+import json
+a, b = json.load(open("eval.json")), json.load(open("latest.json"))
+for k in ("kl", "tasks", "perplexity"):
+    assert a[k] == b[k], f"eval of run/checkpoints differs from its latest checkpoint in {k}"
+print("run/checkpoints = its latest checkpoint")
+PY
 echo "eval_cli: ok"

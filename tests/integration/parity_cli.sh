@@ -39,6 +39,16 @@ test "$code" = 1
 check "$out" '0 < j["kl_mean"] < 1e-3 and j["top1"] > 0.8 and 0 < j["max_abs_logit_diff"] < 0.5 and not j["pass"]'
 "$replica" parity --reference "$ckpt" --candidate "$ckpt" --precision bf16 --tokens "$work/ids.npy" --threads 1 | tee "$work/text"
 grep -q "top-1 agreement" "$work/text"
+# The verdict line names each bound: PASS when all hold, FAIL (exit 1) naming the ones missed.
+"$replica" parity --reference "$ckpt" --candidate "$work/hf" --tokens "$work/ids.npy" --threads 1 --max-kl 0 \
+  --min-top1 1 | grep -qx "PASS: KL mean 0 <= --max-kl 0; top-1 1 >= --min-top1 1"
+set +e
+"$replica" parity --reference "$ckpt" --candidate "$ckpt" --precision bf16 --tokens "$work/ids.npy" --threads 1 \
+  --max-kl 0 >"$work/fail.txt"
+code=$?
+set -e
+test "$code" = 1
+grep -Eq "^FAIL: KL mean [0-9.e-]+ > --max-kl 0$" "$work/fail.txt"
 
 $py -c "import numpy as np; np.save('$work/ids1.npy', np.load('$work/ids.npy')[:1])"
 expect_failure "logits have shape [2, 96, V], the tokens are [1, 96]" \

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -12,6 +13,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/sha256.h"
+#include "replica/data/document_metadata.h"
 #include "replica/data/tokenize.h"
 #include "replica/data/tokenizer.h"
 
@@ -189,11 +191,71 @@ TEST(Tokenize, InputsWithoutDocumentsWriteNothing) {
   const std::string input = (dir / "blank.jsonl").string(), output = (dir / "out.npy").string();
   std::ofstream(input) << "\n  \n";
   try {
-    tokenize_files(tokenizer(), {input}, output, 1, false);
+    tokenize_files(tokenizer(), {input}, output, {.jobs = 1});
     FAIL() << "expected replica::Error";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), input + ": no documents to tokenize (every input is empty or blank)");
   }
   EXPECT_FALSE(std::filesystem::exists(output));
   EXPECT_FALSE(std::filesystem::exists(output + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out.csv.gz"));
+}
+
+// dolma's encode (HF tokenizers, encode_special_tokens): plain added tokens are matched, special ones are text.
+// tests/integration/data_tokenize_dolma.sh checks the same rules against Hugging Face's own tokenizers.
+TEST(Tokenizer, DolmaEncodeMatchesPlainAddedTokensOnly) {
+  const Tokenizer& t = tokenizer();
+  auto dolma = [&](std::string_view text) {
+    std::vector<uint32_t> ids;
+    t.encode_dolma(text, ids);
+    return ids;
+  };
+  auto ordinary = [&](std::string_view text) { return t.encode_ordinary(text); };
+  auto concat = [](std::vector<std::vector<uint32_t>> parts) {
+    std::vector<uint32_t> out;
+    for (auto& part : parts) out.insert(out.end(), part.begin(), part.end());
+    return out;
+  };
+  EXPECT_EQ(dolma("call |||PHONE_NUMBER||| now"),
+            concat({ordinary("call "), {t.added_token_id("|||PHONE_NUMBER|||")}, ordinary(" now")}));
+  // Special tokens stay text, exactly as encode_ordinary spells them.
+  EXPECT_EQ(dolma("a<|endoftext|>b<|pad|><|im_start|>"), ordinary("a<|endoftext|>b<|pad|><|im_start|>"));
+  // The longest token at the leftmost start: <|extra_id_10|>, not <|extra_id_1|> and "0|>".
+  EXPECT_EQ(dolma("x<|extra_id_10|><|extra_id_1|>"),
+            concat({ordinary("x"), {t.added_token_id("<|extra_id_10|>"), t.added_token_id("<|extra_id_1|>")}}));
+  EXPECT_EQ(t.added_token_id("<|extra_id_0|>"), 100256u);
+  // Matches do not overlap: the PHONE mask takes the shared "|||", so EMAIL_ADDRESS||| is text.
+  EXPECT_EQ(dolma("|||PHONE_NUMBER|||EMAIL_ADDRESS|||"),
+            concat({{t.added_token_id("|||PHONE_NUMBER|||")}, ordinary("EMAIL_ADDRESS|||")}));
+  EXPECT_EQ(dolma("||IP_ADDRESS|||"), ordinary("||IP_ADDRESS|||"));
+  EXPECT_EQ(dolma("plain text"), ordinary("plain text"));
+  EXPECT_TRUE(dolma("").empty());
+}
+
+TEST(Tokenize, DolmaStripsSkipsEmptyAndWritesTheSidecar) {
+  const std::filesystem::path dir = replica::testing::scratch_dir("tokenize_dolma");
+  const std::string input = (dir / "docs.jsonl").string(), output = (dir / "out.npy").string();
+  std::ofstream(input) << "{\"id\": \"a,1\", \"text\": \"\\u00a0 hi \\n\"}\r\n"
+                       << "{\"id\": \"b\", \"text\": \" \\u3000\\t\"}\n\n"
+                       << "{\"text\": \"|||EMAIL_ADDRESS|||\"}\r"
+                       << "{\"id\": \"say \\\"x\\\"\", \"text\": \"x\"}";
+  const TokenizeStats stats = tokenize_files(tokenizer(), {input}, output, {.jobs = 2});
+  EXPECT_EQ(stats.documents, 3u);
+  EXPECT_EQ(stats.empty, 1u);
+  EXPECT_EQ(stats.without_id, 1u);
+  const uint32_t eos = kDolma2Eos;
+  std::vector<uint32_t> expected = tokenizer().encode_ordinary("hi");
+  expected.push_back(eos);
+  expected.push_back(tokenizer().added_token_id("|||EMAIL_ADDRESS|||"));
+  expected.push_back(eos);
+  for (uint32_t id : tokenizer().encode_ordinary("x")) expected.push_back(id);
+  expected.push_back(eos);
+  const std::vector<char> bytes = replica::read_file(output);
+  ASSERT_EQ(bytes.size(), expected.size() * 4);
+  EXPECT_EQ(std::memcmp(bytes.data(), expected.data(), bytes.size()), 0);
+  ASSERT_EQ(stats.metadata_path, (dir / "out.csv.gz").string());
+  const std::vector<char> gz = replica::read_file(stats.metadata_path);
+  const size_t a = expected.size() - 4, b = expected.size() - 2;
+  EXPECT_EQ(gunzip(gz, "sidecar"), fmt::format("0,{},\"a,1\",{},1\r\n{},{},,{},4\r\n{},{},\"say \"\"x\"\"\",{},5\r\n", a,
+                                              input, a, b, input, b, expected.size(), input));
 }

@@ -16,7 +16,7 @@
 #include "replica/eval/heldout.h"
 #include "replica/eval/kl.h"
 #include "replica/eval/perplexity.h"
-#include "replica/eval/pystr.h"
+#include "replica/core/pystr.h"
 
 using namespace replica;
 using namespace replica::eval;

@@ -11,7 +11,7 @@
 #include "replica/core/error.h"
 #include "replica/data/tokenizer.h"
 #include "replica/eval/downstream.h"
-#include "replica/eval/pystr.h"
+#include "replica/core/pystr.h"
 #include "replica/eval/tasks.h"
 
 using namespace replica;
@@ -66,8 +66,8 @@ TEST(EvalPyStr, PythonStringSemantics) {
   EXPECT_EQ(py::capitalize("\u00e9COLE"), "\u00c9cole");  // é → É, the rest lower
   EXPECT_EQ(py::len("caf\u00e9"), 4);
   EXPECT_EQ(py::replace("a    b", "  ", " "), "a  b");  // one pass: four spaces become two
-  EXPECT_EQ(py::hellaswag_preprocess("a [x] b [no close"), "a b [no close");
-  EXPECT_EQ(py::hellaswag_preprocess("keep [multi\nline] it"), "keep [multi\nline] it");  // '.' stops at \n
+  EXPECT_EQ(hellaswag_preprocess("a [x] b [no close"), "a b [no close");
+  EXPECT_EQ(hellaswag_preprocess("keep [multi\nline] it"), "keep [multi\nline] it");  // '.' stops at \n
 }
 
 TEST(EvalTasks, ArcPromptsAndLabels) {

@@ -47,22 +47,22 @@ const std::string kMinimal =
 
 TEST(Recipe, Stage1HoldsThePublishedNumbers) {
   Recipe r = load_recipe(recipe_path("olmo3_7b_stage1.yaml"), {}, false);
-  EXPECT_EQ(r.data.seq_len, 8192);
-  EXPECT_EQ(r.data.global_batch_size, 512);
+  EXPECT_EQ(r.step.seq_len, 8192);
+  EXPECT_EQ(r.step.global_batch, 512);
   EXPECT_EQ(r.tokens_per_step(), 4194304);
-  EXPECT_EQ(r.data.seed, 34521);
-  EXPECT_EQ(r.schedule.steps.lr, 3e-4);
-  EXPECT_EQ(r.optim.adamw.weight_decay, 0.1);
-  EXPECT_EQ(r.optim.adamw.beta1, 0.9);
-  EXPECT_EQ(r.optim.adamw.beta2, 0.95);
-  EXPECT_EQ(r.optim.adamw.eps, 1e-8);
-  EXPECT_EQ(r.optim.clip, 1.0);
-  EXPECT_TRUE(r.optim.skip_step.enabled);
-  EXPECT_EQ(r.optim.skip_step.window, 128);
-  EXPECT_EQ(r.optim.skip_step.sigma, 6.0);
-  EXPECT_EQ(r.optim.z_loss, 1e-5);
+  EXPECT_EQ(r.loader.seed, 34521u);
+  EXPECT_EQ(r.step.schedule.lr, 3e-4);
+  EXPECT_EQ(r.step.adamw.weight_decay, 0.1);
+  EXPECT_EQ(r.step.adamw.beta1, 0.9);
+  EXPECT_EQ(r.step.adamw.beta2, 0.95);
+  EXPECT_EQ(r.step.adamw.eps, 1e-8);
+  EXPECT_EQ(r.step.clip, 1.0);
+  EXPECT_TRUE(r.step.skip_step.enabled);
+  EXPECT_EQ(r.step.skip_step.window, 128);
+  EXPECT_EQ(r.step.skip_step.sigma, 6.0);
+  EXPECT_EQ(r.step.z_loss, 1e-5);
   EXPECT_EQ(r.train.max_steps, 1413814);
-  EXPECT_EQ(r.train.precision, Precision::bf16);
+  EXPECT_EQ(r.step.precision, Precision::bf16);
   optim::ScheduleConfig s = schedule_config(r);
   EXPECT_EQ(s.type, optim::ScheduleType::olmo3_stitched);
   EXPECT_EQ(s.warmup, 2000);
@@ -71,7 +71,7 @@ TEST(Recipe, Stage1HoldsThePublishedNumbers) {
   EXPECT_EQ(s.part2_warmup, 597046);
   EXPECT_NEAR(optim::learning_rate(s, 597046), 1.65e-4, 1e-18);
   EXPECT_NEAR(optim::learning_rate(s, 1413814), 3.93e-5, 0.005e-5);
-  const optim::AdamWConfig& a = r.optim.adamw;
+  const optim::AdamWConfig& a = r.step.adamw;
   EXPECT_EQ(a.beta1, 0.9);
   EXPECT_EQ(a.beta2, 0.95);
   EXPECT_NO_THROW(model_of(r));
@@ -79,9 +79,9 @@ TEST(Recipe, Stage1HoldsThePublishedNumbers) {
 
 TEST(Recipe, Stage2And3) {
   Recipe s2 = load_recipe(recipe_path("olmo3_7b_stage2.yaml"), {}, false);
-  EXPECT_EQ(s2.schedule.steps.lr, 2.0712352850360292e-4);
-  EXPECT_EQ(s2.data.global_batch_size, 256);
-  EXPECT_EQ(s2.data.seed, 1337);
+  EXPECT_EQ(s2.step.schedule.lr, 2.0712352850360292e-4);
+  EXPECT_EQ(s2.step.global_batch, 256);
+  EXPECT_EQ(s2.loader.seed, 1337u);
   EXPECT_EQ(s2.train.max_steps, 47684);
   EXPECT_TRUE(s2.optim.load_state);
   optim::ScheduleConfig s = schedule_config(s2);
@@ -90,14 +90,14 @@ TEST(Recipe, Stage2And3) {
   EXPECT_EQ(optim::learning_rate(s, 47684), 0.0);
 
   Recipe s3 = load_recipe(recipe_path("olmo3_7b_stage3.yaml"), {}, false);
-  EXPECT_EQ(s3.data.seq_len, 65536);
+  EXPECT_EQ(s3.step.seq_len, 65536);
   EXPECT_EQ(s3.tokens_per_step(), 4194304);
   EXPECT_EQ(s3.train.max_steps, 11921);
   EXPECT_EQ(schedule_config(s3).warmup, 200);
-  EXPECT_EQ(s3.data.packing.kind, data::Packing::obfd);
-  EXPECT_EQ(s3.data.packing.source_group_size, 8);
-  EXPECT_EQ(s3.data.source_permutation_seed, 123);
-  EXPECT_EQ(s3.data.packing.long_doc_strategy, data::LongDocStrategy::truncate);
+  EXPECT_EQ(s3.loader.packing.kind, data::Packing::obfd);
+  EXPECT_EQ(s3.loader.packing.source_group_size, 8);
+  EXPECT_EQ(s3.loader.source_permutation_seed, 123);
+  EXPECT_EQ(s3.loader.packing.long_doc_strategy, data::LongDocStrategy::truncate);
   const model::ModelConfig m3 = model_of(s3);
   ASSERT_TRUE(m3.rope_scaling.has_value());  // YaRN on the full-attention layers
   EXPECT_EQ(m3.rope_scaling->factor, 8.0);
@@ -107,8 +107,8 @@ TEST(Recipe, Stage2And3) {
 
   // What AI2 ran: the same but for the data-loader seed and the data (stage3.md §0.1).
   Recipe ran = load_recipe(recipe_path("olmo3_7b_stage3_as_run.yaml"), {}, false);
-  EXPECT_EQ(ran.data.seed, 4123);
-  EXPECT_EQ(ran.optim.adamw.weight_decay, 0.1);
+  EXPECT_EQ(ran.loader.seed, 4123u);
+  EXPECT_EQ(ran.step.adamw.weight_decay, 0.1);
   EXPECT_EQ(schedule_config(ran).t_max, schedule_config(s3).t_max);
 }
 
@@ -122,8 +122,8 @@ TEST(Recipe, TinyLoadsWithItsFilesAndExpandsGlobs) {
                           "data.mix_file=" + dir + "/train.mix", "data.validation_paths=[" + dir + "/*/heldout.npy]"});
   EXPECT_EQ(r.data.mix_file, dir + "/train.mix");
   EXPECT_EQ(r.data.validation_paths, (std::vector<std::string>{dir + "/code/heldout.npy", dir + "/web/heldout.npy"}));
-  EXPECT_EQ(r.data.global_batch_size % r.data.micro_batch_size, 0);
-  EXPECT_EQ(r.schedule.steps.type, optim::ScheduleType::cosine);
+  EXPECT_EQ(r.step.global_batch % r.step.micro_batch, 0);
+  EXPECT_EQ(r.step.schedule.type, optim::ScheduleType::cosine);
   EXPECT_NO_THROW(model_of(r));
   std::string missing = error_of([&] {
     load_recipe(recipe_path("tiny.yaml"),
@@ -141,18 +141,18 @@ TEST(Recipe, OverridesAreParsedAsYaml) {
        "train.device=cuda", "train.remat=keep_attention", "train.shard_weights=true"},
       false);
   EXPECT_EQ(r.train.device, Device::cuda);
-  EXPECT_EQ(r.train.remat, model::Remat::keep_attention);
+  EXPECT_EQ(r.step.remat, model::Remat::keep_attention);
   EXPECT_NE(r.to_yaml().find("remat: keep_attention"), std::string::npos);
-  EXPECT_TRUE(r.train.shard_weights);
+  EXPECT_TRUE(r.step.sharding.weights);
   EXPECT_NE(r.to_yaml().find("shard_weights: true"), std::string::npos);
   EXPECT_EQ(r.data.paths, (std::vector<std::string>{"a.npy", "b.npy"}));
-  EXPECT_EQ(r.schedule.steps.lr, 1e-3);
-  EXPECT_EQ(r.optim.adamw.beta1, 0.8);
-  EXPECT_EQ(r.optim.adamw.beta2, 0.99);
-  EXPECT_EQ(r.train.precision, Precision::bf16);
-  EXPECT_EQ(r.schedule.steps.type, optim::ScheduleType::wsd);
-  EXPECT_EQ(r.schedule.steps.decay, 20);
-  EXPECT_FALSE(r.optim.skip_step.enabled);
+  EXPECT_EQ(r.step.schedule.lr, 1e-3);
+  EXPECT_EQ(r.step.adamw.beta1, 0.8);
+  EXPECT_EQ(r.step.adamw.beta2, 0.99);
+  EXPECT_EQ(r.step.precision, Precision::bf16);
+  EXPECT_EQ(r.step.schedule.type, optim::ScheduleType::wsd);
+  EXPECT_EQ(r.step.schedule.decay, 20);
+  EXPECT_FALSE(r.step.skip_step.enabled);
   EXPECT_EQ(r.run.name, "my run");
   EXPECT_EQ(r.model.init_from, "");
   EXPECT_EQ(schedule_config(r).t_max, 100);  // from train.max_steps
@@ -164,12 +164,12 @@ TEST(Recipe, NumericsAndDataSettingsAreKeys) {
   const Recipe defaults = load_recipe_text(kMinimal, "minimal", {}, false);
   EXPECT_EQ(defaults.train.attention, AttentionKernel::automatic);
   EXPECT_FALSE(defaults.train.profile);
-  EXPECT_FALSE(defaults.data.instance_filter.enabled);
+  EXPECT_FALSE(defaults.loader.filter.enabled);
   const Recipe r = load_recipe_text(
       kMinimal, "minimal", {"train.attention=wgmma", "train.profile=true", "data.instance_filter=true"}, false);
   EXPECT_EQ(r.train.attention, AttentionKernel::wgmma);
   EXPECT_TRUE(r.train.profile);
-  EXPECT_TRUE(r.data.instance_filter.enabled);
+  EXPECT_TRUE(r.loader.filter.enabled);
   const std::string yaml = r.to_yaml();
   for (const char* line : {"attention: wgmma", "profile: true", "instance_filter: true"})
     EXPECT_NE(yaml.find(line), std::string::npos) << line << "\n" << yaml;
@@ -182,10 +182,10 @@ TEST(Recipe, NumericsAndDataSettingsAreKeys) {
 }
 
 TEST(Recipe, Float8IsAKeyOffByDefaultThatReachesTheStep) {
-  EXPECT_FALSE(load_recipe_text(kMinimal, "minimal", {}, false).train.float8);
+  EXPECT_FALSE(load_recipe_text(kMinimal, "minimal", {}, false).step.float8);
   EXPECT_FALSE(step_config(load_recipe_text(kMinimal, "minimal", {}, false)).float8);
   const Recipe r = load_recipe_text(kMinimal, "minimal", {"train.float8=true"}, false);
-  EXPECT_TRUE(r.train.float8);
+  EXPECT_TRUE(r.step.float8);
   EXPECT_TRUE(step_config(r).float8);
   const std::string yaml = r.to_yaml();
   EXPECT_NE(yaml.find("float8: true"), std::string::npos) << yaml;
@@ -222,22 +222,22 @@ TEST(Recipe, TrainingFilesResolveWithoutTheHeldOutOnes) {
 }
 
 TEST(Recipe, WorkDirDefaultsToNoPackingCacheAndReachesTheLoader) {
-  EXPECT_EQ(load_recipe_text(kMinimal, "minimal", {}, false).data.packing.work_dir, "");
+  EXPECT_EQ(load_recipe_text(kMinimal, "minimal", {}, false).loader.packing.work_dir, "");
   const Recipe r = load_recipe_text(kMinimal, "minimal", {"data.packing=obfd", "data.work_dir=/scratch/packing"}, false);
   EXPECT_EQ(loader_config(r, model::ModelConfig{}).packing.work_dir, "/scratch/packing");
   const std::string yaml = r.to_yaml();
   EXPECT_NE(yaml.find("work_dir: /scratch/packing"), std::string::npos) << yaml;
-  EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).data.packing.work_dir, "/scratch/packing");
+  EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).loader.packing.work_dir, "/scratch/packing");
 }
 
 TEST(Recipe, PackingKeysDefaultToPlainChunksAndReachTheLoader) {
   // OLMo-core's defaults: no packing, groups of one file, no source permutation, long documents truncated.
   const Recipe defaults = load_recipe_text(kMinimal, "minimal", {}, false);
-  EXPECT_EQ(defaults.data.packing.kind, data::Packing::none);
-  EXPECT_EQ(defaults.data.packing.source_group_size, 1);
-  EXPECT_EQ(defaults.data.source_permutation_seed, std::nullopt);
-  EXPECT_EQ(defaults.data.packing.long_doc_strategy, data::LongDocStrategy::truncate);
-  EXPECT_EQ(defaults.data.packing.document_boundaries, data::DocumentBoundaries::eos);
+  EXPECT_EQ(defaults.loader.packing.kind, data::Packing::none);
+  EXPECT_EQ(defaults.loader.packing.source_group_size, 1);
+  EXPECT_EQ(defaults.loader.source_permutation_seed, std::nullopt);
+  EXPECT_EQ(defaults.loader.packing.long_doc_strategy, data::LongDocStrategy::truncate);
+  EXPECT_EQ(defaults.loader.packing.document_boundaries, data::DocumentBoundaries::eos);
   const Recipe r = load_recipe_text(kMinimal, "minimal",
                                     {"data.packing=obfd", "data.source_group_size=8",
                                      "data.source_permutation_seed=123", "data.long_doc_strategy=fragment",
@@ -256,13 +256,13 @@ TEST(Recipe, PackingKeysDefaultToPlainChunksAndReachTheLoader) {
     EXPECT_NE(yaml.find(line), std::string::npos) << line << "\n" << yaml;
   EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
   const std::string plain = defaults.to_yaml();  // none round-trips as null
-  EXPECT_EQ(load_recipe_text(plain, "resolved", {}, false).data.source_permutation_seed, std::nullopt);
+  EXPECT_EQ(load_recipe_text(plain, "resolved", {}, false).loader.source_permutation_seed, std::nullopt);
 }
 
 TEST(Recipe, ContextParallelKeysDefaultToOffAndReachTheStep) {
   const Recipe defaults = load_recipe_text(kMinimal, "minimal", {}, false);
-  EXPECT_EQ(defaults.train.context.degree, 1);
-  EXPECT_EQ(defaults.train.context.head_stride, 0);
+  EXPECT_EQ(defaults.step.context.degree, 1);
+  EXPECT_EQ(defaults.step.context.head_stride, 0);
   const Recipe r = load_recipe_text(kMinimal, "minimal",
                                     {"train.context_parallel=2", "train.cp_head_stride=1", "data.seq_len=256",
                                      "data.micro_batch_size=1"},
@@ -364,7 +364,7 @@ TEST(Recipe, ToYamlRoundTrips) {
   std::string yaml = r.to_yaml();
   Recipe back = load_recipe_text(yaml, "resolved", {}, false);
   EXPECT_EQ(back.to_yaml(), yaml);
-  EXPECT_EQ(back.schedule.steps.lr, 0.1234567890123);
+  EXPECT_EQ(back.step.schedule.lr, 0.1234567890123);
   EXPECT_EQ(back.schedule.t_max_tokens, 5e12);
   EXPECT_EQ(back.data.validation_paths, r.data.validation_paths);
   EXPECT_NE(yaml.find("type: olmo3_stitched"), std::string::npos) << yaml;

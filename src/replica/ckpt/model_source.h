@@ -1,6 +1,6 @@
 // A model given by path: an HF model directory or a replica checkpoint directory (its weights; the model
 // config is stored in train_state.json). What model.init_from, `replica forward`, `replica parity` and
-// `replica export-hf` accept.
+// `replica export-hf` accept. model.init_from also takes an OLMo-core checkpoint, whose config model.config gives.
 #pragma once
 #include <string>
 
@@ -8,17 +8,20 @@
 
 namespace replica::ckpt {
 
-// `path` itself, or, where it is a run directory (it holds checkpoints/ and is no checkpoint itself), its latest
-// complete checkpoint (find_latest_checkpoint); replica::Error naming the run when it has none.
+// `path` itself, or, where it is a run directory (it holds checkpoints/ and is no checkpoint itself) or a run's
+// checkpoints/ directory (step directories and no config.json), its latest complete checkpoint
+// (find_latest_checkpoint); replica::Error naming the run when it has none.
 std::string resolve_model_source(const std::string& path);
 
-// The model config of `path`: a checkpoint's stored config, an HF directory's config.json, or a model file.
+// The model config of `path`: a checkpoint's stored config, an HF directory's config.json, or a model file; an
+// OLMo-core checkpoint has none (replica::Error saying to set model.config).
 model::ModelConfig load_model_source_config(const std::string& path);
 
-// Reads the weights of `path` into a buffer laid out by `table`, checking every tensor's shape. A
+// Reads the weights of `path` into a buffer laid out by `table` (that of `config`), checking every tensor's shape. A
 // checkpoint is verified first (manifest, checksums); an HF directory may have a truncated vocabulary
-// (padded back with zero rows).
-void load_model_source_params(const std::string& path, const model::ParamTable& table, float* params);
+// (padded back with zero rows); an OLMo-core checkpoint (ckpt/olmo_core_checkpoint.h) gives its model.* tensors.
+void load_model_source_params(const std::string& path, const model::ModelConfig& config, const model::ParamTable& table,
+                              float* params);
 
 // Config and weights together, of `path` or, for a run directory, of its latest checkpoint (resolve_model_source).
 HfModel load_model_source(const std::string& path);

@@ -2,6 +2,7 @@
 // audit a planned run for repeated data. The logic lives in src/replica/data/.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <memory>
@@ -25,6 +26,13 @@ namespace {
 
 using namespace replica;
 using namespace replica::data;
+
+// A YAML scalar holding `text` as it is (a path with ": " or a leading "[" stays a path).
+std::string yaml_scalar(const std::string& text) {
+  YAML::Emitter out;
+  out << YAML::DoubleQuoted << text;
+  return out.c_str();
+}
 
 // Options naming a token dataset: --paths FILES... or --mix FILE, the sequence length and dtype, and how the
 // files become instances (a source permutation, packing).
@@ -55,14 +63,23 @@ struct DatasetOptions {
     app->add_option("--source-permutation-seed", source_permutation_seed,
                     "Shuffle the files with Python's random.Random(seed) first (OLMo-core's source permutation)");
   }
-  // Everything but the loader's own settings (seed, global batch, filter).
-  void configure(LoaderConfig& config) const {
-    config.files = entries();
-    config.seq_len = seq_len;
-    config.dtype = parse_token_dtype(dtype);
-    config.source_permutation_seed = source_permutation_seed;
-    config.packing = {parse_packing(packing), source_group_size, parse_long_doc_strategy(long_doc_strategy),
-                      work_dir, parse_document_boundaries(document_boundaries)};
+  // The recipe keys these flags set (--seq-len 4096 is data.seq_len=4096); --dtype is the files' own, no key.
+  std::vector<std::string> overrides() const {
+    std::vector<std::string> out;
+    if (!mix.empty()) out.push_back("data.mix_file=" + yaml_scalar(mix));
+    YAML::Emitter files;
+    files << YAML::Flow << YAML::BeginSeq;
+    for (const std::string& path : paths) files << YAML::DoubleQuoted << path;
+    files << YAML::EndSeq;
+    if (!paths.empty()) out.push_back(fmt::format("data.paths={}", files.c_str()));
+    if (seq_len > 0) out.push_back(fmt::format("data.seq_len={}", seq_len));
+    out.push_back("data.packing=" + yaml_scalar(packing));
+    out.push_back(fmt::format("data.source_group_size={}", source_group_size));
+    out.push_back("data.long_doc_strategy=" + yaml_scalar(long_doc_strategy));
+    out.push_back("data.document_boundaries=" + yaml_scalar(document_boundaries));
+    out.push_back("data.work_dir=" + yaml_scalar(work_dir));
+    if (source_permutation_seed) out.push_back(fmt::format("data.source_permutation_seed={}", *source_permutation_seed));
+    return out;
   }
   std::vector<MixEntry> entries() const {
     check(!paths.empty() || !mix.empty(), "give the token files with --paths FILES... or --mix FILE");
@@ -82,7 +99,7 @@ constexpr uint32_t kModelVocabSize = 100352;
 struct Options {
   // tokenize
   std::vector<std::string> inputs;
-  std::string input_list, output, tokenizer, recipe;
+  std::string input_list, output, tokenizer, recipe, rules = "dolma";
   std::vector<std::string> overrides;  // of the recipe
   int jobs = 0;
   // datasets and orders
@@ -91,7 +108,7 @@ struct Options {
   int64_t global_batch = 0, steps = 0, micro_batch = 0, instance = 0;
   int world_size = 1;
   uint32_t vocab_size = kModelVocabSize;  // the model's, hashed into the fingerprint
-  bool filter = false, scan = false, ids = false, npy_header = false;
+  bool filter = false, scan = false, ids = false, npy_header = false, no_metadata = false;
 };
 
 // What a fingerprint from the flags stands for, so it can be matched with (or told apart from) a run's: a line under
@@ -102,14 +119,17 @@ std::string flags_fingerprint_note(const Options& o) {
                      o.dataset.seq_len, o.seed, o.dataset.packing, o.filter ? "on" : "off", o.vocab_size);
 }
 
-// The loader the command-line flags describe (without --config).
+// The loader the command-line flags describe (without --config): they are overrides of the default recipe, so the
+// loader is built as `replica train` builds it (train::loader_config), with the model's vocabulary from --vocab-size.
 LoaderConfig flags_loader_config(const Options& o) {
-  LoaderConfig config;
-  o.dataset.configure(config);
-  config.seed = o.seed;
-  config.global_batch = o.global_batch;
-  config.vocab_size = o.vocab_size;
-  config.filter.enabled = o.filter;
+  o.dataset.entries();  // --paths or --mix, else the error that says so
+  std::vector<std::string> flags = o.dataset.overrides();
+  flags.push_back(fmt::format("data.seed={}", o.seed));
+  flags.push_back(fmt::format("data.global_batch_size={}", std::max<int64_t>(o.global_batch, 1)));
+  flags.push_back(fmt::format("data.instance_filter={}", o.filter));
+  flags.insert(flags.end(), o.overrides.begin(), o.overrides.end());
+  LoaderConfig config = train::loader_config(train::load_recipe_text("", "replica data", flags, false), o.vocab_size);
+  config.dtype = parse_token_dtype(o.dataset.dtype);
   return config;
 }
 
@@ -138,13 +158,30 @@ int run_tokenize(const Options& o) {
   if (std::filesystem::exists(o.output + ".tmp"))
     fmt::print(stderr, "note: replacing {}.tmp, left by a tokenize that was cut short\n", o.output);
   Tokenizer tokenizer = Tokenizer::load(o.tokenizer.empty() ? default_ranks_path() : o.tokenizer);
-  TokenizeStats stats = tokenize_files(tokenizer, inputs, o.output, o.jobs, o.npy_header, true);
+  TokenizeOptions options;
+  options.rules = parse_text_rules(o.rules, "--rules");
+  options.jobs = o.jobs;
+  options.npy_header = o.npy_header;
+  options.metadata = !o.no_metadata;
+  options.progress = true;
+  TokenizeStats stats = tokenize_files(tokenizer, inputs, o.output, options);
   fmt::print("{}: {} documents, {:.2f} MB of text, {} tokens ({:.2f} bytes/token), {:.2f} s ({:.1f} MB/s), {}\n",
              o.output, stats.documents, stats.bytes / 1e6, stats.tokens,
              stats.tokens ? double(stats.bytes) / double(stats.tokens) : 0.0, stats.seconds,
              stats.seconds > 0 ? stats.bytes / 1e6 / stats.seconds : 0.0,
              o.npy_header ? ".npy header (np.load, forward --tokens)"
                           : "headerless uint32 (np.fromfile(path, '<u4'); forward --tokens with --seq-len)");
+  if (stats.empty) fmt::print("  skipped {} documents that are empty after strip(), as dolma does\n", stats.empty);
+  if (stats.without_id)
+    fmt::print("  {} JSONL documents have no string \"id\": dolma tokens would skip them; they are kept, with an "
+               "empty id in the metadata\n",
+               stats.without_id);
+  if (!stats.metadata_path.empty())
+    fmt::print("  document metadata (dolma's sidecar: start,end,id,source,line): {}\n", stats.metadata_path);
+  else if (!o.no_metadata)
+    fmt::print("  no document metadata: OLMo-core finds it by replacing \".npy\" in the token file's name, and {} has "
+               "none\n",
+               o.output);
   return 0;
 }
 
@@ -180,9 +217,7 @@ int run_info(const Options& o) {
   if (o.dataset.seq_len > 0 && !packed) fmt::print(", {} instances of {}", total_instances, o.dataset.seq_len);
   fmt::print("\n");
   if (o.dataset.seq_len > 0 && packed) {
-    LoaderConfig config;
-    o.dataset.configure(config);
-    const std::unique_ptr<const InstanceSource> dataset = open_dataset(config);
+    const std::unique_ptr<const InstanceSource> dataset = open_dataset(flags_loader_config(o));
     const auto& set = dynamic_cast<const PackedDataset&>(*dataset);
     const uint64_t tokens = set.num_instances() * uint64_t(o.dataset.seq_len);
     fmt::print("packed       {} documents into {} instances of {} in {} groups, {} padding tokens ({:.2f} %)\n",
@@ -192,21 +227,15 @@ int run_info(const Options& o) {
       fmt::print("packing      {} of {} groups read from the cache in {}\n", set.groups_from_cache(), set.num_groups(),
                  o.dataset.work_dir);
   }
-  if (o.dataset.seq_len > 0) {  // the global batch is not part of it
-    Options one_instance = o;
-    one_instance.global_batch = std::max<int64_t>(o.global_batch, 1);
-    fmt::print("fingerprint  {}\n{}", DataLoader(flags_loader_config(one_instance)).fingerprint(),
-               flags_fingerprint_note(o));
-  }
+  if (o.dataset.seq_len > 0)  // the global batch is not part of it
+    fmt::print("fingerprint  {}\n{}", DataLoader(flags_loader_config(o)).fingerprint(), flags_fingerprint_note(o));
   return 0;
 }
 
 // The instance's text (or ids) on stdout; where its tokens come from on stderr. A packed instance is shown document
 // by document, each with its position in the instance and its place in its file, then the padding.
 int run_show(const Options& o) {
-  LoaderConfig config;
-  o.dataset.configure(config);
-  const std::unique_ptr<const InstanceSource> dataset = open_dataset(config);
+  const std::unique_ptr<const InstanceSource> dataset = open_dataset(flags_loader_config(o));
   for (size_t f = 0; f < dataset->num_files(); f++)
     if (std::string hint = dataset->file(f).dtype_hint(); !hint.empty()) fmt::print(stderr, "warning: {}\n", hint);
   const uint64_t instance = uint64_t(o.instance);
@@ -272,10 +301,8 @@ int run_audit(Options o) {
     train::resolve_training_files(r, o.recipe);  // an audit reads no held-out files, so they need not exist
     config = replica::train::loader_config(r, train::recipe_model_config(r));
     o.steps = r.train.max_steps;
-    o.micro_batch = r.data.micro_batch_size;
+    o.micro_batch = r.step.micro_batch;
   } else {
-    if (!o.overrides.empty())  // not check(): its message would read front() of an empty list
-      fail("data audit: recipe overrides ({} ...) need --config RECIPE", o.overrides.front());
     check(o.dataset.seq_len > 0 && o.global_batch > 0 && o.steps > 0,
           "data audit: give --config RECIPE, or --seq-len, --global-batch and --steps");
     config = flags_loader_config(o);
@@ -298,8 +325,10 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   auto o = std::make_shared<Options>();
   app.require_subcommand(1);
 
-  auto* tokenize = app.add_subcommand("tokenize", "Text or JSONL ({\"text\": ...} per line) -> uint32 token file");
-  tokenize->add_option("--input", o->inputs, "Input files: *.jsonl/*.json are JSONL, others one document each");
+  auto* tokenize = app.add_subcommand(
+      "tokenize", "Text or JSONL ({\"id\": ..., \"text\": ...} per line) -> uint32 token file, as dolma tokens writes it");
+  tokenize->add_option("--input", o->inputs,
+                       "Input files: *.jsonl/*.json (optionally .gz) are JSONL, others one document each");
   tokenize->add_option("--input-list", o->input_list, "A file naming one input file per line (after --input's)");
   tokenize->add_option("--output", o->output, "Output token file (uint32, EOS after each document)")->required();
   tokenize->add_flag("--npy-header", o->npy_header,
@@ -307,6 +336,12 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   tokenize->add_option("--jobs", o->jobs, "Threads (0 = all cores); the output does not depend on it")
       ->check(CLI::Range(int64_t{0}, kMaxThreads));
   tokenize->add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken (default: data/tokenizer/)");
+  tokenize->add_option("--rules", o->rules,
+                       "dolma: AI2's dolma tokens (text.strip(), empty documents skipped, extra ids and PII masks as "
+                       "their ids); verbatim: every byte as text and EOS after every document")
+      ->capture_default_str();
+  tokenize->add_flag("--no-metadata", o->no_metadata,
+                     "Do not write dolma's document metadata sidecar (NAME.csv.gz beside NAME.npy)");
 
   auto* info = app.add_subcommand("info", "Tokens, instances and documents per file; with --seq-len, the fingerprint");
   o->dataset.add_to(info, false);
@@ -337,7 +372,9 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
 
   auto* audit_cmd = app.add_subcommand("audit", "Replay a planned run's data reads and report repeats (exit 1)");
   audit_cmd->add_option("--config", o->recipe, "The run's recipe: its data loader (the run's fingerprint), steps");
-  audit_cmd->add_option("overrides", o->overrides, "section.key=value overrides of the recipe, as `replica train`");
+  audit_cmd->add_option("overrides", o->overrides,
+                        "section.key=value overrides of the recipe, as `replica train` (without --config: of the "
+                        "default recipe the flags describe)");
   o->dataset.add_to(audit_cmd, false);
   audit_cmd->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str()->check(kSeedRange);
   audit_cmd->add_option("--global-batch", o->global_batch, "Instances per step")->check(CLI::PositiveNumber);

@@ -1,6 +1,7 @@
 // replica parity: KL(reference ‖ candidate), top-1 agreement, top-10 overlap and max |Δlogit| of two models
 // (HF directories, replica checkpoints or logits .npy [B, T, V]) on the same tokens; exit 1 on a missed threshold.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -111,18 +112,25 @@ static Command parity_command(
           const float* c = first_columns(cand.logits(ids, b), T, cand.vocab(), V, cand_cols);
           stats += eval::compare_logits(r, c, T, V);
         }
-        std::string failure;
-        if (o->max_kl >= 0 && stats.kl_mean() > o->max_kl)
-          failure += fmt::format(" KL mean {:.6g} > --max-kl {:.6g};", stats.kl_mean(), o->max_kl);
-        if (o->min_top1 >= 0 && stats.top1() < o->min_top1)
-          failure += fmt::format(" top-1 {:.6g} < --min-top1 {:.6g};", stats.top1(), o->min_top1);
+        // Each bound given, as "KL mean 1e-06 <= --max-kl 0.001"; the verdict is PASS when every one holds.
+        std::vector<std::string> held, failed;
+        if (o->max_kl >= 0) {
+          const bool over = stats.kl_mean() > o->max_kl;
+          (over ? failed : held)
+              .push_back(fmt::format("KL mean {:.6g} {} --max-kl {:.6g}", stats.kl_mean(), over ? ">" : "<=", o->max_kl));
+        }
+        if (o->min_top1 >= 0) {
+          const bool under = stats.top1() < o->min_top1;
+          (under ? failed : held)
+              .push_back(fmt::format("top-1 {:.6g} {} --min-top1 {:.6g}", stats.top1(), under ? "<" : ">=", o->min_top1));
+        }
         if (o->json) {
           nlohmann::json j = stats.to_json();
           j["reference"] = o->reference;
           j["candidate"] = o->candidate;
           j["precision"] = o->precision;
           j["vocab"] = V;
-          j["pass"] = failure.empty();
+          j["pass"] = failed.empty();
           fmt::print("{}\n", j.dump());
         } else {
           fmt::print("parity: {} ({}) vs {} ({}): {} positions, vocab {}{}\n", o->reference, o->reference_precision,
@@ -133,9 +141,12 @@ static Command parity_command(
           fmt::print("  KL(ref || cand) mean {:.3e} nats, max {:.3e}\n", stats.kl_mean(), stats.kl_max);
           fmt::print("  top-1 agreement {:.2f} %, top-10 overlap {:.2f} %, max |dlogit| {:.4g}\n", 100 * stats.top1(),
                      100 * stats.top10(), stats.max_abs_logit_diff);
-          if (!failure.empty()) fmt::print("FAIL:{}\n", failure);
+          if (!failed.empty())
+            fmt::print("FAIL: {}\n", fmt::join(failed, "; "));
+          else if (!held.empty())
+            fmt::print("PASS: {}\n", fmt::join(held, "; "));
         }
-        return failure.empty() ? 0 : 1;
+        return failed.empty() ? 0 : 1;
       });
     });
 

@@ -1,6 +1,8 @@
 // replica plan: parameter count, memory per component and FLOPs per token of a model, without running it.
 #include <fmt/core.h>
+#include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "replica/model/transformer.h"
 #include "replica/train/checkpointing.h"
 #include "replica/train/recipe.h"
+#include "replica/train/step.h"
 
 namespace replica::cli {
 
@@ -28,30 +31,23 @@ static std::string grouped(int64_t n) {
 
 static std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
-// What the plan is for: a model at a shape, from the flags or from a recipe (its model, sequence length, micro-batch,
-// global batch, precision and remat, as `replica train` would run it).
+// A YAML scalar holding `text` as it is (a path with ": " or a leading "[" stays a path).
+static std::string yaml_scalar(const std::string& text) {
+  YAML::Emitter out;
+  out << YAML::DoubleQuoted << text;
+  return out.c_str();
+}
+
+// What the plan is for: the run a recipe describes, from --config or from --model and the shape flags, which are
+// overrides of the default recipe (--seq-len 4096 is data.seq_len=4096). Its memory is sized through the step config
+// TrainStep is given (train::step_config), so float8, remat, host moments and context parallelism are planned as
+// they run.
 struct PlanInput {
   std::string label;  // the model file, or the recipe
   model::ModelConfig model;
-  int64_t seq_len = 0, micro_batch = 0, global_batch = 0;
-  Precision precision = Precision::bf16;
-  std::optional<model::Remat> remat;  // the recipe's; none: every policy is shown and the per-rank plan takes block
-  bool host_moments = false;          // optim.host_moments
-  dist::ContextParallelConfig context;  // ranks sharing each sequence, KV heads gathered at once
+  train::StepConfig step;
+  bool from_recipe = false;  // its remat is marked, and the per-rank plan takes it (else block)
 };
-
-static PlanInput recipe_plan(const std::string& path, const std::vector<std::string>& overrides) {
-  const train::Recipe r = train::load_recipe(path, overrides, /*check_files=*/false);  // plans need no data
-  return {fmt::format("{} (recipe; model {})", path, r.model.config.empty() ? r.model.init_from : r.model.config),
-          train::recipe_model_config(r),
-          r.data.seq_len,
-          r.data.micro_batch_size,
-          r.data.global_batch_size,
-          r.train.precision,
-          r.train.remat,
-          r.optim.adamw.host_moments,
-          r.train.context};
-}
 
 static Command plan_command("plan", "Memory and FLOP plan of a model at a sequence length and micro-batch",
                             [](CLI::App& app) {
@@ -66,13 +62,16 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
   auto* model = app.add_option("--model", o->model, "model YAML, config.json or HF directory");
   auto* config = app.add_option("--config", o->config,
                                 "a recipe instead: its model, data.seq_len, data.micro_batch_size, "
-                                "data.global_batch_size, train.precision and train.remat");
+                                "data.global_batch_size, train.precision, train.remat, train.float8, ...");
   model->excludes(config);
-  app.add_option("overrides", o->overrides, "section.key=value overrides of the --config recipe");
+  app.add_option("overrides", o->overrides,
+                 "section.key=value overrides of the --config recipe (or of the default one --model describes)");
   for (CLI::Option* shape :
-       {app.add_option("--seq-len", o->seq_len, "sequence length T")->check(CLI::PositiveNumber),
-        app.add_option("--micro-batch", o->micro_batch, "instances per micro-batch B")->check(CLI::PositiveNumber),
-        app.add_option("--global-batch", o->global_batch, "instances per step over all ranks (default: ranks × B)")
+       {app.add_option("--seq-len", o->seq_len, "sequence length T (data.seq_len)")->check(CLI::PositiveNumber),
+        app.add_option("--micro-batch", o->micro_batch, "instances per micro-batch B (data.micro_batch_size)")
+            ->check(CLI::PositiveNumber),
+        app.add_option("--global-batch", o->global_batch,
+                       "instances per step over all ranks (data.global_batch_size; default: ranks × B)")
             ->check(CLI::NonNegativeNumber),
         app.add_option("--precision", o->precision, "bf16 (default; keeps a bf16 copy of the weights) or fp32"),
         app.add_option("--context-parallel", o->context.degree,
@@ -88,27 +87,39 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
       ->check(CLI::NonNegativeNumber);
   return std::function<int()>([o] {
     check(!o->model.empty() || !o->config.empty(), "plan: give --model MODEL or --config RECIPE");
-    check(o->overrides.empty() || !o->config.empty(), "plan: overrides ({} ...) need --config RECIPE",
-          o->overrides.empty() ? "" : o->overrides.front());
-    const PlanInput in = !o->config.empty()
-                             ? recipe_plan(o->config, o->overrides)
-                             : PlanInput{o->model, model::load_model_config(o->model), o->seq_len, o->micro_batch,
-                                         o->global_batch, parse_precision(o->precision.c_str()), std::nullopt,
-                                         o->host_moments, o->context};
     const int64_t ranks = o->ranks > 0 ? o->ranks : !o->config.empty() ? 1 : 0;
-    const int64_t N = in.context.degree;
+    PlanInput in;
+    if (!o->config.empty()) {
+      const train::Recipe r = train::load_recipe(o->config, o->overrides, /*check_files=*/false);  // no data read
+      in = {fmt::format("{} (recipe; model {})", o->config, r.model.config.empty() ? r.model.init_from : r.model.config),
+            train::recipe_model_config(r), train::step_config(r), true};
+    } else {
+      // The flags, then the overrides after them; the global batch defaults to one micro-batch per data rank.
+      const int64_t data_ranks = std::max<int64_t>(ranks / o->context.degree, 1);
+      std::vector<std::string> flags = {
+          "model.config=" + yaml_scalar(o->model),
+          fmt::format("data.seq_len={}", o->seq_len),
+          fmt::format("data.micro_batch_size={}", o->micro_batch),
+          fmt::format("data.global_batch_size={}", o->global_batch > 0 ? o->global_batch : data_ranks * o->micro_batch),
+          "train.precision=" + yaml_scalar(o->precision),
+          fmt::format("train.context_parallel={}", o->context.degree),
+          fmt::format("train.cp_head_stride={}", o->context.head_stride),
+          fmt::format("optim.host_moments={}", o->host_moments)};
+      flags.insert(flags.end(), o->overrides.begin(), o->overrides.end());
+      const train::Recipe r = train::load_recipe_text("", "replica plan", flags, /*check_files=*/false);
+      in = {o->model, train::recipe_model_config(r), train::step_config(r), false};
+    }
+    const train::StepConfig& step = in.step;
+    const int64_t N = step.context.degree;
     check(ranks == 0 || ranks % N == 0, "{}: context parallel {} must divide the {} ranks", in.label, N, ranks);
-    check(N == 1 || (in.micro_batch == 1 && in.seq_len % N == 0),
-          "{}: context parallel {} needs a micro-batch of 1 and a sequence length it divides", in.label, N);
-    const int64_t data_ranks = ranks / N;
-    const int64_t G = in.global_batch > 0 ? in.global_batch : data_ranks * in.micro_batch;
-    check(ranks == 0 || G % (data_ranks * in.micro_batch) == 0,
+    const int64_t data_ranks = ranks / N, B = step.micro_batch, T = step.seq_len, G = step.global_batch;
+    check(ranks == 0 || G % (data_ranks * B) == 0,
           "{}: the global batch {} is not a multiple of the micro-batch {} times the {} data-parallel ranks", in.label,
-          G, in.micro_batch, data_ranks);
+          G, B, data_ranks);
     const model::ModelConfig& c = in.model;
     model::ParamTable table(c);
     const double n = double(table.count());
-    const double fpt = model::training_flops_per_token(c, in.seq_len);
+    const double fpt = model::training_flops_per_token(c, T);
     fmt::print("model            {}\n", in.label);
     fmt::print("shape            C={} L={} H={} K={} D={} F={} V={} window={}\n", c.d_model, c.n_layers, c.n_heads,
                c.n_kv_heads, c.head_dim, c.ffn_hidden, c.vocab_size, c.sliding_window);
@@ -119,39 +130,46 @@ static Command plan_command("plan", "Memory and FLOP plan of a model at a sequen
                gib(8 * n));
     const double group = 4.0 * double(table.largest_group()) * (c.tie_embeddings ? 2 : 1);
     fmt::print("gradient group   {}  (a block, the head or the embedding, before it joins the sum)\n", gib(group));
-    const Precision precision = in.precision;
+    const Precision precision = step.precision;
     const double states = 16 * n + group + (precision == Precision::bf16 ? 2 * n : 0.0);
     if (precision == Precision::bf16)
       fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
-    fmt::print("activations      B={} T={}\n", in.micro_batch, in.seq_len);
+    fmt::print("activations      B={} T={}{}\n", B, T, step.float8 ? " (float8 Linears, train.float8)" : "");
     // optim.host_moments: the moments leave the device, their staging buffers take their place.
     const double states_host_moments = states - 8 * n + 4.0 * double(kHostMomentStagingFloats);
     using model::Remat;
     for (Remat r : {Remat::none, Remat::selective, Remat::keep_attention, Remat::block}) {
-      double act = double(model::Transformer::activation_bytes(c, r, in.micro_batch, in.seq_len, precision));
+      train::StepConfig whole = step;  // one whole sequence on one rank under policy r
+      whole.remat = r;
+      whole.context.degree = 1;
+      const double act = double(train::step_activation_bytes(c, whole));
+      const bool marked = in.from_recipe && step.remat == r;
       fmt::print("  remat={:<15} {}  (total with states: {}; moments on the host: {}){}\n", model::remat_name(r),
                  gib(act), gib(act + states), gib(act + states_host_moments),
-                 in.remat != r ? "" : in.host_moments ? "  <- train.remat, optim.host_moments" : "  <- train.remat");
+                 !marked                   ? ""
+                 : step.adamw.host_moments ? "  <- train.remat, optim.host_moments"
+                                           : "  <- train.remat");
     }
     fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
                6.0 * double(model::matmul_params(c)), fpt - 6.0 * double(model::matmul_params(c)));
-    fmt::print("FLOPs per step   {:.4g} per micro-batch\n", fpt * double(in.micro_batch * in.seq_len));
+    fmt::print("FLOPs per step   {:.4g} per micro-batch\n", fpt * double(B * T));
     if (ranks > 0) {
-      const model::Remat remat = in.remat.value_or(model::Remat::block);
-      const int64_t T_rank = in.seq_len / N;  // this rank's slice of each sequence
-      const double act =
-          double(model::Transformer::activation_bytes(c, remat, in.micro_batch, T_rank, precision, N > 1));
+      train::StepConfig as_run = step;  // this rank's slice of each sequence, as TrainStep allocates it
+      if (!in.from_recipe) as_run.remat = model::Remat::block;
+      const model::Remat remat = as_run.remat;
+      const int64_t T_rank = T / N;
+      const double act = double(train::step_activation_bytes(c, as_run));
       auto show = [](const std::string& title, const std::vector<dist::MemoryItem>& items) {
         fmt::print("{}\n", title);
         for (const dist::MemoryItem& item : items)
           fmt::print("  {:<22} {:>12}  {}\n", item.name, gib(item.bytes), item.note);
         fmt::print("  {:<22} {:>12}\n", "total per rank", gib(dist::total_bytes(items)));
       };
-      const int64_t L = G / (data_ranks * in.micro_batch);
+      const int64_t L = G / (data_ranks * B);
       auto items = [&](bool shard_weights) {
         std::vector<dist::MemoryItem> all =
-            dist::data_parallel_memory(c, ranks, act, precision, shard_weights, in.host_moments);
-        if (N > 1) all.push_back(dist::context_parallel_memory(c, in.seq_len, N, in.context.head_stride));
+            dist::data_parallel_memory(c, ranks, act, precision, shard_weights, step.adamw.host_moments);
+        if (N > 1) all.push_back(dist::context_parallel_memory(c, T, N, step.context.head_stride));
         return all;
       };
       const std::string mesh =

@@ -5,8 +5,13 @@
 #include <algorithm>
 #include <map>
 #include <new>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "replica/cli/command.h"
+#include "replica/cli/version.h"
+#include "replica/core/config_fields.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 
@@ -23,10 +28,42 @@ Command::Command(std::string name, std::string description, Setup setup) {
 
 }  // namespace replica::cli
 
+namespace {
+
+// The first argument when it names no subcommand: `--version`/`version`, `help [COMMAND]`, or a typo. Returns the
+// exit status when it handled the command line, none when CLI11 should parse it.
+std::optional<int> handle_first_argument(CLI::App& app, int argc, char** argv) {
+  using namespace replica::cli;
+  if (argc < 2) return std::nullopt;
+  std::vector<std::string> names;
+  for (const CommandEntry& entry : commands()) names.push_back(entry.name);
+  auto known = [&](const std::string& name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+  const std::string first = argv[1];
+  if (first == "--version" || first == "version") {
+    fmt::print("replica {} ({})\n", kBuildCommit, kBuildFlags);
+    return 0;
+  }
+  if (first == "help") {
+    if (argc > 2 && !known(argv[2])) {
+      fmt::print(stderr, "replica: error: help: unknown command '{}'{}\n", argv[2], replica::config::did_you_mean(argv[2], names));
+      return 2;
+    }
+    fmt::print("{}", (argc > 2 ? app.get_subcommand(argv[2]) : &app)->help());
+    return 0;
+  }
+  if (first.starts_with("-") || known(first)) return std::nullopt;
+  fmt::print(stderr, "replica: error: unknown command '{}'{}; `replica --help` lists the commands\n", first,
+             replica::config::did_you_mean(first, names));
+  return 2;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace replica::cli;
   CLI::App app{"replica: reproduce LLM pre-training recipes (OLMo 3) and prove the reproduction"};
   app.require_subcommand(1);
+  app.footer("Also: replica --version, replica help [COMMAND]");
   auto& entries = commands();
   std::sort(entries.begin(), entries.end(), [](auto& a, auto& b) { return a.name < b.name; });
   std::map<CLI::App*, std::function<int()>> runners;
@@ -34,6 +71,7 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(entry.name, entry.description);
     runners[sub] = entry.setup(*sub);
   }
+  if (std::optional<int> status = handle_first_argument(app, argc, argv)) return *status;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

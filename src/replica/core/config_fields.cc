@@ -20,13 +20,21 @@ static double finite_number(const YAML::Node& n, const std::string& where, const
   return value;
 }
 
-Field number(std::string key, double& ref) {
-  return {key,
-          [&ref, key](const YAML::Node& n, const std::string& w) { ref = finite_number(n, w, key, "a number"); },
-          [&ref] { return YAML::Node(fmt::format("{}", ref)); }};
+// The Field::problem of a rule over `ref` (none without a rule).
+template <typename T>
+static std::function<std::string()> problem_of(const T& ref, Rule<T> rule) {
+  if (!rule) return {};
+  return [&ref, rule = std::move(rule)] { return rule(ref); };
 }
 
-Field number_pair(std::string key, double& first, double& second, const char* expected) {
+Field number(std::string key, double& ref, Rule<double> rule) {
+  return {key,
+          [&ref, key](const YAML::Node& n, const std::string& w) { ref = finite_number(n, w, key, "a number"); },
+          [&ref] { return YAML::Node(fmt::format("{}", ref)); }, problem_of(ref, std::move(rule))};
+}
+
+Field number_pair(std::string key, double& first, double& second, const char* expected,
+                  std::function<std::string(double, double)> rule) {
   return {key,
           [&first, &second, key, expected](const YAML::Node& n, const std::string& w) {
             if (!n.IsSequence() || n.size() != 2) wrong_type(w, key, expected, n);
@@ -39,13 +47,15 @@ Field number_pair(std::string key, double& first, double& second, const char* ex
             n.push_back(fmt::format("{}", second));
             n.SetStyle(YAML::EmitterStyle::Flow);
             return n;
-          }};
+          },
+          rule ? std::function<std::string()>([&first, &second, rule] { return rule(first, second); })
+               : std::function<std::string()>()};
 }
 
-Field integer(std::string key, int64_t& ref) {
+Field integer(std::string key, int64_t& ref, Rule<int64_t> rule) {
   return {key,
           [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<int64_t>(n, w, key, "an integer"); },
-          [&ref] { return YAML::Node(ref); }};
+          [&ref] { return YAML::Node(ref); }, problem_of(ref, std::move(rule))};
 }
 
 Field integer(std::string key, int64_t& ref, int64_t at_least) {
@@ -58,18 +68,28 @@ Field integer(std::string key, int64_t& ref, int64_t at_least) {
           [&ref] { return YAML::Node(ref); }};
 }
 
+Field unsigned_integer(std::string key, uint64_t& ref) {
+  return {key,
+          [&ref, key](const YAML::Node& n, const std::string& w) {
+            const int64_t value = scalar<int64_t>(n, w, key, "an integer");
+            check(value >= 0, "{}: '{}' must be >= 0, got {}", w, key, value);
+            ref = uint64_t(value);
+          },
+          [&ref] { return YAML::Node(ref); }};
+}
+
 Field boolean(std::string key, bool& ref) {
   return {key,
           [&ref, key](const YAML::Node& n, const std::string& w) { ref = scalar<bool>(n, w, key, "true or false"); },
           [&ref] { return YAML::Node(ref); }};
 }
 
-Field text(std::string key, std::string& ref) {
+Field text(std::string key, std::string& ref, Rule<std::string> rule) {
   return {key,
           [&ref, key](const YAML::Node& n, const std::string& w) {
             ref = n.IsNull() ? "" : scalar<std::string>(n, w, key, "a string");
           },
-          [&ref] { return YAML::Node(ref); }};
+          [&ref] { return YAML::Node(ref); }, problem_of(ref, std::move(rule))};
 }
 
 Field optional_integer(std::string key, std::optional<int64_t>& ref) {

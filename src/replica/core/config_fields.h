@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -15,13 +16,51 @@
 
 namespace replica::config {
 
-// One key: how to read it from a YAML node and how to write it back. `where` names the source (a file, an
-// override) in error messages. `get` is empty for keys nothing writes back (a section, a list of mappings).
+// What resuming from a checkpoint may do with a key whose value differs from the one the checkpoint's recipe
+// saved (train/resume_check.h, docs/checkpoints.md).
+enum class OnResume {
+  needs_allow_change,  // it changes what the run computes: refused unless train.allow_change names it (the default)
+  neutral,             // how or where the run goes on, not what it computes: allowed, and reported
+  neutral_if_schedule_unchanged,  // neutral while the schedule the run resolves stays the same (train.max_steps)
+  refused,  // never, train.allow_change or not: the checkpoint's data position holds for its batch shape only
+};
+
+// A key's rule for its value: "" when the value is allowed, else what is wrong with it ("must be positive, got 0").
+template <typename T>
+using Rule = std::function<std::string(const T&)>;
+
+// One key: how to read it from a YAML node and how to write it back, the rule its value keeps and what a resume may
+// do with it. `where` names the source (a file, an override) in error messages. `get` is empty for keys nothing
+// writes back (a section, a list of mappings).
 struct Field {
   std::string key;  // "section.name"
   std::function<void(const YAML::Node&, const std::string& where)> set;
   std::function<YAML::Node()> get;
+  // The rule on the value as it is now (once every override is applied): "" or what is wrong. Empty: any value of
+  // the kind's type.
+  std::function<std::string()> problem = {};
+  OnResume on_resume = OnResume::needs_allow_change;
+
+  Field&& resume(OnResume rule) && {
+    on_resume = rule;
+    return std::move(*this);
+  }
+  Field&& neutral() && { return std::move(*this).resume(OnResume::neutral); }
 };
+
+// The value rules that rows share; messages read after the key: "'data.seq_len' must be positive, got 0".
+template <typename T>
+Rule<T> positive() {
+  return [](const T& v) { return v > 0 ? std::string() : fmt::format("must be positive, got {}", v); };
+}
+// `note` says what the bound means ("0 = no clipping"): "must be >= 0 (0 = no clipping), got -1".
+template <typename T>
+Rule<T> at_least(T least, std::string note = "") {
+  return [least, note](const T& v) {
+    return v >= least ? std::string()
+                      : fmt::format("must be >= {}{}, got {}", least, note.empty() ? "" : " (" + note + ")", v);
+  };
+}
 
 [[noreturn]] void wrong_type(const std::string& where, const std::string& key, const char* expected,
                              const YAML::Node& node);
@@ -41,14 +80,18 @@ T scalar(const YAML::Node& node, const std::string& where, const std::string& ke
 std::vector<std::pair<std::string, YAML::Node>> mapping_entries(const YAML::Node& node, const std::string& prefix,
                                                                 const std::string& where);
 
-Field number(std::string key, double& ref);
-Field integer(std::string key, int64_t& ref);
-Field integer(std::string key, int64_t& ref, int64_t at_least);  // refuses a value below `at_least`
+// Each kind takes an optional Rule, kept in Field::problem and checked by the table's reader once every value is
+// set (the recipe's validate) rather than as the key is read, so an override can still correct the file.
+Field number(std::string key, double& ref, Rule<double> rule = {});
+Field integer(std::string key, int64_t& ref, Rule<int64_t> rule = {});
+Field integer(std::string key, int64_t& ref, int64_t at_least);  // refuses a value below `at_least` as it reads it
+Field unsigned_integer(std::string key, uint64_t& ref);  // refuses a negative value as it reads it
 Field boolean(std::string key, bool& ref);
-Field text(std::string key, std::string& ref);  // null reads as ""
+Field text(std::string key, std::string& ref, Rule<std::string> rule = {});  // null reads as ""
 Field optional_integer(std::string key, std::optional<int64_t>& ref);  // null reads as none and none writes as null
-// Two numbers written as the list [first, second] (the recipe's optim.betas).
-Field number_pair(std::string key, double& first, double& second, const char* expected);
+// Two numbers written as the list [first, second] (the recipe's optim.betas); the rule sees both.
+Field number_pair(std::string key, double& first, double& second, const char* expected,
+                  std::function<std::string(double, double)> rule = {});
 
 // A list; a single scalar is read as a one-element list, null as an empty one.
 template <typename T>

@@ -1,6 +1,8 @@
-// SHA-256 (FIPS 180-4), a plain one-block-at-a-time implementation: used on a few MB at load time.
+// SHA-256 (FIPS 180-4), a plain one-block-at-a-time implementation: pinned assets at load time, and the
+// content hashes of checkpoints (read in chunks through Sha256).
 #include "replica/core/sha256.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -41,25 +43,42 @@ void compress(uint32_t h[8], const uint8_t block[64]) {
 
 }  // namespace
 
-std::string sha256_hex(const void* data, size_t size) {
-  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+void Sha256::update(const void* data, size_t size) {
   const uint8_t* bytes = static_cast<const uint8_t*>(data);
-  size_t full = size / 64 * 64;
-  for (size_t i = 0; i < full; i += 64) compress(h, bytes + i);
+  length_ += size;
+  if (used_) {
+    const size_t take = std::min(size, 64 - used_);
+    std::memcpy(block_ + used_, bytes, take);
+    used_ += take, bytes += take, size -= take;
+    if (used_ < 64) return;
+    compress(h_, block_);
+    used_ = 0;
+  }
+  for (; size >= 64; bytes += 64, size -= 64) compress(h_, bytes);
+  std::memcpy(block_, bytes, size);
+  used_ = size;
+}
+
+std::string Sha256::hex() {
   // Padding: 0x80, zeros, then the message length in bits as a big-endian 64-bit integer.
   uint8_t tail[128] = {};
-  size_t rest = size - full;
-  if (rest) std::memcpy(tail, bytes + full, rest);
-  tail[rest] = 0x80;
-  size_t tail_size = rest < 56 ? 64 : 128;
-  uint64_t bits = uint64_t(size) * 8;
+  std::memcpy(tail, block_, used_);
+  tail[used_] = 0x80;
+  const size_t tail_size = used_ < 56 ? 64 : 128;
+  const uint64_t bits = length_ * 8;
   for (int i = 0; i < 8; i++) tail[tail_size - 1 - i] = uint8_t(bits >> (8 * i));
-  for (size_t i = 0; i < tail_size; i += 64) compress(h, tail + i);
+  for (size_t i = 0; i < tail_size; i += 64) compress(h_, tail + i);
   static const char* hex = "0123456789abcdef";
   std::string out;
-  for (uint32_t word : h)
+  for (uint32_t word : h_)
     for (int shift = 28; shift >= 0; shift -= 4) out += hex[(word >> shift) & 15];
   return out;
+}
+
+std::string sha256_hex(const void* data, size_t size) {
+  Sha256 sha;
+  sha.update(data, size);
+  return sha.hex();
 }
 
 }  // namespace replica

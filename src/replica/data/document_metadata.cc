@@ -80,6 +80,31 @@ std::string gunzip(std::span<const char> bytes, const std::string& name) {
   return out;
 }
 
+// Python's csv.writer field (the excel dialect, QUOTE_MINIMAL): quoted when it holds the delimiter, the quote
+// character or a character of the line terminator "\r\n", with quotes doubled.
+void append_csv_field(std::string& row, std::string_view field) {
+  if (field.find_first_of(",\"\r\n") == std::string_view::npos) {
+    row += field;
+    return;
+  }
+  row += '"';
+  for (char c : field) {
+    if (c == '"') row += '"';
+    row += c;
+  }
+  row += '"';
+}
+
+std::string document_metadata_row(uint64_t start, uint64_t end, std::string_view id, std::string_view source,
+                                  uint64_t line) {
+  std::string row = fmt::format("{},{},", start, end);
+  append_csv_field(row, id);
+  row += ',';
+  append_csv_field(row, source);
+  row += fmt::format(",{}\r\n", line);
+  return row;
+}
+
 std::vector<DocumentSpan> parse_document_metadata(std::string_view text, uint64_t total_tokens,
                                                   const std::string& name) {
   std::vector<DocumentSpan> documents;

@@ -20,6 +20,12 @@ std::string document_metadata_path(const std::string& token_path);
 // naming `name` when they are not gzip, are corrupt (a bad checksum) or end inside a member.
 std::string gunzip(std::span<const char> bytes, const std::string& name);
 
+// One line of the sidecar as AI2's `dolma tokens` writes it (MemmapWriter: csv.writer over MemmapMetadata): the
+// document's token range [start, end), its JSON "id", the source file as given, and its 1-based line there, with
+// Python's csv quoting (QUOTE_MINIMAL) and "\r\n" line ends.
+std::string document_metadata_row(uint64_t start, uint64_t end, std::string_view id, std::string_view source,
+                                  uint64_t line);
+
 // The documents of the metadata text `text` (already inflated) of a token file of `total_tokens` tokens: each
 // line's first two comma-separated fields, [start, end), in file order; further fields are ignored. Lines end with
 // "\n", "\r\n" or "\r" (Python's universal newlines). Raises Error naming `name` and the line for a line that is not

@@ -14,16 +14,6 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
-// The added tokens AI2 marks "special": true (the rest, extra ids and Dolma 1 PII placeholders, are plain added
-// tokens).
-constexpr std::array<std::string_view, 8> kSpecialTokens = {"<|endoftext|>",   "<|fim_prefix|>", "<|fim_middle|>",
-                                                            "<|fim_suffix|>",  "<|im_start|>",   "<|im_end|>",
-                                                            "<|endofprompt|>", "<|pad|>"};
-
-bool is_special(std::string_view content) {
-  return std::find(kSpecialTokens.begin(), kSpecialTokens.end(), content) != kSpecialTokens.end();
-}
-
 std::string utf8(uint32_t code_point) {
   if (code_point < 0x80) return std::string(1, char(code_point));
   return {char(0xC0 | (code_point >> 6)), char(0x80 | (code_point & 0x3F))};  // every code point here is < 0x800
@@ -57,7 +47,7 @@ ordered_json added_tokens_json() {
                       {"lstrip", false},
                       {"rstrip", false},
                       {"normalized", false},
-                      {"special", is_special(content)}});
+                      {"special", is_dolma2_special(content)}});
   }
   return tokens;
 }
@@ -108,7 +98,7 @@ std::string tokenizer_config_json(const Tokenizer& tokenizer, int64_t model_max_
   nlohmann::json decoder = nlohmann::json::object();
   for (uint32_t id = kCl100kRanks; id < kDolma2VocabSize; id++) {
     nlohmann::json flags = token_flags(added_token(id));
-    flags["special"] = is_special(added_token(id));
+    flags["special"] = is_dolma2_special(added_token(id));
     decoder[std::to_string(id)] = flags;
   }
   const std::string eos(tokenizer.token_bytes(kDolma2Eos)), pad(tokenizer.token_bytes(kDolma2Pad));

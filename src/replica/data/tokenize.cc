@@ -9,59 +9,105 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstring>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/core/gzip_writer.h"
 #include "replica/core/mapped_file.h"
 #include "replica/core/npy.h"
+#include "replica/core/pystr.h"
+#include "replica/data/document_metadata.h"
 
 namespace replica::data {
 
 namespace {
 
+// One input file's bytes: mapped, or inflated when its name ends in .gz (as smart_open opens dolma's inputs).
+class InputText {
+ public:
+  explicit InputText(const std::string& path) : path_(path) {
+    mapped_.emplace(path);
+    if (path.ends_with(".gz")) {
+      inflated_ = gunzip({mapped_->data(), mapped_->size()}, path);
+      mapped_.reset();
+    }
+  }
+  const std::string& path() const { return path_; }
+  std::string_view bytes() const {
+    return mapped_ ? std::string_view(mapped_->data(), mapped_->size()) : std::string_view(inflated_);
+  }
+  bool is_jsonl() const {
+    std::string_view name = path_;
+    if (name.ends_with(".gz")) name.remove_suffix(3);
+    return name.ends_with(".jsonl") || name.ends_with(".json");
+  }
+
+ private:
+  std::string path_;
+  std::optional<MappedFile> mapped_;
+  std::string inflated_;
+};
+
 struct Document {
-  std::shared_ptr<const MappedFile> file;
-  size_t begin = 0, end = 0;  // byte range in the file
+  std::shared_ptr<const InputText> input;
+  size_t begin = 0, end = 0;  // byte range in the input
   size_t line = 0;            // 1-based JSONL line, 0 for a plain-text file
 };
 
-bool is_jsonl(const std::string& path) {
-  auto ends_with = [&](const char* suffix) {
-    size_t n = std::strlen(suffix);
-    return path.size() >= n && path.compare(path.size() - n, n, suffix) == 0;
-  };
-  return ends_with(".jsonl") || ends_with(".json");
-}
+// What a worker makes of one document.
+struct Encoded {
+  std::vector<uint32_t> ids;  // EOS included; empty when the document is skipped
+  std::string id;             // the sidecar's id column
+  bool has_id = true;
+};
 
-// Encodes one document (parsing its JSON line first when it has one) into `out`, without the EOS.
-void encode_document(const Tokenizer& tokenizer, const Document& doc, std::vector<uint32_t>& out) {
-  std::string_view bytes(doc.file->data() + doc.begin, doc.end - doc.begin);
-  if (doc.line == 0) {
-    tokenizer.encode_ordinary(bytes, out);
-    return;
-  }
+Encoded encode_document(const Tokenizer& tokenizer, const Document& doc, TextRules rules) {
+  std::string_view text = doc.input->bytes().substr(doc.begin, doc.end - doc.begin);
+  Encoded out;
   nlohmann::json line;
-  try {
-    line = nlohmann::json::parse(bytes);
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}:{}: invalid JSON ({})", doc.file->path(), doc.line, e.what());
+  if (doc.line == 0) {
+    out.id = doc.input->path();
+  } else {
+    try {
+      line = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      fail("{}:{}: invalid JSON ({})", doc.input->path(), doc.line, e.what());
+    }
+    auto field = line.is_object() ? line.find("text") : line.end();
+    check(line.is_object() && field != line.end() && field->is_string(),
+          "{}:{}: expected an object with a string \"text\"", doc.input->path(), doc.line);
+    text = field->get_ref<const std::string&>();
+    auto id = line.find("id");
+    out.has_id = id != line.end() && id->is_string();
+    if (out.has_id) out.id = id->get<std::string>();
   }
-  auto text = line.is_object() ? line.find("text") : line.end();
-  check(line.is_object() && text != line.end() && text->is_string(), "{}:{}: expected an object with a string \"text\"",
-        doc.file->path(), doc.line);
-  tokenizer.encode_ordinary(text->get_ref<const std::string&>(), out);
+  if (rules == TextRules::verbatim) {
+    tokenizer.encode_ordinary(text, out.ids);
+    out.ids.push_back(kDolma2Eos);
+    return out;
+  }
+  const std::string stripped = py::strip(text);
+  if (stripped.empty()) return out;  // dolma: `if not (text := row.text.strip()): continue`
+  tokenizer.encode_dolma(stripped, out.ids);
+  if (out.ids.back() != kDolma2Eos) out.ids.push_back(kDolma2Eos);  // Tokenizer.add_special_tokens
+  return out;
 }
 
 class Writer {
  public:
-  Writer(const Tokenizer& tokenizer, const std::string& output, int jobs, bool npy_header, bool progress)
-      : tokenizer_(tokenizer), file_(output), jobs_(jobs), npy_header_(npy_header), progress_(progress) {
+  Writer(const Tokenizer& tokenizer, const std::string& output, const TokenizeOptions& options)
+      : tokenizer_(tokenizer), file_(output), options_(options) {
     // The token count is known at the end: a header of a fixed size now, rewritten with the shape by commit().
-    if (npy_header_) file_.write(header().data(), kHeaderBytes);
+    if (options_.npy_header) file_.write(header().data(), kHeaderBytes);
+    if (options_.metadata) {
+      stats.metadata_path = document_metadata_path(output);
+      metadata_.emplace(stats.metadata_path);
+    }
   }
 
   void add(Document doc) {
@@ -72,45 +118,57 @@ class Writer {
 
   // Encodes the pending documents on `jobs` threads and appends them in order.
   void flush() {
-    std::vector<std::vector<uint32_t>> ids(pending_.size());
+    std::vector<Encoded> encoded(pending_.size());
     std::atomic<size_t> next{0};
     std::vector<std::exception_ptr> errors(pending_.size());
     auto work = [&] {
       for (size_t i; (i = next.fetch_add(1)) < pending_.size();) {
         try {
-          encode_document(tokenizer_, pending_[i], ids[i]);
+          encoded[i] = encode_document(tokenizer_, pending_[i], options_.rules);
         } catch (...) {
           errors[i] = std::current_exception();
         }
       }
     };
     std::vector<std::thread> threads;
-    int n = std::min<int>(jobs_, int(pending_.size()));
+    int n = std::min<int>(options_.jobs, int(pending_.size()));
     for (int t = 1; t < n; t++) threads.emplace_back(work);
     work();
     for (auto& thread : threads) thread.join();
     for (auto& error : errors)  // the first bad document in input order, whatever the thread timing
       if (error) std::rethrow_exception(error);
+    std::string rows;
     for (size_t i = 0; i < pending_.size(); i++) {
-      ids[i].push_back(kDolma2Eos);
-      file_.write(ids[i].data(), ids[i].size() * sizeof(uint32_t));
-      stats.tokens += ids[i].size();
+      const std::vector<uint32_t>& ids = encoded[i].ids;
+      if (ids.empty()) {
+        stats.empty++;
+        continue;
+      }
+      file_.write(ids.data(), ids.size() * sizeof(uint32_t));
+      const Document& doc = pending_[i];
+      rows += document_metadata_row(stats.tokens, stats.tokens + ids.size(), encoded[i].id, doc.input->path(),
+                                    doc.line == 0 ? 1 : doc.line);
+      stats.tokens += ids.size();
+      stats.documents++;
+      stats.without_id += !encoded[i].has_id;
     }
-    stats.documents += pending_.size();
+    if (metadata_) metadata_->write(rows);
     stats.bytes += pending_bytes_;
     pending_.clear();
     pending_bytes_ = 0;
-    if (progress_)
+    if (options_.progress)
       fmt::print(stderr, "\rtokenized {} documents, {:.1f} MB, {} tokens", stats.documents, stats.bytes / 1e6,
                  stats.tokens);
   }
 
   void commit(const std::vector<std::string>& inputs) {
     flush();
-    if (progress_) fmt::print(stderr, "\n");
+    if (options_.progress) fmt::print(stderr, "\n");
     // An empty token file is refused by every reader; nothing is written instead.
     check(stats.tokens > 0, "{}: no documents to tokenize (every input is empty or blank)", fmt::join(inputs, ", "));
-    if (npy_header_) file_.overwrite(0, header().data(), kHeaderBytes);
+    if (options_.npy_header) file_.overwrite(0, header().data(), kHeaderBytes);
+    // The sidecar first: a reader that finds the new token file finds its documents too.
+    if (metadata_) metadata_->commit();
     file_.commit();
   }
 
@@ -128,34 +186,45 @@ class Writer {
   static constexpr size_t kChunkBytes = size_t(32) << 20, kChunkDocs = 65536;
   const Tokenizer& tokenizer_;
   AtomicFile file_;
-  int jobs_;
-  bool npy_header_, progress_;
+  std::optional<GzipWriter> metadata_;
+  const TokenizeOptions& options_;
   std::vector<Document> pending_;
   size_t pending_bytes_ = 0;
 };
 
 }  // namespace
 
+TextRules parse_text_rules(const std::string& text, const std::string& key) {
+  if (text == "dolma") return TextRules::dolma;
+  if (text == "verbatim") return TextRules::verbatim;
+  fail("{}: expected dolma or verbatim, got '{}'", key, text);
+}
+
 TokenizeStats tokenize_files(const Tokenizer& tokenizer, const std::vector<std::string>& inputs,
-                             const std::string& output, int jobs, bool npy_header, bool progress) {
+                             const std::string& output, const TokenizeOptions& given) {
   check(!inputs.empty(), "no input files to tokenize (give --input FILES... or --input-list FILE)");
-  if (jobs <= 0) jobs = int(std::max(1u, std::thread::hardware_concurrency()));
+  TokenizeOptions options = given;
+  if (options.jobs <= 0) options.jobs = int(std::max(1u, std::thread::hardware_concurrency()));
+  options.progress = options.progress && isatty(2);
+  // OLMo-core finds the sidecar by replacing ".npy" in the token file's name; without one there is nowhere to put it.
+  options.metadata = options.metadata && std::filesystem::path(output).filename().string().find(".npy") != std::string::npos;
   auto start = std::chrono::steady_clock::now();
-  Writer writer(tokenizer, output, jobs, npy_header, progress && isatty(2));
+  Writer writer(tokenizer, output, options);
   for (const auto& path : inputs) {
-    auto file = std::make_shared<const MappedFile>(path);
-    if (!is_jsonl(path)) {
-      writer.add({file, 0, file->size(), 0});
+    auto input = std::make_shared<const InputText>(path);
+    const std::string_view bytes = input->bytes();
+    if (!input->is_jsonl()) {
+      writer.add({input, 0, bytes.size(), 0});
       continue;
     }
+    // Python's text mode: "\n", "\r\n" and a lone "\r" each end a line.
     size_t line = 0;
-    for (size_t pos = 0; pos < file->size();) {
-      const char* eol = static_cast<const char*>(std::memchr(file->data() + pos, '\n', file->size() - pos));
-      size_t end = eol ? size_t(eol - file->data()) : file->size();
+    for (size_t pos = 0; pos < bytes.size();) {
+      const size_t end = std::min(bytes.find_first_of("\r\n", pos), bytes.size());
       line++;
-      std::string_view text(file->data() + pos, end - pos);
-      if (text.find_first_not_of(" \t\r") != std::string_view::npos) writer.add({file, pos, end, line});
-      pos = end + 1;
+      if (bytes.substr(pos, end - pos).find_first_not_of(" \t") != std::string_view::npos)
+        writer.add({input, pos, end, line});
+      pos = end + (bytes.substr(end, 2) == "\r\n" ? 2 : 1);
     }
   }
   writer.commit(inputs);

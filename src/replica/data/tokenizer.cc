@@ -29,6 +29,12 @@ constexpr std::array<std::string_view, 22> kAddedTokens = {
     "<|extra_id_6|>",  "<|extra_id_7|>", "<|extra_id_8|>",  "<|extra_id_9|>",  "<|extra_id_10|>",
     "<|endofprompt|>", "<|pad|>"};
 
+// The added tokens AI2 marks "special": true in allenai_dolma2.json. The others (extra ids and Dolma's PII masks)
+// are plain added tokens, which Hugging Face tokenizers matches in text even with encode_special_tokens.
+constexpr std::array<std::string_view, 8> kSpecialTokens = {"<|endoftext|>",   "<|fim_prefix|>", "<|fim_middle|>",
+                                                            "<|fim_suffix|>",  "<|im_start|>",   "<|im_end|>",
+                                                            "<|endofprompt|>", "<|pad|>"};
+
 // The cl100k pattern. `\s` is spelled out as Unicode White_Space (what Rust's regex, and so tiktoken,
 // means by \s): PCRE2's UCP \s would also match U+180E, which is not White_Space since Unicode 6.3.
 // PCRE2 10.42 knows Unicode 14; the Kaktovik numerals U+1D2C0..U+1D2D3 (Unicode 15, category No) are added
@@ -73,6 +79,10 @@ bool base64_decode(std::string_view in, std::string& out) {
 }  // namespace
 
 std::span<const std::string_view> dolma2_added_tokens() { return kAddedTokens; }
+
+bool is_dolma2_special(std::string_view content) {
+  return std::find(kSpecialTokens.begin(), kSpecialTokens.end(), content) != kSpecialTokens.end();
+}
 
 std::string default_ranks_path() {
   namespace fs = std::filesystem;
@@ -336,6 +346,31 @@ void Tokenizer::encode_ordinary(std::string_view text, std::vector<uint32_t>& ou
     if (end > begin) impl.encode_piece(text.data() + begin, end - begin, out);
     pos = end;
   }
+}
+
+// Hugging Face's AddedVocabulary::find_matches over the 22 added tokens: leftmost-longest, non-overlapping matches
+// (its Aho-Corasick automaton's order); a special token's match is consumed and skipped, so its text stays in the
+// surrounding piece. Every flag (single_word, lstrip, rstrip, normalized) is false in dolma2, so a match is exact.
+void Tokenizer::encode_dolma(std::string_view text, std::vector<uint32_t>& out) const {
+  size_t piece = 0;  // start of the text not yet encoded
+  for (size_t pos = 0; (pos = text.find_first_of("<|", pos)) != std::string_view::npos;) {
+    size_t best = kAddedTokens.size();
+    for (size_t i = 0; i < kAddedTokens.size(); i++)
+      if (text.substr(pos).starts_with(kAddedTokens[i]) &&
+          (best == kAddedTokens.size() || kAddedTokens[i].size() > kAddedTokens[best].size()))
+        best = i;
+    if (best == kAddedTokens.size()) {
+      pos++;
+      continue;
+    }
+    if (!is_dolma2_special(kAddedTokens[best])) {
+      encode_ordinary(text.substr(piece, pos - piece), out);
+      out.push_back(kCl100kRanks + uint32_t(best));
+      piece = pos + kAddedTokens[best].size();
+    }
+    pos += kAddedTokens[best].size();
+  }
+  encode_ordinary(text.substr(piece), out);
 }
 
 std::vector<uint32_t> Tokenizer::encode_ordinary(std::string_view text) const {

@@ -47,6 +47,11 @@ class Tokenizer {
   // Ids of `text` with added tokens' text (e.g. "<|endoftext|>") encoded as ordinary text.
   std::vector<uint32_t> encode_ordinary(std::string_view text) const;
   void encode_ordinary(std::string_view text, std::vector<uint32_t>& out) const;  // appends
+  // Appends the ids of `text` as AI2's `dolma tokens --tokenizer.encode_special_tokens` encodes it (Hugging Face
+  // tokenizers over allenai_dolma2.json): the added tokens that are not special — <|extra_id_N|> and Dolma's PII
+  // masks |||PHONE_NUMBER|||, |||EMAIL_ADDRESS|||, |||IP_ADDRESS||| — are matched and get their ids; the special ones
+  // (<|endoftext|>, <|pad|>, ...) and everything else are encoded as ordinary text.
+  void encode_dolma(std::string_view text, std::vector<uint32_t>& out) const;
 
   // Bytes of `ids` (BPE tokens as bytes, added tokens as their text). Raises Error for id >= vocab_size.
   std::string decode(std::span<const uint32_t> ids) const;
@@ -71,5 +76,7 @@ class Tokenizer {
 
 // dolma2's added tokens, in id order 100256..100277.
 std::span<const std::string_view> dolma2_added_tokens();
+// Whether AI2 marks the added token `content` "special": true (8 of the 22; the rest are plain added tokens).
+bool is_dolma2_special(std::string_view content);
 
 }  // namespace replica::data

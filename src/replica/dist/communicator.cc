@@ -1,13 +1,13 @@
-// The exchange that finishes at once (Communicator's start_exchange), the single-process communicator, the launcher
-// check, the timeout setting and the local rank.
+// The exchange that finishes at once (Communicator's start_exchange), the single-process communicator, the choice
+// between them by the launch, and the timeout setting.
 #include "replica/dist/communicator.h"
 
 #include <fmt/core.h>
 
-#include <climits>
 #include <cstdlib>
 
 #include "replica/core/error.h"
+#include "replica/dist/launch.h"
 #include "replica/dist/mpi.h"
 
 namespace replica::dist {
@@ -35,8 +35,15 @@ void LocalCommunicator::abort(const std::string& message, int status) {
 }
 
 std::unique_ptr<Communicator> connect() {
-  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK")) return std::make_unique<MpiCommunicator>();
-  return std::make_unique<LocalCommunicator>();
+  const Launch launch = detect_launch();
+  check_launch(launch);
+  std::unique_ptr<Communicator> comm;
+  if (launch.mpi)
+    comm = std::make_unique<MpiCommunicator>();
+  else
+    comm = std::make_unique<LocalCommunicator>();
+  check_world(launch, comm->rank(), comm->size());
+  return comm;
 }
 
 double dist_timeout_seconds() {
@@ -46,16 +53,6 @@ double dist_timeout_seconds() {
   const double seconds = std::strtod(text, &end);
   check(*end == '\0' && seconds > 0, "REPLICA_DIST_TIMEOUT='{}': expected a positive number of seconds", text);
   return seconds;
-}
-
-int local_rank() {
-  const char* text = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  if (!text || !*text) return 0;
-  char* end = nullptr;
-  const long rank = std::strtol(text, &end, 10);
-  check(*end == '\0' && rank >= 0 && rank <= INT_MAX, "OMPI_COMM_WORLD_LOCAL_RANK='{}': expected a rank >= 0",
-        text);
-  return int(rank);
 }
 
 }  // namespace replica::dist

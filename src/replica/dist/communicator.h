@@ -67,16 +67,13 @@ class LocalCommunicator final : public Communicator {
   [[noreturn]] void abort(const std::string& message, int status) override;
 };
 
-// The job's communicator: Mpi when the process was started by mpirun (OMPI_COMM_WORLD_SIZE or
-// PMIX_RANK is set), else Local. Call once per process; the Mpi one finalizes MPI when destroyed.
+// The job's communicator: Mpi when the launcher offers MPI a world (mpirun, srun --mpi=pmix, PMIX_RANK: dist/launch.h),
+// else Local; an Error (exit 2) when srun started more tasks than MPI joins. Call once per process; the Mpi one
+// finalizes MPI when destroyed.
 std::unique_ptr<Communicator> connect();
 
 // Seconds a rank waits for a message before it declares a peer dead and aborts the job:
 // REPLICA_DIST_TIMEOUT (seconds) or 600.
 double dist_timeout_seconds();
-
-// This process's rank among the job's processes on its machine, which selects its GPU:
-// OMPI_COMM_WORLD_LOCAL_RANK (set by mpirun) or 0.
-int local_rank();
 
 }  // namespace replica::dist

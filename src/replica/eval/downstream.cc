@@ -9,7 +9,7 @@
 #include <numbers>
 
 #include "replica/core/error.h"
-#include "replica/eval/pystr.h"
+#include "replica/core/pystr.h"
 #include "replica/eval/score.h"
 
 namespace replica::eval {

@@ -92,6 +92,9 @@ void set_num_fewshot(SuiteSpec& spec, int64_t n) {
 }
 
 SuiteSpec load_suite(const std::string& path) {
+  // `--suite defualt` is far more often a typo of a built-in suite than a suite file that went missing.
+  check(std::filesystem::exists(path), "suite '{}': not a built-in suite (default or full){} and no such file", path,
+        config::did_you_mean(path, {"default", "full"}));
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);

@@ -12,7 +12,7 @@
 #include "replica/core/error.h"
 #include "replica/core/parse_number.h"
 #include "replica/core/python_random.h"
-#include "replica/eval/pystr.h"
+#include "replica/core/pystr.h"
 
 namespace replica::eval {
 namespace {
@@ -119,8 +119,8 @@ TaskDoc openbookqa(const Row& r, TaskFormat f) {
 TaskDoc hellaswag(const Row& r, TaskFormat) {
   const std::string ctx = str(r, "ctx_a") + " " + py::capitalize(str(r, "ctx_b"));
   std::vector<std::string> endings = str_list(r, field(r, "endings"), "endings");
-  for (std::string& e : endings) e = py::hellaswag_preprocess(e);
-  return multiple_choice(py::hellaswag_preprocess(str(r, "activity_label") + ": " + ctx), endings, integer(r, "label"),
+  for (std::string& e : endings) e = hellaswag_preprocess(e);
+  return multiple_choice(hellaswag_preprocess(str(r, "activity_label") + ": " + ctx), endings, integer(r, "label"),
                          r);
 }
 
@@ -264,6 +264,23 @@ TaskFormat parse_task_format(const std::string& name) {
 }
 
 const char* task_format_name(TaskFormat f) { return f == TaskFormat::lm_eval ? "lm-eval" : "olmes"; }
+
+std::string hellaswag_preprocess(std::string_view text) {
+  std::string t = py::replace(py::strip(text), " [title]", ". ");
+  // re.sub("\\[.*?\\]", "", t): a '[' followed by the nearest ']' with no newline in between ('.' stops at \n).
+  std::string out;
+  for (size_t i = 0; i < t.size();) {
+    if (t[i] == '[') {
+      const size_t close = t.find_first_of("]\n", i + 1);
+      if (close != std::string::npos && t[close] == ']') {
+        i = close + 1;
+        continue;
+      }
+    }
+    out += t[i++];
+  }
+  return py::replace(out, "  ", " ");
+}
 
 const char* fewshot_split(const std::string& task) { return task == "mmlu" ? "dev" : "train"; }
 

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace replica::eval {
@@ -50,5 +51,8 @@ const std::vector<std::string>& task_names();
 // The split lm-eval draws a task's shots from: "dev" for mmlu (its first n per subject), "train" for the others
 // (ContextSampler: random.Random(1234).sample over the whole split, one draw per document in order).
 const char* fewshot_split(const std::string& task);
+
+// lm_eval/tasks/hellaswag/utils.py preprocess: strip, " [title]" → ". ", re.sub("\\[.*?\\]", ""), "  " → " ".
+std::string hellaswag_preprocess(std::string_view text);
 
 }  // namespace replica::eval

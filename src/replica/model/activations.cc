@@ -109,8 +109,10 @@ Transformer::BlockActs Transformer::Workspace::block(int64_t layer) {
 }
 
 size_t Transformer::activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision,
-                                     bool context_parallel) {
-  return Workspace::bytes(ActivationShape(config, B, T, remat, precision, true, 0, context_parallel));
+                                     bool context_parallel, bool float8) {
+  ActivationShape shape(config, B, T, remat, precision, true, 0, context_parallel);
+  shape.float8 = float8;  // as prepare() sets it
+  return Workspace::bytes(shape);
 }
 
 }  // namespace replica::model

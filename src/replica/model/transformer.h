@@ -95,9 +95,10 @@ class Transformer {
   void head_logits(WeightSource& weights, const int64_t* rows, int64_t n, float* logits);
 
   // Bytes of activation memory one micro-batch of [B, T] needs under `remat` in training: exactly what
-  // forward_backward allocates (for the memory plan); `context_parallel`: for a slice of a sequence (T its tokens).
+  // forward_backward allocates (for the memory plan); `context_parallel`: for a slice of a sequence (T its tokens);
+  // `float8`: with use_float8(true), the float8 Linears' scratch included.
   static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision,
-                                 bool context_parallel = false);
+                                 bool context_parallel = false, bool float8 = false);
 
  private:
   // The activation memory (model/activations.h).

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <set>
+#include <vector>
 
 namespace replica::report {
 namespace {
@@ -26,6 +26,22 @@ const char* distance_metric(const RunHistory& a, const RunHistory& b) {
   return nullptr;
 }
 
+// The steps both series logged, ascending (each lies within both series' ranges by construction).
+std::vector<int64_t> common_steps(const Series& a, const Series& b) {
+  std::vector<int64_t> steps;
+  for (size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    if (a[i].step < b[j].step) {
+      i++;
+    } else if (b[j].step < a[i].step) {
+      j++;
+    } else {
+      steps.push_back(a[i].step);
+      i++, j++;
+    }
+  }
+  return steps;
+}
+
 }  // namespace
 
 std::optional<ExactComparison> compare_exact(const RunHistory& a, const RunHistory& b) {
@@ -36,13 +52,12 @@ std::optional<ExactComparison> compare_exact(const RunHistory& a, const RunHisto
   ExactComparison out{.first_step = std::max(la.front().step, lb.front().step),
                       .last_step = std::min(la.back().step, lb.back().step)};
   if (out.first_step > out.last_step) return std::nullopt;
+  const std::vector<int64_t> steps = common_steps(la, lb);
+  out.common_steps = int64_t(steps.size());
+  if (steps.empty()) return std::nullopt;
   std::vector<const char*> metrics;
   for (const char* m : kExactMetrics)
     if (!a.train_series(m).empty() && !b.train_series(m).empty()) metrics.push_back(m);
-  std::set<int64_t> steps;
-  for (const Series* s : {&la, &lb})
-    for (const Point& p : *s)
-      if (p.step >= out.first_step && p.step <= out.last_step) steps.insert(p.step);
   for (int64_t step : steps) {
     for (const char* m : metrics) {
       const std::optional<double> va = exact_value_at(a.train_series(m), step);
@@ -60,11 +75,22 @@ std::optional<ExactComparison> compare_exact(const RunHistory& a, const RunHisto
 
 std::optional<CurveDistance> curve_distance(const Series& a, const Series& b, int64_t window) {
   if (a.empty() || b.empty()) return std::nullopt;
-  const Series sa = smooth_centred(a, window);
-  const Series sb = smooth_centred(b, window);
   CurveDistance d{.window = window,
                   .first_step = std::max(a.front().step, b.front().step),
                   .last_step = std::min(a.back().step, b.back().step)};
+  if (d.first_step > d.last_step) return std::nullopt;
+  const std::vector<int64_t> steps = common_steps(a, b);
+  d.grid = steps.empty() ? CurveGrid::interpolated : CurveGrid::common_steps;
+  // With common steps both curves are smoothed over exactly those, so a sparse or longer curve averages what the
+  // other does; without, each is smoothed whole and b interpolated at a's steps.
+  auto smoothed = [&](const Series& s) {
+    if (steps.empty()) return smooth_centred(s, window);
+    Series on_grid;
+    for (const Point& p : s)
+      if (std::binary_search(steps.begin(), steps.end(), p.step)) on_grid.push_back(p);
+    return smooth_centred(on_grid, window);
+  };
+  const Series sa = smoothed(a), sb = smoothed(b);
   double sum = 0.0;
   for (const Point& p : sa) {
     if (p.step < d.first_step || p.step > d.last_step) continue;

@@ -132,6 +132,8 @@ std::string config_section(const Report& report) {
 
 }  // namespace
 
+const char* page_style() { return kStyle; }
+
 std::string render_html(const Report& report) {
   std::string labels;
   for (const RunHistory& run : report.runs) labels += (labels.empty() ? "" : ", ") + run.label;

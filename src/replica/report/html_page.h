@@ -10,4 +10,7 @@ namespace replica::report {
 // distance against the baseline), #eval-table (the runs side by side at the evaluation steps), #charts, #config.
 std::string render_html(const Report& report);
 
+// The pages' shared stylesheet (the contents of a <style> element): the reproduction page looks like the report.
+const char* page_style();
+
 }  // namespace replica::report

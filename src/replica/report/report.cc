@@ -40,7 +40,7 @@ std::string describe_exact(const Comparison& c) {
   if (!c.exact) return "no common steps to compare";
   const ExactComparison& e = *c.exact;
   if (!e.difference)
-    return fmt::format("identical at all {} steps {}–{}", e.identical_steps, e.first_step, e.last_step);
+    return fmt::format("identical at all {} steps both logged in {}–{}", e.identical_steps, e.first_step, e.last_step);
   const FirstDifference& d = *e.difference;
   auto value = [](const std::optional<double>& v) { return v ? fmt::format("{}", *v) : std::string("not logged"); };
   return fmt::format("first differs at step {}: {} {} vs {} ({} identical steps before)", d.step, d.metric, value(d.a),
@@ -50,8 +50,11 @@ std::string describe_exact(const Comparison& c) {
 std::string describe_distance(const Comparison& c) {
   if (!c.distance) return "no overlapping loss curve";
   const CurveDistance& d = *c.distance;
-  return fmt::format("{}: max |Δ| {:.4g} (step {}), mean |Δ| {:.4g} over {} steps {}–{}, window {} steps", d.metric,
-                     d.max_abs, d.max_step, d.mean_abs, d.points, d.first_step, d.last_step, d.window);
+  return fmt::format("{}: max |Δ| {:.4g} (step {}), mean |Δ| {:.4g} over {} {} {}–{}, window {} steps", d.metric,
+                     d.max_abs, d.max_step, d.mean_abs, d.points,
+                     d.grid == CurveGrid::common_steps ? "steps both logged in"
+                                                       : "steps of the run (none in common; baseline interpolated) in",
+                     d.first_step, d.last_step, d.window);
 }
 
 void write_report(const Report& report, const std::string& path) { write_text_file_atomic(path, render_html(report)); }

@@ -3,12 +3,13 @@
 #pragma once
 #include "replica/eval/alarm.h"
 #include "replica/train/observer.h"
+#include "replica/train/observer_configs.h"
 
 namespace replica::train {
 
 class AlarmObserver final : public Observer {
  public:
-  AlarmObserver(int64_t window, double margin) : alarm_(window, margin) {}
+  explicit AlarmObserver(const AlarmConfig& config) : alarm_(config.window, config.margin) {}
   void after_step(const StepRecord& r) override { alarm_.add_train_loss(r.result.loss()); }
   void after_evaluation(EvalRecord& e) override { e.alarm = alarm_.evaluation(e.step, e.heldout.loss); }
 

@@ -3,25 +3,21 @@
 
 #include <fmt/core.h>
 
-#include "replica/train/checkpointing.h"
 #include "replica/train/distributed.h"
 
 namespace replica::train {
 
-CheckpointObserver::CheckpointObserver(const Recipe& r, const model::ModelConfig& model, TrainStep& step,
-                                       const data::DataLoader& loader, metrics::Progress& console)
-    : recipe_(r),
-      model_(model),
+CheckpointObserver::CheckpointObserver(const CheckpointConfig& config, const std::string& root, TrainStep& step,
+                                       State state, metrics::Progress& console)
+    : config_(config),
       step_(step),
-      loader_(loader),
+      state_(std::move(state)),
       console_(console),
-      saver_(checkpoint_root(r), r.checkpoint.keep, step.dp().comm().rank() == 0 ? step.model().table().total() : 0) {}
+      saver_(root, config.keep, step.dp().comm().rank() == 0 ? step.model().table().total() : 0) {}
 
 void CheckpointObserver::after_step(const StepRecord& r) {
-  const int64_t every = recipe_.checkpoint.every;
-  if ((every > 0 && r.step % every == 0) || r.last || r.stop)
-    report(save_from_rank0(saver_, step_,
-                           train_state(recipe_, model_, r.step, loader_, step_.optimizer(), step_.skip_step())));
+  const int64_t every = config_.every;
+  if ((every > 0 && r.step % every == 0) || r.last || r.stop) report(save_from_rank0(saver_, step_, state_(r.step)));
   report(saver_.poll());
 }
 

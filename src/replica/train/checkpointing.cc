@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "replica/ckpt/model_source.h"
+#include "replica/ckpt/olmo_core_checkpoint.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/train/resume_check.h"
@@ -79,6 +80,20 @@ static void read_weights_and_moments(const std::string& dir, const model::ParamT
   start.adam_step_count = adam_step_count;
 }
 
+// A stage transition from AI2's run: the weights, AdamW's moments and step count of an OLMo-core checkpoint.
+static RunStart start_from_olmo_core(const Recipe& r, const std::string& from, const model::ParamTable& table,
+                                     float* params, std::vector<std::string> notes) {
+  RunStart start{0, "", {}, {}, 0};
+  start.exp_avg.resize(table.total());
+  start.exp_avg_sq.resize(table.total());
+  start.adam_step_count = ckpt::read_olmo_core_checkpoint(from, recipe_model_config(r), table, params,
+                                                          start.exp_avg.data(), start.exp_avg_sq.data());
+  notes.push_back(fmt::format("weights and optimizer state (Adam step {}) from the OLMo-core checkpoint {}; steps, "
+                              "schedule and data start afresh", start.adam_step_count, from));
+  start.message = fmt::format("{}", fmt::join(notes, "\n"));
+  return start;
+}
+
 static RunStart resume(const Recipe& r, const std::string& dir, const model::ParamTable& table,
                        const data::DataLoader& loader, float* params, optim::SkipStep& skip_step,
                        std::vector<std::string> notes) {
@@ -86,10 +101,10 @@ static RunStart resume(const Recipe& r, const std::string& dir, const model::Par
   ckpt::check_same_model(s.model, recipe_model_config(r), dir);
   check(s.step <= r.last_step(), "{}: {}={} is before the checkpoint's step {}", dir,
         r.train.stop_at > 0 ? "train.stop_at" : "train.max_steps", r.last_step(), s.step);
-  check(s.global_batch_size == r.data.global_batch_size && s.seq_len == r.data.seq_len,
+  check(s.global_batch_size == r.step.global_batch && s.seq_len == r.step.seq_len,
         "{}: saved with data.global_batch_size={} and data.seq_len={}, the recipe has {} and {} (the data "
         "position would not carry over)",
-        dir, s.global_batch_size, s.seq_len, r.data.global_batch_size, r.data.seq_len);
+        dir, s.global_batch_size, s.seq_len, r.step.global_batch, r.step.seq_len);
   try {
     loader.check_fingerprint(s.data_fingerprint, r.data.allow_fingerprint_change);
   } catch (const Error& e) {
@@ -142,12 +157,13 @@ RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::
     return {0, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
   }
   if (!r.optim.load_state) {
-    ckpt::load_model_source_params(from, table, params);
+    ckpt::load_model_source_params(from, recipe_model_config(r), table, params);
     notes.push_back(fmt::format("weights from {}", from));
     return {0, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
   }
+  if (ckpt::is_olmo_core_checkpoint(from)) return start_from_olmo_core(r, from, table, params, notes);
   check(ckpt::is_checkpoint_dir(from),
-        "optim.load_state: model.init_from={} is not a replica checkpoint (an HF directory "
+        "optim.load_state: model.init_from={} is not a replica or OLMo-core checkpoint (an HF directory "
         "holds weights only)",
         from);
   const ckpt::TrainState s = ckpt::read_checkpoint_state(from, ckpt::CheckpointRead::weights_and_moments);
@@ -166,8 +182,8 @@ ckpt::TrainState train_state(const Recipe& r, const model::ModelConfig& config, 
   s.tokens = step * r.tokens_per_step();
   std::tie(s.epoch, s.batch) = loader.position(step);
   s.batches_consumed = step;
-  s.global_batch_size = r.data.global_batch_size;
-  s.seq_len = r.data.seq_len;
+  s.global_batch_size = r.step.global_batch;
+  s.seq_len = r.step.seq_len;
   s.data_fingerprint = loader.fingerprint();
   s.adam_step_count = optimizer.step_count();
   s.schedule = schedule_json(schedule_config(r));

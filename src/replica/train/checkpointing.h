@@ -32,8 +32,9 @@ struct RunStart {
 //     step count, skip-step history and step restored; the model, global batch, data position and data
 //     fingerprint must match (data.allow_fingerprint_change overrides the last). metrics.jsonl keeps only
 //     lines up to that step. Incomplete checkpoints left by a crash are removed first.
-//  2. else model.init_from: weights from an HF dir or a checkpoint; with optim.load_state, also the Adam
-//     moments and step count of the checkpoint (stage transition: steps, schedule and data start afresh).
+//  2. else model.init_from: weights from an HF dir, a replica checkpoint or an OLMo-core checkpoint (AI2's); with
+//     optim.load_state, also the Adam moments and step count of the checkpoint (stage transition: steps, schedule
+//     and data start afresh).
 //  3. else a fresh init with train.seed.
 // Cases 2 and 3 start at step 0: metrics.jsonl (of a run killed before its first checkpoint) is emptied.
 RunStart start_run(const Recipe& recipe, const model::ParamTable& table, const data::DataLoader& loader, float* params,

@@ -7,6 +7,7 @@
 #include "replica/core/error.h"
 #include "replica/dist/collectives.h"
 #ifdef REPLICA_HAVE_NCCL
+#include "replica/dist/launch.h"
 #include "replica/dist/nccl.h"
 #endif
 
@@ -15,7 +16,7 @@ namespace replica::train {
 std::unique_ptr<dist::Communicator> connect_data(dist::Communicator& control, Backend& backend) {
   if (control.size() == 1 || backend.host_memory()) return nullptr;
 #ifdef REPLICA_HAVE_NCCL
-  return std::make_unique<dist::NcclCommunicator>(control, dist::local_rank(),
+  return std::make_unique<dist::NcclCommunicator>(control, dist::local_gpu(),
                                                   static_cast<cudaStream_t>(backend.native_stream()));
 #else
   fail("train.device={} with {} ranks needs NCCL, which this build does not have", device_name(backend.device()),

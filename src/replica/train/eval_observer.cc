@@ -3,19 +3,20 @@
 
 namespace replica::train {
 
-EvalObserver::EvalObserver(const Recipe& r, const model::ModelConfig& model, TrainStep& step, Publish publish)
+EvalObserver::EvalObserver(const EvalConfig& config, const std::vector<std::string>& heldout_files,
+                           const model::ModelConfig& model, TrainStep& step, Publish publish)
     : step_(step),
-      every_(r.eval.every),
-      max_docs_(r.eval.batches * r.data.micro_batch_size),
+      every_(config.every),
+      max_docs_(config.batches * step.config().micro_batch),
       root_(step.dp().comm().rank() == 0),
       evaluates_(root_ || step.dp().shards_weights()),
       publish_(std::move(publish)) {
   // eval.every = 0 switches evaluation off entirely, the evaluations before the first and after the last step too.
-  if (every_ > 0 && !r.data.validation_paths.empty())
-    heldout_ = std::make_unique<data::FslDataset>(eval::labelled_files(r.data.validation_paths), r.data.seq_len,
+  if (every_ > 0 && !heldout_files.empty())
+    heldout_ = std::make_unique<data::FslDataset>(eval::labelled_files(heldout_files), step.config().seq_len,
                                                   data::TokenDtype::u32, uint32_t(model.vocab_size));
-  if (!r.eval.suite.empty() && evaluates_) {  // loaded (and so checked) even when evaluation is off
-    suite_ = eval::load_suite(r.eval.suite);
+  if (!config.suite.empty() && evaluates_) {  // loaded (and so checked) even when evaluation is off
+    suite_ = eval::load_suite(config.suite);
     tokenizer_.emplace(data::Tokenizer::load_default());
   }
 }

@@ -5,11 +5,14 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "replica/data/dataset.h"
 #include "replica/data/tokenizer.h"
 #include "replica/eval/suite.h"
 #include "replica/train/observer.h"
+#include "replica/train/observer_configs.h"
 
 namespace replica::train {
 
@@ -17,7 +20,9 @@ class EvalObserver final : public Observer {
  public:
   // publish(record) hands an evaluation to the other observers and the metrics sink (rank 0 only).
   using Publish = std::function<void(EvalRecord&)>;
-  EvalObserver(const Recipe& recipe, const model::ModelConfig& model, TrainStep& step, Publish publish);
+  // heldout_files: data.validation_paths, read in the step's sequence length.
+  EvalObserver(const EvalConfig& config, const std::vector<std::string>& heldout_files, const model::ModelConfig& model,
+               TrainStep& step, Publish publish);
 
   // Evaluates after `step` steps (0: before the first); the held-out loss, or none when evaluation is off, without
   // validation data or on a rank that takes no part.

@@ -23,76 +23,107 @@ namespace {
 
 using namespace config;  // Field and its kinds (number, integer, text, list, choice, ...)
 
+// No name or path holds a line break or ": ": yaml-cpp lets an unclosed quote run on over the following lines,
+// folding them and the keys there into the value ("runs/x model: config: m.yaml"), and either says where it happened.
+std::string one_line(const std::string& value) {
+  return value.find('\n') == std::string::npos && value.find(": ") == std::string::npos
+             ? ""
+             : fmt::format("holds {:?}, keys and all: is a quote left open?", value);
+}
+
+// The recipe's keys, each declared once: where its value lives (a member of the module config the recipe holds),
+// how it reads and writes (its kind), the rule its value keeps, and what a resume may do with it (by default it
+// needs train.allow_change). Rules between several keys are in validate().
 std::vector<Field> fields(Recipe& r) {
   auto precision = [](const std::string& s) { return parse_precision(s.c_str()); };
-  optim::ScheduleConfig& schedule = r.schedule.steps;
+  StepConfig& step = r.step;
+  optim::ScheduleConfig& schedule = r.step.schedule;
+  data::LoaderConfig& loader = r.loader;
+  const auto at_least_0 = at_least<int64_t>(0), positive_integer = positive<int64_t>();
+  // The model is compared by its structure and the data by its fingerprint (checkpointing.cc), not by these keys.
   return {
-      text("run.dir", r.run.dir),
-      text("run.name", r.run.name),
-      text("model.config", r.model.config),
-      text("model.init_from", r.model.init_from),
-      list("data.paths", r.data.paths, "a list of token files"),
-      text("data.mix_file", r.data.mix_file),
-      integer("data.seq_len", r.data.seq_len),
-      integer("data.seed", r.data.seed),
-      integer("data.global_batch_size", r.data.global_batch_size),
-      integer("data.micro_batch_size", r.data.micro_batch_size),
-      list("data.validation_paths", r.data.validation_paths, "a list of token files"),
-      boolean("data.allow_fingerprint_change", r.data.allow_fingerprint_change),
-      boolean("data.instance_filter", r.data.instance_filter.enabled),
-      choice("data.packing", r.data.packing.kind, data::parse_packing, data::packing_name),
-      integer("data.source_group_size", r.data.packing.source_group_size),
-      choice("data.long_doc_strategy", r.data.packing.long_doc_strategy, data::parse_long_doc_strategy,
+      text("run.dir", r.run.dir,
+           [](const std::string& dir) { return dir.empty() ? "must name the run directory" : one_line(dir); })
+          .neutral(),
+      text("run.name", r.run.name, one_line).neutral(),
+      text("model.config", r.model.config, one_line).neutral(),
+      text("model.init_from", r.model.init_from, one_line).neutral(),
+      list("data.paths", r.data.paths, "a list of token files").neutral(),
+      text("data.mix_file", r.data.mix_file, one_line).neutral(),
+      // A checkpoint's data position holds for the batch shape it was saved with.
+      integer("data.seq_len", step.seq_len, positive_integer).resume(OnResume::refused),
+      unsigned_integer("data.seed", loader.seed),
+      integer("data.global_batch_size", step.global_batch, positive_integer).resume(OnResume::refused),
+      integer("data.micro_batch_size", step.micro_batch, positive_integer).neutral(),
+      list("data.validation_paths", r.data.validation_paths, "a list of token files").neutral(),
+      boolean("data.allow_fingerprint_change", r.data.allow_fingerprint_change).neutral(),
+      boolean("data.instance_filter", loader.filter.enabled),
+      choice("data.packing", loader.packing.kind, data::parse_packing, data::packing_name),
+      integer("data.source_group_size", loader.packing.source_group_size, at_least<int64_t>(1)),
+      choice("data.long_doc_strategy", loader.packing.long_doc_strategy, data::parse_long_doc_strategy,
              data::long_doc_strategy_name),
-      choice("data.document_boundaries", r.data.packing.document_boundaries, data::parse_document_boundaries,
+      choice("data.document_boundaries", loader.packing.document_boundaries, data::parse_document_boundaries,
              data::document_boundaries_name),
-      text("data.work_dir", r.data.packing.work_dir),
-      optional_integer("data.source_permutation_seed", r.data.source_permutation_seed),
-      number("optim.lr", schedule.lr),
-      number("optim.weight_decay", r.optim.adamw.weight_decay),
-      number_pair("optim.betas", r.optim.adamw.beta1, r.optim.adamw.beta2, "a list of two numbers [beta1, beta2]"),
-      number("optim.eps", r.optim.adamw.eps),
-      boolean("optim.host_moments", r.optim.adamw.host_moments),
-      number("optim.clip", r.optim.clip),
-      boolean("optim.skip_step", r.optim.skip_step.enabled),
-      number("optim.skip_step_sigma", r.optim.skip_step.sigma),
-      integer("optim.skip_step_window", r.optim.skip_step.window),
-      number("optim.z_loss", r.optim.z_loss),
-      boolean("optim.load_state", r.optim.load_state),
+      text("data.work_dir", loader.packing.work_dir),
+      optional_integer("data.source_permutation_seed", loader.source_permutation_seed),
+      number("optim.lr", schedule.lr, positive<double>()),
+      number("optim.weight_decay", step.adamw.weight_decay, at_least(0.0)),
+      number_pair("optim.betas", step.adamw.beta1, step.adamw.beta2, "a list of two numbers [beta1, beta2]",
+                  [](double beta1, double beta2) {
+                    return beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1
+                               ? ""
+                               : "must be two numbers [beta1, beta2] in [0, 1)";
+                  }),
+      number("optim.eps", step.adamw.eps, positive<double>()),
+      boolean("optim.host_moments", step.adamw.host_moments).neutral(),  // where the moments live, not their bits
+      number("optim.clip", step.clip, at_least(0.0, "0 = no clipping")),
+      boolean("optim.skip_step", step.skip_step.enabled),
+      number("optim.skip_step_sigma", step.skip_step.sigma, positive<double>()),
+      integer("optim.skip_step_window", step.skip_step.window, at_least<int64_t>(2)),
+      number("optim.z_loss", step.z_loss, at_least(0.0)),
+      boolean("optim.load_state", r.optim.load_state).neutral(),
       choice("schedule.type", schedule.type, optim::parse_schedule_type, optim::schedule_type_name),
       integer("schedule.warmup_steps", schedule.warmup),
       number("schedule.alpha_f", schedule.alpha_f),
-      integer("schedule.t_max", schedule.t_max),
-      number("schedule.t_max_tokens", r.schedule.t_max_tokens),
+      integer("schedule.t_max", schedule.t_max, at_least_0),
+      number("schedule.t_max_tokens", r.schedule.t_max_tokens, at_least(0.0)),
       integer("schedule.decay_steps", schedule.decay),
       integer("schedule.stitch_step", schedule.stitch_step),
       integer("schedule.part2_warmup_steps", schedule.part2_warmup),
       integer("schedule.part2_t_max", schedule.part2_t_max),
       number("schedule.part2_t_max_tokens", r.schedule.part2_t_max_tokens),
-      integer("train.max_steps", r.train.max_steps),
-      integer("train.stop_at", r.train.stop_at),
-      text("train.resume_from", r.train.resume_from),
-      list("train.allow_change", r.train.allow_change, "a list of recipe keys"),
-      choice("train.device", r.train.device, parse_device, device_name),
-      choice("train.precision", r.train.precision, precision, precision_name),
-      integer("train.threads", r.train.threads),
-      integer("train.seed", r.train.seed),
-      choice("train.remat", r.train.remat, model::parse_remat, model::remat_name),
-      boolean("train.shard_weights", r.train.shard_weights),
-      integer("train.context_parallel", r.train.context.degree),
-      integer("train.cp_head_stride", r.train.context.head_stride),
-      choice("train.attention", r.train.attention, parse_attention_kernel, attention_kernel_name),
-      boolean("train.float8", r.train.float8),
-      boolean("train.profile", r.train.profile),
-      integer("train.log_every", r.train.log_every),
-      choice("train.progress", r.train.progress, metrics::parse_progress_style, metrics::progress_style_name),
-      integer("checkpoint.every", r.checkpoint.every),
-      integer("checkpoint.keep", r.checkpoint.keep),
-      integer("eval.every", r.eval.every),
-      integer("eval.batches", r.eval.batches),
-      text("eval.suite", r.eval.suite),
-      integer("eval.alarm_window", r.eval.alarm_window),
-      number("eval.alarm_margin", r.eval.alarm_margin),
+      integer("train.max_steps", r.train.max_steps, positive_integer).resume(OnResume::neutral_if_schedule_unchanged),
+      integer("train.stop_at", r.train.stop_at).neutral(),
+      text("train.resume_from", r.train.resume_from, one_line).neutral(),
+      list("train.allow_change", r.train.allow_change, "a list of recipe keys").neutral(),
+      choice("train.device", r.train.device, parse_device, device_name).neutral(),
+      choice("train.precision", step.precision, precision, precision_name),
+      integer("train.threads", r.train.threads,
+              [](int64_t n) {
+                return n >= 0 && n <= kMaxThreads ? ""
+                                                  : fmt::format("must be 0 (all cores) to {}, got {}", kMaxThreads, n);
+              })
+          .neutral(),
+      integer("train.seed", r.train.seed, at_least_0),
+      // Recomputation, sharding and context parallelism change where the numbers are computed, not what they are.
+      choice("train.remat", step.remat, model::parse_remat, model::remat_name).neutral(),
+      boolean("train.shard_weights", step.sharding.weights).neutral(),
+      integer("train.context_parallel", step.context.degree, at_least<int64_t>(1, "1 = off")).neutral(),
+      integer("train.cp_head_stride", step.context.head_stride, at_least<int64_t>(0, "0 = all KV heads at once"))
+          .neutral(),
+      choice("train.attention", r.train.attention, parse_attention_kernel, attention_kernel_name).neutral(),
+      boolean("train.float8", step.float8),
+      boolean("train.profile", r.train.profile).neutral(),
+      integer("train.log_every", r.train.log_every, positive_integer).neutral(),
+      choice("train.progress", r.train.progress, metrics::parse_progress_style, metrics::progress_style_name)
+          .neutral(),
+      integer("checkpoint.every", r.checkpoint.every, at_least_0).neutral(),
+      integer("checkpoint.keep", r.checkpoint.keep, at_least_0).neutral(),
+      integer("eval.every", r.eval.every, at_least_0).neutral(),
+      integer("eval.batches", r.eval.batches, at_least_0).neutral(),
+      text("eval.suite", r.eval.suite, one_line).neutral(),
+      integer("eval.alarm_window", r.alarm.window).neutral(),
+      number("eval.alarm_margin", r.alarm.margin).neutral(),
   };
 }
 
@@ -171,96 +202,58 @@ void apply_override(Recipe& r, const std::string& text) {
   f->set(value, fmt::format("override '{}'", text));
 }
 
+// Each row's rule, then the rules between keys.
 void validate(const Recipe& r, const Origins& origins) {
   auto require = [&](bool ok, const char* key, const std::string& what) {
     check(ok, "{}: '{}' {}", origins.of({key}), key, what);
   };
-  require(!r.run.dir.empty(), "run.dir", "must name the run directory");
-  // yaml-cpp lets an unclosed quote run on over the following lines, folding them and the keys there into the value
-  // ("runs/x model: config: m.yaml"); no name or path holds a line break or ": ", so either says where it happened.
-  const std::pair<const char*, const std::string*> names[] = {{"run.dir", &r.run.dir},
-                                                              {"run.name", &r.run.name},
-                                                              {"model.config", &r.model.config},
-                                                              {"model.init_from", &r.model.init_from},
-                                                              {"data.mix_file", &r.data.mix_file},
-                                                              {"train.resume_from", &r.train.resume_from},
-                                                              {"eval.suite", &r.eval.suite}};
-  for (const auto& [key, value] : names)
-    require(value->find('\n') == std::string::npos && value->find(": ") == std::string::npos, key,
-            fmt::format("holds {:?}, keys and all: is a quote left open?", *value));
   Recipe copy = r;
   const std::vector<Field> table = fields(copy);
-  for (const std::string& key : r.train.allow_change)
-    require(find(table, key) != nullptr, "train.allow_change", fmt::format("names an unknown key '{}'", key));
-  require(!r.model.config.empty() || !r.model.init_from.empty(), "model.config",
-          "must be set (a model YAML file or HF config.json) unless model.init_from gives the model");
-  require(r.data.paths.empty() != r.data.mix_file.empty(), "data.paths",
+  for (const Field& f : table)
+    if (f.problem)
+      if (const std::string problem = f.problem(); !problem.empty())
+        fail("{}: '{}' {}", origins.of({f.key}), f.key, problem);
+  for (const std::string& key : r.train.allow_change) {
+    const Field* f = find(table, key);
+    require(f != nullptr, "train.allow_change", fmt::format("names an unknown key '{}'", key));
+    require(f->on_resume != OnResume::refused, "train.allow_change",
+            fmt::format("names '{}', which no resume can change (the checkpoint's data position needs it)", key));
+  }
+  require(r.data.paths.empty() || r.data.mix_file.empty(), "data.paths",
           "or data.mix_file must be set (exactly one of them)");
-  require(r.data.seq_len > 0, "data.seq_len", fmt::format("must be positive, got {}", r.data.seq_len));
-  require(r.data.seed >= 0, "data.seed", fmt::format("must be >= 0, got {}", r.data.seed));
-  require(r.data.global_batch_size > 0, "data.global_batch_size",
-          fmt::format("must be positive, got {}", r.data.global_batch_size));
-  require(r.data.micro_batch_size > 0, "data.micro_batch_size",
-          fmt::format("must be positive, got {}", r.data.micro_batch_size));
-  check(r.data.global_batch_size % r.data.micro_batch_size == 0,
+  const StepConfig& step = r.step;
+  check(step.global_batch % step.micro_batch == 0,
         "{}: 'data.global_batch_size' ({}) must be a multiple of data.micro_batch_size ({})",
-        origins.of({"data.global_batch_size", "data.micro_batch_size"}), r.data.global_batch_size,
-        r.data.micro_batch_size);
-  require(r.data.packing.source_group_size >= 1, "data.source_group_size",
-          fmt::format("must be at least 1, got {}", r.data.packing.source_group_size));
-  check(r.data.packing.kind == data::Packing::none || std::has_single_bit(uint64_t(r.data.seq_len)),
+        origins.of({"data.global_batch_size", "data.micro_batch_size"}), step.global_batch, step.micro_batch);
+  const data::PackingConfig& packing = r.loader.packing;
+  check(packing.kind == data::Packing::none || std::has_single_bit(uint64_t(step.seq_len)),
         "{}: 'data.seq_len' must be a power of two with data.packing: obfd (the OBFD segment tree's leaves), got {}",
-        origins.of({"data.seq_len", "data.packing"}), r.data.seq_len);
-  check(r.data.packing.kind == data::Packing::obfd ||
-            r.data.packing.document_boundaries == data::DocumentBoundaries::eos,
+        origins.of({"data.seq_len", "data.packing"}), step.seq_len);
+  check(packing.kind == data::Packing::obfd || packing.document_boundaries == data::DocumentBoundaries::eos,
         "{}: 'data.document_boundaries: metadata' needs data.packing: obfd (fixed-length chunks have no documents)",
         origins.of({"data.document_boundaries", "data.packing"}));
-  const optim::AdamWConfig& adamw = r.optim.adamw;
-  require(r.schedule.steps.lr > 0, "optim.lr", fmt::format("must be positive, got {}", r.schedule.steps.lr));
-  require(adamw.weight_decay >= 0, "optim.weight_decay", fmt::format("must be >= 0, got {}", adamw.weight_decay));
-  require(adamw.beta1 >= 0 && adamw.beta1 < 1 && adamw.beta2 >= 0 && adamw.beta2 < 1, "optim.betas",
-          "must be two numbers [beta1, beta2] in [0, 1)");
-  require(adamw.eps > 0, "optim.eps", fmt::format("must be positive, got {}", adamw.eps));
-  require(r.optim.clip >= 0, "optim.clip", fmt::format("must be >= 0 (0 = no clipping), got {}", r.optim.clip));
-  require(r.optim.skip_step.sigma > 0, "optim.skip_step_sigma",
-          fmt::format("must be positive, got {}", r.optim.skip_step.sigma));
-  require(r.optim.skip_step.window >= 2, "optim.skip_step_window",
-          fmt::format("must be >= 2, got {}", r.optim.skip_step.window));
-  require(r.optim.z_loss >= 0, "optim.z_loss", fmt::format("must be >= 0, got {}", r.optim.z_loss));
   require(!r.optim.load_state || !r.model.init_from.empty(), "optim.load_state",
           "needs model.init_from (the checkpoint holding the optimizer state)");
-  const Recipe::Schedule& s = r.schedule;
-  require(s.steps.t_max >= 0 && s.t_max_tokens >= 0, "schedule.t_max", "must be >= 0");
-  require(s.steps.t_max == 0 || s.t_max_tokens == 0, "schedule.t_max", "and schedule.t_max_tokens cannot both be set");
-  require(s.steps.part2_t_max == 0 || s.part2_t_max_tokens == 0, "schedule.part2_t_max",
+  const optim::ScheduleConfig& s = step.schedule;
+  require(s.t_max == 0 || r.schedule.t_max_tokens == 0, "schedule.t_max",
+          "and schedule.t_max_tokens cannot both be set");
+  require(s.part2_t_max == 0 || r.schedule.part2_t_max_tokens == 0, "schedule.part2_t_max",
           "and schedule.part2_t_max_tokens cannot both be set");
-  require(r.train.max_steps > 0, "train.max_steps", fmt::format("must be positive, got {}", r.train.max_steps));
   require(r.train.stop_at >= 0 && r.train.stop_at <= r.train.max_steps, "train.stop_at",
           fmt::format("must be in [0, train.max_steps = {}] (0 = run to max_steps), got {}", r.train.max_steps,
                       r.train.stop_at));
-  require(r.train.threads >= 0 && r.train.threads <= kMaxThreads, "train.threads",
-          fmt::format("must be 0 (all cores) to {}, got {}", kMaxThreads, r.train.threads));
-  require(r.train.seed >= 0, "train.seed", fmt::format("must be >= 0, got {}", r.train.seed));
-  require(r.train.log_every > 0, "train.log_every", fmt::format("must be positive, got {}", r.train.log_every));
-  const dist::ContextParallelConfig& cp = r.train.context;
-  require(cp.degree >= 1, "train.context_parallel", fmt::format("must be >= 1 (1 = off), got {}", cp.degree));
-  require(cp.head_stride >= 0, "train.cp_head_stride",
-          fmt::format("must be >= 0 (0 = all KV heads at once), got {}", cp.head_stride));
+  const dist::ContextParallelConfig& cp = step.context;
   if (cp.degree > 1) {
-    require(r.data.micro_batch_size == 1, "data.micro_batch_size",
+    require(step.micro_batch == 1, "data.micro_batch_size",
             fmt::format("must be 1 with train.context_parallel={} (a context-parallel micro-batch is one instance "
                         "split over the ranks), got {}",
-                        cp.degree, r.data.micro_batch_size));
+                        cp.degree, step.micro_batch));
     const int64_t multiple = cp.degree * dist::ContextParallelConfig::kSliceMultiple;
-    require(r.data.seq_len % multiple == 0, "data.seq_len",
+    require(step.seq_len % multiple == 0, "data.seq_len",
             fmt::format("({}) must be a multiple of {} with train.context_parallel={} (each rank's slice a multiple "
                         "of {} tokens)",
-                        r.data.seq_len, multiple, cp.degree, dist::ContextParallelConfig::kSliceMultiple));
+                        step.seq_len, multiple, cp.degree, dist::ContextParallelConfig::kSliceMultiple));
   }
-  require(r.checkpoint.every >= 0, "checkpoint.every", fmt::format("must be >= 0, got {}", r.checkpoint.every));
-  require(r.checkpoint.keep >= 0, "checkpoint.keep", fmt::format("must be >= 0, got {}", r.checkpoint.keep));
-  require(r.eval.every >= 0, "eval.every", fmt::format("must be >= 0, got {}", r.eval.every));
-  require(r.eval.batches >= 0, "eval.batches", fmt::format("must be >= 0, got {}", r.eval.batches));
   require(r.eval.every == 0 || !r.data.validation_paths.empty(), "eval.every",
           "needs data.validation_paths (held-out token files)");
   try {
@@ -277,7 +270,13 @@ void check_held_out_files(Recipe& r, const Origins& origins) {
     check(std::filesystem::exists(p), "{}: 'data.validation_paths': {} not found{}", source, p, resolved_against(p));
 }
 
+// What training reads must be named (a plan or a data command names only what it needs) and exist.
 void check_training_files(Recipe& r, const Origins& origins) {
+  check(!r.model.config.empty() || !r.model.init_from.empty(),
+        "{}: 'model.config' must be set (a model YAML file or HF config.json) unless model.init_from gives the model",
+        origins.of({"model.config", "model.init_from"}));
+  check(!r.data.paths.empty() || !r.data.mix_file.empty(),
+        "{}: 'data.paths' or data.mix_file must be set (exactly one of them)", origins.of({"data.paths", "data.mix_file"}));
   auto exists = [&](const std::string& path, const char* key) {
     check(std::filesystem::exists(path), "{}: '{}': {} not found{}", origins.of({key}), key, path,
           resolved_against(path));
@@ -341,28 +340,42 @@ static int64_t steps_for_tokens(double tokens, int64_t tokens_per_step) {
 }
 
 optim::ScheduleConfig schedule_config(const Recipe& r) {
-  const Recipe::Schedule& s = r.schedule;
-  optim::ScheduleConfig c = s.steps;
-  c.t_max = s.steps.t_max > 0    ? s.steps.t_max
-            : s.t_max_tokens > 0 ? steps_for_tokens(s.t_max_tokens, r.tokens_per_step())
-                                 : r.train.max_steps;
-  c.part2_t_max = s.steps.part2_t_max > 0    ? s.steps.part2_t_max
-                  : s.part2_t_max_tokens > 0 ? steps_for_tokens(s.part2_t_max_tokens, r.tokens_per_step())
-                                             : r.train.max_steps;
+  const optim::ScheduleConfig& steps = r.step.schedule;
+  optim::ScheduleConfig c = steps;
+  c.t_max = steps.t_max > 0                ? steps.t_max
+            : r.schedule.t_max_tokens > 0 ? steps_for_tokens(r.schedule.t_max_tokens, r.tokens_per_step())
+                                          : r.train.max_steps;
+  c.part2_t_max = steps.part2_t_max > 0                ? steps.part2_t_max
+                  : r.schedule.part2_t_max_tokens > 0 ? steps_for_tokens(r.schedule.part2_t_max_tokens,
+                                                                         r.tokens_per_step())
+                                                      : r.train.max_steps;
+  return c;
+}
+
+StepConfig step_config(const Recipe& r) {
+  StepConfig c = r.step;
+  c.schedule = schedule_config(r);
+  return c;
+}
+
+data::LoaderConfig loader_config(const Recipe& r, uint32_t vocab_size) {
+  data::LoaderConfig c = r.loader;
+  c.files = r.data.mix_file.empty() ? data::mix_from_paths(r.data.paths) : data::read_mix_file(r.data.mix_file);
+  c.seq_len = r.step.seq_len;
+  c.global_batch = r.step.global_batch;
+  c.vocab_size = vocab_size;
   return c;
 }
 
 data::LoaderConfig loader_config(const Recipe& r, const model::ModelConfig& model) {
-  data::LoaderConfig c;
-  c.files = r.data.mix_file.empty() ? data::mix_from_paths(r.data.paths) : data::read_mix_file(r.data.mix_file);
-  c.seq_len = r.data.seq_len;
-  c.seed = uint64_t(r.data.seed);
-  c.global_batch = r.data.global_batch_size;
-  c.vocab_size = uint32_t(model.vocab_size);
-  c.filter = r.data.instance_filter;
-  c.source_permutation_seed = r.data.source_permutation_seed;
-  c.packing = r.data.packing;
-  return c;
+  return loader_config(r, uint32_t(model.vocab_size));
+}
+
+std::vector<std::pair<std::string, OnResume>> resume_rules() {
+  Recipe r;
+  std::vector<std::pair<std::string, OnResume>> rules;
+  for (const Field& f : fields(r)) rules.emplace_back(f.key, f.on_resume);
+  return rules;
 }
 
 }  // namespace replica::train

@@ -1,7 +1,8 @@
 // Recipe: every setting of a training run, in sections (run, model, data, optim, schedule, train,
 // checkpoint, eval), read from YAML with `section.key=value` overrides; to_yaml() writes it back resolved.
-// Where a module has its own config struct the recipe holds it (the keys point into it), and one function builds
-// each composite config the modules need: loader_config (data/), schedule_config and step_config (train/step.h).
+// Each setting is declared once: the recipe holds the modules' own configs by value (the step's, the loader's, the
+// observers') and one table of keys points into them, each row with its rule and what a resume may do with it
+// (recipe.cc). step_config and loader_config add only what is derived from several keys.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -9,15 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "replica/data/instance_filter.h"
+#include "replica/core/config_fields.h"
 #include "replica/data/loader.h"
-#include "replica/dist/context_parallel.h"
 #include "replica/kernels/backend.h"
 #include "replica/metrics/progress.h"
-#include "replica/model/transformer.h"
-#include "replica/optim/adamw.h"
-#include "replica/optim/schedule.h"
-#include "replica/optim/skip_step.h"
+#include "replica/train/observer_configs.h"
+#include "replica/train/step_config.h"
 
 namespace replica::train {
 
@@ -29,40 +27,42 @@ struct Recipe {
   struct Model {
     std::string config;     // YAML model file or HF config.json (may be empty with init_from): the whole model,
                             // its RoPE scaling included (configs/models/olmo3_7b_stage3.yaml)
-    std::string init_from;  // HF model directory or replica checkpoint; empty: fresh init (train.seed)
+    std::string init_from;  // HF model dir, replica or OLMo-core checkpoint; empty: fresh init (train.seed)
                             // (ignored when the run resumes from a checkpoint of its own)
   } model;
+  // The files of data.*; loader_config turns them into the loader's file list.
   struct Data {
     std::vector<std::string> paths;  // token files, in order (or mix_file)
     std::string mix_file;            // one token file per line: `path` or `label,path`
-    int64_t seq_len = 8192;
-    int64_t seed = 34521;                       // data order seed (OLMo-core NumpyDataLoaderConfig.seed)
-    int64_t global_batch_size = 512;            // instances per optimizer step
-    int64_t micro_batch_size = 1;               // instances per forward/backward (gradient accumulation)
     std::vector<std::string> validation_paths;  // held-out token files for eval.every
     bool allow_fingerprint_change = false;      // resume even though the data fingerprint changed
-    // data.instance_filter: OLMo-core's repeated n-gram filter with its default periods and count (off, as in the
-    // OLMo 3 7B recipe); part of the data fingerprint.
-    data::InstanceFilterConfig instance_filter;
-    // data.packing, data.source_group_size, data.long_doc_strategy, data.document_boundaries: OLMo-core's
-    // NumpyPackedFSLDataset (none: fixed-length chunks, as in stages 1 and 2), data.work_dir: where its packing is
-    // cached (empty: nowhere); data.source_permutation_seed: its source file shuffle (null: none).
-    data::PackingConfig packing;
-    std::optional<int64_t> source_permutation_seed;
   } data;
+  // The step's own config (train/step_config.h): data.seq_len, data.global_batch_size, data.micro_batch_size;
+  // optim.lr (schedule.lr), optim.weight_decay, betas, eps, host_moments (adamw), clip, skip_step*, z_loss;
+  // schedule.*; train.precision, remat, float8, shard_weights, context_parallel, cp_head_stride.
+  StepConfig step = [] {  // OLMo 3's batch: 512 instances of 8192 tokens
+    StepConfig c;
+    c.seq_len = 8192;
+    c.global_batch = 512;
+    return c;
+  }();
+  // The loader's own settings (data/loader.h): data.seed (OLMo-core NumpyDataLoaderConfig.seed); data.instance_filter
+  // (OLMo-core's repeated n-gram filter, off as in the OLMo 3 7B recipe; part of the data fingerprint);
+  // data.packing, source_group_size, long_doc_strategy, document_boundaries, work_dir (OLMo-core's
+  // NumpyPackedFSLDataset; none: fixed-length chunks, as in stages 1 and 2); data.source_permutation_seed (its
+  // source file shuffle; null: none). Its files, shape and vocabulary are derived: loader_config.
+  data::LoaderConfig loader = [] {
+    data::LoaderConfig c;
+    c.seed = 34521;
+    return c;
+  }();
   struct Optim {
-    // optim.weight_decay, optim.betas: [beta1, beta2], optim.eps, optim.host_moments (the peak LR is optim.lr)
-    optim::AdamWConfig adamw;
-    double clip = 1.0;  // max global grad norm; 0 = no clipping (then skip-step watches the loss only)
-    optim::SkipStepConfig skip_step;  // optim.skip_step, optim.skip_step_window, optim.skip_step_sigma
-    double z_loss = 1e-5;
-    bool load_state = false;  // load Adam moments from model.init_from (a replica checkpoint)
+    bool load_state = false;  // load Adam moments from model.init_from (a replica or OLMo-core checkpoint)
   } optim;
   struct Schedule {
-    // schedule.type, warmup_steps, alpha_f, t_max, decay_steps, stitch_step, part2_warmup_steps, part2_t_max; the
-    // peak LR is optim.lr. A horizon of 0 here comes from its *_tokens key, else train.max_steps (schedule_config).
-    optim::ScheduleConfig steps;
-    double t_max_tokens = 0;  // horizon in tokens: t_max = ceil(t_max_tokens / tokens per step)
+    // Horizons in tokens: when step.schedule's t_max (part2_t_max) is 0, t_max = ceil(t_max_tokens / tokens per
+    // step), else train.max_steps (schedule_config).
+    double t_max_tokens = 0;
     double part2_t_max_tokens = 0;
   } schedule;
   struct Train {
@@ -73,35 +73,21 @@ struct Recipe {
     // refused.
     std::vector<std::string> allow_change;
     Device device = Device::cpu;  // where the model, optimizer and loss run (kernels/backend.h)
-    Precision precision = Precision::fp32;
     int64_t threads = 0;  // 0 = all cores
     int64_t seed = 0;     // parameter init seed
-    model::Remat remat = model::Remat::none;
-    bool shard_weights = false;  // FSDP: shard the fp32 weights over the ranks too (dist/data_parallel.h)
-    dist::ContextParallelConfig context;  // train.context_parallel, train.cp_head_stride (dist/context_parallel.h)
     // The attention kernel: auto is the backend's best measured one (the run records what it resolved to).
     AttentionKernel attention = AttentionKernel::automatic;
-    // float8 block Linears as OLMo 3 stage 3 ran them (torchao's tensorwise recipe, model/float8_linear.h).
-    bool float8 = false;
     bool profile = false;  // the device time per operation of every step after the first, to run.dir/profile.md
     int64_t log_every = 1;
     // The console: auto = a live line on a terminal (every log_every-th kept), plain lines when stdout is not a
     // terminal or under mpirun; plain = plain lines always.
     metrics::ProgressStyle progress = metrics::ProgressStyle::automatic;
   } train;
-  struct Checkpoint {
-    int64_t every = 1000;  // 0 = only at the end
-    int64_t keep = 0;      // newest checkpoints kept; 0 = all
-  } checkpoint;
-  struct Eval {
-    int64_t every = 0;    // also before the first and after the last step; 0 = no evaluation at all
-    int64_t batches = 0;  // held-out documents per file and evaluation = batches × micro_batch_size; 0 = all
-    std::string suite;    // eval suite YAML run at each evaluation besides the held-out loss; empty = none
-    int64_t alarm_window = 3;   // memorisation alarm: evaluations compared (0 = off)
-    double alarm_margin = 0.05; // nats: training loss fell more than this, held-out loss did not
-  } eval;
+  CheckpointConfig checkpoint;
+  EvalConfig eval;
+  AlarmConfig alarm;  // eval.alarm_window, eval.alarm_margin
 
-  int64_t tokens_per_step() const { return data.global_batch_size * data.seq_len; }
+  int64_t tokens_per_step() const { return step.global_batch * step.seq_len; }
   // The step this invocation stops after: train.stop_at when set, else train.max_steps.
   int64_t last_step() const { return train.stop_at > 0 ? std::min(train.stop_at, train.max_steps) : train.max_steps; }
   std::string to_yaml() const;  // every key, resolved; load_recipe_text(to_yaml()) gives the same recipe
@@ -118,12 +104,19 @@ Recipe load_recipe_text(const std::string& yaml, const std::string& source,
 // globs expanded) but not the held-out files: `replica data audit` reads no held-out data.
 void resolve_training_files(Recipe& recipe, const std::string& source);
 
+// Every key of the recipe with what a resume may do with it (the rows of recipe.cc), in the table's order.
+std::vector<std::pair<std::string, config::OnResume>> resume_rules();
 
 optim::ScheduleConfig schedule_config(const Recipe& recipe);  // horizons resolved to steps
 
-// The data loader of the run: the recipe's files, sequence length, seed, global batch and instance filter, and the
-// model's vocabulary (ids at or above it are corrupt data). The trainer and `replica data ... --config` use it, so
-// both report the same fingerprint.
+// The step the recipe runs: recipe.step with the schedule's horizons resolved to steps. TrainStep is given it, and
+// `replica plan` sizes memory with it.
+StepConfig step_config(const Recipe& recipe);
+
+// The data loader of the run: recipe.loader with the recipe's files, the step's sequence length and global batch, and
+// the model's vocabulary (ids at or above it are corrupt data). The trainer and `replica data` use it, so both report
+// the same fingerprint.
 data::LoaderConfig loader_config(const Recipe& recipe, const model::ModelConfig& model);
+data::LoaderConfig loader_config(const Recipe& recipe, uint32_t vocab_size);  // a model's vocab_size
 
 }  // namespace replica::train

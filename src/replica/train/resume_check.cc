@@ -1,4 +1,5 @@
-// Recipe changes on resume: a flat key → value view of both recipes, and the rule of which may change.
+// Recipe changes on resume: a flat key → value view of both recipes, judged by each key's resume rule (its row in
+// recipe.cc).
 #include "replica/train/resume_check.h"
 
 #include <fmt/format.h>
@@ -34,15 +35,13 @@ std::map<std::string, std::string> flat_values(const std::string& yaml, const st
   return out;
 }
 
-// How or where the run goes on, not what it computes. Prefixes end with '.'.
-constexpr const char* kNeutral[] = {
-    "run.",        "checkpoint.",          "eval.",          "train.stop_at",          "train.threads",
-    "train.log_every", "train.progress", "train.resume_from", "train.allow_change", "train.profile",     "train.remat",
-    "train.shard_weights", "train.context_parallel", "train.cp_head_stride", "train.device",  "train.attention",
-    "data.micro_batch_size", "data.allow_fingerprint_change",
-    "data.validation_paths", "data.paths", "data.mix_file", "model.", "optim.load_state",
-    "optim.host_moments",
-};
+// What a resume may do with `key`: its row's rule (recipe.cc).
+config::OnResume rule_of(const std::string& key) {
+  static const auto rules = resume_rules();
+  for (const auto& [k, rule] : rules)
+    if (k == key) return rule;
+  return config::OnResume::needs_allow_change;  // not a key of this build's recipe
+}
 
 }  // namespace
 
@@ -60,10 +59,13 @@ std::vector<RecipeChange> recipe_changes(const std::string& saved_yaml, const Re
 }
 
 bool neutral_on_resume(const std::string& key, bool schedule_unchanged) {
-  if (key == "train.max_steps") return schedule_unchanged;
-  return std::any_of(std::begin(kNeutral), std::end(kNeutral), [&](const std::string& n) {
-    return n.back() == '.' ? key.starts_with(n) : key == n;
-  });
+  switch (rule_of(key)) {
+    case config::OnResume::neutral: return true;
+    case config::OnResume::neutral_if_schedule_unchanged: return schedule_unchanged;
+    case config::OnResume::needs_allow_change:
+    case config::OnResume::refused: return false;
+  }
+  return false;
 }
 
 std::vector<std::string> check_resume_changes(const std::string& checkpoint, const std::string& saved_yaml,
@@ -72,8 +74,9 @@ std::vector<std::string> check_resume_changes(const std::string& checkpoint, con
   std::vector<std::string> lines, refused, keys;
   for (const RecipeChange& c : recipe_changes(saved_yaml, now)) {
     const std::string what = fmt::format("{}: {} -> {}", c.key, c.before, c.after);
-    if (neutral_on_resume(c.key, schedule_unchanged) ||
-        std::find(allowed.begin(), allowed.end(), c.key) != allowed.end()) {
+    const bool allowed_by_key = rule_of(c.key) != config::OnResume::refused &&
+                                std::find(allowed.begin(), allowed.end(), c.key) != allowed.end();
+    if (neutral_on_resume(c.key, schedule_unchanged) || allowed_by_key) {
       lines.push_back("resume changes " + what);
     } else {
       refused.push_back(what);

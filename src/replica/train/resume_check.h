@@ -1,8 +1,8 @@
 // What a resume may change. A checkpoint stores the recipe it was trained with; resuming compares it with the
 // recipe given now, key by key. Keys that only say how or where the run goes on (threads, logging, cadences,
 // device, the run's name) may change and are reported; keys that change what the run computes (optimizer,
-// schedule, precision, seed, data) are refused unless train.allow_change names them. docs/checkpoints.md holds
-// the rule.
+// schedule, precision, seed, data) are refused unless train.allow_change names them. Each key's rule is part of its
+// row in the recipe's table (config::OnResume in recipe.cc); docs/checkpoints.md holds the rule.
 #pragma once
 #include <string>
 #include <vector>

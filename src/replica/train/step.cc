@@ -12,22 +12,10 @@
 
 namespace replica::train {
 
-StepConfig step_config(const Recipe& r) {
-  StepConfig c;
-  c.seq_len = r.data.seq_len;
-  c.global_batch = r.data.global_batch_size;
-  c.micro_batch = r.data.micro_batch_size;
-  c.precision = r.train.precision;
-  c.remat = r.train.remat;
-  c.float8 = r.train.float8;
-  c.sharding.weights = r.train.shard_weights;
-  c.context = r.train.context;
-  c.adamw = r.optim.adamw;
-  c.schedule = schedule_config(r);
-  c.skip_step = r.optim.skip_step;
-  c.clip = r.optim.clip;
-  c.z_loss = r.optim.z_loss;
-  return c;
+size_t step_activation_bytes(const model::ModelConfig& model, const StepConfig& c) {
+  const int64_t N = c.context.degree;
+  return model::Transformer::activation_bytes(model, c.remat, c.micro_batch, c.seq_len / N, c.precision, N > 1,
+                                              c.float8);
 }
 
 // The padding tail of a packed row: its last document when every token of it is the pad id; its length, or 0.

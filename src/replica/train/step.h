@@ -2,7 +2,7 @@
 // data-parallel state, the optimizer, the skip-step rule, the schedule and the loss settings. The trainer's loop,
 // bench_model, dist-selftest and the data-parallel tests all step through it.
 //
-//   TrainStep step(model_config, step_config(recipe), control, data, backend);
+//   TrainStep step(model_config, step_config(recipe), control, data, backend);   // train/recipe.h
 //   data::Batch batch = loader.batch(epoch, b, step.data_rank(), step.data_ranks(), micro_batch);
 //   StepResult result = step.run(batch, s);                               // s = 1, 2, ...: the schedule's step
 #pragma once
@@ -15,38 +15,20 @@
 #include "replica/dist/data_parallel.h"
 #include "replica/dist/mesh.h"
 #include "replica/model/transformer.h"
-#include "replica/optim/adamw.h"
-#include "replica/optim/schedule.h"
 #include "replica/optim/skip_step.h"
-#include "replica/train/recipe.h"
+#include "replica/train/step_config.h"
 
 namespace replica::train {
-
-// Everything a step depends on besides the model's shape (step_config, below, builds it from a recipe).
-struct StepConfig {
-  int64_t seq_len = 0;       // T
-  int64_t global_batch = 0;  // G instances per step, over all ranks
-  int64_t micro_batch = 0;   // M instances per forward/backward
-  Precision precision = Precision::fp32;
-  model::Remat remat = model::Remat::none;
-  bool float8 = false;  // train.float8 (Transformer::use_float8)
-  dist::Sharding sharding;
-  dist::ContextParallelConfig context;  // degree N: each instance split over N consecutive ranks
-  optim::AdamWConfig adamw;
-  optim::ScheduleConfig schedule;  // horizons in steps
-  optim::SkipStepConfig skip_step;
-  double clip = 1.0;     // max global grad norm; 0 = no clipping
-  double z_loss = 1e-5;  // coefficient of logsumexp² in the loss
-};
-
-// The recipe's step settings: data sizes, precision, remat, sharding, optimizer, schedule, skip-step and loss.
-StepConfig step_config(const Recipe& recipe);
 
 // The labels of `batch`, [rows, seq_len], before the instance filter (OLMo-core's get_labels): each row's ids shifted
 // left, the last position without one. In packed rows (doc_lens) the positions whose next token is padding (the
 // row's last document when it is all data::kDolma2Pad) have none either, while the EOS that ends a document keeps
 // the next document's first token (stage3.md §3.4).
 std::vector<int32_t> step_targets(const data::Batch& batch);
+
+// The activation memory each rank's model allocates for one micro-batch of the step `config` describes: its slice of
+// each sequence under context parallelism, its remat policy, precision and float8 (the memory plan, `replica plan`).
+size_t step_activation_bytes(const model::ModelConfig& model, const StepConfig& config);
 
 // What one step did. Losses are global-batch means over the labels the batch has without the instance filter.
 struct StepResult {

@@ -15,6 +15,7 @@
 #include "replica/core/file.h"
 #include "replica/core/threads.h"
 #include "replica/dist/collectives.h"
+#include "replica/dist/launch.h"
 #include "replica/metrics/peak.h"
 #include "replica/model/flops.h"
 #include "replica/train/alarm_observer.h"
@@ -32,26 +33,26 @@ void print_header(metrics::Progress& console, const Recipe& r, const TrainStep& 
                   const RunStart& start, const dist::Communicator& comm, const dist::Communicator& data_comm,
                   Backend& backend, const metrics::Peak& peak, double flops_per_token) {
   console.line(fmt::format("replica train: {} ({:.1f}M parameters, {}), {} steps of {} tokens, data {}", r.run.name,
-                           double(step.table().count()) / 1e6, precision_name(r.train.precision), r.last_step(),
+                           double(step.table().count()) / 1e6, precision_name(r.step.precision), r.last_step(),
                            r.tokens_per_step(), loader.fingerprint()));
   console.line(start.message);
   console.line(
       fmt::format("machine: {} rank(s) ({}) on {}, peak {:.0f} GFLOP/s per rank ({}, {}; the MFU denominator); "
                   "{:.3g} FLOPs per token; attention {}",
                   comm.size(), data_comm.name(), backend.describe(), peak.flops / 1e9,
-                  precision_name(r.train.precision), peak.source, flops_per_token,
+                  precision_name(r.step.precision), peak.source, flops_per_token,
                   attention_kernel_name(r.train.attention)));
   for (size_t f = 0; f < loader.dataset().num_files(); f++)
     if (std::string hint = loader.dataset().file(f).dtype_hint(); !hint.empty()) console.line("warning: " + hint);
-  if (r.train.context.degree > 1)
+  if (r.step.context.degree > 1)
     console.line(fmt::format("context parallel: {} ranks per sequence, {} data-parallel replica(s), {} tokens each",
-                             r.train.context.degree, step.data_ranks(), r.data.seq_len / r.train.context.degree));
+                             r.step.context.degree, step.data_ranks(), r.step.seq_len / r.step.context.degree));
 }
 
 }  // namespace
 
 TrainSummary train(const Recipe& r, dist::Communicator& comm) {
-  return train(r, comm, backend_for(r.train.device, dist::local_rank()));
+  return train(r, comm, backend_for(r.train.device, dist::local_gpu()));
 }
 
 TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& backend) {
@@ -63,14 +64,14 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
 
   // Everything that can be refused is checked before the run directory is touched.
   const model::ModelConfig config = recipe_model_config(r);
-  check(r.data.seq_len <= config.max_seq_len, "data.seq_len={} exceeds max_position_embeddings={} of the model ({})",
-        r.data.seq_len, config.max_seq_len, r.model.config.empty() ? r.model.init_from : r.model.config);
+  check(r.step.seq_len <= config.max_seq_len, "data.seq_len={} exceeds max_position_embeddings={} of the model ({})",
+        r.step.seq_len, config.max_seq_len, r.model.config.empty() ? r.model.init_from : r.model.config);
   const std::unique_ptr<dist::Communicator> device_comm = connect_data(comm, backend);  // NCCL on GPUs
   dist::Communicator& data_comm = device_comm ? *device_comm : comm;
   TrainStep step(config, step_config(r), comm, data_comm, backend);
   data::DataLoader loader(loader_config(r, config));
   check(loader.batches_per_epoch() > 0, "data: {} instances of {} tokens are fewer than one global batch of {}",
-        loader.dataset().num_instances(), r.data.seq_len, r.data.global_batch_size);
+        loader.dataset().num_instances(), r.step.seq_len, r.step.global_batch);
   std::optional<DirectoryLock> lock;  // held until every observer (the checkpoint saver's thread) is gone
   // Observers, in the order they see each step: the alarm takes the step's loss before an evaluation compares it.
   // Each evaluation passes every observer, then goes to the metrics.
@@ -80,7 +81,7 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
     for (auto& o : observers) o->after_evaluation(e);
     metrics->evaluation(e);
   };
-  auto evaluation = std::make_unique<EvalObserver>(r, config, step, publish);  // loads the held-out set and suite
+  auto evaluation = std::make_unique<EvalObserver>(r.eval, r.data.validation_paths, config, step, publish);  // loads the held-out set and suite
   EvalObserver& eval = *evaluation;
 
   // One process at a time in a run directory (rank 0 writes it).
@@ -98,14 +99,16 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
   metrics::Progress console(r.train.log_every, r.train.progress == metrics::ProgressStyle::automatic &&
                                                    comm.size() == 1 && metrics::stdout_is_own_terminal());
   metrics = run_metrics(r, root, console);
-  const double flops_per_token = model::training_flops_per_token(config, r.data.seq_len);
+  const double flops_per_token = model::training_flops_per_token(config, r.step.seq_len);
   // Per rank; only rank 0 measures it and reports MFU.
-  const metrics::Peak peak = root ? metrics::stable_peak(backend, r.train.precision) : metrics::Peak{};
+  const metrics::Peak peak = root ? metrics::stable_peak(backend, r.step.precision) : metrics::Peak{};
   print_header(console, r, step, loader, start, comm, data_comm, backend, peak, flops_per_token);
 
-  observers.push_back(std::make_unique<AlarmObserver>(r.eval.alarm_window, r.eval.alarm_margin));
+  observers.push_back(std::make_unique<AlarmObserver>(r.alarm));
   observers.push_back(std::move(evaluation));
-  observers.push_back(std::make_unique<CheckpointObserver>(r, config, step, loader, console));
+  observers.push_back(std::make_unique<CheckpointObserver>(
+      r.checkpoint, checkpoint_root(r), step,
+      [&](int64_t s) { return train_state(r, config, s, loader, step.optimizer(), step.skip_step()); }, console));
   if (r.train.profile && backend.profile(true))
     observers.push_back(std::make_unique<ProfileObserver>(
         backend, start.step + 1, root ? (fs::path(r.run.dir) / "profile.md").string() : "", console));
@@ -126,7 +129,7 @@ TrainSummary train(const Recipe& recipe, dist::Communicator& comm, Backend& back
     StepRecord record{.step = s, .last = s == r.last_step()};
     std::tie(record.epoch, record.batch) = loader.position(s - 1);
     record.result = step.run(
-        loader.batch(record.epoch, record.batch, step.data_rank(), step.data_ranks(), r.data.micro_batch_size), s);
+        loader.batch(record.epoch, record.batch, step.data_rank(), step.data_ranks(), r.step.micro_batch), s);
     record.stop = dist::any_rank(comm, signal.asked());
     backend.synchronize();  // the step's kernels are done before it is timed
     record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();

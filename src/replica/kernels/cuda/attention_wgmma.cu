@@ -20,6 +20,7 @@
 #include "replica/kernels/cuda/attention.h"
 #include "replica/kernels/cuda/attention_fragments.cuh"
 #include "replica/kernels/cuda/common.cuh"
+#include "replica/kernels/cuda/core_tile_fill.cuh"
 
 namespace replica::cuda {
 
@@ -47,16 +48,17 @@ __device__ inline bf16_t* core_tile_at(unsigned char* smem, int index) {
 }
 
 // Starts copying rows [t0, t0 + n) of head `head` of x [T, heads, D] (bf16, offset to the batch) into a tile of
-// core matrices, 16 bytes (8 dims of a token) per cp.async; rows ≥ n are zeroed. The caller commits the group.
+// core matrices, 16 bytes (8 dims of a token) per cp.async, in core_tile_fill.cuh's conflict-free order; rows ≥ n
+// are zeroed. The caller commits the group.
 template <int D>
 __device__ void copy_core_rows_async(bf16_t* tile, const bf16_t* x, int64_t t0, int64_t n, int64_t heads,
                                      int64_t head) {
-  constexpr int kPieces = D / 8;
-  for (int e = threadIdx.x; e < kTile * kPieces; e += kThreads) {
-    const int r = e / kPieces, c = e % kPieces;
-    bf16_t* dst = tile + ((r / 8) * kPieces + c) * 64 + (r % 8) * 8;
+  for (int e = threadIdx.x; e < kTile * (D / 8); e += kThreads) {
+    const CorePiece p = core_piece<D>(e);
+    const int r = p.token;
+    bf16_t* dst = tile + core_piece_offset<D>(p);
     if (r < n) {
-      cp_async_16(dst, x + ((t0 + r) * heads + head) * D + c * 8);
+      cp_async_16(dst, x + ((t0 + r) * heads + head) * D + p.piece * 8);
     } else {
       *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }

@@ -1,12 +1,12 @@
 // Python string semantics on UTF-8.
-#include "replica/eval/pystr.h"
+#include "replica/core/pystr.h"
 
 #include <locale.h>
 #include <wctype.h>
 
 #include "replica/core/error.h"
 
-namespace replica::eval::py {
+namespace replica::py {
 namespace {
 
 // Decodes the code point at s[i] and advances i. Invalid bytes are taken as single code points (as
@@ -107,21 +107,4 @@ std::string replace(std::string_view s, std::string_view from, std::string_view 
   return out;
 }
 
-std::string hellaswag_preprocess(std::string_view text) {
-  std::string t = replace(strip(text), " [title]", ". ");
-  // re.sub("\\[.*?\\]", "", t): a '[' followed by the nearest ']' with no newline in between ('.' stops at \n).
-  std::string out;
-  for (size_t i = 0; i < t.size();) {
-    if (t[i] == '[') {
-      const size_t close = t.find_first_of("]\n", i + 1);
-      if (close != std::string::npos && t[close] == ']') {
-        i = close + 1;
-        continue;
-      }
-    }
-    out += t[i++];
-  }
-  return replace(out, "  ", " ");
-}
-
-}  // namespace replica::eval::py
+}  // namespace replica::py
