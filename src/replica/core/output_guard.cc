@@ -69,17 +69,21 @@ void check_output_path(const std::string& option, const std::string& output, con
   check(kind == OutputKind::directory || !fs::is_directory(output, error),
         "{} {}: is a directory (expected the path of a file to write)", option, output);
   const fs::path out = resolved(output);
+  // The same file first, for every input: that names the very file the output would destroy.
   for (const std::string& input : inputs) {
     const bool same = same_file(output, input) || same_file(output + ".tmp", input);
     check(!same,
           "{} {} is the input {} (the same file{}): writing it would destroy the input; choose another output path",
           option, output, input, fs::path(output) == fs::path(input) ? "" : " once links and `..` are resolved");
-    if (fs::is_directory(input, error)) {
-      const fs::path dir = resolved(input);
-      check(!(lies_inside(out, dir) && fs::exists(out, error)) && !lies_inside(dir, out) && out != dir,
-            "{} {} would replace {}, which is part of the input {}; choose a path outside it", option, output,
-            out.string(), input);
-    }
+  }
+  // A model directory's files are all inputs; a run directory's are the run's files, which run_part() names
+  // (its report.html is a by-product that a report replaces).
+  for (const std::string& input : inputs) {
+    if (!fs::is_directory(input, error) || is_run_dir(input)) continue;
+    const fs::path dir = resolved(input);
+    check(!(lies_inside(out, dir) && fs::exists(out, error)) && !lies_inside(dir, out) && out != dir,
+          "{} {} would replace {}, which is part of the input {}; choose a path outside it", option, output,
+          out.string(), input);
   }
   const std::string part = run_part(out);
   check(part.empty(), "{} {} is {}: a command's output never replaces what a run keeps; choose another path", option,

@@ -13,7 +13,7 @@ enum class OutputKind { file, directory };
 // Raises replica::Error (exit 2) when `output` (given as option `option`, e.g. "--out"):
 // - resolves to one of `inputs` (realpath: `./`, `..` and symlinks on either side; hard links by inode), or its
 //   temporary name `output.tmp` does;
-// - lies inside an input that is a directory (a model directory, a run) and names an existing file there;
+// - lies inside an input that is a model or checkpoint directory and names an existing file there;
 // - is a file of a training run or lies inside a checkpoint directory;
 // - for OutputKind::file, is an existing directory.
 // Inputs that do not exist are skipped (their own readers report them).
