@@ -117,8 +117,9 @@ static void report_stale_partials(const fs::path& target) {
     uint64_t bytes = 0;
     for (const fs::directory_entry& f : fs::recursive_directory_iterator(e.path(), error))
       if (f.is_regular_file(error)) bytes += f.file_size(error);
+    const fs::path shown = target.has_parent_path() ? e.path() : e.path().filename();  // as --out was given
     fmt::print(stderr, "warning: {} ({:.1f} MB) is left from an export that was cut short; delete it unless an "
-                       "export to {} is running now\n", e.path().string(), double(bytes) / 1e6, target.string());
+                       "export to {} is running now\n", shown.string(), double(bytes) / 1e6, target.string());
   }
 }
 
