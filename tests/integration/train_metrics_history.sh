@@ -2,6 +2,7 @@
 # Review 2026-12-03 W2 (cases 24, 25): a resume keeps metrics.jsonl's history. Only an unterminated last line (a run
 # killed mid-write) is dropped; a line in the middle that is not a metrics record, or a file that is not JSON lines
 # at all (an HTML page written over it), stops the resume with metrics.jsonl:LINE (exit 2) and the file as it was.
+# A report.html that cannot be written does not stop a run (case 44).
 set -euo pipefail
 source "$(dirname "$0")/ckpt_lib.bash"
 
@@ -30,3 +31,11 @@ printf '{"step": 5, "loss": 3.' >>"$work/run/metrics.jsonl"
 resume >"$work/resume.log" 2>&1 || { cat "$work/resume.log"; exit 1; }
 same_metrics "$work/run/metrics.jsonl" "$work/whole/metrics.jsonl" 8
 echo "ok: a resume keeps the whole history and refuses a damaged one"
+
+# Case 44: a report.html that cannot be written (a directory) is a warning, once, and the run trains to the end (case
+# 119, the packing cache, is PackingCache.ACacheThatCannotBeWrittenIsAWarningNotAnError).
+mkdir -p "$work/rh/report.html"
+train "$work/rh" train.max_steps=4 eval.every=1 eval.batches=1 "data.validation_paths=[$work/other.npy]"
+test "$(grep -c "warning: the run report was not written" "$work/rh.log")" -eq 1
+grep -q '"step":4' "$work/rh/metrics.jsonl"
+echo "ok: a report.html that cannot be written does not stop the run"
