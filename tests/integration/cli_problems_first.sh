@@ -110,6 +110,22 @@ j = json.load(open(sys.argv[1]))
 assert "heldout" in j and "bad_task.jsonl" in j["error"], j
 print("ok: --json kept the held-out surface and named the error:", j["error"][:80])
 PY
+# Cases 59, 60: ARC rows that cannot be scored; case 57: more distractors than there are values.
+arc_case() {  # name, choices JSON
+  printf '{"id":"x","question":"Q?","choices":%s,"answerKey":"A"}\n' "$2" >"$1.jsonl"
+  printf 'tasks: {list: [{name: arc_easy, path: %s/%s.jsonl}]}\n' "$work" "$1" >"$1.yaml"
+}
+arc_case duplabel '{"text":["yes","no"],"label":["A","A"]}'
+expect_failure "duplabel.jsonl:1: choices.label has 'A' twice" ev --suite duplabel.yaml
+arc_case emptychoice '{"text":["","no"],"label":["A","B"]}'
+expect_failure "emptychoice.jsonl:1: an empty choice" ev --suite emptychoice.yaml
+arc_case onechoice '{"text":["yes"],"label":["A"]}'
+expect_failure "onechoice.jsonl:1: 1 choice(s), expected at least 2" ev --suite onechoice.yaml
+printf 'needle: {files: [held.npy], lengths: [32], distractors: 9000000}\n' >needle.yaml
+expect_failure "'needle.distractors' is 9000000, expected 1 to 8999999" ev --suite needle.yaml
+# Case 17: an empty directory is not taken for an HF model.
+mkdir nock
+expect_failure "nock: not a model directory: no config.json (an HF model), train_state.json" gen --model nock
 echo "ok: eval finds a bad tasks directory and reference before any surface runs"
 
 # ---- data order / audit ----------------------------------------------------------------------------------------
@@ -121,6 +137,15 @@ expect_failure "--world-size" audit --world-size 0
 test ! -s "$work/stdout"  # no half report
 expect_failure "--micro-batch" audit --micro-batch -1
 echo "ok: data order and audit refuse out-of-range flags before any output"
+
+# ---- training paths (cases 118, 128) ---------------------------------------------------------------------------
+touch wdfile
+expect_failure "data.work_dir $work/wdfile: exists and is not a directory" "$replica" train --config recipe.yaml \
+  run.dir="$work/pk" train.max_steps=4 data.packing=obfd "data.work_dir=$work/wdfile"
+ln -s nowhere dangling
+expect_failure "run.dir: $work/dangling is a symbolic link to nowhere, which does not exist" \
+  "$replica" train --config recipe.yaml run.dir="$work/dangling" train.max_steps=4
+echo "ok: a work_dir that is a file and a dangling run.dir are named"
 
 # ---- tokenize leftovers ---------------------------------------------------------------------------------------
 printf '{"text":"hello"}\n' >in.jsonl

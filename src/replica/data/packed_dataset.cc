@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <exception>
+#include <filesystem>
 #include <optional>
 #include <span>
 
@@ -90,6 +91,10 @@ PackedDataset::Group PackedDataset::pack_group(size_t first_file, size_t count) 
   }
   const std::string key = packing_cache_key(std::span(files_).subspan(first_file, count), max_len, eos_,
                                             packing_.long_doc_strategy, group.metadata_hashes);
+  // A work_dir that is a file is a mistake in the recipe, named as such (not std::filesystem's words, nor a warning).
+  check(!std::filesystem::exists(packing_.work_dir) || std::filesystem::is_directory(packing_.work_dir),
+        "data.work_dir {}: exists and is not a directory (the packing cache is kept in that directory)",
+        packing_.work_dir);
   const std::string path = packing_cache_path(packing_.work_dir, key);
   try {
     if (std::optional<PackedInstances> cached = read_packing_cache(path, key, group.file_starts.back(), max_len)) {
