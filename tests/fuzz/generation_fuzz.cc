@@ -16,7 +16,7 @@ template <typename T>
 T take(const uint8_t*& data, size_t& size) {
   T value{};
   const size_t n = std::min(size, sizeof(T));
-  std::memcpy(&value, data, n);
+  if (n > 0) std::memcpy(&value, data, n);
   data += n, size -= n;
   return value;
 }
@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (prompt > 0 && max_new >= 0 && model::generation_positions(prompt, max_new) < prompt)
     fuzz::property_failed("generation_positions wrapped below the prompt length");
   std::vector<float> logits(size / sizeof(float));
-  std::memcpy(logits.data(), data, logits.size() * sizeof(float));
+  if (!logits.empty()) std::memcpy(logits.data(), data, logits.size() * sizeof(float));
   for (float& x : logits)
     if (!std::isfinite(x)) x = 0.0f;  // generate() refuses non-finite logits before the sampler sees them
   fuzz::expect_only_replica_errors([&] {

@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::write_input("hf/config.json", reinterpret_cast<const uint8_t*>(json.data()), json.size());
     const model::ModelConfig c = model::load_model_config(dir);
     const model::ParamTable table(c);
-    static std::vector<float> values(size_t(table.count()), 0.5f);
+    static std::vector<float> values(table.total(), 0.5f);
     std::vector<ckpt::StTensorOut> tensors;
     for (const model::ParamEntry& entry : table.entries())
       tensors.push_back({entry.name, entry.shape, values.data() + entry.offset});
@@ -31,10 +31,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::write_input("hf/model.safetensors.index.json", data, size);
   fuzz::expect_only_replica_errors([&] {
     const model::ParamTable table(config);
-    std::vector<float> params(size_t(table.count()), 0.0f);
+    std::vector<float> params(table.total(), 0.0f);
     ckpt::load_hf_params(fuzz::scratch_dir() + "/hf", table, params.data());
-    for (float p : params)
-      if (p != 0.5f) fuzz::property_failed("an accepted index left a parameter unread");
+    for (const model::ParamEntry& entry : table.entries())
+      for (size_t i = 0; i < entry.numel; i++)
+        if (params[entry.offset + i] != 0.5f)
+          fuzz::property_failed("an accepted index left a parameter of " + entry.name + " unread");
   });
   return 0;
 }
