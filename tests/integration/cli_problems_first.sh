@@ -146,6 +146,11 @@ ln -s nowhere dangling
 expect_failure "run.dir: $work/dangling is a symbolic link to nowhere, which does not exist" \
   "$replica" train --config recipe.yaml run.dir="$work/dangling" train.max_steps=4
 echo "ok: a work_dir that is a file and a dangling run.dir are named"
+# Case 123: YAML nested 100,000 deep (yaml-cpp's own words are "bad file").
+$py -c "print('data:\n  paths: ' + '[' * 100000 + ']' * 100000)" >deep.yaml
+expect_failure "deep.yaml: invalid YAML (nested more than" "$replica" train --config deep.yaml --print-config
+$py -c "print('heldout: ' + '[' * 100000 + ']' * 100000)" >deep_suite.yaml
+expect_failure "deep_suite.yaml: cannot read suite (nested more than" "$replica" eval --model hf --suite deep_suite.yaml
 
 # ---- tokenize leftovers ---------------------------------------------------------------------------------------
 printf '{"text":"hello"}\n' >in.jsonl

@@ -99,7 +99,7 @@ SuiteSpec load_suite(const std::string& path) {
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::Exception& e) {
-    fail("{}: cannot read suite ({})", path, e.what());
+    fail("{}: cannot read suite ({})", path, config::yaml_error_text(e));
   }
   SuiteSpec s;
   std::vector<config::Field> sections = {config::integer("batch_tokens", s.batch_tokens, 1)};

@@ -277,7 +277,7 @@ ModelConfig load_model_config(const std::string& path) {
     try {
       j = yaml_to_json(YAML::LoadFile(file), file);
     } catch (const YAML::Exception& e) {
-      fail("{}: invalid YAML ({})", file, e.what());
+      fail("{}: invalid YAML ({})", file, config::yaml_error_text(e));
     }
   } else {
     try {
