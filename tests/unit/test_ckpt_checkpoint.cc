@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <tuple>
 
 #include "replica/ckpt/checkpoint.h"
@@ -138,9 +138,12 @@ TEST(CkptCheckpoint, ManifestNamesTheBadFile) {
   const std::string dir = Tensors(1.0f).write(d.path, 3);
   verify_manifest(dir, {"model.safetensors"});
   flip_byte(fs::path(dir) / "optim.safetensors", 4000);
-  EXPECT_NE(error_of([&] { verify_manifest(dir, {}); }).find("optim.safetensors: checksum mismatch"), std::string::npos);
+  EXPECT_NE(error_of([&] { verify_manifest(dir, {}); }).find("optim.safetensors: checksum mismatch"),
+            std::string::npos);
   fs::resize_file(fs::path(dir) / "model.safetensors", 100);
-  EXPECT_NE(error_of([&] { read_checkpoint_state(dir, CheckpointRead::weights); }).find("model.safetensors: 100 bytes, MANIFEST.json says"),
+  EXPECT_NE(error_of([&] {
+              read_checkpoint_state(dir, CheckpointRead::weights);
+            }).find("model.safetensors: 100 bytes, MANIFEST.json says"),
             std::string::npos);
   fs::remove(fs::path(dir) / "MANIFEST.json");
   EXPECT_NE(error_of([&] { verify_manifest(dir, {}); }).find("missing MANIFEST.json"), std::string::npos);
@@ -158,13 +161,15 @@ TEST(CkptCheckpoint, ManifestMustListWhatIsReadAndBeOfThisFormat) {
     write_text_file_atomic(path.string(), m.dump());
   };
   with([](nlohmann::json& m) { m["files"].erase("model.safetensors"); });
-  EXPECT_NE(error_of([&] { read_checkpoint_state(dir, CheckpointRead::weights); })
-                .find("does not list model.safetensors, which the checkpoint holds and replica reads"),
+  EXPECT_NE(error_of([&] {
+              read_checkpoint_state(dir, CheckpointRead::weights);
+            }).find("does not list model.safetensors, which the checkpoint holds and replica reads"),
             std::string::npos);
   with([](nlohmann::json& m) { m["files"].erase("optim.safetensors"); });
   EXPECT_NO_THROW(read_checkpoint_state(dir, CheckpointRead::weights));  // generate reads no moments
-  EXPECT_NE(error_of([&] { read_checkpoint_state(dir, CheckpointRead::weights_and_moments); })
-                .find("does not list optim.safetensors"),
+  EXPECT_NE(error_of([&] {
+              read_checkpoint_state(dir, CheckpointRead::weights_and_moments);
+            }).find("does not list optim.safetensors"),
             std::string::npos);
   with([](nlohmann::json& m) { m["version"] = 99; });
   EXPECT_NE(error_of([&] { verify_manifest(dir, {}); }).find("'version' is 99, expected 1"), std::string::npos);

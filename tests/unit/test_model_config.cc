@@ -130,8 +130,9 @@ TEST(ModelConfig, Olmo3_7bStage3IsStage2WithYarnOnTheFullLayers) {
 
 // A small olmo3 config with `extra` keys.
 nlohmann::json small_with(const nlohmann::json& extra) {
-  nlohmann::json j = {{"vocab_size", 64}, {"hidden_size", 32}, {"intermediate_size", 48}, {"num_hidden_layers", 4},
-                      {"num_attention_heads", 4}, {"sliding_window", 8}, {"max_position_embeddings", 65536}};
+  nlohmann::json j = {
+      {"vocab_size", 64},         {"hidden_size", 32},   {"intermediate_size", 48},         {"num_hidden_layers", 4},
+      {"num_attention_heads", 4}, {"sliding_window", 8}, {"max_position_embeddings", 65536}};
   if (!extra.is_null()) j.update(extra);  // {} is null in nlohmann's initializer lists
   return j;
 }

@@ -79,7 +79,8 @@ TEST(ReportWandbCsv, BadInputNamesTheFileLineAndColumn) {
 
 // Review 2026-12-03, W5 (cases 39-40): nan and inf cells passed, and two runs' columns became one stitched curve.
 TEST(ReportWandbCsv, RefusesNonFiniteCellsAndTwoColumnsOfOneMetric) {
-  expect_error("_step,train/CE loss,train/Z loss\n1,nan,0.001\n", ":2:2: column 'train/CE loss': 'nan' is not a finite number");
+  expect_error("_step,train/CE loss,train/Z loss\n1,nan,0.001\n",
+               ":2:2: column 'train/CE loss': 'nan' is not a finite number");
   expect_error("_step,train/CE loss\n1,10.5\n2,-inf\n", ":3:2: column 'train/CE loss': '-inf' is not a finite number");
   expect_error("Step,runA - train/CE loss,runB - train/CE loss\n1,11.0,\n2,10.0,4.0\n",
                ":1: columns 'runA - train/CE loss' and 'runB - train/CE loss' both hold the metric ce");

@@ -118,8 +118,10 @@ static void report_stale_partials(const fs::path& target) {
     for (const fs::directory_entry& f : fs::recursive_directory_iterator(e.path(), error))
       if (f.is_regular_file(error)) bytes += f.file_size(error);
     const fs::path shown = target.has_parent_path() ? e.path() : e.path().filename();  // as --out was given
-    fmt::print(stderr, "warning: {} ({:.1f} MB) is left from an export that was cut short; delete it unless an "
-                       "export to {} is running now\n", shown.string(), double(bytes) / 1e6, target.string());
+    fmt::print(stderr,
+               "warning: {} ({:.1f} MB) is left from an export that was cut short; delete it unless an "
+               "export to {} is running now\n",
+               shown.string(), double(bytes) / 1e6, target.string());
   }
 }
 
@@ -130,10 +132,12 @@ void export_hf(const model::ModelConfig& config, const model::ParamTable& table,
   const std::string out = target.string();
   const int64_t V = options.vocab > 0 ? options.vocab : config.vocab_size;
   check(V <= config.vocab_size, "export: vocab {} is larger than the model's vocabulary ({})", V, config.vocab_size);
-  for (auto [id, key] : {std::pair{config.eos_token_id, "eos_token_id"}, std::pair{config.pad_token_id, "pad_token_id"}})
+  for (auto [id, key] :
+       {std::pair{config.eos_token_id, "eos_token_id"}, std::pair{config.pad_token_id, "pad_token_id"}})
     check(!(id < config.vocab_size && id >= V),
           "export: vocab {} drops the model's {} ({}), which config.json would then name outside the vocabulary; "
-          "keep at least {} rows", V, key, id, id + 1);
+          "keep at least {} rows",
+          V, key, id, id + 1);
   check(!fs::exists(out) || (fs::is_directory(out) && fs::is_empty(out)),
         "{}: exists and is not an empty directory (nothing was written; choose a new output directory)", out);
   model::ModelConfig exported = config;

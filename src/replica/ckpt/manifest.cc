@@ -51,8 +51,10 @@ void verify_manifest(const std::string& dir, const std::vector<std::string>& req
   }
   // A file the reader needs but the manifest leaves out would be read unchecked.
   for (const std::string& name : required)
-    check(files.contains(name), "{}: does not list {}, which the checkpoint holds and replica reads: the file cannot be "
-          "verified (an edited or damaged manifest)", path.string(), name);
+    check(files.contains(name),
+          "{}: does not list {}, which the checkpoint holds and replica reads: the file cannot be "
+          "verified (an edited or damaged manifest)",
+          path.string(), name);
   for (auto& [name, entry] : files.items()) {
     // The manifest lists the files of its own directory: a path would have it hash any file on the machine.
     check(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos,

@@ -34,7 +34,8 @@ model::ModelConfig load_model_source_config(const std::string& path) {
   if (is_checkpoint_dir(path)) return read_checkpoint_model_config(path);
   check(!fs::is_directory(path) || fs::exists(fs::path(path) / "config.json"),
         "{}: not a model directory: no config.json (an HF model), train_state.json (a replica checkpoint) or "
-        "checkpoints/ (a run)", path);
+        "checkpoints/ (a run)",
+        path);
   return model::load_model_config(path);
 }
 

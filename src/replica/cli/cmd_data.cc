@@ -384,9 +384,7 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
       ->check(CLI::PositiveNumber);
   audit_cmd->add_option("--micro-batch", o->micro_batch, "Rows per micro-batch per rank (0 = whole rank batch)")
       ->check(CLI::NonNegativeNumber);
-  audit_cmd->add_option("--first-epoch", o->first_epoch, "Epoch of step 0")
-      ->capture_default_str()
-      ->check(kEpochRange);
+  audit_cmd->add_option("--first-epoch", o->first_epoch, "Epoch of step 0")->capture_default_str()->check(kEpochRange);
   audit_cmd->add_option("--vocab-size", o->vocab_size, "The model's vocab size (part of the fingerprint)")
       ->capture_default_str();
   audit_cmd->add_flag("--filter", o->filter, "The run uses the n-gram instance filter (part of the fingerprint)");

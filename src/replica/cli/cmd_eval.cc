@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <optional>
 
+#include "replica/ckpt/model_source.h"
 #include "replica/cli/command.h"
 #include "replica/cli/eval_progress.h"
 #include "replica/core/error.h"
 #include "replica/core/threads.h"
-#include "replica/ckpt/model_source.h"
 #include "replica/eval/suite.h"
 
 namespace replica::cli {
@@ -19,11 +19,15 @@ namespace replica::cli {
 // The KL surface runs last: a reference it cannot use is named before any surface runs, not after all of them.
 static void check_reference(const std::string& reference, const model::ModelConfig& model) {
   const model::ModelConfig ref = ckpt::load_model_source_config(ckpt::resolve_model_source(reference));
-  check(ref.eos_token_id == model.eos_token_id, "--reference {}: its eos_token_id is {}, the model's {} (KL compares "
-        "the two models on the same documents)", reference, ref.eos_token_id, model.eos_token_id);
+  check(ref.eos_token_id == model.eos_token_id,
+        "--reference {}: its eos_token_id is {}, the model's {} (KL compares "
+        "the two models on the same documents)",
+        reference, ref.eos_token_id, model.eos_token_id);
   const int64_t shared = std::min(ref.vocab_size, model.vocab_size);
-  check(model.eos_token_id < shared, "--reference {}: the models share {} ids, which do not hold the EOS id {} that "
-        "ends every document of the token files", reference, shared, model.eos_token_id);
+  check(model.eos_token_id < shared,
+        "--reference {}: the models share {} ids, which do not hold the EOS id {} that "
+        "ends every document of the token files",
+        reference, shared, model.eos_token_id);
 }
 
 static Command eval_command(

@@ -42,8 +42,10 @@ static void check_replaces_a_report(const std::string& out) {
   std::string head(doctype.size(), '\0');
   head.resize(std::fread(head.data(), 1, head.size(), f));
   std::fclose(f);
-  check(head == doctype, "--out {}: exists and is not an HTML report (it does not start with {}); replica report "
-        "replaces only its own pages: move the file or choose another --out", out, doctype);
+  check(head == doctype,
+        "--out {}: exists and is not an HTML report (it does not start with {}); replica report "
+        "replaces only its own pages: move the file or choose another --out",
+        out, doctype);
 }
 
 static Command report_command(

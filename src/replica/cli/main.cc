@@ -86,8 +86,9 @@ int main(int argc, char** argv) {
         return status;
       }
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "replica: error: out of memory (std::bad_alloc): a size the command needs, from its flags or its "
-                       "input files, is more than this machine can allocate\n");
+    fmt::print(stderr,
+               "replica: error: out of memory (std::bad_alloc): a size the command needs, from its flags or its "
+               "input files, is more than this machine can allocate\n");
     return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "replica: error: {}\n", e.what());

@@ -42,8 +42,10 @@ std::vector<data::MixEntry> section_files(const std::vector<std::string>& patter
 
 std::vector<TaskSpec> tasks_in_dir(const std::string& tasks_dir) {
   // A directory named on purpose that holds nothing is a typo, not a request to skip every task.
-  check(fs::is_directory(tasks_dir), "tasks directory {}: not found (expected a directory of <task>.jsonl lm-eval "
-        "exports)", tasks_dir);
+  check(fs::is_directory(tasks_dir),
+        "tasks directory {}: not found (expected a directory of <task>.jsonl lm-eval "
+        "exports)",
+        tasks_dir);
   std::vector<TaskSpec> list;
   for (const std::string& name : task_names()) {
     const fs::path path = fs::path(tasks_dir) / (name + ".jsonl");

@@ -12,8 +12,8 @@
 
 #include "replica/core/error.h"
 #include "replica/core/parse_number.h"
-#include "replica/core/python_random.h"
 #include "replica/core/pystr.h"
+#include "replica/core/python_random.h"
 
 namespace replica::eval {
 namespace {

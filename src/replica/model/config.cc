@@ -57,12 +57,14 @@ void ModelConfig::validate(const std::string& source) const {
     positive(y.original_max_position_embeddings, "rope_scaling.original_max_position_embeddings");
     check(y.original_max_position_embeddings <= max_seq_len,
           "{}: rope_scaling.original_max_position_embeddings ({}) exceeds max_position_embeddings ({}): the "
-          "extended context must be the longer one", source, y.original_max_position_embeddings, max_seq_len);
+          "extended context must be the longer one",
+          source, y.original_max_position_embeddings, max_seq_len);
     check(y.beta_fast > 0 && y.beta_slow > 0,
           "{}: rope_scaling.beta_fast and beta_slow must be positive, got {} and {}", source, y.beta_fast, y.beta_slow);
     check(y.beta_fast > y.beta_slow,
           "{}: rope_scaling.beta_fast ({}) must be larger than beta_slow ({}) (YaRN's ramp runs from beta_slow to "
-          "beta_fast rotations)", source, y.beta_fast, y.beta_slow);
+          "beta_fast rotations)",
+          source, y.beta_fast, y.beta_slow);
     check(y.attention_factor > 0, "{}: rope_scaling.attention_factor must be positive, got {}", source,
           y.attention_factor);
   }

@@ -58,9 +58,7 @@ class Plot {
  public:
   Plot(Range x, Range y) : x_(x), y_(y) {}
   double x(double step) const { return kLeft + (step - x_.lo) / (x_.hi - x_.lo) * (kWidth - kLeft - kRight); }
-  double y(double value) const {
-    return kTop + (y_.hi / 2 - value / 2) / half_span(y_) * (kHeight - kTop - kBottom);
-  }
+  double y(double value) const { return kTop + (y_.hi / 2 - value / 2) / half_span(y_) * (kHeight - kTop - kBottom); }
   const Range& xr() const { return x_; }
   const Range& yr() const { return y_; }
 

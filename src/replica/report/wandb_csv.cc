@@ -88,14 +88,14 @@ void read_wandb_csv(const std::string& path, RunHistory& run) {
           row.fields.size(), header.size());
     const std::optional<double> step = parse_double(row.fields[step_index]);
     // Range first: converting a double outside int64 (1e30, inf) is undefined behaviour.
-    check(step && *step >= 0 && *step < 0x1p62 && *step == double(int64_t(*step)), "{}:{}: column {}: '{}' is not a step number", path,
-          row.line, header[step_index], row.fields[step_index]);
+    check(step && *step >= 0 && *step < 0x1p62 && *step == double(int64_t(*step)),
+          "{}:{}: column {}: '{}' is not a step number", path, row.line, header[step_index], row.fields[step_index]);
     for (size_t c = 0; c < header.size(); c++) {
       const MetricColumn& m = columns[c];
       if (m.kind.empty() || row.fields[c].empty()) continue;
       const std::optional<double> value = parse_double(row.fields[c]);
-      check(value.has_value() && std::isfinite(*value), "{}:{}:{}: column '{}': '{}' is not a {}number", path,
-            row.line, c + 1, header[c], row.fields[c], value ? "finite " : "");
+      check(value.has_value() && std::isfinite(*value), "{}:{}:{}: column '{}': '{}' is not a {}number", path, row.line,
+            c + 1, header[c], row.fields[c], value ? "finite " : "");
       SeriesBuilder& into = m.kind == "train" ? train : m.kind == "heldout" ? heldout : tasks;
       into.add(m.name, int64_t(*step), *value * m.scale);
     }

@@ -80,8 +80,10 @@ class ReportSink final : public MetricsSink {
       report::write_run_report(run_dir_);
     } catch (const std::exception& e) {
       if (!warned_)
-        fmt::print(stderr, "warning: the run report was not written ({}); training goes on (replica report {} makes "
-                           "it later)\n", e.what(), run_dir_);
+        fmt::print(stderr,
+                   "warning: the run report was not written ({}); training goes on (replica report {} makes "
+                   "it later)\n",
+                   e.what(), run_dir_);
       warned_ = true;
     }
   }
