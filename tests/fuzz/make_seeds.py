@@ -216,6 +216,32 @@ def torch_seeds():
     put("dcp_metadata", "os_system", b"\x80\x02cos\nsystem\nX" + struct.pack("<I", len(command)) + command + b"\x85R.")
 
 
+def round2_seeds():
+    """The parsers of the 2026-12-03 review: W&B CSV exports, metrics.jsonl, shard indexes, generation settings."""
+    put("wandb_csv", "history.csv", "_step,train/CE loss,train/Z loss,optim/LR (group 0)\n1,11.5,0.001,1e-4\n"
+        "2,10.25,0.001,2e-4\n")
+    put("wandb_csv", "panel_two_runs.csv", "Step,runA - train/CE loss,runB - train/CE loss\n1,11.0,\n2,10.0,4.0\n")
+    put("wandb_csv", "nan_cells.csv", "_step,train/CE loss\n1,nan\n2,inf\n3,10.5\n")
+    put("wandb_csv", "bom_quoted.csv", b"\xef\xbb\xbf_step,\"eval/lm/c4/CE loss\"\r\n10,\"3.5\"\r\n")
+    put("metrics_jsonl", "run.jsonl", '{"step":1,"loss":10.9,"ce":10.8,"z_loss":0.1,"lr":0.001,"grad_norm":1.5,'
+        '"skipped":false}\n{"step":2,"eval":{"heldout_loss":10.5,"files":{"c4":10.4}}}\n'
+        '{"step":5,"loss":9.0}\n{"step":3,"loss":')
+    put("metrics_jsonl", "corrupt_middle.jsonl", '{"step":1,"loss":2}\nGARBAGE{not json\n{"step":2,"loss":1}\n')
+    put("metrics_jsonl", "eval_scalar.jsonl", '{"step":1,"eval":"x"}\n{"step":-5,"loss":1}\n')
+    names = ["model.embed_tokens.weight", "model.norm.weight"] + [
+        f"model.layers.0.{n}.weight" for n in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                               "self_attn.o_proj", "self_attn.q_norm", "self_attn.k_norm",
+                                               "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj",
+                                               "post_attention_layernorm", "post_feedforward_layernorm")]
+    put("hf_index", "valid.json", json.dumps({"metadata": {}, "weight_map": {n: "shard.safetensors" for n in names}}))
+    put("hf_index", "traversal.json", json.dumps({"weight_map": {names[0]: "../hf/shard.safetensors"}}))
+    put("hf_index", "absolute.json", json.dumps({"weight_map": {names[0]: "/etc/passwd"}}))
+    put("generation", "greedy", struct.pack("<dqdQqq", 0.0, 0, 1.0, 0, 2, 8) + struct.pack("<4f", 1, 3, 2, 0))
+    put("generation", "top_k_top_p", struct.pack("<dqdQqq", 0.8, 5, 0.9, 3, 2, 8) + struct.pack("<4f", 1, 3, 2, 0))
+    put("generation", "overflow", struct.pack("<dqdQqq", 1e308, 2**63 - 1, 1e-300, 2**64 - 1, 2, 2**63 - 1))
+
+
 if __name__ == "__main__":
     main()
+    round2_seeds()
     torch_seeds()

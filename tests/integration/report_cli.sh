@@ -85,7 +85,7 @@ grep -q "over 4 steps both logged in 1–4, window 21 steps: WITHIN ±0 nat" "$w
 printf '_step,train/CE loss\n1,2.5\n2,"2.4\n' >"$work/open.csv"
 expect_failure "$work/open.csv:3: a quoted field is not closed" "$replica" report "$work/a" --reference "$work/open.csv"
 printf '_step,train/CE loss\n1,2.5\n2,n/a\n' >"$work/bad.csv"
-expect_failure "$work/bad.csv:3: column 'train/CE loss': 'n/a' is not a number" \
+expect_failure "$work/bad.csv:3:2: column 'train/CE loss': 'n/a' is not a number" \
   "$replica" report "$work/a" --reference "$work/bad.csv"
 head -c 40 "$work/a/metrics.jsonl" >"$work/cut.jsonl"
 expect_failure "$work/cut.jsonl:1: not a metrics record" "$replica" report "$work/cut.jsonl"

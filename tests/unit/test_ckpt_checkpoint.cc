@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <tuple>
 
 #include "replica/ckpt/checkpoint.h"
@@ -84,7 +85,7 @@ TEST(CkptCheckpoint, RoundTripIsExact) {
   EXPECT_EQ(fs::path(dir).filename(), "step00000007");
   EXPECT_EQ(read_text_file((d.path / "latest").string()), "step00000007\n");
   EXPECT_FALSE(fs::exists(d.path / "step00000007.partial"));
-  const TrainState s = read_checkpoint_state(dir);
+  const TrainState s = read_checkpoint_state(dir, CheckpointRead::weights_and_moments);
   EXPECT_EQ(s.step, 7);
   EXPECT_EQ(s.tokens, 448);
   EXPECT_EQ(s.epoch, 2u);
@@ -135,14 +136,70 @@ TEST(CkptCheckpoint, TrainStateIntegersMustBeIntegersInRange) {
 TEST(CkptCheckpoint, ManifestNamesTheBadFile) {
   Dir d;
   const std::string dir = Tensors(1.0f).write(d.path, 3);
-  verify_manifest(dir);
+  verify_manifest(dir, {"model.safetensors"});
   flip_byte(fs::path(dir) / "optim.safetensors", 4000);
-  EXPECT_NE(error_of([&] { verify_manifest(dir); }).find("optim.safetensors: checksum mismatch"), std::string::npos);
+  EXPECT_NE(error_of([&] { verify_manifest(dir, {}); }).find("optim.safetensors: checksum mismatch"),
+            std::string::npos);
   fs::resize_file(fs::path(dir) / "model.safetensors", 100);
-  EXPECT_NE(error_of([&] { read_checkpoint_state(dir); }).find("model.safetensors: 100 bytes, MANIFEST.json says"),
+  EXPECT_NE(error_of([&] {
+              read_checkpoint_state(dir, CheckpointRead::weights);
+            }).find("model.safetensors: 100 bytes, MANIFEST.json says"),
             std::string::npos);
   fs::remove(fs::path(dir) / "MANIFEST.json");
-  EXPECT_NE(error_of([&] { verify_manifest(dir); }).find("missing MANIFEST.json"), std::string::npos);
+  EXPECT_NE(error_of([&] { verify_manifest(dir, {}); }).find("missing MANIFEST.json"), std::string::npos);
+}
+
+// Review 2026-12-03, W3 (cases 86-88): a manifest that leaves a file out, or of another format, verified nothing.
+TEST(CkptCheckpoint, ManifestMustListWhatIsReadAndBeOfThisFormat) {
+  Dir d;
+  const std::string dir = Tensors(1.0f).write(d.path, 3);
+  const fs::path path = fs::path(dir) / "MANIFEST.json";
+  const nlohmann::json good = nlohmann::json::parse(read_text_file(path.string()));
+  auto with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json m = good;
+    edit(m);
+    write_text_file_atomic(path.string(), m.dump());
+  };
+  with([](nlohmann::json& m) { m["files"].erase("model.safetensors"); });
+  EXPECT_NE(error_of([&] {
+              read_checkpoint_state(dir, CheckpointRead::weights);
+            }).find("does not list model.safetensors, which the checkpoint holds and replica reads"),
+            std::string::npos);
+  with([](nlohmann::json& m) { m["files"].erase("optim.safetensors"); });
+  EXPECT_NO_THROW(read_checkpoint_state(dir, CheckpointRead::weights));  // generate reads no moments
+  EXPECT_NE(error_of([&] {
+              read_checkpoint_state(dir, CheckpointRead::weights_and_moments);
+            }).find("does not list optim.safetensors"),
+            std::string::npos);
+  with([](nlohmann::json& m) { m["version"] = 99; });
+  EXPECT_NE(error_of([&] { verify_manifest(dir, {}); }).find("'version' is 99, expected 1"), std::string::npos);
+  with([](nlohmann::json& m) { m["hash"] = "md5"; });
+  EXPECT_NE(error_of([&] { verify_manifest(dir, {}); }).find("'hash' is \"md5\", expected \"xxh3_128\""),
+            std::string::npos);
+  with([](nlohmann::json& m) { m.erase("version"); });
+  EXPECT_NE(error_of([&] { verify_manifest(dir, {}); }).find("'version' is missing"), std::string::npos);
+}
+
+// Review 2026-12-03, W1 (case 90): a step directory linked in from another run was counted as this run's, and
+// rotation deleted that run's MANIFEST.json through the link.
+TEST(CkptCheckpoint, RotationNeverFollowsALinkedStepDirectory) {
+  Dir d;
+  const fs::path mine = d.path / "mine", theirs = d.path / "theirs";
+  const std::string victim = Tensors(2.0f).write(theirs, 4);
+  fs::create_directories(mine);
+  fs::create_directory_symlink(fs::path("..") / "theirs" / "step00000004", mine / "step00000001");
+  const IncompleteCheckpoints said = set_aside_incomplete_checkpoints(mine.string(), "");
+  ASSERT_EQ(said.linked.size(), 1u);
+  EXPECT_NE(said.linked[0].find("a symbolic link (to ../theirs/step00000004)"), std::string::npos) << said.linked[0];
+  EXPECT_TRUE(said.set_aside.empty());
+  EXPECT_EQ(find_latest_checkpoint(mine.string()), "");  // the link is not a checkpoint of this run
+  const Tensors t(1.0f);
+  t.write(mine, 5, /*keep=*/1);
+  t.write(mine, 6, /*keep=*/1);
+  EXPECT_TRUE(fs::exists(fs::path(victim) / "MANIFEST.json"));  // the other run's checkpoint is whole
+  EXPECT_NO_THROW(verify_manifest(victim, {"model.safetensors", "optim.safetensors", "train_state.json"}));
+  EXPECT_TRUE(fs::is_symlink(mine / "step00000001"));  // not ours to delete either
+  EXPECT_FALSE(fs::exists(mine / "step00000005"));     // rotation of our own still works
 }
 
 TEST(CkptCheckpoint, RefusesBf16TensorsAndOtherModels) {
@@ -271,6 +328,24 @@ TEST(CkptCheckpoint, MetricsTruncatedToTheResumedStep) {
             "{\"step\":2,\"eval\":{}}\n");
   train::truncate_metrics(path, -1);  // a fresh start
   EXPECT_EQ(read_text_file(path), "");
+}
+
+// Review 2026-12-03, cases 24-25: every line that did not parse was dropped, so a corrupt line in the middle (or a
+// metrics.jsonl replaced by an HTML page) lost the history without a word.
+TEST(CkptCheckpoint, MetricsTruncationRefusesACorruptLineBeforeTheLast) {
+  Dir d;
+  const std::string path = (d.path / "metrics.jsonl").string();
+  const std::string text = "{\"step\":1,\"loss\":2.5}\nGARBAGE{not json\n{\"step\":2,\"loss\":2.25}\n";
+  write_text_file_atomic(path, text);
+  EXPECT_NE(error_of([&] { train::truncate_metrics(path, 2); }).find("metrics.jsonl:2: not a metrics record"),
+            std::string::npos);
+  EXPECT_EQ(read_text_file(path), text);  // untouched
+  write_text_file_atomic(path, "<!DOCTYPE html>\n<html>\n");
+  EXPECT_NE(error_of([&] { train::truncate_metrics(path, 2); }).find("metrics.jsonl:1: not a metrics record"),
+            std::string::npos);
+  write_text_file_atomic(path, "{\"step\":1,\"loss\":2.5}\n\n{\"step\":2,\"loss\":2.25}");  // unterminated, whole
+  train::truncate_metrics(path, 2);
+  EXPECT_EQ(read_text_file(path), "{\"step\":1,\"loss\":2.5}\n{\"step\":2,\"loss\":2.25}\n");
 }
 
 }  // namespace

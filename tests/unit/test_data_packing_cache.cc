@@ -138,6 +138,23 @@ TEST(PackingCache, ACorruptCacheFileIsPackedAgainAndRewritten) {
   }
 }
 
+// Review 2026-12-03 case 119: the cache only saves time, so one that cannot be written (a full disk; here its file
+// name is taken by a directory) is a warning and the instances are served all the same.
+TEST(PackingCache, ACacheThatCannotBeWrittenIsAWarningNotAnError) {
+  const std::vector<MixEntry> files = random_files(4);
+  const std::string work_dir = (dir() / "unwritable").string();
+  const std::vector<std::vector<int32_t>> expected = contents(packed(files, ""));
+  const std::string path = cache_path_of_group(files, 1, work_dir);
+  std::filesystem::create_directories(path);
+  ::testing::internal::CaptureStderr();
+  const PackedDataset set = packed(files, work_dir);
+  EXPECT_EQ(contents(set), expected);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("warning: packing cache (data.work_dir=" + work_dir + "): cannot write it"), std::string::npos)
+      << err;
+  EXPECT_TRUE(std::filesystem::is_directory(path));
+}
+
 TEST(PackingCache, ReadRefusesTablesThatAreNotAPacking) {
   const std::string path = (dir() / "tables.bin").string();
   const std::string key(32, 'a');

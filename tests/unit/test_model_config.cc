@@ -130,8 +130,9 @@ TEST(ModelConfig, Olmo3_7bStage3IsStage2WithYarnOnTheFullLayers) {
 
 // A small olmo3 config with `extra` keys.
 nlohmann::json small_with(const nlohmann::json& extra) {
-  nlohmann::json j = {{"vocab_size", 64}, {"hidden_size", 32}, {"intermediate_size", 48}, {"num_hidden_layers", 4},
-                      {"num_attention_heads", 4}, {"sliding_window", 8}, {"max_position_embeddings", 4096}};
+  nlohmann::json j = {
+      {"vocab_size", 64},         {"hidden_size", 32},   {"intermediate_size", 48},         {"num_hidden_layers", 4},
+      {"num_attention_heads", 4}, {"sliding_window", 8}, {"max_position_embeddings", 65536}};
   if (!extra.is_null()) j.update(extra);  // {} is null in nlohmann's initializer lists
   return j;
 }
@@ -161,7 +162,7 @@ TEST(ModelConfig, RopeScalingReadsEveryHfForm) {
   // attention factor 0.1·ln(factor) + 1.
   const std::optional<YarnScaling> minimal = scaling({{"rope_scaling", {{"type", "yarn"}, {"factor", 4.0}}}});
   ASSERT_TRUE(minimal.has_value());
-  EXPECT_EQ(*minimal, (YarnScaling{4.0, 4096, 32.0, 1.0, 0.1 * std::log(4.0) + 1.0}));
+  EXPECT_EQ(*minimal, (YarnScaling{4.0, 65536, 32.0, 1.0, 0.1 * std::log(4.0) + 1.0}));
 }
 
 TEST(ModelConfig, RopeScalingRoundTripsThroughHfJsonAndYaml) {
@@ -187,6 +188,13 @@ TEST(ModelConfig, BadRopeScalingNamesTheKey) {
   expect_error(yarn_with("original_max_position_embeddings", 0), "rope_scaling.original_max_position_embeddings");
   expect_error(yarn_with("beta_slow", 0.0), "beta_slow");
   expect_error(yarn_with("attention_factor", -1.0), "rope_scaling.attention_factor");
+  // Review 2026-12-03 case 73: transformers' rope validation warns on these; replica refuses them.
+  expect_error(yarn_with("factor", 0.5), "expected a context extension in [1,");
+  expect_error(yarn_with("factor", 1e300), "expected a context extension in [1,");
+  expect_error(yarn_with("beta_fast", 1.0), "must be larger than beta_slow");
+  expect_error(yarn_with("original_max_position_embeddings", 1000000), "exceeds max_position_embeddings (65536)");
+  expect_error(small_with({{"max_position_embeddings", int64_t(1) << 62}}), "more than replica supports");
+  expect_error(small_with({{"eos_token_id", int64_t(1000000000000)}}), "'eos_token_id' is 1000000000000");
   expect_error(yarn_with("mscale", 1.0), "unknown key 'rope_scaling.mscale'");
   expect_error(yarn_with("truncate", false), "'rope_scaling.truncate' is false");
   expect_error(yarn_with("factor", "eight"), "'factor'");

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "replica/core/error.h"
+#include "replica/core/file.h"
 #include "replica/report/wandb_csv.h"
 
 namespace replica::report {
@@ -69,9 +70,32 @@ void expect_error(const std::string& text, const std::string& message) {
 TEST(ReportWandbCsv, BadInputNamesTheFileLineAndColumn) {
   expect_error("train/CE loss\n1.0\n", ":1: no step column");
   expect_error("Step,x\n1,2\n", ":1: no OLMo-core metric");
-  expect_error("Step,train/CE loss\n1,2.0\n2,abc\n", ":3: column 'train/CE loss': 'abc' is not a number");
+  expect_error("Step,train/CE loss\n1,2.0\n2,abc\n", ":3:2: column 'train/CE loss': 'abc' is not a number");
   expect_error("Step,train/CE loss\n1,2.0,3\n", ":2: 3 fields, expected 2");
   expect_error("Step,train/CE loss\n1.5,2.0\n", ":2: column Step: '1.5' is not a step number");
+  expect_error("Step,train/CE loss\ninf,2.0\n", ":2: column Step: 'inf' is not a step number");
+  expect_error("Step,train/CE loss\n1e30,2.0\n", ":2: column Step: '1e30' is not a step number");
+}
+
+// Review 2026-12-03, W5 (cases 39-40): nan and inf cells passed, and two runs' columns became one stitched curve.
+TEST(ReportWandbCsv, RefusesNonFiniteCellsAndTwoColumnsOfOneMetric) {
+  expect_error("_step,train/CE loss,train/Z loss\n1,nan,0.001\n",
+               ":2:2: column 'train/CE loss': 'nan' is not a finite number");
+  expect_error("_step,train/CE loss\n1,10.5\n2,-inf\n", ":3:2: column 'train/CE loss': '-inf' is not a finite number");
+  expect_error("Step,runA - train/CE loss,runB - train/CE loss\n1,11.0,\n2,10.0,4.0\n",
+               ":1: columns 'runA - train/CE loss' and 'runB - train/CE loss' both hold the metric ce");
+  expect_error("Step,train/CE loss,x,train/CE loss\n1,1,2,3\n",
+               ":1: columns 'train/CE loss' and 'train/CE loss' both hold the metric ce");
+}
+
+TEST(ReportWandbCsv, ReadsAHeaderAfterAByteOrderMark) {
+  const std::string path = (std::filesystem::temp_directory_path() / "replica_wandb_bom.csv").string();
+  write_text_file_atomic(path, "\xEF\xBB\xBF_step,train/CE loss\n1,2.5\n2,2.25\n");
+  RunHistory run;
+  read_wandb_csv(path, run);
+  ASSERT_EQ(run.train.at("ce").size(), 2u);
+  EXPECT_EQ(run.train.at("ce")[1].value, 2.25);
+  std::filesystem::remove(path);
 }
 
 }  // namespace

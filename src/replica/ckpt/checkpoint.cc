@@ -81,19 +81,36 @@ int64_t step_of(const fs::path& dir) {
 
 bool is_complete(const fs::path& dir) { return fs::exists(dir / "MANIFEST.json"); }
 
-// Complete checkpoints under root as (step, path), highest step first.
+// A directory of this run itself, not a symbolic link: a link in checkpoints/ points at a checkpoint someone else
+// owns (another run's, linked in as a shortcut), which this run must never count, rotate or delete through.
+bool is_own_directory(const fs::directory_entry& e) {
+  std::error_code error;
+  return e.symlink_status(error).type() == fs::file_type::directory;
+}
+
+bool is_link(const fs::path& path) {
+  std::error_code error;
+  return fs::is_symlink(fs::symlink_status(path, error));
+}
+
+// Complete checkpoints under root as (step, path), highest step first; linked step directories are not this run's.
 std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const fs::path& root) {
   std::vector<std::pair<int64_t, fs::path>> out;
   if (!fs::is_directory(root)) return out;
   for (const fs::directory_entry& e : fs::directory_iterator(root))
-    if (e.is_directory() && step_of(e.path()) >= 0 && is_complete(e.path()))
+    if (is_own_directory(e) && step_of(e.path()) >= 0 && is_complete(e.path()))
       out.emplace_back(step_of(e.path()), e.path());
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   return out;
 }
 
-// The manifest goes first: a deletion cut short leaves an incomplete directory, never a wrong checkpoint.
+// The manifest goes first: a deletion cut short leaves an incomplete directory, never a wrong checkpoint. A link is
+// removed as a link, never through it.
 void delete_checkpoint(const fs::path& dir) {
+  if (is_link(dir)) {
+    fs::remove(dir);
+    return;
+  }
   fs::remove(dir / "MANIFEST.json");
   fsync_directory(dir.string());
   fs::remove_all(dir);
@@ -153,7 +170,7 @@ std::string find_latest_checkpoint(const std::string& root) {
           "there); to start from another run's checkpoint, set train.resume_from or model.init_from",
           latest.string(), name);
     const fs::path dir = fs::path(root) / name;
-    if (!name.empty() && step_of(dir) >= 0 && is_complete(dir)) return dir.string();
+    if (!name.empty() && step_of(dir) >= 0 && !is_link(dir) && is_complete(dir)) return dir.string();
   }
   const auto all = complete_checkpoints(root);
   return all.empty() ? "" : all.front().second.string();
@@ -164,7 +181,14 @@ IncompleteCheckpoints set_aside_incomplete_checkpoints(const std::string& root, 
   if (!fs::is_directory(root)) return said;
   std::vector<fs::path> partial, incomplete;
   for (const fs::directory_entry& e : fs::directory_iterator(root)) {
-    if (!e.is_directory()) continue;
+    if (step_of(e.path()) >= 0 && is_link(e.path())) {
+      said.linked.push_back(fmt::format(
+          "ignored {}: a symbolic link (to {}), not a checkpoint of this run; replica never resumes from, rotates or "
+          "deletes through a link (to start from that checkpoint, set train.resume_from or model.init_from)",
+          e.path().string(), fs::read_symlink(e.path()).string()));
+      continue;
+    }
+    if (!is_own_directory(e)) continue;
     if (e.path().filename().string().ends_with(".partial")) partial.push_back(e.path());
     std::error_code same;
     if (step_of(e.path()) >= 0 && !is_complete(e.path()) && !(!keep.empty() && fs::equivalent(e.path(), keep, same)))
@@ -201,9 +225,11 @@ static TrainState parse_state_file(const std::string& dir) {
   }
 }
 
-TrainState read_checkpoint_state(const std::string& dir) {
+TrainState read_checkpoint_state(const std::string& dir, CheckpointRead what) {
   check(fs::is_directory(dir), "{}: checkpoint directory not found", dir);
-  verify_manifest(dir);
+  std::vector<std::string> required = {"model.safetensors", "train_state.json"};
+  if (what == CheckpointRead::weights_and_moments) required.push_back("optim.safetensors");
+  verify_manifest(dir, required);
   return parse_state_file(dir);
 }
 

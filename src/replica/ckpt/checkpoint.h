@@ -60,18 +60,25 @@ std::string find_latest_checkpoint(const std::string& root);
 // Makes safe what a crash can leave under root before a run starts, and says what it did (one line each):
 // *.partial directories (a save cut short; only write_checkpoint makes them) are removed; a step directory without
 // a manifest (a save or a deletion cut short, or an edited checkpoint) is renamed to <name>.incomplete, never
-// deleted, unless it is `keep` (train.resume_from), which stays as it is.
+// deleted, unless it is `keep` (train.resume_from), which stays as it is. A step name that is a symbolic link is
+// left alone and reported: discovery and rotation skip links (a linked checkpoint belongs to someone else).
 struct IncompleteCheckpoints {
   std::vector<std::string> removed;    // *.partial directories
   std::vector<std::string> set_aside;  // step directories renamed
+  std::vector<std::string> linked;     // step names that are symbolic links: left alone, never this run's
 };
 IncompleteCheckpoints set_aside_incomplete_checkpoints(const std::string& root, const std::string& keep);
 
 // True when `path` is a replica checkpoint directory (holds train_state.json).
 bool is_checkpoint_dir(const std::string& path);
 
-// Verifies MANIFEST.json (every file's size and checksum), then reads train_state.json.
-TrainState read_checkpoint_state(const std::string& dir);
+// What a reader of a checkpoint loads: the weights (generate, eval, export-hf, init_from) or also the Adam moments
+// (a resume); MANIFEST.json must list each of those files.
+enum class CheckpointRead { weights, weights_and_moments };
+
+// Verifies MANIFEST.json (every file's size and checksum, and that it lists the files `what` reads), then reads
+// train_state.json.
+TrainState read_checkpoint_state(const std::string& dir, CheckpointRead what);
 // The model config stored in train_state.json (no checksum pass: for sizing a model before loading it).
 model::ModelConfig read_checkpoint_model_config(const std::string& dir);
 

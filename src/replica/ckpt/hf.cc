@@ -37,7 +37,15 @@ void load_hf_params(const std::string& dir, const model::ParamTable& table, floa
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(read_text_file(index.string()));
-      for (auto& [name, file] : j.at("weight_map").items()) file_of[name] = (fs::path(dir) / file.get<std::string>());
+      for (auto& [name, file] : j.at("weight_map").items()) {
+        const std::string shard = file.get<std::string>();
+        // The index names shards of its own directory, as a manifest names its files: a path (`../`, absolute)
+        // would load weights from anywhere.
+        check(!shard.empty() && shard != "." && shard != ".." && shard.find('/') == std::string::npos,
+              "{}: tensor '{}' is mapped to '{}', which is not a file name in the model directory", index.string(),
+              name, shard);
+        file_of[name] = (fs::path(dir) / shard);
+      }
     } catch (const nlohmann::json::exception& e) {
       fail("{}: invalid index ({})", index.string(), e.what());
     }
@@ -97,6 +105,26 @@ static fs::path fresh_partial_dir(const fs::path& target) {
   return name;
 }
 
+// An export killed before its rename leaves target.partial.XXXXXX behind (as large as the model). It is not removed
+// here, as another export to the same target may be writing it, but each start says where it is and how large.
+static void report_stale_partials(const fs::path& target) {
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const std::string prefix = target.filename().string() + ".partial.";
+  std::error_code error;
+  for (const fs::directory_entry& e : fs::directory_iterator(parent, error)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(prefix) || name.size() != prefix.size() + 6 || !e.is_directory(error)) continue;
+    uint64_t bytes = 0;
+    for (const fs::directory_entry& f : fs::recursive_directory_iterator(e.path(), error))
+      if (f.is_regular_file(error)) bytes += f.file_size(error);
+    const fs::path shown = target.has_parent_path() ? e.path() : e.path().filename();  // as --out was given
+    fmt::print(stderr,
+               "warning: {} ({:.1f} MB) is left from an export that was cut short; delete it unless an "
+               "export to {} is running now\n",
+               shown.string(), double(bytes) / 1e6, target.string());
+  }
+}
+
 void export_hf(const model::ModelConfig& config, const model::ParamTable& table, const float* params,
                const std::string& out_arg, const HfExportOptions& options) {
   fs::path target = fs::path(out_arg).lexically_normal();  // "DIR/" is DIR
@@ -104,6 +132,12 @@ void export_hf(const model::ModelConfig& config, const model::ParamTable& table,
   const std::string out = target.string();
   const int64_t V = options.vocab > 0 ? options.vocab : config.vocab_size;
   check(V <= config.vocab_size, "export: vocab {} is larger than the model's vocabulary ({})", V, config.vocab_size);
+  for (auto [id, key] :
+       {std::pair{config.eos_token_id, "eos_token_id"}, std::pair{config.pad_token_id, "pad_token_id"}})
+    check(!(id < config.vocab_size && id >= V),
+          "export: vocab {} drops the model's {} ({}), which config.json would then name outside the vocabulary; "
+          "keep at least {} rows",
+          V, key, id, id + 1);
   check(!fs::exists(out) || (fs::is_directory(out) && fs::is_empty(out)),
         "{}: exists and is not an empty directory (nothing was written; choose a new output directory)", out);
   model::ModelConfig exported = config;
@@ -136,6 +170,7 @@ void export_hf(const model::ModelConfig& config, const model::ParamTable& table,
   }
 
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  report_stale_partials(target);
   const fs::path partial = fresh_partial_dir(target);
   fs::permissions(partial, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                                fs::perms::others_read | fs::perms::others_exec);

@@ -27,20 +27,34 @@ void write_manifest(const std::string& dir, const std::vector<std::string>& file
     const FileDigest d = digest_file((fs::path(dir) / name).string());
     listed[name] = {{"size", d.size}, {"xxh3_128", d.xxh3_128}};
   }
-  const nlohmann::json manifest = {{"version", 1}, {"hash", "xxh3_128"}, {"files", listed}};
+  const nlohmann::json manifest = {{"version", kManifestVersion}, {"hash", kManifestHash}, {"files", listed}};
   write_text_file_atomic((fs::path(dir) / "MANIFEST.json").string(), manifest.dump(2) + "\n");
 }
 
-void verify_manifest(const std::string& dir) {
+void verify_manifest(const std::string& dir, const std::vector<std::string>& required) {
   const fs::path path = fs::path(dir) / "MANIFEST.json";
   check(fs::exists(path), "{}: missing MANIFEST.json (an incomplete or damaged checkpoint)", dir);
   nlohmann::json files;
   try {
-    files = nlohmann::json::parse(read_text_file(path.string())).at("files");
+    const nlohmann::json manifest = nlohmann::json::parse(read_text_file(path.string()));
+    check(manifest.is_object(), "{}: not a manifest (expected a JSON object)", path.string());
+    // A manifest of another format would be checked by rules it was not written for.
+    check(manifest.contains("version") && manifest["version"] == kManifestVersion,
+          "{}: 'version' is {}, expected {} (the manifest format this replica writes and reads)", path.string(),
+          manifest.contains("version") ? manifest["version"].dump() : "missing", kManifestVersion);
+    check(manifest.contains("hash") && manifest["hash"] == kManifestHash, "{}: 'hash' is {}, expected \"{}\"",
+          path.string(), manifest.contains("hash") ? manifest["hash"].dump() : "missing", kManifestHash);
+    files = manifest.at("files");
     check(files.is_object() && !files.empty(), "{}: lists no files", path.string());
   } catch (const nlohmann::json::exception& e) {
     fail("{}: malformed manifest ({})", path.string(), e.what());
   }
+  // A file the reader needs but the manifest leaves out would be read unchecked.
+  for (const std::string& name : required)
+    check(files.contains(name),
+          "{}: does not list {}, which the checkpoint holds and replica reads: the file cannot be "
+          "verified (an edited or damaged manifest)",
+          path.string(), name);
   for (auto& [name, entry] : files.items()) {
     // The manifest lists the files of its own directory: a path would have it hash any file on the machine.
     check(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos,

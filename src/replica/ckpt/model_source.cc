@@ -24,11 +24,19 @@ std::string resolve_model_source(const std::string& path) {
 }
 
 model::ModelConfig load_model_source_config(const std::string& path) {
+  namespace fs = std::filesystem;
+  check(fs::exists(path), "{}: no such model (expected an HF model directory, a replica checkpoint or a run directory)",
+        path);
   check(!is_olmo_core_checkpoint(path),
         "{}: an OLMo-core checkpoint holds no HF model config: give the model with model.config (AI2's OLMo 3 7B: "
         "configs/models/olmo3_7b.yaml)",
         path);
-  return is_checkpoint_dir(path) ? read_checkpoint_model_config(path) : model::load_model_config(path);
+  if (is_checkpoint_dir(path)) return read_checkpoint_model_config(path);
+  check(!fs::is_directory(path) || fs::exists(fs::path(path) / "config.json"),
+        "{}: not a model directory: no config.json (an HF model), train_state.json (a replica checkpoint) or "
+        "checkpoints/ (a run)",
+        path);
+  return model::load_model_config(path);
 }
 
 void load_model_source_params(const std::string& path, const model::ModelConfig& config, const model::ParamTable& table,
@@ -39,7 +47,7 @@ void load_model_source_params(const std::string& path, const model::ModelConfig&
     return;
   }
   if (!is_checkpoint_dir(path)) return load_hf_params(path, table, params);
-  read_checkpoint_state(path);  // verifies the checksums
+  read_checkpoint_state(path, CheckpointRead::weights);  // verifies the checksums
   read_checkpoint_tensors(path, table, params);
 }
 

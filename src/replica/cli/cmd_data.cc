@@ -14,6 +14,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/npy.h"
+#include "replica/core/output_guard.h"
 #include "replica/core/threads.h"
 #include "replica/data/audit.h"
 #include "replica/data/loader.h"
@@ -109,6 +110,11 @@ struct DatasetOptions {
   }
 };
 
+// The recipe's range for data.seed (train.seed is an int64), and epochs as far: seed + epoch, which seeds the order's
+// generator, then stays below 2^64 as numpy's Python integers do, never wrapping to another seed.
+const CLI::Range kSeedRange(uint64_t{0}, uint64_t(INT64_MAX), "a seed in [0, 2^63 - 1]");
+const CLI::Range kEpochRange(uint64_t{1}, uint64_t(INT64_MAX), "an epoch in [1, 2^63 - 1]");
+
 // dolma2's 100,278 ids padded to a multiple of 128: the vocab_size of every shipped model (configs/models/), which the
 // trainer hashes into the data fingerprint.
 constexpr uint32_t kModelVocabSize = 100352;
@@ -150,13 +156,30 @@ LoaderConfig flags_loader_config(const Options& o) {
   return config;
 }
 
-int run_tokenize(const Options& o) {
+// --input's files, then --input-list's (one path a line; blank lines skipped, a missing file named with its line).
+std::vector<std::string> tokenize_inputs(const Options& o) {
   std::vector<std::string> inputs = o.inputs;
-  if (!o.input_list.empty()) {
-    std::istringstream list(read_text_file(o.input_list));
-    for (std::string line; std::getline(list, line);)
-      if (!line.empty()) inputs.push_back(line);
+  if (o.input_list.empty()) return inputs;
+  std::istringstream list(read_text_file(o.input_list));
+  int64_t number = 0;
+  for (std::string line; std::getline(list, line);) {
+    number++;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    check(std::filesystem::is_regular_file(line), "{}:{}: '{}' is not a file (expected one input path a line)",
+          o.input_list, number, line);
+    inputs.push_back(line);
   }
+  return inputs;
+}
+
+int run_tokenize(const Options& o) {
+  const std::vector<std::string> inputs = tokenize_inputs(o);
+  std::vector<std::string> read = inputs;
+  if (!o.input_list.empty()) read.push_back(o.input_list);
+  check_output_path("--output", o.output, read);
+  if (std::filesystem::exists(o.output + ".tmp"))
+    fmt::print(stderr, "note: replacing {}.tmp, left by a tokenize that was cut short\n", o.output);
   Tokenizer tokenizer = Tokenizer::load(o.tokenizer.empty() ? default_ranks_path() : o.tokenizer);
   TokenizeOptions options;
   options.rules = parse_text_rules(o.rules, "--rules");
@@ -278,7 +301,15 @@ int run_show(const Options& o) {
   return 0;
 }
 
+// The files a dataset's options name (for the output check).
+std::vector<std::string> dataset_inputs(const DatasetOptions& d) {
+  std::vector<std::string> inputs = d.paths;
+  if (!d.mix.empty()) inputs.push_back(d.mix);
+  return inputs;
+}
+
 int run_order(const Options& o) {
+  check_output_path("--out", o.output, dataset_inputs(o.dataset));
   DataLoader loader(flags_loader_config(o));
   auto order = loader.order(o.epoch);
   std::vector<int64_t> shape = {int64_t(order->num_batches()), int64_t(order->global_batch())};
@@ -305,14 +336,14 @@ int run_audit(Options o) {
     config = flags_loader_config(o);
   }
   DataLoader loader(*config);
-  fmt::print("fingerprint  {}\n{}", loader.fingerprint(),
-             o.recipe.empty() ? flags_fingerprint_note(o)
-                              : fmt::format("  (the fingerprint `replica train --config {}` records)\n", o.recipe));
   plan.steps = o.steps;
   plan.world_size = o.world_size;
   if (o.micro_batch > 0) plan.micro_batch = o.micro_batch;
   plan.first_epoch = o.first_epoch;
-  AuditReport report = audit(loader, plan);
+  AuditReport report = audit(loader, plan);  // first: a plan it refuses prints no half report
+  fmt::print("fingerprint  {}\n{}", loader.fingerprint(),
+             o.recipe.empty() ? flags_fingerprint_note(o)
+                              : fmt::format("  (the fingerprint `replica train --config {}` records)\n", o.recipe));
   fmt::print("{}", report.text());
   return report.ok() ? 0 : 1;
 }
@@ -344,7 +375,7 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   info->add_flag("--scan", o->scan, "Read every token: check ids against the vocab, count documents");
   info->add_option("--seed", o->seed, "Data-loader seed (for the fingerprint)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kSeedRange);
   info->add_option("--global-batch", o->global_batch, "Instances per step (not part of the fingerprint)")
       ->check(CLI::PositiveNumber);
   info->add_option("--vocab-size", o->vocab_size, "The model's vocab size (part of the fingerprint)")
@@ -359,10 +390,10 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
 
   auto* order = app.add_subcommand("order", "Write OLMo-core's global order [num_batches, G] as uint32 .npy");
   o->dataset.add_to(order);
-  order->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str()->check(CLI::NonNegativeNumber);
+  order->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str()->check(kSeedRange);
   order->add_option("--epoch", o->epoch, "Epoch (1-based; the generator is seeded with seed + epoch)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kEpochRange);
   order->add_option("--global-batch", o->global_batch, "Instances per step")->required()->check(CLI::PositiveNumber);
   order->add_option("--out", o->output, "Output .npy")->required();
 
@@ -372,12 +403,15 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
                         "section.key=value overrides of the recipe, as `replica train` (without --config: of the "
                         "default recipe the flags describe)");
   o->dataset.add_to(audit_cmd, false);
-  audit_cmd->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str();
-  audit_cmd->add_option("--global-batch", o->global_batch, "Instances per step");
-  audit_cmd->add_option("--steps", o->steps, "Optimizer steps in the planned run");
-  audit_cmd->add_option("--world-size", o->world_size, "Data-parallel ranks")->capture_default_str();
-  audit_cmd->add_option("--micro-batch", o->micro_batch, "Rows per micro-batch per rank (0 = whole rank batch)");
-  audit_cmd->add_option("--first-epoch", o->first_epoch, "Epoch of step 0")->capture_default_str();
+  audit_cmd->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str()->check(kSeedRange);
+  audit_cmd->add_option("--global-batch", o->global_batch, "Instances per step")->check(CLI::PositiveNumber);
+  audit_cmd->add_option("--steps", o->steps, "Optimizer steps in the planned run")->check(CLI::PositiveNumber);
+  audit_cmd->add_option("--world-size", o->world_size, "Data-parallel ranks")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  audit_cmd->add_option("--micro-batch", o->micro_batch, "Rows per micro-batch per rank (0 = whole rank batch)")
+      ->check(CLI::NonNegativeNumber);
+  audit_cmd->add_option("--first-epoch", o->first_epoch, "Epoch of step 0")->capture_default_str()->check(kEpochRange);
   audit_cmd->add_option("--vocab-size", o->vocab_size, "The model's vocab size (part of the fingerprint)")
       ->capture_default_str();
   audit_cmd->add_flag("--filter", o->filter, "The run uses the n-gram instance filter (part of the fingerprint)");

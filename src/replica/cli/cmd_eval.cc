@@ -2,17 +2,33 @@
 // on stderr, each surface's table on stdout as it finishes.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
 
+#include "replica/ckpt/model_source.h"
 #include "replica/cli/command.h"
 #include "replica/cli/eval_progress.h"
+#include "replica/core/error.h"
 #include "replica/core/threads.h"
-#include "replica/ckpt/model_source.h"
 #include "replica/eval/suite.h"
 
 namespace replica::cli {
+
+// The KL surface runs last: a reference it cannot use is named before any surface runs, not after all of them.
+static void check_reference(const std::string& reference, const model::ModelConfig& model) {
+  const model::ModelConfig ref = ckpt::load_model_source_config(ckpt::resolve_model_source(reference));
+  check(ref.eos_token_id == model.eos_token_id,
+        "--reference {}: its eos_token_id is {}, the model's {} (KL compares "
+        "the two models on the same documents)",
+        reference, ref.eos_token_id, model.eos_token_id);
+  const int64_t shared = std::min(ref.vocab_size, model.vocab_size);
+  check(model.eos_token_id < shared,
+        "--reference {}: the models share {} ids, which do not hold the EOS id {} that "
+        "ends every document of the token files",
+        reference, shared, model.eos_token_id);
+}
 
 static Command eval_command(
     "eval", "Evaluate a model: held-out loss, domain perplexity + bits/byte, lm-eval tasks, KL vs a reference",
@@ -48,8 +64,12 @@ static Command eval_command(
         if (const std::string threads = set_num_threads(o->threads); !threads.empty())
           fmt::print(stderr, "threads: {} (--threads N to choose)\n", threads);
         const auto start = std::chrono::steady_clock::now();
+        // --tasks-dir given: it must hold tasks (eval/suite.h). Not given: data/eval, else the test fixtures, else
+        // no tasks.
         std::string tasks_dir = o->tasks_dir;
-        if (tasks_dir.empty()) tasks_dir = std::filesystem::exists("data/eval") ? "data/eval" : "tests/fixtures/eval";
+        if (tasks_dir.empty())
+          for (const char* dir : {"data/eval", "tests/fixtures/eval"})
+            if (tasks_dir.empty() && std::filesystem::is_directory(dir)) tasks_dir = dir;
         eval::SuiteSpec spec = eval::is_builtin_suite(o->suite) ? eval::builtin_suite(o->suite, tasks_dir, o->reference)
                                                                 : eval::load_suite(o->suite);
         if (!o->reference.empty()) {
@@ -60,6 +80,7 @@ static Command eval_command(
         if (o->max_docs) eval::cap_documents(spec, *o->max_docs);
         if (o->num_fewshot) eval::set_num_fewshot(spec, *o->num_fewshot);
         ckpt::HfModel hf = ckpt::load_model_source(o->model);
+        if (!spec.kl.reference.empty()) check_reference(spec.kl.reference, hf.config);
         Backend& backend = backend_for(parse_device(o->device));
         model::Transformer model(hf.config, parse_precision(o->precision.c_str()), model::Remat::none, backend);
         data::Tokenizer tokenizer = data::Tokenizer::load(o->tokenizer.empty() ? data::default_ranks_path() : o->tokenizer);
@@ -71,18 +92,22 @@ static Command eval_command(
         const OnBackend params(backend, hf.params);
         auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
         std::optional<EvalInterrupted> interrupted;
+        auto print_json = [&](const char* key, const std::string& value) {
+          nlohmann::json j = console.results();
+          j["model"] = o->model;
+          j["seconds"] = seconds();
+          if (key) j[key] = value;
+          fmt::print("{}\n", j.dump());
+        };
         try {
           eval::run_suite(model, model.whole_weights(params.data()), spec, tokenizer, console);
         } catch (const EvalInterrupted& stop) {
           interrupted = stop;
+        } catch (const std::exception& e) {
+          if (o->json) print_json("error", e.what());  // the surfaces that finished are kept; exit 2 all the same
+          throw;
         }
-        if (o->json) {
-          nlohmann::json j = console.results();
-          j["model"] = o->model;
-          j["seconds"] = seconds();
-          if (interrupted) j["interrupted"] = interrupted->during;
-          fmt::print("{}\n", j.dump());
-        }
+        if (o->json) print_json(interrupted ? "interrupted" : nullptr, interrupted ? interrupted->during : "");
         if (interrupted) {
           console.line(fmt::format("stopped by a signal during {} after {:.1f} s; the surfaces printed above finished",
                                    interrupted->during, seconds()));

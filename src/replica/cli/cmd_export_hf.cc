@@ -5,6 +5,7 @@
 #include "replica/ckpt/model_source.h"
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
+#include "replica/core/output_guard.h"
 #include "replica/data/hf_tokenizer.h"
 
 namespace replica::cli {
@@ -38,6 +39,7 @@ static Command export_hf_command(
       return std::function<int()>([o] {
         check(o->dtype == "fp32" || o->dtype == "bf16", "--dtype must be fp32 or bf16, got '{}'", o->dtype);
         check(o->vocab >= 0 && o->max_shard_gb > 0, "--vocab must be >= 0 and --max-shard-gb positive");
+        check_output_path("--out", o->out, {o->checkpoint, o->tokenizer}, OutputKind::directory);
         const ckpt::HfModel model = ckpt::load_model_source(o->checkpoint);
         ckpt::HfExportOptions options;
         options.dtype = o->dtype == "fp32" ? ckpt::StDtype::F32 : ckpt::StDtype::BF16;

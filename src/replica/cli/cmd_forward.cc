@@ -9,6 +9,7 @@
 #include "replica/core/error.h"
 #include "replica/core/mapped_file.h"
 #include "replica/core/npy.h"
+#include "replica/core/output_guard.h"
 #include "replica/core/threads.h"
 #include "replica/data/token_file.h"
 #include "replica/model/transformer.h"
@@ -63,6 +64,7 @@ static Command forward_command(
           ->check(CLI::Range(int64_t{0}, kMaxThreads));
       app.add_option("--device", o->device, "cpu or cuda");
       return std::function<int()>([o] {
+        check_output_path("--out", o->out, {o->model, o->tokens});
         set_num_threads(o->threads);
         Precision precision = parse_precision(o->precision.c_str());
         Backend& backend = backend_for(parse_device(o->device));

@@ -7,6 +7,7 @@
 #include "replica/ckpt/model_source.h"
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
+#include "replica/core/file.h"
 #include "replica/core/threads.h"
 #include "replica/data/tokenizer.h"
 #include "replica/model/generation.h"
@@ -76,15 +77,15 @@ static Command generate_command(
                        : fmt::format("temperature {}, top-k {}, top-p {}, seed {}", o->sampling.temperature,
                                      o->sampling.top_k, o->sampling.top_p, o->sampling.seed));
         std::fwrite(o->prompt.data(), 1, o->prompt.size(), stdout);
-        std::fflush(stdout);
+        flush_stdout();
         const model::GenerationResult result = model::generate(decoder, prompt, config, [&](int32_t id) {
           if (config.eos && id == *config.eos) return;  // the end of the text, not part of it
           const std::string_view bytes = tokenizer.token_bytes(uint32_t(id));
           std::fwrite(bytes.data(), 1, bytes.size(), stdout);
-          std::fflush(stdout);
+          flush_stdout();  // a closed pipe or a full disk stops the generation, with exit 2
         });
         std::fputc('\n', stdout);
-        std::fflush(stdout);
+        flush_stdout();
         const double seconds = result.prefill_seconds + result.decode_seconds;
         fmt::print(stderr, "{} new tokens{} in {:.2f} s, {:.1f} tokens/s (prompt: {} tokens in {:.3f} s)\n",
                    result.ids.size(), result.stopped_at_eos ? " (stopped at EOS)" : "", seconds,

@@ -9,6 +9,7 @@
 #include "replica/cli/command.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/core/output_guard.h"
 #include "replica/core/parse_number.h"
 #include "replica/core/threads.h"
 #include "replica/reproduce/reproduce.h"
@@ -76,6 +77,8 @@ static Command reproduce_command(
           ->check(CLI::Range(int64_t{2}, int64_t{1000}));
       app.add_option("--drift-fraction", b.drift_fraction, "bound use a rising window must reach to drift (0.5)");
       return std::function<int()>([o] {
+        // --out is the evaluation cache, kept between runs; the JSON file replaces whatever it names.
+        if (!o->json.empty()) check_output_path("--json", o->json, {o->r.run, o->r.reference, o->r.tokens, o->r.suite});
         set_num_threads(o->threads);
         o->r.pair_by = reproduce::parse_pair_by(o->pair_by);
         if (!o->steps.empty()) o->r.steps = parse_steps(o->steps);

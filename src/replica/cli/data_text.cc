@@ -11,6 +11,7 @@
 
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/core/output_guard.h"
 #include "replica/data/token_file.h"
 #include "replica/data/tokenizer.h"
 
@@ -30,12 +31,16 @@ data::Tokenizer load_tokenizer(const Options& o) {
 std::string read_stdin() { return std::string(std::istreambuf_iterator<char>(std::cin), {}); }
 
 int run_encode(const Options& o) {
+  if (!o.out.empty()) check_output_path("--out", o.out, {o.file});
   const std::string text = o.text_given ? o.text : !o.file.empty() ? read_text_file(o.file) : read_stdin();
   const std::vector<uint32_t> ids = load_tokenizer(o).encode_ordinary(text);
   if (o.out.empty()) {
     fmt::print("{}\n", fmt::join(ids, " "));
     return 0;
   }
+  // An empty token file is refused by every command that reads one, so it is not written (as tokenize refuses
+  // zero documents).
+  check(!ids.empty(), "--out {}: the text to encode is empty, so there are no tokens to write", o.out);
   AtomicFile out(o.out);
   out.write(ids.data(), ids.size() * sizeof(uint32_t));
   out.commit();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "replica/cli/version.h"
 #include "replica/core/config_fields.h"
 #include "replica/core/error.h"
+#include "replica/core/file.h"
 
 namespace replica::cli {
 
@@ -78,7 +80,16 @@ int main(int argc, char** argv) {
   }
   try {
     for (auto& [sub, run] : runners)
-      if (sub->parsed()) return run();
+      if (sub->parsed()) {
+        const int status = run();
+        replica::flush_stdout();  // output that never arrived is a failure, not exit 0
+        return status;
+      }
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr,
+               "replica: error: out of memory (std::bad_alloc): a size the command needs, from its flags or its "
+               "input files, is more than this machine can allocate\n");
+    return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "replica: error: {}\n", e.what());
     return 2;

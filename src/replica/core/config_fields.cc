@@ -2,6 +2,7 @@
 #include "replica/core/config_fields.h"
 
 #include <fmt/ranges.h>
+#include <yaml-cpp/depthguard.h>
 
 #include <algorithm>
 #include <cmath>
@@ -151,6 +152,13 @@ std::vector<std::pair<std::string, YAML::Node>> mapping_entries(const YAML::Node
     entries.emplace_back(std::move(key), item.second);
   }
   return entries;
+}
+
+std::string yaml_error_text(const YAML::Exception& e) {
+  if (const auto* deep = dynamic_cast<const YAML::DeepRecursion*>(&e))
+    return fmt::format("nested more than {} levels deep, at line {}, column {}", deep->depth() - 1, e.mark.line + 1,
+                       e.mark.column + 1);
+  return e.what();
 }
 
 }  // namespace replica::config

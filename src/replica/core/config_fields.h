@@ -141,6 +141,10 @@ Field choice(std::string key, E& ref, Parse parse, Name name) {
 // " (did you mean 'x'?)" naming the known key closest to `key` by edit distance when it is close (a typo), else "".
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& known);
 
+// What a yaml-cpp exception says, in words: its own message, except for the nesting limit, whose message is "bad
+// file" (review 2026-12-03 case 123).
+std::string yaml_error_text(const YAML::Exception& e);
+
 void read_mapping(const YAML::Node& node, const std::string& prefix, const std::vector<Field>& fields,
                   const std::string& where);
 

@@ -84,6 +84,12 @@ void flush_all(std::FILE* file, const std::string& path) {
   check(ok, "{}: write failed ({})", path, why);
 }
 
+void flush_stdout() {
+  const bool ok = std::fflush(stdout) == 0 && !std::ferror(stdout);
+  const std::string why = ok ? std::string() : errno ? std::strerror(errno) : "an earlier write failed";
+  check(ok, "stdout: write failed ({})", why);
+}
+
 void write_text_file_atomic(const std::string& path, const std::string& text) {
   AtomicFile out(path);
   out.write(text.data(), text.size());

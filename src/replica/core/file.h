@@ -35,6 +35,10 @@ void write_text_file_atomic(const std::string& path, const std::string& text);
 void write_all(std::FILE* file, const void* data, size_t size, const std::string& path);
 void flush_all(std::FILE* file, const std::string& path);
 
+// Flushes stdout; a failed write (a full disk, a closed pipe) raises replica::Error, so a command whose output was
+// lost does not exit 0.
+void flush_stdout();
+
 // fsync a directory so that a rename inside it is durable.
 void fsync_directory(const std::string& dir);
 

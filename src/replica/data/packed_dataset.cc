@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <exception>
+#include <filesystem>
 #include <optional>
 #include <span>
 
@@ -88,6 +89,10 @@ PackedDataset::Group PackedDataset::pack_group(size_t first_file, size_t count) 
   }
   const std::string key = packing_cache_key(std::span(files_).subspan(first_file, count), max_len, eos_,
                                             packing_.long_doc_strategy, group.metadata_hashes);
+  // A work_dir that is a file is a mistake in the recipe, named as such (not std::filesystem's words, nor a warning).
+  check(!std::filesystem::exists(packing_.work_dir) || std::filesystem::is_directory(packing_.work_dir),
+        "data.work_dir {}: exists and is not a directory (the packing cache is kept in that directory)",
+        packing_.work_dir);
   const std::string path = packing_cache_path(packing_.work_dir, key);
   try {
     if (std::optional<PackedInstances> cached = read_packing_cache(path, key, group.file_starts.back(), max_len)) {
@@ -99,7 +104,14 @@ PackedDataset::Group PackedDataset::pack_group(size_t first_file, size_t count) 
     fmt::print(stderr, "packing cache: {}; packing files {}..{} again\n", e.what(), first_file, first_file + count - 1);
   }
   group.packed = pack_documents(document_spans(group, sidecars), max_len);
-  write_packing_cache(path, key, group.packed, first_file);
+  // The cache saves time, nothing more: a full disk or a work_dir that cannot hold it costs a repack next time, not
+  // the run.
+  try {
+    write_packing_cache(path, key, group.packed, first_file);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "warning: packing cache (data.work_dir={}): cannot write it ({}); going on without it\n",
+               packing_.work_dir, e.what());
+  }
   return group;
 }
 

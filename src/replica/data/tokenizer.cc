@@ -86,7 +86,13 @@ bool is_dolma2_special(std::string_view content) {
 
 std::string default_ranks_path() {
   namespace fs = std::filesystem;
-  if (const char* env = std::getenv("REPLICA_TOKENIZER")) return env;
+  if (const char* env = std::getenv("REPLICA_TOKENIZER")) {
+    check(fs::is_regular_file(env),
+          "REPLICA_TOKENIZER={}: no such file (expected the cl100k_base.tiktoken ranks the "
+          "dolma2 tokenizer is built on; unset the variable to use data/tokenizer/)",
+          env);
+    return env;
+  }
   const std::string candidates[] = {
       "data/tokenizer/cl100k_base.tiktoken",
       "tests/fixtures/data/cl100k_base.tiktoken",

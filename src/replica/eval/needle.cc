@@ -23,7 +23,7 @@ constexpr std::array<std::string_view, 16> kAdjectives = {"ancient", "bitter", "
 constexpr std::array<std::string_view, 16> kNouns = {"anchor", "badger",  "canyon", "falcon", "garden", "harbor",
                                                      "island", "lantern", "meadow", "orchid", "pepper", "quartz",
                                                      "river",  "saddle",  "tunnel", "violin"};
-constexpr uint64_t kValueBase = 1000000, kValueRange = 9000000;
+constexpr uint64_t kValueBase = 1000000, kValueRange = uint64_t(kNeedleValues);
 
 // A trial's key and values (values[0] the needle's), drawn in trial order from one random.Random.
 struct TrialDraw {

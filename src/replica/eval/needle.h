@@ -15,6 +15,9 @@
 namespace replica::eval {
 
 // The task's settings (the suite's `needle` section).
+// Values are the 7-digit numbers [1000000, 9999999]: the needle's and its distractors are distinct draws among them.
+inline constexpr int64_t kNeedleValues = 9000000;
+
 struct NeedleTask {
   std::vector<int64_t> lengths;  // tokens per scored sequence; empty = the model's max_position_embeddings
   // The needle's place, as a fraction of the haystack.

@@ -78,7 +78,9 @@ class NeedleSurface final : public Surface {
     check(!t.depths.empty(), "{}: 'needle.depths' lists no depth", where);
     for (double d : t.depths) check(d >= 0.0 && d <= 1.0, "{}: 'needle.depths': {} is not in [0, 1]", where, d);
     check(t.trials > 0, "{}: 'needle.trials' must be positive, got {}", where, t.trials);
-    check(t.distractors > 0, "{}: 'needle.distractors' must be positive, got {}", where, t.distractors);
+    check(t.distractors > 0 && t.distractors < kNeedleValues,
+          "{}: 'needle.distractors' is {}, expected 1 to {} (distinct 7-digit values besides the needle's)", where,
+          t.distractors, kNeedleValues - 1);
     n.files = section_files(files, where, "needle.files");
     n.enabled = true;
   }

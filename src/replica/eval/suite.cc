@@ -41,6 +41,11 @@ std::vector<data::MixEntry> section_files(const std::vector<std::string>& patter
 }
 
 std::vector<TaskSpec> tasks_in_dir(const std::string& tasks_dir) {
+  // A directory named on purpose that holds nothing is a typo, not a request to skip every task.
+  check(fs::is_directory(tasks_dir),
+        "tasks directory {}: not found (expected a directory of <task>.jsonl lm-eval "
+        "exports)",
+        tasks_dir);
   std::vector<TaskSpec> list;
   for (const std::string& name : task_names()) {
     const fs::path path = fs::path(tasks_dir) / (name + ".jsonl");
@@ -52,6 +57,8 @@ std::vector<TaskSpec> tasks_in_dir(const std::string& tasks_dir) {
     if (name == "mmlu") t.num_fewshot = 5;
     list.push_back(t);
   }
+  check(!list.empty(), "tasks directory {}: no task file in it (expected <task>.jsonl for a task of: {})", tasks_dir,
+        fmt::join(task_names(), ", "));
   return list;
 }
 
@@ -63,7 +70,7 @@ SuiteSpec builtin_suite(const std::string& name, const std::string& tasks_dir, c
   const std::vector<std::string> heldout = {"data/tokens/*/heldout.npy"};
   s.heldout.enabled = s.perplexity.enabled = true;
   s.heldout.files = s.perplexity.files = labelled_files(heldout);
-  s.tasks.list = tasks_in_dir(tasks_dir);
+  if (!tasks_dir.empty()) s.tasks.list = tasks_in_dir(tasks_dir);
   s.tasks.enabled = !s.tasks.list.empty();
   s.kl.reference = reference;
   s.kl.files = s.heldout.files;
@@ -94,7 +101,7 @@ SuiteSpec load_suite(const std::string& path) {
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::Exception& e) {
-    fail("{}: cannot read suite ({})", path, e.what());
+    fail("{}: cannot read suite ({})", path, config::yaml_error_text(e));
   }
   SuiteSpec s;
   std::vector<config::Field> sections = {config::integer("batch_tokens", s.batch_tokens, 1)};

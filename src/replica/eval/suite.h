@@ -61,7 +61,8 @@ std::vector<data::MixEntry> section_files(const std::vector<std::string>& patter
                                           const std::string& key);
 
 // Every task with a <task>.jsonl in `tasks_dir`, its shots drawn from <task>_<split>.jsonl there (fewshot_split()):
-// mmlu 5-shot, the others 0-shot (lm-eval's defaults; OLMo reports MMLU 5-shot).
+// mmlu 5-shot, the others 0-shot (lm-eval's defaults; OLMo reports MMLU 5-shot). A directory that does not exist or
+// holds no task file raises replica::Error naming it.
 std::vector<TaskSpec> tasks_in_dir(const std::string& tasks_dir);
 
 // The built-in suites. "full": held-out loss and perplexity over every document of data/tokens/*/heldout.npy

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,8 +12,8 @@
 
 #include "replica/core/error.h"
 #include "replica/core/parse_number.h"
-#include "replica/core/python_random.h"
 #include "replica/core/pystr.h"
+#include "replica/core/python_random.h"
 
 namespace replica::eval {
 namespace {
@@ -89,6 +90,10 @@ int64_t index_of(const Row& r, const std::vector<std::string>& labels, const std
 
 TaskDoc multiple_choice(const std::string& context, const std::vector<std::string>& choices, int64_t gold,
                         const Row& r) {
+  check(choices.size() >= 2, "{}: {} choice(s), expected at least 2 (a single choice is always right)", r.where,
+        choices.size());
+  for (const std::string& c : choices)  // acc_norm divides each choice's log-likelihood by its length in bytes
+    check(!c.empty(), "{}: an empty choice (acc_norm divides by the length of each choice)", r.where);
   check(gold >= 0 && gold < int64_t(choices.size()), "{}: gold index {} outside the {} choices", r.where, gold,
         choices.size());
   TaskDoc d{{}, choices, gold};
@@ -104,6 +109,9 @@ TaskDoc lettered(const Row& r, const std::string& context, const std::string& an
   std::vector<std::string> text = str_list(r, choices["text"], "choices.text");
   std::vector<std::string> labels = str_list(r, choices["label"], "choices.label");
   check(text.size() == labels.size(), "{}: choices.text and choices.label differ in length", r.where);
+  for (size_t i = 0; i < labels.size(); i++)
+    check(std::find(labels.begin(), labels.begin() + i, labels[i]) == labels.begin() + i,
+          "{}: choices.label has '{}' twice (each choice needs its own label)", r.where, labels[i]);
   return multiple_choice(context, text, index_of(r, labels, answer_key, "answerKey"), r);
 }
 

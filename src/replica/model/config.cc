@@ -31,6 +31,12 @@ void ModelConfig::validate(const std::string& source) const {
   positive(n_kv_heads, "num_key_value_heads");
   positive(head_dim, "head_dim");
   positive(max_seq_len, "max_position_embeddings");
+  // Positions are int32 throughout (RoPE tables, document offsets); a larger context would only fail later, as an
+  // allocation no machine can make.
+  check(max_seq_len <= kMaxPositions, "{}: 'max_position_embeddings' is {}, more than replica supports ({})", source,
+        max_seq_len, kMaxPositions);
+  for (auto [id, key] : {std::pair{eos_token_id, "eos_token_id"}, std::pair{pad_token_id, "pad_token_id"}})
+    check(id >= 0 && id <= INT32_MAX, "{}: '{}' is {}, expected a token id in [0, 2^31 - 1]", source, key, id);
   check(n_heads % n_kv_heads == 0, "{}: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})",
         source, n_heads, n_kv_heads);
   check(head_dim % 2 == 0, "{}: head_dim must be even for RoPE, got {}", source, head_dim);
@@ -45,9 +51,20 @@ void ModelConfig::validate(const std::string& source) const {
   if (rope_scaling) {
     const YarnScaling& y = *rope_scaling;
     check(y.factor > 0, "{}: rope_scaling.factor must be positive, got {}", source, y.factor);
+    // YaRN stretches a context by `factor`: below 1 it would shrink it, and transformers' rope validation warns.
+    check(y.factor >= 1 && y.factor <= kMaxPositions,
+          "{}: rope_scaling.factor is {}, expected a context extension in [1, {}]", source, y.factor, kMaxPositions);
     positive(y.original_max_position_embeddings, "rope_scaling.original_max_position_embeddings");
+    check(y.original_max_position_embeddings <= max_seq_len,
+          "{}: rope_scaling.original_max_position_embeddings ({}) exceeds max_position_embeddings ({}): the "
+          "extended context must be the longer one",
+          source, y.original_max_position_embeddings, max_seq_len);
     check(y.beta_fast > 0 && y.beta_slow > 0,
           "{}: rope_scaling.beta_fast and beta_slow must be positive, got {} and {}", source, y.beta_fast, y.beta_slow);
+    check(y.beta_fast > y.beta_slow,
+          "{}: rope_scaling.beta_fast ({}) must be larger than beta_slow ({}) (YaRN's ramp runs from beta_slow to "
+          "beta_fast rotations)",
+          source, y.beta_fast, y.beta_slow);
     check(y.attention_factor > 0, "{}: rope_scaling.attention_factor must be positive, got {}", source,
           y.attention_factor);
   }
@@ -262,7 +279,7 @@ ModelConfig load_model_config(const std::string& path) {
     try {
       j = yaml_to_json(YAML::LoadFile(file), file);
     } catch (const YAML::Exception& e) {
-      fail("{}: invalid YAML ({})", file, e.what());
+      fail("{}: invalid YAML ({})", file, config::yaml_error_text(e));
     }
   } else {
     try {

@@ -20,6 +20,9 @@ enum class NormPlacement {
   pre,        // Llama:    h = x + sublayer(norm(x))      (HF input_layernorm/post_attention_layernorm)
 };
 
+// The longest context replica accepts: positions are int32 (2^31 - 1).
+inline constexpr int64_t kMaxPositions = INT32_MAX;
+
 struct ModelConfig {
   std::string model_type = "olmo3";  // olmo3 | olmo2 | llama (decides defaults and parameter names)
   int64_t vocab_size = 0;            // V, possibly padded (100,352 for OLMo 3 training)

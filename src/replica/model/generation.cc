@@ -3,13 +3,29 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 
 #include "replica/core/error.h"
 
 namespace replica::model {
 
 int64_t generation_positions(int64_t prompt_tokens, int64_t max_new_tokens) {
-  return prompt_tokens + std::max<int64_t>(max_new_tokens - 1, 0);
+  const int64_t fed_back = std::max<int64_t>(max_new_tokens - 1, 0);
+  int64_t positions = 0;
+  // Saturates rather than wraps: a huge --max-new-tokens is then refused as "needs 2^63-1 positions", never a
+  // negative count.
+  if (__builtin_add_overflow(prompt_tokens, fed_back, &positions)) return std::numeric_limits<int64_t>::max();
+  return positions;
+}
+
+// NaN or infinite logits come from weights that are not finite: every id would be "chosen" from garbage (greedy
+// picks id 0), so generation stops, as forward and eval refuse the same model.
+static void check_finite(std::span<const float> logits, int64_t position) {
+  const auto bad = std::find_if(logits.begin(), logits.end(), [](float x) { return !std::isfinite(x); });
+  check(bad == logits.end(),
+        "the model's logits at position {} are not finite ({} at id {}): its weights hold NaN or Inf", position, *bad,
+        bad - logits.begin());
 }
 
 GenerationResult generate(Decoder& decoder, std::span<const int32_t> prompt, const GenerationConfig& config,
@@ -30,6 +46,7 @@ GenerationResult generate(Decoder& decoder, std::span<const int32_t> prompt, con
   if (config.max_new_tokens == 0) return result;
   auto start = Clock::now();
   std::span<const float> logits = decoder.append(prompt);
+  check_finite(logits, int64_t(prompt.size()) - 1);
   result.prefill_seconds = seconds_since(start);
   start = Clock::now();
   while (true) {
@@ -39,6 +56,7 @@ GenerationResult generate(Decoder& decoder, std::span<const int32_t> prompt, con
     result.stopped_at_eos = config.eos && id == *config.eos;
     if (result.stopped_at_eos || int64_t(result.ids.size()) == config.max_new_tokens) break;
     logits = decoder.append(std::span<const int32_t>(&result.ids.back(), 1));
+    check_finite(logits, decoder.position() - 1);
   }
   result.decode_seconds = seconds_since(start);
   return result;

@@ -36,18 +36,29 @@ double tick_step(double span) {
 }
 
 // Widens a degenerate range (one value) so that it has a height to draw in.
+// Spans are computed from halves, which is exact, so that values near ±DBL_MAX (a diverged run) give a finite span
+// instead of inf and NaN coordinates.
+double half_span(const Range& r) { return r.hi / 2 - r.lo / 2; }
+
 Range padded(Range r, double fraction) {
   if (r.empty()) return {0.0, 1.0};
+  const double half = half_span(r);
+  const double pad = half > 0 ? half * (2 * fraction) : std::max(std::fabs(r.lo) * 0.05, 1e-12);
+  const Range out{r.lo - pad, r.hi + pad};
+  return std::isfinite(out.lo) && std::isfinite(out.hi) ? out : r;
+}
+
+// Ticks over the range; a span beyond DBL_MAX is ticked from its half.
+double tick_step(const Range& r) {
   const double span = r.hi - r.lo;
-  const double pad = span > 0 ? span * fraction : std::max(std::fabs(r.lo) * 0.05, 1e-12);
-  return {r.lo - pad, r.hi + pad};
+  return std::isfinite(span) ? tick_step(span) : 2 * tick_step(half_span(r));
 }
 
 class Plot {
  public:
   Plot(Range x, Range y) : x_(x), y_(y) {}
   double x(double step) const { return kLeft + (step - x_.lo) / (x_.hi - x_.lo) * (kWidth - kLeft - kRight); }
-  double y(double value) const { return kTop + (y_.hi - value) / (y_.hi - y_.lo) * (kHeight - kTop - kBottom); }
+  double y(double value) const { return kTop + (y_.hi / 2 - value / 2) / half_span(y_) * (kHeight - kTop - kBottom); }
   const Range& xr() const { return x_; }
   const Range& yr() const { return y_; }
 
@@ -60,14 +71,14 @@ std::string axes(const Plot& plot, const std::string& y_label) {
   const double bottom = kHeight - kBottom, right = kWidth - kRight;
   s += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="#fff" stroke="#999"/>)", kLeft, kTop,
                    right - kLeft, bottom - kTop);
-  const double ys = tick_step(plot.yr().hi - plot.yr().lo);
+  const double ys = tick_step(plot.yr());
   for (double k = std::ceil(plot.yr().lo / ys); k * ys <= plot.yr().hi; k++) {  // multiples of the tick step
     const double v = k * ys, y = plot.y(v);
     s += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#eee"/>)", kLeft, y, right, y);
     s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end" class="tick">{:.6g}</text>)", kLeft - 4, y + 4,
                      k == 0 ? 0.0 : v);
   }
-  const double xs = std::max(1.0, std::round(tick_step(plot.xr().hi - plot.xr().lo)));
+  const double xs = std::max(1.0, std::round(tick_step(plot.xr())));
   for (double k = std::ceil(plot.xr().lo / xs); k * xs <= plot.xr().hi; k++) {
     const double v = k * xs, x = plot.x(v);
     s += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#eee"/>)", x, kTop, x, bottom);

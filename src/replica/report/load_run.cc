@@ -1,6 +1,8 @@
 // load_run: dispatch on what the path is, and the run directory's config and data fingerprint.
 #include "replica/report/load_run.h"
 
+#include <fmt/core.h>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -20,12 +22,17 @@ void read_fingerprint(const fs::path& run_dir, RunHistory& run) {
   const std::string checkpoint = ckpt::find_latest_checkpoint((run_dir / "checkpoints").string());
   if (checkpoint.empty()) return;
   const std::string path = (fs::path(checkpoint) / "train_state.json").string();
+  // The fingerprint is an extra line of the report: a damaged checkpoint loses that line, not the report (the
+  // checkpoint itself is refused by whatever loads it).
   try {
     const ckpt::TrainState state = ckpt::train_state_from_json(nlohmann::json::parse(read_text_file(path)), path);
     run.fingerprint = state.data_fingerprint;
     run.fingerprint_step = state.step;
   } catch (const nlohmann::json::exception& e) {
-    fail("{}: not a train_state.json ({})", path, e.what());
+    fmt::print(stderr, "warning: {}: not a train_state.json ({}); the report shows no data fingerprint\n", path,
+               e.what());
+  } catch (const Error& e) {
+    fmt::print(stderr, "warning: {}; the report shows no data fingerprint\n", e.what());
   }
 }
 

@@ -3,6 +3,7 @@
 #include "replica/report/metrics_jsonl.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,9 @@ bool is_task_score(const std::string& key, const json& value) {
 }
 
 void read_evaluation(const json& e, int64_t step, SeriesBuilder& heldout, SeriesBuilder& tasks, RunHistory& run) {
+  check(e.is_object(), "\"eval\" is {}, expected an object (what `replica train` logs for an evaluation)", e.dump());
+  check(!e.contains("files") || e.at("files").is_object(),
+        "\"eval.files\" is {}, expected an object of held-out losses by file label", e.at("files").dump());
   std::erase_if(run.alarms, [step](const AlarmMark& a) { return a.step == step; });  // a re-evaluated step
   if (e.contains(jsonl::kHeldoutLoss)) heldout.add("all", step, e.at(jsonl::kHeldoutLoss).get<double>());
   if (e.contains(jsonl::kFiles))
@@ -39,6 +43,7 @@ void read_evaluation(const json& e, int64_t step, SeriesBuilder& heldout, Series
 }  // namespace
 
 void read_metrics_jsonl(const std::string& path, RunHistory& run) {
+  check(std::filesystem::is_regular_file(path), "{}: not a file (expected the run's metrics.jsonl)", path);
   std::ifstream in(path);
   check(in.good(), "{}: cannot open metrics.jsonl", path);
   SeriesBuilder train, heldout, tasks;
@@ -50,6 +55,7 @@ void read_metrics_jsonl(const std::string& path, RunHistory& run) {
       const std::optional<int64_t> at = jsonl::step_of(j);
       check(at.has_value(), "expected a JSON object with an integer \"{}\"", jsonl::kStep);
       const int64_t step = *at;
+      check(step >= 0, "\"step\" is {}, expected a step number ≥ 0", step);
       if (j.contains(jsonl::kEval)) read_evaluation(j.at(jsonl::kEval), step, heldout, tasks, run);
       if (!j.contains(jsonl::kLoss)) continue;
       for (const char* metric : kTrainMetrics)

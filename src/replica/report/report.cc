@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "replica/core/error.h"
@@ -16,6 +17,9 @@ namespace replica::report {
 Report build_report(std::vector<RunHistory> runs, std::optional<RunHistory> reference, const ReportOptions& options) {
   check(!runs.empty(), "report: no run given");
   check_window(options.window);
+  check(std::isfinite(options.threshold) && options.threshold >= 0,
+        "threshold {} nat: expected a finite number ≥ 0 (the largest |Δ| of the smoothed loss for two curves to agree)",
+        options.threshold);
   Report report{.runs = std::move(runs), .options = options};
   if (reference) {
     report.runs.push_back(std::move(*reference));

@@ -2,6 +2,7 @@
 #include "replica/report/series.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "replica/core/error.h"
 
@@ -28,9 +29,13 @@ Series smooth_centred(const Series& series, int64_t window) {
   // Two pointers bound the points within ±half of the current step; each window is summed afresh, as a running sum
   // would carry the rounding of points long out of the window.
   size_t lo = 0, hi = 0;
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
   for (const Point& p : series) {
-    while (series[lo].step < p.step - half) lo++;
-    while (hi < series.size() && series[hi].step <= p.step + half) hi++;
+    // The window's ends saturate at the int64 range rather than wrap (a step near 2^63).
+    const int64_t first = p.step < kMin + half ? kMin : p.step - half;
+    const int64_t last = p.step > kMax - half ? kMax : p.step + half;
+    while (series[lo].step < first) lo++;
+    while (hi < series.size() && series[hi].step <= last) hi++;
     double sum = 0.0;
     for (size_t i = lo; i < hi; i++) sum += series[i].value;
     out.push_back({p.step, sum / double(hi - lo)});

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 
 #include "replica/core/error.h"
 #include "replica/core/file.h"
@@ -53,7 +55,9 @@ MetricColumn wandb_metric_column(const std::string& header) {
 }
 
 void read_wandb_csv(const std::string& path, RunHistory& run) {
-  const std::vector<CsvRow> rows = parse_csv(read_text_file(path), path);
+  std::string text = read_text_file(path);
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);  // a UTF-8 byte order mark (spreadsheet tools add one)
+  const std::vector<CsvRow> rows = parse_csv(text, path);
   check(!rows.empty(), "{}: an empty CSV (expected a W&B export with a header row)", path);
   const std::vector<std::string>& header = rows[0].fields;
   const auto step_column =
@@ -64,6 +68,18 @@ void read_wandb_csv(const std::string& path, RunHistory& run) {
   for (const std::string& h : header) columns.push_back(wandb_metric_column(h));
   check(std::any_of(columns.begin(), columns.end(), [](const MetricColumn& c) { return !c.kind.empty(); }),
         "{}:1: no OLMo-core metric among the columns (expected e.g. `train/CE loss`; see docs/report.md)", path);
+  // Two columns of one metric (a panel export of several runs, "<run> - train/CE loss", or a duplicated column)
+  // would be read as one curve stitched from both, and a verdict against it would mean nothing.
+  std::map<std::pair<std::string, std::string>, size_t> first_column;
+  for (size_t c = 0; c < columns.size(); c++) {
+    if (columns[c].kind.empty()) continue;
+    const auto [at, fresh] = first_column.try_emplace({columns[c].kind, columns[c].name}, c);
+    check(fresh,
+          "{}:1: columns '{}' and '{}' both hold the metric {}: the export holds several runs (or a duplicated "
+          "column), which would be read as one stitched curve; export a single run (its run page's history) or delete "
+          "the other run's columns",
+          path, header[at->second], header[c], columns[c].name);
+  }
 
   SeriesBuilder train, heldout, tasks;
   for (size_t r = 1; r < rows.size(); r++) {
@@ -71,13 +87,15 @@ void read_wandb_csv(const std::string& path, RunHistory& run) {
     check(row.fields.size() == header.size(), "{}:{}: {} fields, expected {} as in the header", path, row.line,
           row.fields.size(), header.size());
     const std::optional<double> step = parse_double(row.fields[step_index]);
-    check(step && *step >= 0 && *step == double(int64_t(*step)), "{}:{}: column {}: '{}' is not a step number", path,
-          row.line, header[step_index], row.fields[step_index]);
+    // Range first: converting a double outside int64 (1e30, inf) is undefined behaviour.
+    check(step && *step >= 0 && *step < 0x1p62 && *step == double(int64_t(*step)),
+          "{}:{}: column {}: '{}' is not a step number", path, row.line, header[step_index], row.fields[step_index]);
     for (size_t c = 0; c < header.size(); c++) {
       const MetricColumn& m = columns[c];
       if (m.kind.empty() || row.fields[c].empty()) continue;
       const std::optional<double> value = parse_double(row.fields[c]);
-      check(value.has_value(), "{}:{}: column '{}': '{}' is not a number", path, row.line, header[c], row.fields[c]);
+      check(value.has_value() && std::isfinite(*value), "{}:{}:{}: column '{}': '{}' is not a {}number", path, row.line,
+            c + 1, header[c], row.fields[c], value ? "finite " : "");
       SeriesBuilder& into = m.kind == "train" ? train : m.kind == "heldout" ? heldout : tasks;
       into.add(m.name, int64_t(*step), *value * m.scale);
     }

@@ -115,7 +115,7 @@ static RunStart start_from_olmo_core(const Recipe& r, const std::string& from, c
 static RunStart resume(const Recipe& r, const std::string& dir, const model::ParamTable& table,
                        const data::DataLoader& loader, float* params, optim::SkipStep& skip_step,
                        std::vector<std::string> notes) {
-  const ckpt::TrainState s = ckpt::read_checkpoint_state(dir);
+  const ckpt::TrainState s = ckpt::read_checkpoint_state(dir, ckpt::CheckpointRead::weights_and_moments);
   ckpt::check_same_model(s.model, recipe_model_config(r), dir);
   check(s.step <= r.last_step(), "{}: {}={} is before the checkpoint's step {}", dir,
         r.train.stop_at > 0 ? "train.stop_at" : "train.max_steps", r.last_step(), s.step);
@@ -159,6 +159,7 @@ RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::
   const ckpt::IncompleteCheckpoints incomplete = ckpt::set_aside_incomplete_checkpoints(root, r.train.resume_from);
   std::vector<std::string> notes = incomplete.removed;
   notes.insert(notes.end(), incomplete.set_aside.begin(), incomplete.set_aside.end());
+  notes.insert(notes.end(), incomplete.linked.begin(), incomplete.linked.end());
   if (!r.train.resume_from.empty()) {
     check(ckpt::is_checkpoint_dir(r.train.resume_from), "train.resume_from: {} is not a replica checkpoint directory",
           r.train.resume_from);
@@ -185,11 +186,9 @@ RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::
         "optim.load_state: model.init_from={} is not a replica or OLMo-core checkpoint (an HF directory "
         "holds weights only)",
         from);
-  const ckpt::TrainState s = ckpt::read_checkpoint_state(from);
-  notes.push_back(
-      fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule and "
-                  "data start afresh",
-                  s.adam_step_count, from, s.step));
+  const ckpt::TrainState s = ckpt::read_checkpoint_state(from, ckpt::CheckpointRead::weights_and_moments);
+  notes.push_back(fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule and "
+                              "data start afresh", s.adam_step_count, from, s.step));
   RunStart start{0, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
   read_weights_and_moments(from, table, params, start, s.adam_step_count);
   return start;
@@ -217,11 +216,25 @@ ckpt::TrainState train_state(const Recipe& r, const model::ModelConfig& config, 
 
 void truncate_metrics(const std::string& path, int64_t step) {
   if (!fs::exists(path)) return;
-  std::istringstream in(read_text_file(path));
-  std::string kept, line;
-  while (std::getline(in, line)) {
+  const std::string text = read_text_file(path);
+  std::string kept;
+  int64_t number = 0;
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t newline = text.find('\n', begin);
+    const bool terminated = newline != std::string::npos;
+    const std::string line = text.substr(begin, (terminated ? newline : text.size()) - begin);
+    begin = terminated ? newline + 1 : text.size();
+    number++;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::optional<int64_t> at = metrics::jsonl::step_of(nlohmann::json::parse(line, nullptr, false));
-    if (at && *at <= step) kept += line + "\n";
+    const bool record = at.has_value();
+    if (!record && !terminated) break;  // the last line, half-written by a run that was killed
+    // Any other line is history: dropping it would lose steps without a word (review 2026-12-03, cases 24-25).
+    check(record,
+          "{}:{}: not a metrics record (expected a JSON object with an integer \"step\"); a resume drops only a "
+          "half-written last line: repair or remove this line, then resume",
+          path, number);
+    if (*at <= step) kept += line + "\n";
   }
   write_text_file_atomic(path, kept);
 }

@@ -46,8 +46,9 @@ ckpt::TrainState train_state(const Recipe& recipe, const model::ModelConfig& con
                              const data::DataLoader& loader, const optim::Optimizer& optimizer,
                              const optim::SkipStep& skip_step);
 
-// Rewrites `path` (atomically) keeping the lines whose "step" is at most `step`; partial or unreadable lines
-// (a crash mid-write) are dropped. A missing file is left missing.
+// Rewrites `path` (atomically) keeping the lines whose "step" is at most `step`. Only an unterminated last line that
+// is not a record (a crash mid-write) is dropped; any other line that is not a JSON object with an integer "step"
+// raises replica::Error naming path:line, and the file is left as it is. A missing file is left missing.
 void truncate_metrics(const std::string& path, int64_t step);
 
 }  // namespace replica::train

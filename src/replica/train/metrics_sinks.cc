@@ -96,15 +96,30 @@ class TensorBoardSink final : public MetricsSink {
 
 // run.dir/report.html, rewritten from metrics.jsonl (which writes every line through) when the sinks flush: after
 // each evaluation, once every sink has taken it, and at the end of the run.
+// The page is a by-product: one that cannot be written (report.html a directory, a full disk) is a warning, once,
+// and the run goes on; metrics.jsonl holds everything it shows.
 class ReportSink final : public MetricsSink {
  public:
   explicit ReportSink(std::string run_dir) : run_dir_(std::move(run_dir)) {}
   void step(const StepRecord&) override {}
   void evaluation(const EvalRecord&) override {}
-  void flush() override { report::write_run_report(run_dir_); }
+  void flush() override { write(); }
 
  private:
+  void write() {
+    try {
+      report::write_run_report(run_dir_);
+    } catch (const std::exception& e) {
+      if (!warned_)
+        fmt::print(stderr,
+                   "warning: the run report was not written ({}); training goes on (replica report {} makes "
+                   "it later)\n",
+                   e.what(), run_dir_);
+      warned_ = true;
+    }
+  }
   std::string run_dir_;
+  bool warned_ = false;
 };
 
 class ConsoleSink final : public MetricsSink {

@@ -316,7 +316,7 @@ Recipe load_recipe_text(const std::string& yaml, const std::string& source, cons
   try {
     root = YAML::Load(yaml);
   } catch (const YAML::Exception& e) {
-    fail("{}: invalid YAML ({})", source, e.what());
+    fail("{}: invalid YAML ({})", source, config::yaml_error_text(e));
   }
   apply_file(r, root, source);
   Origins origins{source, {}};

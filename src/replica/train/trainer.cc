@@ -102,6 +102,9 @@ TrainSummary train(const Recipe& recipe, distributed::Communicator& comm, Backen
   if (root) {
     check(!fs::exists(r.run.dir) || fs::is_directory(r.run.dir), "run.dir: {} exists and is not a directory",
           r.run.dir);
+    if (!fs::exists(r.run.dir) && fs::is_symlink(r.run.dir))
+      fail("run.dir: {} is a symbolic link to {}, which does not exist (create that directory, or remove the link)",
+           r.run.dir, fs::read_symlink(r.run.dir).string());
     fs::create_directories(r.run.dir);
     lock.emplace(r.run.dir, fmt::format("run.dir {}", r.run.dir));
   }
