@@ -149,6 +149,30 @@ TEST(CkptCheckpoint, ManifestNamesTheBadFile) {
   EXPECT_NE(error_of([&] { verify_manifest(dir, {}); }).find("missing MANIFEST.json"), std::string::npos);
 }
 
+// Review 2026-12-03, case 89: step 6's weights copied into step 4 with their manifest lines resumed silently. The
+// tensor files name their step; the copy is refused by name, while a manifest-consistent checkpoint still reads.
+TEST(CkptCheckpoint, TensorsOfAnotherStepAreRefusedEvenWithTheirManifestLines) {
+  Dir d;
+  const Tensors t(1.0f);
+  const std::string four = t.write(d.path, 4), six = Tensors(2.0f).write(d.path, 6);
+  const fs::path manifest = fs::path(four) / "MANIFEST.json";
+  nlohmann::json m = nlohmann::json::parse(read_text_file(manifest.string()));
+  const nlohmann::json m6 = nlohmann::json::parse(read_text_file((fs::path(six) / "MANIFEST.json").string()));
+  for (const char* file : {"model.safetensors", "optim.safetensors"}) {
+    fs::copy_file(fs::path(six) / file, fs::path(four) / file, fs::copy_options::overwrite_existing);
+    m["files"][file] = m6["files"][file];
+  }
+  write_text_file_atomic(manifest.string(), m.dump());
+  read_checkpoint_state(four, CheckpointRead::weights_and_moments);  // the manifest agrees with the files
+  std::vector<float> p(t.table.total()), mo(t.table.total()), v(t.table.total());
+  const std::string e = error_of([&] { read_checkpoint_tensors(four, t.table, p.data(), mo.data(), v.data()); });
+  EXPECT_NE(e.find("model.safetensors: holds the tensors of step 6, but train_state.json beside it is step 4"),
+            std::string::npos)
+      << e;
+  read_checkpoint_tensors(six, t.table, p.data(), mo.data(), v.data());
+  EXPECT_EQ(p[0], 2.0f);
+}
+
 // Review 2026-12-03, W3 (cases 86-88): a manifest that leaves a file out, or of another format, verified nothing.
 TEST(CkptCheckpoint, ManifestMustListWhatIsReadAndBeOfThisFormat) {
   Dir d;

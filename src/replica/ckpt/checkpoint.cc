@@ -133,11 +133,14 @@ std::string write_checkpoint(const std::string& root, const CheckpointTensors& t
   fs::remove_all(partial);
   fs::create_directories(partial);
   std::vector<std::string> files = {"model.safetensors", "train_state.json"};
-  write_safetensors((partial / "model.safetensors").string(), tensors_of(*t.table, t.params, ""), {{"format", "pt"}});
+  // Each tensor file names its step, so weights copied in from another step (with their manifest line) are refused.
+  const std::string step = std::to_string(state.step);
+  write_safetensors((partial / "model.safetensors").string(), tensors_of(*t.table, t.params, ""),
+                    {{"format", "pt"}, {"step", step}});
   if (t.exp_avg) {
     std::vector<StTensorOut> moments = tensors_of(*t.table, t.exp_avg, "exp_avg.");
     for (StTensorOut& m : tensors_of(*t.table, t.exp_avg_sq, "exp_avg_sq.")) moments.push_back(m);
-    write_safetensors((partial / "optim.safetensors").string(), moments);
+    write_safetensors((partial / "optim.safetensors").string(), moments, {{"step", step}});
     files.push_back("optim.safetensors");
   }
   write_text_file_atomic((partial / "train_state.json").string(), train_state_to_json(state).dump(2) + "\n");
@@ -250,15 +253,29 @@ static void check_count(const SafetensorsReader& reader, size_t expected) {
         reader.tensors().size(), expected);
 }
 
+// A tensor file written with its step (every checkpoint since they record it) must be of the step train_state.json
+// says: the manifest alone cannot tell, since a file copied from another step can bring its manifest line along.
+static void check_step(const SafetensorsReader& reader, int64_t step) {
+  const auto it = reader.metadata.find("step");
+  if (it == reader.metadata.end()) return;  // written before checkpoints named their step
+  check(it->second == std::to_string(step),
+        "{}: holds the tensors of step {}, but train_state.json beside it is step {} (a file copied in from "
+        "another checkpoint?)",
+        reader.path(), it->second, step);
+}
+
 void read_checkpoint_tensors(const std::string& dir, const model::ParamTable& table, float* params, float* exp_avg,
                              float* exp_avg_sq) {
+  const int64_t step = parse_state_file(dir).step;
   const SafetensorsReader model((fs::path(dir) / "model.safetensors").string());
+  check_step(model, step);
   read_tensors(model, table, "", params);
   check_count(model, table.entries().size());
   if (!exp_avg) return;
   const std::string optim = (fs::path(dir) / "optim.safetensors").string();
   check(fs::exists(optim), "{}: missing (the checkpoint holds no optimizer state)", optim);
   SafetensorsReader reader(optim);
+  check_step(reader, step);
   read_tensors(reader, table, "exp_avg.", exp_avg);
   read_tensors(reader, table, "exp_avg_sq.", exp_avg_sq);
   check_count(reader, 2 * table.entries().size());

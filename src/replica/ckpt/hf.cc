@@ -51,7 +51,11 @@ void load_hf_params(const std::string& dir, const model::ParamTable& table, floa
     }
     for (auto& [name, file] : file_of)
       if (!readers.count(file)) {
-        check(fs::exists(file), "{}: shard '{}' named by the index does not exist", index.string(), file);
+        std::error_code error;  // a name the file system refuses (too long, say) is the index's fault, named so
+        const bool exists = fs::exists(file, error);
+        check(!error, "{}: shard '{}' named by the index cannot be looked up ({})", index.string(), file,
+              error.message());
+        check(exists, "{}: shard '{}' named by the index does not exist", index.string(), file);
         readers[file] = std::make_unique<SafetensorsReader>(file);
       }
   } else {

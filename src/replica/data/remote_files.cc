@@ -58,7 +58,10 @@ std::map<std::string, Known> read_index(const std::string& path) {
             root["files"].is_object(),
         "{}: not a remote index (expected an object with \"format\": \"{}\" and \"files\")", path, kIndexFormat);
   std::map<std::string, Known> files;
-  for (const auto& [url, entry] : root["files"].items()) {
+  for (const auto& item : root["files"].items()) {
+    // Named references, not a structured binding: a lambda may not capture one before C++20's P1091 (clang 14).
+    const std::string& url = item.key();
+    const nlohmann::json& entry = item.value();
     auto text = [&](const char* key) -> std::string {
       check(entry.is_object() && entry.contains(key) && entry[key].is_string(), "{}: file {}: '{}' must be a string",
             path, url, key);

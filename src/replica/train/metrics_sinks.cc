@@ -49,9 +49,7 @@ class JsonlSink final : public MetricsSink {
                 {jsonl::kTime, wall_time()}});
   }
   void evaluation(const EvalRecord& e) override {
-    nlohmann::json record = {{jsonl::kHeldoutLoss, e.heldout.loss},
-                             {jsonl::kHeldoutTokens, e.heldout.tokens},
-                             {jsonl::kEvalSeconds, e.seconds}};
+    nlohmann::json record = {{jsonl::kHeldoutLoss, e.heldout.loss}, {jsonl::kHeldoutTokens, e.heldout.tokens}};
     if (e.suite) record[jsonl::kSuite] = e.suite->to_json();
     if (const std::optional<eval::AlarmReport>& a = e.alarm)
       record[jsonl::kAlarm] = {{"from_step", a->first_step},
@@ -60,7 +58,10 @@ class JsonlSink final : public MetricsSink {
     nlohmann::json files = nlohmann::json::object();
     for (const eval::HeldoutFile& f : e.heldout.files) files[f.label] = f.loss;
     record[jsonl::kFiles] = files;
-    log_.write({{jsonl::kStep, e.step}, {jsonl::kEval, record}, {jsonl::kTime, wall_time()}});
+    log_.write({{jsonl::kStep, e.step},
+                {jsonl::kEval, record},
+                {jsonl::kEvalSeconds, e.seconds},
+                {jsonl::kTime, wall_time()}});
   }
 
  private:
