@@ -159,3 +159,19 @@ touch t.u32.tmp
 grep -qF "note: replacing t.u32.tmp, left by a tokenize that was cut short" tok.log
 test -s t.u32 && test ! -e t.u32.tmp
 echo "ok: a stale tokenize temporary is named and replaced"
+# A tokenize that a signal ends takes its temporaries with it (case 105): SIGTERM while it writes big.npy.
+$py -c "
+import json
+with open('big.jsonl', 'w') as f:
+    for i in range(200000): f.write(json.dumps({'id': str(i), 'text': 'the quick brown fox jumps over the lazy dog ' * 20}) + '\n')
+"
+"$replica" data tokenize --input big.jsonl --output big.npy --jobs 1 >big.log 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ -e big.npy.tmp ] && break; sleep 0.05; done
+test -e big.npy.tmp || { echo "FAIL: tokenize never wrote big.npy.tmp"; cat big.log; exit 1; }
+kill -TERM "$pid"
+set +e; wait "$pid"; code=$?; set -e
+[ "$code" = 143 ] || { echo "FAIL: exit $code after SIGTERM, expected 143"; cat big.log; exit 1; }
+test ! -e big.npy.tmp && test ! -e big.csv.gz.tmp && test ! -e big.npy ||
+  { echo "FAIL: left behind:"; ls big*; exit 1; }
+echo "ok: SIGTERM mid-tokenize leaves no temporary (exit 143)"

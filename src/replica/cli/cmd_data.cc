@@ -12,6 +12,8 @@
 #include "replica/cli/command.h"
 #include "replica/cli/data_text.h"
 #include "replica/core/error.h"
+#include "replica/core/unlink_on_signal.h"
+#include "replica/data/document_metadata.h"
 #include "replica/core/file.h"
 #include "replica/core/npy.h"
 #include "replica/core/output_guard.h"
@@ -187,6 +189,12 @@ int run_tokenize(const Options& o) {
   options.npy_header = o.npy_header;
   options.metadata = !o.no_metadata;
   options.progress = true;
+  std::vector<std::string> temporary = {o.output + ".tmp"};  // what a signal must not leave behind
+  if (options.metadata) try {
+      temporary.push_back(document_metadata_path(o.output) + ".tmp");
+    } catch (const Error&) {  // no sidecar for this name: tokenize says so
+    }
+  const UnlinkOnSignal cleanup(temporary);
   TokenizeStats stats = tokenize_files(tokenizer, inputs, o.output, options);
   fmt::print("{}: {} documents, {:.2f} MB of text, {} tokens ({:.2f} bytes/token), {:.2f} s ({:.1f} MB/s), {}\n",
              o.output, stats.documents, stats.bytes / 1e6, stats.tokens,
