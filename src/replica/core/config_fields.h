@@ -21,7 +21,8 @@ namespace replica::config {
 enum class OnResume {
   needs_allow_change,  // it changes what the run computes: refused unless train.allow_change names it (the default)
   neutral,             // how or where the run goes on, not what it computes: allowed, and reported
-  neutral_if_schedule_unchanged,  // neutral while the schedule the run resolves stays the same (train.max_steps, schedule.*)
+  // neutral while the schedule the run resolves stays the same (train.max_steps, schedule.*)
+  neutral_if_schedule_unchanged,
   refused,  // never, train.allow_change or not: the checkpoint's data position holds for its batch shape only
 };
 

@@ -19,8 +19,8 @@ struct RecipeChange {
 std::vector<RecipeChange> recipe_changes(const std::string& saved_yaml, const Recipe& now);
 
 // True for keys that do not change what the run computes from the checkpoint on. The model is compared
-// structurally and the data by its fingerprint, elsewhere; train.max_steps and schedule.* count as neutral when the schedule
-// it resolves to is unchanged (`schedule_unchanged`).
+// structurally and the data by its fingerprint, elsewhere; train.max_steps and schedule.* count as neutral when the
+// schedule they resolve to is unchanged (`schedule_unchanged`).
 bool neutral_on_resume(const std::string& key, bool schedule_unchanged);
 
 // Raises replica::Error naming `checkpoint` and every refused change (key, saved value, new value) unless
