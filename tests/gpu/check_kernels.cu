@@ -559,7 +559,7 @@ void check_cached_attention(Context& ctx, CheckTable& t) {
   }
 }
 
-// Document offsets over B rows of T tokens from per-row lengths (each row's summing to T), as model/documents.h
+// Document offsets over B rows of T tokens from per-row lengths (each row's summing to T), as model/document_offsets.h
 // makes them.
 std::vector<int32_t> offsets_of(const std::vector<std::vector<int32_t>>& rows, int64_t T) {
   std::vector<int32_t> offsets{0};

@@ -15,7 +15,7 @@
 #include "replica/ckpt/hf.h"
 #include "replica/core/npy.h"
 #include "replica/kernels/backend.h"
-#include "replica/model/documents.h"
+#include "replica/model/document_offsets.h"
 #include "replica/model/transformer.h"
 
 namespace replica {

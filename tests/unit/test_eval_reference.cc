@@ -12,7 +12,7 @@
 
 #include "replica/ckpt/hf.h"
 #include "replica/data/tokenizer.h"
-#include "replica/eval/downstream.h"
+#include "replica/eval/task_scoring.h"
 #include "replica/eval/heldout.h"
 #include "replica/eval/kl.h"
 #include "replica/eval/perplexity.h"

@@ -10,7 +10,7 @@
 #include "scratch_dir.h"
 #include "replica/core/error.h"
 #include "replica/data/tokenizer.h"
-#include "replica/eval/downstream.h"
+#include "replica/eval/task_scoring.h"
 #include "replica/core/pystr.h"
 #include "replica/eval/tasks.h"
 

@@ -12,7 +12,7 @@
 #include "reference_fixtures.h"
 #include "replica/ckpt/safetensors.h"
 #include "replica/core/npy.h"
-#include "replica/model/documents.h"
+#include "replica/model/document_offsets.h"
 #include "replica/model/float8_linear.h"
 #include "replica/model/transformer.h"
 

@@ -12,7 +12,7 @@
 #include "emulated_device.h"
 #include "scratch_dir.h"
 #include "replica/core/npy.h"
-#include "replica/model/documents.h"
+#include "replica/model/document_offsets.h"
 #include "replica/model/transformer.h"
 #include "replica/model/params.h"
 #include "replica/train/trainer.h"

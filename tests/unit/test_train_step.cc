@@ -8,7 +8,7 @@
 #include "thread_communicator.h"
 #include "replica/core/error.h"
 #include "replica/data/tokenizer.h"
-#include "replica/model/documents.h"
+#include "replica/model/document_offsets.h"
 #include "replica/model/params.h"
 #include "replica/train/step.h"
 

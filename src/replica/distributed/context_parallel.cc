@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "replica/core/error.h"
-#include "replica/model/documents.h"
+#include "replica/model/document_offsets.h"
 
 namespace replica::distributed {
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "replica/eval/documents.h"
+#include "replica/eval/document_ranges.h"
 #include "replica/eval/score.h"
 
 namespace replica::eval {

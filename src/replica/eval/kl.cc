@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "replica/core/error.h"
-#include "replica/eval/documents.h"
+#include "replica/eval/document_ranges.h"
 #include "replica/eval/perplexity.h"
 
 namespace replica::eval {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "replica/eval/documents.h"
+#include "replica/eval/document_ranges.h"
 
 namespace replica::eval {
 

@@ -2,7 +2,7 @@
 // rendered into (context, continuation) requests exactly as lm-evaluation-harness (v0.4.9.2) does (prompts, " " +
 // choice continuations, HellaSwag preprocessing, WinoGrande partial scoring, MMLU subject header and first-n dev
 // shots, the other tasks' shots drawn from their training split with random.Random(1234)), or as OLMo's in-loop
-// OLMES RC formats. Scoring lives in downstream.h.
+// OLMES RC formats. Scoring lives in task_scoring.h.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-// The downstream tasks surface (eval/tasks.h, eval/downstream.h): multiple-choice accuracy per task.
+// The downstream tasks surface (eval/tasks.h, eval/task_scoring.h): multiple-choice accuracy per task.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "replica/core/config_fields.h"
-#include "replica/eval/downstream.h"
+#include "replica/eval/task_scoring.h"
 #include "replica/eval/suite.h"
 
 namespace replica::eval {

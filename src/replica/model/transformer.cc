@@ -9,7 +9,7 @@
 
 #include "replica/core/error.h"
 #include "replica/model/activations.h"
-#include "replica/model/documents.h"
+#include "replica/model/document_offsets.h"
 #include "replica/model/float8_linear.h"
 
 namespace replica::model {

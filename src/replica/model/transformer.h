@@ -30,7 +30,7 @@ Remat parse_remat(const std::string& text);
 const char* remat_name(Remat remat);
 
 // One micro-batch: ids and targets are [B, T]; a target of kIgnoreLabel has no loss. doc_offsets: the packed rows'
-// documents (model/documents.h, host memory), which attention keeps apart; empty: each row is one document.
+// documents (model/document_offsets.h, host memory), which attention keeps apart; empty: each row is one document.
 // context: this rank's slice of one sequence split over a context-parallel group (B = 1, T = the slice; its
 // documents are the context's, doc_offsets empty): RoPE from its position, attention through it.
 struct MicroBatch {

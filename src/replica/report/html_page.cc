@@ -1,4 +1,4 @@
-// render_html: the page's sections in order; the charts come from report/charts.h.
+// render_html: the page's sections in order; the charts come from report/report_charts.h.
 #include "replica/report/html_page.h"
 
 #include <fmt/format.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <set>
 
-#include "replica/report/charts.h"
+#include "replica/report/report_charts.h"
 #include "replica/report/html_escape.h"
 
 namespace replica::report {

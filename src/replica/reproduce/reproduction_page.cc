@@ -1,4 +1,4 @@
-// The reproduction page's sections, in order; the charts are report/chart.h's.
+// The reproduction page's sections, in order; the charts are report/svg_chart.h's.
 #include "replica/reproduce/reproduction_page.h"
 
 #include <fmt/format.h>
@@ -8,7 +8,7 @@
 
 #include "replica/ckpt/checkpoint.h"
 #include "replica/core/file.h"
-#include "replica/report/chart.h"
+#include "replica/report/svg_chart.h"
 #include "replica/report/html_escape.h"
 #include "replica/report/html_page.h"
 

@@ -8,7 +8,7 @@
 #include "replica/core/error.h"
 #include "replica/data/tokenizer.h"
 #include "replica/distributed/collectives.h"
-#include "replica/model/documents.h"
+#include "replica/model/document_offsets.h"
 
 namespace replica::train {
 

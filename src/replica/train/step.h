@@ -81,7 +81,7 @@ class TrainStep {
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::SkipStep skip_step_;
   std::vector<int32_t> targets_;
-  std::vector<std::vector<int32_t>> doc_offsets_;  // per local micro-batch (model/documents.h); empty unpacked
+  std::vector<std::vector<int32_t>> doc_offsets_;  // per local micro-batch (model/document_offsets.h); empty unpacked
   double loss_denominator_ = 0;                    // the last gradients()' labels over every rank (step.cc)
 };
 

@@ -13,7 +13,7 @@ namespace replica::cpu {
 // q, out: [B, Tq, H, D]; k, v: [B, T, K, D]; lse: [B, H, Tq] (log-sum-exp of the scaled scores, saved), with
 // Tq = s.rows_q() the last queries of each row (kernels/types.h). Query tiles start at the first query, so a slice
 // whose offset is a multiple of 64 visits the same tiles in the same order as the whole row: the same bits per query.
-// `docs`: host memory here; valid offsets (model/documents.h checks them), or none.
+// `docs`: host memory here; valid offsets (model/document_offsets.h checks them), or none.
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
                        const AttentionShape& s, const DocumentOffsets& docs);
 

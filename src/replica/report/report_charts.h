@@ -4,7 +4,7 @@
 #pragma once
 #include <vector>
 
-#include "replica/report/chart.h"
+#include "replica/report/svg_chart.h"
 #include "replica/report/report.h"
 
 namespace replica::report {

@@ -1,6 +1,6 @@
 // render_chart: axes with round-number ticks, one SVG path per series (broken where a value is not finite), markers
 // and rules on top, and an HTML legend under the plot.
-#include "replica/report/chart.h"
+#include "replica/report/svg_chart.h"
 
 #include <fmt/format.h>
 

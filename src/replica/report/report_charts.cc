@@ -1,6 +1,6 @@
 // report_charts: which series go on which chart, and how runs are told apart: by line style always (so that identical
 // runs, drawn over each other, both show), and by colour where a chart has one line per run.
-#include "replica/report/charts.h"
+#include "replica/report/report_charts.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// document_offsets and check_document_offsets (model/documents.h): packed rows' lengths into the offsets attention
+// document_offsets and check_document_offsets (model/document_offsets.h): packed rows' lengths into the offsets attention
 // takes, and the errors that name what was expected.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "replica/core/error.h"
-#include "replica/model/documents.h"
+#include "replica/model/document_offsets.h"
 
 namespace replica::model {
 namespace {

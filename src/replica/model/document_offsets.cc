@@ -1,5 +1,5 @@
 // document_offsets: the rows' document lengths → cumulative offsets, with the checks the kernels rely on.
-#include "replica/model/documents.h"
+#include "replica/model/document_offsets.h"
 
 #include <limits>
 

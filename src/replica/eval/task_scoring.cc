@@ -1,5 +1,5 @@
 // Task scoring: request encoding, shared forwards, acc / acc_norm / len_norm / bpb with stderr.
-#include "replica/eval/downstream.h"
+#include "replica/eval/task_scoring.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Splitting token files into documents.
-#include "replica/eval/documents.h"
+#include "replica/eval/document_ranges.h"
 
 namespace replica::eval {
 
