@@ -52,6 +52,8 @@ texts = [
     "<|pad|><|im_start|>user\nhi<|im_end|><|endofprompt|><|fim_prefix|>x<|fim_middle|>y<|fim_suffix|>",
     "<|endoftext|>|||IP_ADDRESS|||<|extra_id_3|><|pad|>", "emoji \U0001F600 CJK \u4e2d\u6587 e\u0301 \u00e9",
     "numbers 1234567 and   spaces\t\ttabs\r\nwindows\rmac", "x" * 3000 + " " + "y" * 200,
+    # Pieces over 128 bytes take the heap merge (merge_large): a long word of mixed letters, a punctuation run.
+    "".join("etaoinshrdlucmfwyp"[(i * i * 7 + i * 3) % 18] for i in range(5000)), "-=" * 400 + "+" * 300,
 ]
 ids = ["plain", "with,comma", 'with "quotes"', "with\nnewline", "with\rreturn", "", "\u00e9t\u00e9", "x,\"y\"\r\n"]
 with open("docs.jsonl", "w", encoding="utf-8", newline="") as f:

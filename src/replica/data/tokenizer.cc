@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <queue>
 
 #include "replica/core/error.h"
 #include "replica/core/file.h"
@@ -212,39 +211,99 @@ void Tokenizer::Impl::merge_small(const char* p, size_t n, std::vector<uint32_t>
   for (size_t i = 0; i < parts; i++) out.push_back(rank_of(p + start[i], start[i + 1] - start[i]));
 }
 
-// The same merge order for long pieces in O(n log n): a heap of candidate pairs keyed by (rank, start),
-// so ties go to the leftmost pair, over a linked list of parts. A heap entry is stale when its left part
-// has been absorbed or its right end no longer matches.
+namespace {
+
+// A binary min-heap of parts keyed by (rank of the part's pair with its right neighbour, part): the lowest rank first,
+// ties to the leftmost pair. Each part has at most one entry and knows its slot, so a merge re-keys the pairs it
+// changed in place instead of leaving stale entries behind.
+class PairHeap {
+ public:
+  // Every part whose pair has a rank (rank[part] != kNone), heapified in O(n).
+  explicit PairHeap(const std::vector<uint32_t>& rank) : rank_(rank), slot_(rank.size(), kAbsent) {
+    for (uint32_t part = 0; part < rank.size(); part++)
+      if (rank[part] != kNone) slot_[part] = uint32_t(heap_.size()), heap_.push_back(part);
+    for (size_t i = heap_.size() / 2; i-- > 0;) sift_down(i);
+  }
+  bool empty() const { return heap_.empty(); }
+  uint32_t top() const { return heap_[0]; }
+
+  // After rank[part] changed: moves its entry, adds it, or removes it (rank kNone).
+  void update(uint32_t part) {
+    const size_t i = slot_[part];
+    if (rank_[part] == kNone) return remove(part);
+    if (i == kAbsent) {
+      heap_.push_back(part);
+      place(heap_.size() - 1, part);
+      return sift_up(heap_.size() - 1);
+    }
+    sift_up(i);
+    sift_down(slot_[part]);
+  }
+  void remove(uint32_t part) {
+    const size_t i = slot_[part];
+    if (i == kAbsent) return;
+    slot_[part] = kAbsent;
+    const uint32_t last = heap_.back();
+    heap_.pop_back();
+    if (i == heap_.size()) return;
+    place(i, last);
+    sift_up(i);
+    sift_down(slot_[last]);
+  }
+
+ private:
+  static constexpr uint32_t kAbsent = UINT32_MAX;
+  bool before(uint32_t a, uint32_t b) const { return rank_[a] != rank_[b] ? rank_[a] < rank_[b] : a < b; }
+  void place(size_t i, uint32_t part) {
+    heap_[i] = part;
+    slot_[part] = uint32_t(i);
+  }
+  void sift_up(size_t i) {
+    const uint32_t part = heap_[i];
+    for (; i > 0 && before(part, heap_[(i - 1) / 2]); i = (i - 1) / 2) place(i, heap_[(i - 1) / 2]);
+    place(i, part);
+  }
+  void sift_down(size_t i) {
+    const uint32_t part = heap_[i];
+    for (size_t child; (child = 2 * i + 1) < heap_.size(); i = child) {
+      if (child + 1 < heap_.size() && before(heap_[child + 1], heap_[child])) child++;
+      if (!before(heap_[child], part)) break;
+      place(i, heap_[child]);
+    }
+    place(i, part);
+  }
+
+  const std::vector<uint32_t>& rank_;
+  std::vector<uint32_t> heap_, slot_;
+};
+
+}  // namespace
+
+// The same merge order for long pieces in O(n log n) time and 20 bytes of memory a byte: the parts are a linked list
+// over the piece (a part ends where the next begins), and a PairHeap holds each part's pair with its right
+// neighbour. A merge removes the absorbed part's entry and re-keys the two pairs it changed, so the heap never holds
+// more than one entry a part (a heap of stale entries took 1 GB for a 30 MB piece of one letter, review case 103).
 void Tokenizer::Impl::merge_large(const char* p, size_t n, std::vector<uint32_t>& out) const {
-  struct Pair {
-    uint32_t rank, left, end;
-    bool operator>(const Pair& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+  std::vector<uint32_t> next(n), prev(n), pair_rank(n);
+  for (uint32_t i = 0; i < n; i++) next[i] = i + 1, prev[i] = i - 1;
+  auto rank_of_pair = [&](uint32_t left) {  // the part at `left` joined with the next one
+    return next[left] < n ? rank_of(p + left, next[next[left]] - left) : kNone;
   };
-  std::vector<uint32_t> next(n), prev(n), end(n);
-  std::vector<uint8_t> alive(n, 1);
-  for (uint32_t i = 0; i < n; i++) next[i] = i + 1, prev[i] = i - 1, end[i] = i + 1;
-  std::priority_queue<Pair, std::vector<Pair>, std::greater<Pair>> heap;
-  auto push = [&](uint32_t left) {
-    if (next[left] >= n) return;
-    uint32_t e = end[next[left]];
-    uint32_t rank = rank_of(p + left, e - left);
-    if (rank != kNone) heap.push({rank, left, e});
-  };
-  for (uint32_t i = 0; i + 1 < n; i++) push(i);
+  for (uint32_t i = 0; i < n; i++) pair_rank[i] = rank_of_pair(i);
+  PairHeap heap(pair_rank);
   while (!heap.empty()) {
-    Pair top = heap.top();
-    heap.pop();
-    uint32_t left = top.left;
-    if (!alive[left] || next[left] >= n || end[next[left]] != top.end) continue;
-    uint32_t right = next[left];
-    alive[right] = 0;
-    end[left] = end[right];
+    const uint32_t left = heap.top(), right = next[left];
+    heap.remove(right);
     next[left] = next[right];
     if (next[left] < n) prev[next[left]] = left;
-    push(left);
-    if (left > 0) push(prev[left]);
+    pair_rank[left] = rank_of_pair(left);
+    heap.update(left);
+    if (left > 0) {
+      pair_rank[prev[left]] = rank_of_pair(prev[left]);
+      heap.update(prev[left]);
+    }
   }
-  for (uint32_t i = 0; i < n; i = end[i]) out.push_back(rank_of(p + i, end[i] - i));
+  for (uint32_t i = 0; i < n; i = next[i]) out.push_back(rank_of(p + i, next[i] - i));
 }
 
 void Tokenizer::Impl::encode_piece(const char* p, size_t n, std::vector<uint32_t>& out) const {
