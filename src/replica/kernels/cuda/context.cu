@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "replica/kernels/cuda/cublaslt.h"
+
 namespace replica::cuda {
 
 void check_cuda(cudaError_t status, const char* what) {
@@ -26,7 +28,7 @@ Context::Context(int device) : device_(device) {
   check_cuda(cudaDeviceGetMemPool(&pool, device_), "cudaDeviceGetMemPool");
   uint64_t keep = UINT64_MAX;
   check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "memory pool release threshold");
-  check_cublas(cublasLtCreate(&blas_), "cublasLtCreate");
+  check_cublas(cublaslt().create(&blas_), "cublasLtCreate");
   check_cuda(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc(cuBLASLt workspace)");
 }
 
@@ -34,7 +36,7 @@ Context::~Context() {
   // Destructors must not throw: errors here are reported by the next CUDA call anyway.
   cudaStreamSynchronize(stream_);
   cudaFree(workspace_);
-  cublasLtDestroy(blas_);
+  cublaslt().destroy(blas_);
   cudaStreamDestroy(stream_);
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "replica/kernels/cuda/common.cuh"
+#include "replica/kernels/cuda/cublaslt.h"
 #include "replica/kernels/cuda/float8.h"
 #include "replica/kernels/cuda/gemm.h"
 
@@ -52,21 +53,21 @@ uint32_t alignment(const void* p) {
 struct Layout {
   cublasLtMatrixLayout_t desc = nullptr;
   Layout(cudaDataType type, int64_t rows, int64_t cols, int64_t ld) {
-    check_cublas(cublasLtMatrixLayoutCreate(&desc, type, uint64_t(cols), uint64_t(rows), ld), "layout");
+    check_cublas(cublaslt().matrix_layout_create(&desc, type, uint64_t(cols), uint64_t(rows), ld), "layout");
   }
-  ~Layout() { cublasLtMatrixLayoutDestroy(desc); }
+  ~Layout() { cublaslt().matrix_layout_destroy(desc); }
 };
 
 // The operation and heuristic-preference descriptors, destroyed however the call ends.
 struct MatmulDesc {
   cublasLtMatmulDesc_t desc = nullptr;
-  MatmulDesc() { check_cublas(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc"); }
-  ~MatmulDesc() { cublasLtMatmulDescDestroy(desc); }
+  MatmulDesc() { check_cublas(cublaslt().matmul_desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc"); }
+  ~MatmulDesc() { cublaslt().matmul_desc_destroy(desc); }
 };
 struct Preference {
   cublasLtMatmulPreference_t desc = nullptr;
-  Preference() { check_cublas(cublasLtMatmulPreferenceCreate(&desc), "preference"); }
-  ~Preference() { cublasLtMatmulPreferenceDestroy(desc); }
+  Preference() { check_cublas(cublaslt().matmul_preference_create(&desc), "preference"); }
+  ~Preference() { cublaslt().matmul_preference_destroy(desc); }
 };
 
 // The operands' types and, for float8, their scales (device pointers) and whether accumulation may be fast.
@@ -82,6 +83,7 @@ void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int6
             const void* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, const Operands& in) {
   // Stored shapes (row-major): A is [M,K] or [K,M] (trans_a), B is [K,N] or [N,K] (trans_b), C is [M,N].
   // cuBLASLt's "A" is our B and its "B" is our A.
+  const CublasLt& lt = cublaslt();
   Layout b_layout(in.b_type, trans_b ? N : K, trans_b ? K : N, ldb);
   Layout a_layout(in.a_type, trans_a ? K : M, trans_a ? M : K, lda);
   Layout c_layout(CUDA_R_32F, M, N, ldc);
@@ -89,16 +91,17 @@ void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int6
   cublasLtMatmulDesc_t op = operation.desc;
   const cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)), "transa");
-  check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)),
-               "transb");
+  check_cublas(lt.matmul_desc_set_attribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)), "transa");
+  check_cublas(lt.matmul_desc_set_attribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)), "transb");
   if (in.a_scale) {  // float8: cuBLASLt's A is our B
-    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &in.b_scale,
-                                                sizeof(in.b_scale)), "A scale");
-    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &in.a_scale,
-                                                sizeof(in.a_scale)), "B scale");
+    check_cublas(lt.matmul_desc_set_attribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &in.b_scale,
+                                              sizeof(in.b_scale)),
+                 "A scale");
+    check_cublas(lt.matmul_desc_set_attribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &in.a_scale,
+                                              sizeof(in.a_scale)),
+                 "B scale");
     const int8_t fast = in.fast_accumulation;
-    check_cublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)),
+    check_cublas(lt.matmul_desc_set_attribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)),
                  "fast accumulation");
   }
 
@@ -110,8 +113,9 @@ void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int6
     Preference preference;
     cublasLtMatmulPreference_t pref = preference.desc;
     const uint64_t bytes = ctx.workspace_bytes();
-    check_cublas(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes,
-                                                      sizeof(bytes)), "workspace preference");
+    check_cublas(lt.matmul_preference_set_attribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &bytes,
+                                                    sizeof(bytes)),
+                 "workspace preference");
     // cuBLASLt's "A" is our B, and its "B" our A.
     const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_b},
@@ -119,18 +123,19 @@ void matmul(Context& ctx, bool trans_a, bool trans_b, int64_t M, int64_t N, int6
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
         {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
     for (const auto& [attribute, value] : alignments)
-      check_cublas(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &value, sizeof(value)), "alignment preference");
+      check_cublas(lt.matmul_preference_set_attribute(pref, attribute, &value, sizeof(value)), "alignment preference");
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    check_cublas(cublasLtMatmulAlgoGetHeuristic(ctx.blas(), op, b_layout.desc, a_layout.desc, c_layout.desc,
-                                                c_layout.desc, pref, 1, &result, &found), "heuristic");
+    check_cublas(lt.matmul_algo_get_heuristic(ctx.blas(), op, b_layout.desc, a_layout.desc, c_layout.desc,
+                                              c_layout.desc, pref, 1, &result, &found),
+                 "heuristic");
     if (found == 0) check_cublas(CUBLAS_STATUS_NOT_SUPPORTED, "heuristic: no algorithm for this GEMM");
     check_cublas(result.state, "heuristic: the algorithm it returned");
     it = ctx.gemm_algorithms.emplace(key, result.algo).first;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  check_cublas(cublasLtMatmul(ctx.blas(), op, &alpha, B, b_layout.desc, A, a_layout.desc, &beta, C, c_layout.desc, C,
-                              c_layout.desc, &it->second, ctx.workspace(), ctx.workspace_bytes(), ctx.stream()),
+  check_cublas(lt.matmul(ctx.blas(), op, &alpha, B, b_layout.desc, A, a_layout.desc, &beta, C, c_layout.desc, C,
+                         c_layout.desc, &it->second, ctx.workspace(), ctx.workspace_bytes(), ctx.stream()),
                "cublasLtMatmul");
 }
 
