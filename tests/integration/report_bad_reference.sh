@@ -39,8 +39,9 @@ echo "ok: a reference that mixes runs or holds NaN is refused"
 
 # ---- cases 30-33: what metrics.jsonl may hold --------------------------------------------------------------
 printf '{"step":1,"loss":1e308}\n{"step":2,"loss":-1e308}\n{"step":3,"loss":1e308}\n' >m_extreme.jsonl
-report m_extreme.jsonl --out extreme.html >/dev/null
+report m_extreme.jsonl --out extreme.html >extreme.txt
 ! grep -qi 'nan' extreme.html
+grep -q '1e+308 → 1e+308' extreme.txt  # four significant digits, not 309 of fixed notation
 printf '{"step":1,"loss":2.0}\n{"step":9223372036854775807,"loss":2.0}\n' >m_steps.jsonl
 report m_steps.jsonl --out steps.html >steps.txt
 ! grep -qi 'nan' steps.txt steps.html

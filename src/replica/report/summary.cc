@@ -7,6 +7,12 @@
 #include <cmath>
 
 namespace replica::report {
+namespace {
+
+// A loss to four decimals, or to four significant digits once fixed notation would run long (1e308 is 309 digits).
+std::string loss_text(double v) { return std::abs(v) < 1e6 ? fmt::format("{:.4f}", v) : fmt::format("{:.4g}", v); }
+
+}  // namespace
 
 std::string sparkline(const Series& series, size_t width) {
   static const char* const kBlocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
@@ -39,18 +45,18 @@ std::string terminal_summary(const Report& report) {
     const int64_t window = report.options.window;
     if (!loss.empty() && loss.back().step - loss.front().step < 2 * window) {
       // A window as long as the run averages every step into each point: a flat line from one mean to itself.
-      s += fmt::format("  loss      {}  {:.4f} → {:.4f} (every step: the run is shorter than two {}-step windows)\n",
-                       sparkline(loss, kWidth), loss.front().value, loss.back().value, window);
+      s += fmt::format("  loss      {}  {} → {} (every step: the run is shorter than two {}-step windows)\n",
+                       sparkline(loss, kWidth), loss_text(loss.front().value), loss_text(loss.back().value), window);
     } else if (!loss.empty()) {
       const Series smoothed = smooth_centred(loss, window);
-      s += fmt::format("  loss      {}  {:.4f} → {:.4f} (smoothed, {} steps)\n", sparkline(smoothed, kWidth),
-                       smoothed.front().value, smoothed.back().value, window);
+      s += fmt::format("  loss      {}  {} → {} (smoothed, {} steps)\n", sparkline(smoothed, kWidth),
+                       loss_text(smoothed.front().value), loss_text(smoothed.back().value), window);
     }
     if (const Series& lr = run.train_series("lr"); !lr.empty())
       s += fmt::format("  lr        {}  {:.3g} → {:.3g}\n", sparkline(lr, kWidth), lr.front().value, lr.back().value);
     if (const auto it = run.heldout.find("all"); it != run.heldout.end() && !it->second.empty())
-      s += fmt::format("  held-out  {}  {:.4f} → {:.4f} ({} evaluations)\n", sparkline(it->second, kWidth),
-                       it->second.front().value, it->second.back().value, it->second.size());
+      s += fmt::format("  held-out  {}  {} → {} ({} evaluations)\n", sparkline(it->second, kWidth),
+                       loss_text(it->second.front().value), loss_text(it->second.back().value), it->second.size());
     for (const AlarmMark& a : run.alarms) s += fmt::format("  memorisation alarm at step {}\n", a.step);
   }
   const RunHistory& base = report.runs[report.baseline];
