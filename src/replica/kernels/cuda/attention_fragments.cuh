@@ -1,7 +1,9 @@
 // What the mma.sync and wgmma attention kernels share (attention_mma.cu, attention_wgmma.cu): bf16 tiles fetched
-// by cp.async, fragments loaded by ldmatrix, the forward's online softmax on accumulators in mma.sync's layout,
-// and the bf16 copies of the inputs that every launch makes. Accumulator element e of a lane (mma.cuh) lies in
-// row g + 8·(e / 2) and column 2t + e % 2 of its 16 × 8 tile, g = lane / 4 and t = lane % 4.
+// by cp.async, fragments loaded by ldmatrix, every kernel's prologue (QueryBlock, KeyBlock: which rows a block and
+// a lane hold, which tiles they visit, where to mask), the forward's online softmax and the backward's masked P/dS
+// step on accumulators in mma.sync's layout, and the bf16 copies of the inputs that every launch makes. Accumulator
+// element e of a lane (mma.cuh) lies in row g + 8·(e / 2) and column 2t + e % 2 of its 16 × 8 tile, g = lane / 4
+// and t = lane % 4.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -208,9 +210,9 @@ struct QueryBlock {
   }
 };
 
-// The same for a dK/dV block of 64 keys (blockIdx: key tile × kDkDvSplits<D> column slices, KV head, batch): its
-// keys, the lane's two of them, the query tiles it visits (QueryTiles) and the end of the queries each key is seen
-// by. The block accumulates head dims [col0, col0 + D / splits) of dK and dV.
+// The same for a dK/dV block of 64 keys (blockIdx: key tile × `splits` column slices, KV head, batch): its keys, the
+// lane's two of them, the query tiles it visits (QueryTiles) and the end of the queries each key is seen by. The
+// block accumulates head dims [col0, col0 + columns) of dK and dV (kDkDvSplits, kDkDvColumns).
 struct KeyBlock {
   int64_t T, Tq, Q0, H, K, j0, kv_head, b, nk;
   int col0, lane, g, t, row0;  // row0: the warp's first key; the lane holds keys row0 + g and row0 + g + 8
@@ -220,9 +222,9 @@ struct KeyBlock {
   int64_t first_key_end;  // the block's first key's (the tile-skipping corner)
 
   __device__ KeyBlock(int64_t T_, int64_t Q0_, int64_t H_, int64_t K_, int64_t window, const DocumentOffsets& docs,
-                      int D, int splits)
+                      int splits, int columns)
       : T(T_), Tq(T_ - Q0_), Q0(Q0_), H(H_), K(K_), j0(int64_t(blockIdx.x / splits) * kBlockRows), kv_head(blockIdx.y),
-        b(blockIdx.z), nk(min(int64_t(kBlockRows), T_ - j0)), col0(int(blockIdx.x % splits) * (D / splits)),
+        b(blockIdx.z), nk(min(int64_t(kBlockRows), T_ - j0)), col0(int(blockIdx.x % splits) * columns),
         lane(threadIdx.x % 32), g(lane / 4), t(lane % 4), row0(int(threadIdx.x / 32) * kRowsPerWarp),
         row_mask(T_, window, docs, b), tiles(j0, nk, row_mask, kv_head, H_ / K_, Q0_),
         query_end{row_mask.query_end(j0 + row0 + g), row_mask.query_end(j0 + row0 + g + 8)},

@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
   const bf16_t* Ks = tile_at<D>(smem, 0);
   const bf16_t* Vs = tile_at<D>(smem, 1);
   float* stats = reinterpret_cast<float*>(smem + 6 * kTileBytes<D>);  // [stage][lse, delta][kTile]
-  const KeyBlock block(T, Q0, H, K, window, docs, D, kDkDvSplits<D>);
+  const KeyBlock block(T, Q0, H, K, window, docs, kDkDvSplits<D>, kDkDvColumns<D>);
   const QueryTiles& tiles = block.tiles;
   const int row0 = block.row0, lane = block.lane;
   const bf16_t* qb = block.query_rows<D>(q);

@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(kThreads)
   unsigned char* smem = dynamic_shared_memory();
   auto core = [&](int index) { return reinterpret_cast<bf16_t*>(smem + index * kCoreTileBytes<D>); };
   float* stats = reinterpret_cast<float*>(smem + 6 * kCoreTileBytes<D>);  // [stage][lse, delta][kTile]
-  const KeyBlock block(T, Q0, H, K, window, docs, D, kDkDvSplits<D>);
+  const KeyBlock block(T, Q0, H, K, window, docs, kDkDvSplits<D>, kDkDvColumns<D>);
   const QueryTiles& tiles = block.tiles;
   const bf16_t* qb = block.query_rows<D>(q);
   const bf16_t* dob = block.query_rows<D>(dout);
