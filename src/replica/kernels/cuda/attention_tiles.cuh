@@ -91,7 +91,7 @@ size_t prepare_kernel(Kernel kernel, size_t bytes, const char* name) {
   return bytes;
 }
 
-// Calls f(std::integral_constant<int, D>) for head dim D, one of `dims`.
+// Calls f(std::integral_constant<int, D>) for head dim D, one of the set Ds.
 template <int... Ds, typename F>
 void with_head_dim(HeadDims<Ds...>, int64_t D, F&& f) {
   const bool called = ((D == Ds && (f(std::integral_constant<int, Ds>{}), true)) || ...);
