@@ -12,7 +12,7 @@
 #      three processes: the tensor-core attention's mma.sync family, float8, and the rest;
 #   2  the wgmma attention's checks, a process of their own;
 #   3  the attention's TFLOP/s per tensor-core kernel that passed its checks (bench_attention: a 7B layer at 8192
-#      with the sliding window, full causal, and over 8 packed documents);
+#      with the sliding window, full causal, and over 8 packed documents; and 16 heads × 256 at 8192, full causal);
 #   4  the same attention in PyTorch (bench/gpu/torch_ceiling.py: SDPA on cuDNN and flash, also at 16 × 256);
 #   5  the olmo3_1b training step at 1 × 8192 on mma.sync (bench_model: tokens/s, MFU, memory), then profiled;
 #   6  the same on wgmma;
@@ -54,7 +54,7 @@ declare -A expected=(
   [preflight]="H200, driver 580.x, CUDA 13.0; HGMMA > 0 in check_kernels"
   [checks]="every row ok; bf16 attention errors <= ~6e-3 (as on 11-30); float8 GEMMs 1e-4..1e-3, inside the 14-bit bound"
   [checks_wgmma]="errors like mma's; reruns bitwise"
-  [attention]="mma: forward 185-195, fwd+bwd 125-135 TFLOP/s on every mask; wgmma (fill fixed): forward 280-400, fwd+bwd 170-240, >= 1.15x mma fwd+bwd to become auto"
+  [attention]="mma: forward 185-195, fwd+bwd 125-135 TFLOP/s on every mask; wgmma (fill fixed): forward 280-400, fwd+bwd 170-240, >= 1.15x mma fwd+bwd to become auto; D=256 (1 block/SM): mma forward ~100-150 (the review's estimate), wgmma not estimated"
   [sdpa]="cuDNN forward ~450-550, fwd+bwd ~330-420 TFLOP/s (replica's count) at D=128; D=256 similar or higher"
   [step_1b]="32-34k tokens/s, 29-31 % MFU (11-30: 31.75k); ~55 GiB"
   [step_1b_wgmma]="34-38k tokens/s, above the mma row"
@@ -83,6 +83,7 @@ finish() {
 # cuda_emu.check_kernels runs in full) two quick ones: what is rehearsed is what each group's outcome decides.
 if [ -n "${REPLICA_GPU_RUN_EMULATED:-}" ]; then
   attention_shape=(1 128 2 1 64) masks=(window=48 window=0 "window=0 documents=3") attention_reps=reps=1
+  attention_wide=(1 64 2 1 256)
   model_1b=$build/olmo3_micro.yaml model_7b=$build/olmo3_micro.yaml tokens=64 ceiling=(--dry-run)
   cat >"$model_1b" <<'YAML'
 model_type: olmo3
@@ -99,6 +100,7 @@ YAML
   checks_others=(--only=gemm,rmsnorm,grad_norm) checks_mma=(--only=attention) checks_wgmma=(--only=cached_attention)
 else
   attention_shape=(1 8192 32 32 128) masks=(window=4096 window=0 "window=0 documents=8") attention_reps=reps=5
+  attention_wide=(1 8192 16 16 256)
   model_1b=configs/models/olmo3_1b.yaml model_7b=configs/models/olmo3_7b.yaml tokens=8192 ceiling=()
   checks_others=(--skip=float8,attention_mma,attention_wgmma) checks_mma=(--only=attention_mma)
   checks_wgmma=(--only=attention_wgmma)
@@ -308,7 +310,8 @@ torch_ceiling() {
 
 # 3. Attention TFLOP/s per tensor-core kernel (bench_attention, FLOPs as model/flops.h counts them): one olmo3_7b
 # layer at 1 × 8192 (H = K = 32, D = 128) with the sliding layers' window, full causal, and packed into 8 documents
-# of 1,024 tokens (the same rate per visible pair is the goal). fp32 is known (4.5 / 2.9 TFLOP/s) and left out.
+# of 1,024 tokens (the same rate per visible pair is the goal); then the seed's head-shape ablation, 16 heads × 256
+# (the same H·D), full causal. fp32 is known (4.5 / 2.9 TFLOP/s) and left out.
 if wanted attention; then
   begin "3. attention" "${expected[attention]}"
   kernels=""
@@ -320,14 +323,17 @@ if wanted attention; then
     row "3. attention TFLOP/s (bench_attention)" "not run: neither tensor-core attention passed its checks" \
       "${expected[attention]}"
   else
-    for mask in "${masks[@]}"; do
-      # shellcheck disable=SC2086 # the mask is one or two arguments
-      if run_limited 60 attention "$bundle/bin/bench_attention" cuda "${attention_shape[@]}" $mask \
+    runs=()
+    for mask in "${masks[@]}"; do runs+=("${attention_shape[*]} $mask"); done
+    runs+=("${attention_wide[*]} window=0")
+    for run in "${runs[@]}"; do
+      # shellcheck disable=SC2086 # the shape and the mask are several arguments
+      if run_limited 60 attention "$bundle/bin/bench_attention" cuda $run \
         "kernels=$kernels" "$attention_reps" >"$logs/attention_bench.out" 2>>"$logs/attention_bench.err"; then
         grep '^| [a-z0-9]* | B=' "$logs/attention_bench.out" >>"$logs/attention_bench.md"
         grep '^{' "$logs/attention_bench.out" >>"$logs/attention_bench.jsonl"
       else
-        echo "| $mask | **failed** ($(tail -c 200 "$logs/attention_bench.err" | tr '\n' ' ')) | | | | |" \
+        echo "| $run | **failed** ($(tail -c 200 "$logs/attention_bench.err" | tr '\n' ' ')) | | | | |" \
           >>"$logs/attention_bench.md"
         status=2
       fi

@@ -71,6 +71,7 @@ expect_not "$out/summary.md" 'fp32 kernels'
 expect "$out/check.md" '^\| \*\*wgmma\*\* .*\*\*CRASHED\*\*'
 expect "$out/check.md" '^\| gemm_float8 '
 [ "$(grep -c '^| mma | B=1 T=128' "$out/attention_bench.md")" -eq 3 ] || fail "not 3 mma rows in attention_bench.md"
+expect "$out/attention_bench.md" '^\| mma \| B=1 T=64 H=2 K=1 D=256 W=0 documents=1 \| [0-9.e+-]+ \|'
 expect_not "$out/attention_bench.md" '^\| wgmma '
 expect "$out/train_bench.md" '^\| olmo3_micro \| 1×64 \| none \| [0-9]+ \| [0-9]+ \|'
 expect "$out/train_bench.md" 'none, wgmma attention \| not run \(the wgmma checks did not pass\)'
@@ -90,7 +91,8 @@ gpu_run mma_crash STAGES=checks,checks_wgmma,attention,step_1b_wgmma,step_7b REP
 log=$tmp/mma_crash.log out=$tmp/mma_crash/out
 expect_rc 1
 expect "$out/summary.md" '^\| attention for replica \| \*\*fp32 kernels\*\* \(the mma\.sync attention.s checks: \*\*CRASHED'
-[ "$(grep -c '^| wgmma | B=1' "$out/attention_bench.md")" -eq 3 ] || fail "not 3 wgmma rows in attention_bench.md"
+[ "$(grep -c '^| wgmma | B=1 T=128' "$out/attention_bench.md")" -eq 3 ] || fail "not 3 wgmma rows in attention_bench.md"
+expect "$out/attention_bench.md" '^\| wgmma \| B=1 T=64 H=2 K=1 D=256 W=0 documents=1 \| [0-9.e+-]+ \|'
 expect_not "$out/attention_bench.md" '^\| (mma|fp32) '
 grep -q '"attention": "fp32"' "$tmp/mma_crash/logs/bench_olmo3_micro_selective_profiled_host_moments.json" ||
   fail "the 7B step did not fall back to the fp32 attention"

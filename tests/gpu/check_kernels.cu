@@ -494,10 +494,12 @@ constexpr double kAttentionBf16Bound = 2e-2;
 // Both tensor-core variants (mma.sync, wgmma).
 void check_attention_bf16(Context& ctx, CheckTable& t, AttentionKernel kernel) {
   const std::string tag = suffix(kernel);
-  // Odd lengths (tails of the 64-row tiles), windows shorter and longer than a tile, GQA, and a head dim that
-  // is not a power of two.
+  // Odd lengths (tails of the 64-row tiles), windows shorter and longer than a tile, GQA, a head dim that is not a
+  // power of two, and the head dims above 128 (Q and dO fragments from shared memory, dK/dV in column halves; 192
+  // only on mma.sync: wgmma's launcher hands it over).
   const AttentionShape shapes[] = {{2, 77, 8, 2, 64, 0},   {2, 300, 8, 2, 128, 16}, {1, 300, 8, 2, 128, 64},
-                                   {1, 300, 4, 4, 128, 0}, {2, 300, 8, 2, 64, 64},  {1, 130, 6, 2, 48, 33}};
+                                   {1, 300, 4, 4, 128, 0}, {2, 300, 8, 2, 64, 64},  {1, 130, 6, 2, 48, 33},
+                                   {2, 130, 4, 2, 256, 0}, {1, 200, 4, 2, 256, 48}, {1, 130, 4, 2, 192, 33}};
   for (const AttentionShape& s : shapes) {
     const AttentionInputs in(s);
     attention_rows(t, tag, attention_shape_text(s), attention_gpu(ctx, in, s, kernel), attention_cpu(in, s),
@@ -516,18 +518,19 @@ void check_attention_bf16(Context& ctx, CheckTable& t, AttentionKernel kernel) {
         if (!std::isfinite(value)) error = INFINITY;
     t.row("attention" + tag, attention_shape_text(s), "out; all finite", error, kAttentionBf16Bound);
   }
-  // Determinism: a second run gives the same bits.
-  const AttentionShape s{2, 300, 8, 2, 128, 64};
-  const AttentionInputs in(s);
-  attention_rows(t, tag, attention_shape_text(s) + " rerun", attention_gpu(ctx, in, s, kernel),
-                 attention_gpu(ctx, in, s, kernel), kExact, bitwise);
-  // q, k and v handed over already rounded are what the kernel reads, with the bits of its own rounding: copies of
-  // other values (q, k, v halved) give those values' results, whatever the fp32 arrays hold.
-  AttentionInputs halved = in;
-  for (std::vector<float>* x : {&halved.q, &halved.k, &halved.v})
-    for (float& value : *x) value *= 0.5f;
-  attention_rows(t, tag, attention_shape_text(s) + " rounded inputs", attention_gpu(ctx, in, s, kernel, &halved),
-                 attention_gpu(ctx, halved, s, kernel), kExact, bitwise);
+  for (const AttentionShape& s : {AttentionShape{2, 300, 8, 2, 128, 64}, AttentionShape{1, 130, 4, 2, 256, 64}}) {
+    // Determinism: a second run gives the same bits.
+    const AttentionInputs in(s);
+    attention_rows(t, tag, attention_shape_text(s) + " rerun", attention_gpu(ctx, in, s, kernel),
+                   attention_gpu(ctx, in, s, kernel), kExact, bitwise);
+    // q, k and v handed over already rounded are what the kernel reads, with the bits of its own rounding: copies of
+    // other values (q, k, v halved) give those values' results, whatever the fp32 arrays hold.
+    AttentionInputs halved = in;
+    for (std::vector<float>* x : {&halved.q, &halved.k, &halved.v})
+      for (float& value : *x) value *= 0.5f;
+    attention_rows(t, tag, attention_shape_text(s) + " rounded inputs", attention_gpu(ctx, in, s, kernel, &halved),
+                   attention_gpu(ctx, halved, s, kernel), kExact, bitwise);
+  }
   // A head dim the tensor-core tiles cannot take is refused, not miscomputed.
   const AttentionShape bad{1, 16, 2, 2, 72, 0};
   double refused = INFINITY;
@@ -576,8 +579,9 @@ void check_attention_documents(Context& ctx, CheckTable& t, AttentionKernel kern
   const std::vector<std::vector<int32_t>> rows = {{1, 1, 70, 5, 1, 90, 40, 1, 91}, {300}, {150, 1, 149}};
   const bool fp32 = kernel == AttentionKernel::fp32;
   const std::string tag = fp32 ? "" : suffix(kernel);
-  const AttentionShape shapes[] = {{3, 300, 4, 2, 64, 0}, {3, 300, 4, 4, 128, 33}};
+  const AttentionShape shapes[] = {{3, 300, 4, 2, 64, 0}, {3, 300, 4, 4, 128, 33}, {3, 300, 2, 1, 256, 40}};
   for (const AttentionShape& s : shapes) {
+    if (fp32 && s.D > 128) continue;  // the tensor-core kernels' own path above D = 128; fp32 has one path for all D
     const AttentionInputs in(s, offsets_of(rows, s.T));
     attention_rows(t, tag, attention_shape_text(s) + " docs", attention_gpu(ctx, in, s, kernel), attention_cpu(in, s),
                    fp32 ? kFp32Bound : kAttentionBf16Bound, relative);
@@ -756,11 +760,9 @@ void check_grad_norm(Context& ctx, CheckTable& t) {
 // keys, on a tile boundary and inside a tile, with a sliding window, on every kernel. On a boundary of the 64-row
 // tiles (as every rank's slice starts: ContextParallelConfig::kSliceMultiple) the slice's out, lse and dq are the
 // whole row's last rows bit for bit: the same tiles meet the same keys.
-void check_attention_query_slice(Context& ctx, CheckTable& t, AttentionKernel kernel) {
+void check_attention_query_slice(Context& ctx, CheckTable& t, AttentionKernel kernel, const std::string& tag,
+                                 const AttentionShape& whole, const std::vector<int32_t>& documents) {
   const bool fp32 = kernel == AttentionKernel::fp32;
-  const std::string tag = fp32 ? "" : suffix(kernel);
-  const std::vector<int32_t> documents = offsets_of({{1, 70, 5, 90, 134}}, 300);
-  const AttentionShape whole{1, 300, 4, 2, 64, 33};
   const AttentionInputs whole_in(whole, documents);
   const AttentionResult whole_out = attention_gpu(ctx, whole_in, whole, kernel);
   for (int64_t queries : {172, 101}) {
@@ -788,6 +790,17 @@ void check_attention_query_slice(Context& ctx, CheckTable& t, AttentionKernel ke
     t.row("attention_forward" + tag, same, "out", bitwise(got.out, last_rows(whole_out.out)), kExact);
     t.row("attention_forward" + tag, same, "lse", bitwise(got.lse, last_lse), kExact);
     t.row("attention_backward" + tag, same, "dq", bitwise(got.dq, last_rows(whole_out.dq)), kExact);
+  }
+}
+
+void check_attention_query_slice(Context& ctx, CheckTable& t, AttentionKernel kernel) {
+  const bool fp32 = kernel == AttentionKernel::fp32;
+  const std::string tag = fp32 ? "" : suffix(kernel);
+  const std::vector<int32_t> documents = offsets_of({{1, 70, 5, 90, 134}}, 300);
+  // At D = 64, and at D = 256 (the tensor-core kernels' path above 128) on the tensor-core kernels.
+  for (const AttentionShape& whole : {AttentionShape{1, 300, 4, 2, 64, 33}, AttentionShape{1, 300, 2, 1, 256, 33}}) {
+    if (fp32 && whole.D > 128) continue;
+    check_attention_query_slice(ctx, t, kernel, tag, whole, documents);
   }
 }
 

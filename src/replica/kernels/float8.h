@@ -5,11 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#ifdef __CUDACC__
-#define REPLICA_HOST_DEVICE __host__ __device__
-#else
-#define REPLICA_HOST_DEVICE
-#endif
+#include "replica/kernels/host_device.h"
 
 namespace replica {
 

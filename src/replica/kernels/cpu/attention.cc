@@ -8,31 +8,19 @@
 #include <limits>
 #include <vector>
 
+#include "replica/kernels/attention_mask.h"
 #include "replica/kernels/cpu/simd.h"
 
 namespace replica::cpu {
 
 namespace {
 
+using attention_mask::RowMask;
 using simd::f16v;
 constexpr int64_t BQ = 64;                // queries per tile
 constexpr int64_t BK = 64;                // keys per tile (4 vectors)
 constexpr int64_t NV = BK / simd::kWidth;  // vectors per key row
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// The first key each query of the batch sees, [B·T] indexed by key position (only the last rows_q() of each row are
-// queries): the window's first, and with documents none before the start of the query's own document.
-// Non-decreasing along a row, so a query tile's first row bounds the keys it visits.
-std::vector<int64_t> first_keys(const AttentionShape& s, const DocumentOffsets& docs) {
-  std::vector<int64_t> first(size_t(s.B * s.T));
-  int64_t doc = 0;  // the document holding token n
-  for (int64_t n = 0; n < s.B * s.T; n++) {
-    while (doc < docs.count && docs.offsets[doc + 1] <= n) doc++;
-    const int64_t i = n % s.T, start = docs.count > 0 ? docs.offsets[doc] - (n - i) : 0;
-    first[size_t(n)] = std::max(start, s.window > 0 ? i - s.window + 1 : int64_t(0));
-  }
-  return first;
-}
 
 // S[r, 0:BK] = Σ_d A[r, d] · BT[d, 0:BK] for r < rows. Four rows at a time share each BT load.
 void scores_kernel(float* S, const float* A, const float* BT, int64_t rows, int64_t D) {
@@ -140,7 +128,6 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
   const int64_t T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
   const int64_t q_tiles = (Tq + BQ - 1) / BQ;
   const float scale = 1.0f / std::sqrt(float(D));
-  const std::vector<int64_t> first = first_keys(s, docs);
 
 #pragma omp parallel
   {
@@ -152,13 +139,13 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
           const int64_t g = h / group, i0 = Q0 + qt * BQ, nq = std::min(BQ, T - i0);
           const float* kb = k + b * T * K * D;
           const float* vb = v + b * T * K * D;
-          const int64_t* first_b = first.data() + b * T;
+          const RowMask row_mask(T, s.window, docs, b);  // keys [first_key(i), i] for query i
           load_tile(Q.data(), nullptr, q + b * Tq * H * D, i0 - Q0, nq, H, h, D, scale);
           std::fill(acc.begin(), acc.end(), 0.0f);
           std::fill(m.begin(), m.end(), kNegInf);
           std::fill(l.begin(), l.end(), 0.0f);
 
-          for (int64_t j0 = first_b[i0]; j0 < i0 + nq; j0 += BK) {
+          for (int64_t j0 = row_mask.first_key(i0); j0 < i0 + nq; j0 += BK) {
             const int64_t nk = std::min(BK, i0 + nq - j0);
             load_tile(nullptr, KT.data(), kb, j0, nk, K, g, D, 1.0f);
             load_tile(V.data(), nullptr, vb, j0, nk, K, g, D, 1.0f);
@@ -167,7 +154,7 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
             for (int64_t r = 0; r < nq; r++) {
               const int64_t i = i0 + r;
               float* srow = S.data() + r * BK;
-              mask_row(srow, std::max(first_b[i], j0) - j0, std::min(i + 1, j0 + nk) - j0);
+              mask_row(srow, std::max(row_mask.first_key(i), j0) - j0, std::min(i + 1, j0 + nk) - j0);
               f16v row_max = simd::load(srow);
               for (int64_t c = 1; c < NV; c++) row_max = simd::max(row_max, simd::load(srow + c * simd::kWidth));
               const float m_new = std::max(m[r], simd::max(row_max));
@@ -203,7 +190,6 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                         const DocumentOffsets& docs) {
   const int64_t B = s.B, T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
   const float scale = 1.0f / std::sqrt(float(D));
-  const std::vector<int64_t> first = first_keys(s, docs);
   // With GQA each query head writes its own dk/dv slice, summed over the group below.
   std::vector<float> dk_heads, dv_heads;
   if (group > 1) {
@@ -225,7 +211,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
         const float* vb = v + b * T * K * D;
         const float* ob = out + b * Tq * H * D;          // query rows, from the first query
         const float* lse_bh = lse + (b * H + h) * Tq;    // of query rows
-        const int64_t* first_b = first.data() + b * T;
+        const RowMask row_mask(T, s.window, docs, b);  // keys [first_key(i), i] for query i
         std::fill(dK.begin(), dK.end(), 0.0f);
         std::fill(dV.begin(), dV.end(), 0.0f);
 
@@ -241,7 +227,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           }
           std::fill(dQ.begin(), dQ.end(), 0.0f);
 
-          for (int64_t j0 = first_b[i0]; j0 < i0 + nq; j0 += BK) {
+          for (int64_t j0 = row_mask.first_key(i0); j0 < i0 + nq; j0 += BK) {
             const int64_t nk = std::min(BK, i0 + nq - j0);
             load_tile(Kr.data(), KT.data(), kb, j0, nk, K, g, D, 1.0f);
             load_tile(nullptr, VT.data(), vb, j0, nk, K, g, D, 1.0f);
@@ -251,7 +237,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
               const int64_t i = i0 + r;
               float* p = P.data() + r * BK;
               float* ds = dS.data() + r * BK;
-              mask_row(p, std::max(first_b[i], j0) - j0, std::min(i + 1, j0 + nk) - j0);
+              mask_row(p, std::max(row_mask.first_key(i), j0) - j0, std::min(i + 1, j0 + nk) - j0);
               for (int64_t c = 0; c < NV; c++) {
                 const f16v pc = simd::exp(simd::load(p + c * simd::kWidth) - lse_bh[i - Q0]);
                 simd::store(p + c * simd::kWidth, pc);

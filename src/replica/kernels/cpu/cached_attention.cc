@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "replica/kernels/attention_mask.h"
+
 namespace replica::cpu {
 
 void cached_attention(float* out, const float* q, const float* k, const float* v, const float* k_cache,
@@ -16,7 +18,7 @@ void cached_attention(float* out, const float* q, const float* k, const float* v
   for (int64_t r = 0; r < n; r++)
     for (int64_t h = 0; h < H; h++) {
       const int64_t i = s.position + r, kv = h / group;
-      const int64_t first = s.window > 0 ? std::max<int64_t>(0, i - s.window + 1) : 0;
+      const int64_t first = attention_mask::sequence_mask(s.position + s.n, s.window).first_key(i);
       const float* qh = q + (r * H + h) * D;
       float* o = out + (r * H + h) * D;
       std::fill(o, o + D, 0.0f);

@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include "replica/kernels/cuda/attention.h"
-#include "replica/kernels/cuda/attention_mask.cuh"
+#include "replica/kernels/attention_mask.h"
 #include "replica/kernels/cuda/common.cuh"
 
 namespace replica::cuda {

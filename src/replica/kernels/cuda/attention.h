@@ -29,8 +29,9 @@ void attention_backward(Context& ctx, float* dq, float* dk, float* dv, const flo
 // scores, scale = 1/√D). Inside, q, k, v, dout and the probabilities P and dS are rounded to bf16 (RNE); q, k and v
 // are read as their caller's bf16 copies where given (WeightRef::b16: the model's QK-norm + RoPE pass writes them),
 // else rounded into scratch per call. Every product accumulates in fp32, softmax statistics are fp32. D must be a
-// multiple of 16 in [16, 128] (std::invalid_argument otherwise); q, k, v (and their copies) and dout 16-byte aligned.
-// Deterministic without atomics, split like attention_backward.
+// multiple of 16 up to 128, or 192 or 256 (attention_mma_head_dim; std::invalid_argument otherwise); q, k, v (and
+// their copies) and dout 16-byte aligned. Deterministic without atomics, split like attention_backward.
+bool attention_mma_head_dim(int64_t D);  // whether the tensor-core kernels take head dim D
 void attention_forward_mma(Context& ctx, float* out, float* lse, WeightRef q, WeightRef k, WeightRef v,
                            const AttentionShape& s, const DocumentOffsets& docs);
 void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
@@ -38,8 +39,8 @@ void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const
                             const DocumentOffsets& docs);
 
 // The same on sm_90a warpgroup products (attention_wgmma.cu, FlashAttention-3's instruction): the same arguments,
-// rounding points and outputs as the mma.sync pair, and interchangeable with it; head dims 64 and 128 on an sm_90
-// GPU, and the mma.sync kernels for everything else.
+// rounding points and outputs as the mma.sync pair, and interchangeable with it; head dims 64, 128 and 256 on an
+// sm_90 GPU, and the mma.sync kernels for everything else.
 void attention_forward_wgmma(Context& ctx, float* out, float* lse, WeightRef q, WeightRef k, WeightRef v,
                              const AttentionShape& s, const DocumentOffsets& docs);
 // The backward on warpgroup products: the same as attention_backward_mma, and the same two-pass split.

@@ -1,7 +1,9 @@
 // What the mma.sync and wgmma attention kernels share (attention_mma.cu, attention_wgmma.cu): bf16 tiles fetched
-// by cp.async, fragments loaded by ldmatrix, the forward's online softmax on accumulators in mma.sync's layout,
-// and the bf16 copies of the inputs that every launch makes. Accumulator element e of a lane (mma.cuh) lies in
-// row g + 8·(e / 2) and column 2t + e % 2 of its 16 × 8 tile, g = lane / 4 and t = lane % 4.
+// by cp.async, fragments loaded by ldmatrix, every kernel's prologue (QueryBlock, KeyBlock: which rows a block and
+// a lane hold, which tiles they visit, where to mask), the forward's online softmax and the backward's masked P/dS
+// step on accumulators in mma.sync's layout, and the bf16 copies of the inputs that every launch makes. Accumulator
+// element e of a lane (mma.cuh) lies in row g + 8·(e / 2) and column 2t + e % 2 of its 16 × 8 tile, g = lane / 4
+// and t = lane % 4.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -130,18 +132,19 @@ __device__ inline void row_stats(float (&row_lse)[2], float (&row_delta)[2], con
   }
 }
 
-// Writes a warp's 16 × D accumulators, times `scale`, to rows [t0 + row0, t0 + row0 + 16) of head `head` of
-// y [T, heads, D] (offset to the batch), those below n only; row0 + g + 8·(e / 2) is element e's row.
-template <int D>
-__device__ inline void store_rows(float* y, const float (&acc)[D / 8][4], float scale, int64_t t0, int row0, int64_t n,
-                                  int64_t heads, int64_t head, int g, int t) {
+// Writes a warp's 16 × kCols accumulators, times `scale`, to rows [t0 + row0, t0 + row0 + 16) and head dims
+// [col0, col0 + kCols) of head `head` of y [T, heads, D] (offset to the batch), those below n only; row0 + g +
+// 8·(e / 2) is element e's row.
+template <int D, int kCols = D>
+__device__ inline void store_rows(float* y, const float (&acc)[kCols / 8][4], float scale, int64_t t0, int row0,
+                                  int64_t n, int64_t heads, int64_t head, int g, int t, int col0 = 0) {
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     const int row = row0 + g + 8 * r;
     if (row >= n) continue;
-    float* dst = y + ((t0 + row) * heads + head) * D + 2 * t;
+    float* dst = y + ((t0 + row) * heads + head) * D + col0 + 2 * t;
 #pragma unroll
-    for (int dn = 0; dn < D / 8; dn++) {
+    for (int dn = 0; dn < kCols / 8; dn++) {
       dst[dn * 8] = acc[dn][2 * r] * scale;
       dst[dn * 8 + 1] = acc[dn][2 * r + 1] * scale;
     }
@@ -167,16 +170,173 @@ struct QueryTiles {
   __device__ int64_t rows(int64_t index) const { return min(int64_t(kTile), T - first_query(index)); }
 };
 
+// What a thread of a block of 64 queries (forward, dQ; blockIdx: query tile, head, batch) knows before its tile
+// loop, the same for every tensor-core kernel: the block's rows, the lane's two of them, the keys the block visits
+// and the first key each row sees. Positions are key positions; the row's queries are [Q0, T), held from 0 in q, out,
+// dq, lse (Tq of them).
+struct QueryBlock {
+  int64_t T, Tq, Q0, H, K, i0, h, b, kv_head, nq;
+  int lane, g, t, row0;    // row0: the warp's first row; the lane holds rows row0 + g and row0 + g + 8
+  int64_t j_begin, j_end;  // the keys any of the block's queries sees
+  int64_t first[2];        // the first key each of the lane's rows sees
+  int64_t last_row_first;  // the block's last row's (the tile-skipping corner)
+
+  __device__ QueryBlock(int64_t T_, int64_t Q0_, int64_t H_, int64_t K_, int64_t window, const DocumentOffsets& docs)
+      : T(T_), Tq(T_ - Q0_), Q0(Q0_), H(H_), K(K_), i0(Q0_ + int64_t(blockIdx.x) * kBlockRows), h(blockIdx.y),
+        b(blockIdx.z), kv_head(h / (H_ / K_)), nq(min(int64_t(kBlockRows), T_ - i0)), lane(threadIdx.x % 32),
+        g(lane / 4), t(lane % 4), row0(int(threadIdx.x / 32) * kRowsPerWarp) {
+    const RowMask row_mask(T, window, docs, b);
+    j_begin = row_mask.first_key(i0);
+    j_end = i0 + nq;
+    first[0] = row_mask.first_key(i0 + row0 + g);
+    first[1] = row_mask.first_key(i0 + row0 + g + 8);
+    last_row_first = row_mask.first_key(i0 + kBlockRows - 1);
+  }
+  // Batch b's rows of a query-side array (q, dout, out, dq: [B, Tq, H, D]) and of a key-side one (k, v: [B, T, K, D]).
+  template <int D, typename X>
+  __device__ X* query_rows(X* x) const { return x + b * Tq * H * D; }
+  template <int D, typename X>
+  __device__ X* key_rows(X* x) const { return x + b * T * K * D; }
+  __device__ int64_t first_row() const { return i0 - Q0; }             // the block's first row in those arrays
+  __device__ int64_t stats_at() const { return (b * H + h) * Tq + i0 - Q0; }  // and in lse, delta [B, H, Tq]
+  __device__ int64_t keys(int64_t j0) const { return min(int64_t(kTile), j_end - j0); }  // of the tile from j0
+  // Whether the tile of nk keys from j0 has pairs to mask, and whether row `row` sees column `col` of it (`half`:
+  // which of the lane's rows it is).
+  __device__ bool needs_mask(int64_t j0, int64_t nk) const {
+    return attention_tiles::needs_mask(i0, nq, kBlockRows, j0, nk, kTile, j0 >= last_row_first);
+  }
+  __device__ bool visible(int row, int col, int64_t j0, int64_t nk, int half) const {
+    return row < nq && col < nk && visible_from(i0 + row, j0 + col, first[half]);
+  }
+};
+
+// The same for a dK/dV block of 64 keys (blockIdx: key tile × `splits` column slices, KV head, batch): its keys, the
+// lane's two of them, the query tiles it visits (QueryTiles) and the end of the queries each key is seen by. The
+// block accumulates head dims [col0, col0 + columns) of dK and dV (kDkDvSplits, kDkDvColumns).
+struct KeyBlock {
+  int64_t T, Tq, Q0, H, K, j0, kv_head, b, nk;
+  int col0, lane, g, t, row0;  // row0: the warp's first key; the lane holds keys row0 + g and row0 + g + 8
+  RowMask row_mask;
+  QueryTiles tiles;
+  int64_t query_end[2];   // the end of the queries that see each of the lane's keys
+  int64_t first_key_end;  // the block's first key's (the tile-skipping corner)
+
+  __device__ KeyBlock(int64_t T_, int64_t Q0_, int64_t H_, int64_t K_, int64_t window, const DocumentOffsets& docs,
+                      int splits, int columns)
+      : T(T_), Tq(T_ - Q0_), Q0(Q0_), H(H_), K(K_), j0(int64_t(blockIdx.x / splits) * kBlockRows), kv_head(blockIdx.y),
+        b(blockIdx.z), nk(min(int64_t(kBlockRows), T_ - j0)), col0(int(blockIdx.x % splits) * columns),
+        lane(threadIdx.x % 32), g(lane / 4), t(lane % 4), row0(int(threadIdx.x / 32) * kRowsPerWarp),
+        row_mask(T_, window, docs, b), tiles(j0, nk, row_mask, kv_head, H_ / K_, Q0_),
+        query_end{row_mask.query_end(j0 + row0 + g), row_mask.query_end(j0 + row0 + g + 8)},
+        first_key_end(row_mask.query_end(j0)) {}
+  template <int D, typename X>
+  __device__ X* query_rows(X* x) const { return x + b * Tq * H * D; }
+  template <int D, typename X>
+  __device__ X* key_rows(X* x) const { return x + b * T * K * D; }
+  __device__ int64_t stats_at(int64_t h, int64_t i0) const { return (b * H + h) * Tq + i0 - Q0; }  // lse, delta
+  // Whether the query tile of nq queries from i0 has pairs to mask, and whether key `key` is seen by query `query`
+  // of it (`half`: which of the lane's keys it is).
+  __device__ bool needs_mask(int64_t i0, int64_t nq) const {
+    return attention_tiles::needs_mask(i0, nq, kTile, j0, nk, kBlockRows, i0 + kTile - 1 < first_key_end);
+  }
+  __device__ bool visible(int key, int query, int64_t i0, int64_t nq, int half) const {
+    return query < nq && key < nk && visible_until(i0 + query, j0 + key, query_end[half]);
+  }
+};
+
+// A warp's A fragments (16 rows × 16 head dims each) of its rows of a row-major [64][ld_head<D>] tile (Q, dO): held
+// in registers from hold() on when kRowsInRegisters<D>, else loaded from the tile on every use.
+template <int D>
+class RowFragments {
+ public:
+  __device__ RowFragments(const bf16_t* tile, int row0, int lane) : rows_(tile + row0 * ld_head<D>), lane_(lane) {}
+  // Once the tile has landed.
+  __device__ void hold() {
+    if constexpr (kRowsInRegisters<D>) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; kk++) load_a(held_[kk], rows_ + kk * 16, ld_head<D>, lane_);
+    }
+  }
+  // Fragment kk: the held one, or loaded into `scratch`.
+  __device__ const uint32_t (&at(int kk, uint32_t (&scratch)[4]) const)[4] {
+    if constexpr (kRowsInRegisters<D>) {
+      return held_[kk];
+    } else {
+      load_a(scratch, rows_ + kk * 16, ld_head<D>, lane_);
+      return scratch;
+    }
+  }
+
+ private:
+  const bf16_t* rows_;
+  int lane_;
+  uint32_t held_[kRowsInRegisters<D> ? D / 16 : 1][4];
+};
+
+// ---- The backward's probabilities ------------------------------------------------------------------------------
+
+struct LseDelta {
+  float lse, delta;  // of a query: its softmax's log-sum-exp and rowsum(dO ∘ O) (attention_delta)
+};
+
+// The masked step of every backward product loop, on a warp's N 8-column tiles of scores s and of dp, columns from
+// col0 of the block's tile: s becomes P = exp(scale·S − lse) and dp becomes dS = P ∘ (dP − delta), both 0 where
+// `visible(row, col, half)` is false (asked only when `mask`). lse and delta of an element come from
+// `stats(half, col)`.
+template <int N, typename Visible, typename Stats>
+__device__ inline void masked_backward_scores(float (&s)[N][4], float (&dp)[N][4], bool mask, int col0, float scale,
+                                              int row0, int g, int t, Visible&& visible, Stats&& stats) {
+#pragma unroll
+  for (int n = 0; n < N; n++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int row = row0 + g + 8 * (e / 2), col = col0 + n * 8 + 2 * t + e % 2;
+      float p = 0.0f, ds = 0.0f;
+      if (!mask || visible(row, col, e / 2)) {
+        const LseDelta query = stats(e / 2, col);
+        p = __expf(s[n][e] * scale - query.lse);
+        ds = p * (dp[n][e] - query.delta);
+      }
+      s[n][e] = p;
+      dp[n][e] = ds;
+    }
+}
+
+// For a dQ block: rows are its queries, columns the keys of the tile of nk from j0; lse and delta of the lane's two
+// rows.
+template <int N>
+__device__ inline void backward_scores(float (&s)[N][4], float (&dp)[N][4], const QueryBlock& block, bool mask,
+                                       int64_t j0, int64_t nk, int col0, const float (&lse)[2],
+                                       const float (&delta)[2], float scale) {
+  masked_backward_scores(
+      s, dp, mask, col0, scale, block.row0, block.g, block.t,
+      [&](int row, int col, int half) { return block.visible(row, col, j0, nk, half); },
+      [&](int half, int) { return LseDelta{lse[half], delta[half]}; });
+}
+
+// For a dK/dV block (Sᵀ and dPᵀ): rows are its keys, columns the queries of the tile of nq from i0, whose lse and
+// delta are in shared memory.
+template <int N>
+__device__ inline void backward_scores(float (&st)[N][4], float (&dpt)[N][4], const KeyBlock& block, bool mask,
+                                       int64_t i0, int64_t nq, int col0, const float* lse, const float* delta,
+                                       float scale) {
+  masked_backward_scores(
+      st, dpt, mask, col0, scale, block.row0, block.g, block.t,
+      [&](int key, int query, int half) { return block.visible(key, query, i0, nq, half); },
+      [&](int, int query) { return LseDelta{lse[query], delta[query]}; });
+}
+
 // ---- The forward's online softmax ------------------------------------------------------------------------------
 
-// One tile's step for a warp's rows g and g + 8, with s its scores against the tile's kTile keys: scale, mask
-// (`first`: the first key each of the two rows sees), the rows' new maxima m (over the quad of lanes holding a
-// row), and the running sums l and the output accumulators o rescaled by how much the maxima grew. `base` receives
-// what the probabilities subtract.
+// One tile's step for a warp's rows g and g + 8, with s its scores against the tile's kTile keys from j0: scale,
+// mask (QueryBlock::visible), the rows' new maxima m (over the quad of lanes holding a row), and the running sums l
+// and the output accumulators o rescaled by how much the maxima grew. `base` receives what the probabilities
+// subtract.
 template <int D>
 __device__ inline void online_softmax(float (&s)[kTile / 8][4], float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
-                                      float (&base)[2], bool mask, int64_t i0, int64_t nq, int64_t j0, int64_t nk,
-                                      const int64_t (&first)[2], float scale, int row0, int g, int t) {
+                                      float (&base)[2], const QueryBlock& block, bool mask, int64_t j0, int64_t nk,
+                                      float scale) {
+  const int row0 = block.row0, g = block.g, t = block.t;
   float row_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int n = 0; n < kTile / 8; n++)
@@ -184,7 +344,7 @@ __device__ inline void online_softmax(float (&s)[kTile / 8][4], float (&o)[D / 8
     for (int e = 0; e < 4; e++) {
       const int row = row0 + g + 8 * (e / 2), col = n * 8 + 2 * t + e % 2;
       float x = s[n][e] * scale;
-      if (mask && !(row < nq && col < nk && visible_from(i0 + row, j0 + col, first[e / 2]))) x = -INFINITY;
+      if (mask && !block.visible(row, col, j0, nk, e / 2)) x = -INFINITY;
       s[n][e] = x;
       row_max[e / 2] = fmaxf(row_max[e / 2], x);
     }
@@ -282,6 +442,8 @@ struct BackwardOperands {
   Bf16Copy q, k, v, dout;
   dim3 kv_grid, q_grid;
   float scale;
+  // The dK/dV grid for kernels whose blocks take D / splits head dims each (kDkDvSplits): splits per key tile.
+  dim3 key_grid(int splits) const { return dim3(kv_grid.x * unsigned(splits), kv_grid.y, kv_grid.z); }
   BackwardOperands(Context& ctx, const float* dout_, const float* out, WeightRef q_, WeightRef k_, WeightRef v_,
                    const AttentionShape& s)
       : delta(ctx, size_t(s.B * s.H * s.rows_q())),

@@ -17,6 +17,10 @@
 //            16 at a time: Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ, dV += Pᵀ·dO, dK += dSᵀ·Q
 //   dQ       block (64 queries, head, batch); per visible tile of 64 keys, 16 at a time: S = Q·Kᵀ,
 //            dP = dO·Vᵀ (Q, dO fragments in registers), dQ += dS·K
+//
+// Head dims: multiples of 16 up to 128, and 192 and 256 (attention_tiles.cuh, MmaHeadDims). Above 128 the Q and dO
+// fragments are read from shared memory on every use instead of held (kRowsInRegisters), and each key tile has two
+// dK/dV blocks, each accumulating half the head dims (kDkDvSplits), so that the accumulators fit in registers.
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -34,7 +38,8 @@ using namespace attention_tiles;
 
 // ---- Forward ------------------------------------------------------------------------------------------------
 
-// Shared memory: Q (read into registers once), then K and V of stage 0, then of stage 1.
+// Shared memory: Q (its fragments read into registers once, or on every tile above D = 128), then K and V of stage
+// 0, then of stage 1.
 template <int D>
 constexpr size_t kForwardBytes = 5 * kTileBytes<D>;
 
@@ -47,57 +52,46 @@ __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* 
   constexpr int ldh = ld_head<D>;
   unsigned char* smem = dynamic_shared_memory();
   bf16_t* Qs = tile_at<D>(smem, 0);
+  const QueryBlock block(T, Q0, H, K, window, docs);
+  const bf16_t* kb = block.key_rows<D>(k);
+  const bf16_t* vb = block.key_rows<D>(v);
 
-  // Positions are key positions; the row's queries are [Q0, T), held from 0 in q, out, lse (Tq of them).
-  const int64_t Tq = T - Q0, i0 = Q0 + int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z;
-  const int64_t kv_head = h / (H / K), nq = min(int64_t(kBlockRows), T - i0);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int row0 = warp * kRowsPerWarp;  // the warp's rows in the block: row0 + g and row0 + g + 8 for this lane
-  const bf16_t* kb = k + b * T * K * D;
-  const bf16_t* vb = v + b * T * K * D;
-  const RowMask row_mask(T, window, docs, b);
-  const int64_t j_begin = row_mask.first_key(i0), j_end = i0 + nq;  // the keys any of the block's queries sees
-  // The first key each of this lane's rows sees, and the block's last row's (the tile-skipping corner).
-  const int64_t first[2] = {row_mask.first_key(i0 + row0 + g), row_mask.first_key(i0 + row0 + g + 8)};
-  const int64_t last_row_first = row_mask.first_key(i0 + kBlockRows - 1);
-
-  copy_rows_async<D>(Qs, q + b * Tq * H * D, i0 - Q0, nq, H, h);
-  copy_keys_async<D>(smem, 1, kb, vb, j_begin, min(int64_t(kTile), j_end - j_begin), K, kv_head);
+  copy_rows_async<D>(Qs, block.query_rows<D>(q), block.first_row(), block.nq, H, block.h);
+  copy_keys_async<D>(smem, 1, kb, vb, block.j_begin, block.keys(block.j_begin), K, block.kv_head);
   cp_async_commit();
 
-  uint32_t qa[D / 16][4];
+  RowFragments<D> qa(Qs, block.row0, block.lane);
   float o[D / 8][4] = {};
   // Rows g and g + 8: running max (the same on the quad's lanes) and this lane's part of the running sum.
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
   int stage = 0;
-  for (int64_t j0 = j_begin; j0 < j_end; j0 += kTile, stage ^= 1) {
-    const int64_t nk = min(int64_t(kTile), j_end - j0), j_next = j0 + kTile;
-    advance_pipeline(j_next < j_end, [&] {
-      copy_keys_async<D>(smem, 1 + 2 * (stage ^ 1), kb, vb, j_next, min(int64_t(kTile), j_end - j_next), K, kv_head);
+  for (int64_t j0 = block.j_begin; j0 < block.j_end; j0 += kTile, stage ^= 1) {
+    const int64_t nk = block.keys(j0), j_next = j0 + kTile;
+    advance_pipeline(j_next < block.j_end, [&] {
+      copy_keys_async<D>(smem, 1 + 2 * (stage ^ 1), kb, vb, j_next, block.keys(j_next), K, block.kv_head);
     });
     const bf16_t* Ks = tile_at<D>(smem, 1 + 2 * stage);
     const bf16_t* Vs = tile_at<D>(smem, 2 + 2 * stage);
-    if (j0 == j_begin) {
-#pragma unroll
-      for (int kk = 0; kk < D / 16; kk++) load_a(qa[kk], Qs + row0 * ldh + kk * 16, ldh, lane);
-    }
+    if (j0 == block.j_begin) qa.hold();
 
     // S = Q·Kᵀ: B(k = d, n = key) is K's rows as stored.
     float s[kTile / 8][4] = {};
 #pragma unroll
-    for (int kk = 0; kk < D / 16; kk++)
+    for (int kk = 0; kk < D / 16; kk++) {
+      uint32_t scratch[4];
+      const uint32_t(&a)[4] = qa.at(kk, scratch);
 #pragma unroll
       for (int n = 0; n < kTile / 16; n++) {
         uint32_t kf[4];
-        load_b_rows(kf, Ks + n * 16 * ldh + kk * 16, ldh, lane);
-        mma_pair(s[2 * n], s[2 * n + 1], qa[kk], kf);
+        load_b_rows(kf, Ks + n * 16 * ldh + kk * 16, ldh, block.lane);
+        mma_pair(s[2 * n], s[2 * n + 1], a, kf);
       }
+    }
 
     // Online softmax: scale, mask, the rows' new maxima, and O rescaled by how much they grew.
     float base[2];
-    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kTile, j0 >= last_row_first);
-    online_softmax<D>(s, o, m, l, base, mask, i0, nq, j0, nk, first, scale, row0, g, t);
+    online_softmax<D>(s, o, m, l, base, block, block.needs_mask(j0, nk), j0, nk, scale);
 
     // P·V, 16 keys at a time: n-tiles 2j and 2j + 1 of P are the A fragment of keys [16j, 16j + 16), and
     // B(k = key, n = d) is V's rows as stored.
@@ -108,15 +102,16 @@ __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* 
 #pragma unroll
       for (int dn = 0; dn < D / 16; dn++) {
         uint32_t vf[4];
-        load_b_columns(vf, Vs + j * 16 * ldh + dn * 16, ldh, lane);
+        load_b_columns(vf, Vs + j * 16 * ldh + dn * 16, ldh, block.lane);
         mma_pair(o[2 * dn], o[2 * dn + 1], pa, vf);
       }
     }
     __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
   }
 
-  finish_rows<D>(o, lse + (b * H + h) * Tq + i0 - Q0, m, l, nq, row0, g, t);
-  store_rows<D>(out + b * Tq * H * D, o, 1.0f, i0 - Q0, row0, nq, H, h, g, t);
+  finish_rows<D>(o, lse + block.stats_at(), m, l, block.nq, block.row0, block.g, block.t);
+  store_rows<D>(block.query_rows<D>(out), o, 1.0f, block.first_row(), block.row0, block.nq, H, block.h, block.g,
+                block.t);
 }
 
 // ---- Backward -----------------------------------------------------------------------------------------------
@@ -125,8 +120,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_mma_kernel(float* 
 template <int D>
 constexpr size_t kDkDvBytes = 6 * kTileBytes<D> + 2 * 2 * kTile * sizeof(float);
 
-// One block per (64 keys, KV head, batch); warp w owns keys 16w … 16w + 15 and their dK, dV accumulators, over
-// the query tiles that see the block's keys (QueryTiles).
+// One block per (64 keys, KV head, batch), or per column slice of them above D = 128 (KeyBlock); warp w owns keys
+// 16w … 16w + 15 and their dK, dV accumulators, over the query tiles that see the block's keys (QueryTiles).
 template <int D>
 __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk, float* dv, const bf16_t* dout,
                                                                       const float* lse, const float* delta,
@@ -134,37 +129,29 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
                                                                       const bf16_t* v, int64_t T, int64_t Q0,
                                                                       int64_t H, int64_t K, int64_t window,
                                                                       DocumentOffsets docs, float scale) {
-  constexpr int ldh = ld_head<D>;
+  constexpr int ldh = ld_head<D>, kCols = kDkDvColumns<D>;
   unsigned char* smem = dynamic_shared_memory();
   const bf16_t* Ks = tile_at<D>(smem, 0);
   const bf16_t* Vs = tile_at<D>(smem, 1);
   float* stats = reinterpret_cast<float*>(smem + 6 * kTileBytes<D>);  // [stage][lse, delta][kTile]
-
-  const int64_t Tq = T - Q0, j0 = int64_t(blockIdx.x) * kBlockRows, kv_head = blockIdx.y, b = blockIdx.z;
-  const int64_t group = H / K, nk = min(int64_t(kBlockRows), T - j0);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int row0 = warp * kRowsPerWarp;  // the warp's keys in the block
-  const bf16_t* qb = q + b * Tq * H * D;
-  const bf16_t* dob = dout + b * Tq * H * D;
-  const RowMask row_mask(T, window, docs, b);
-  const QueryTiles tiles(j0, nk, row_mask, kv_head, group, Q0);
-  // The end of the queries that see each of this lane's keys, and the block's first key's (the tile-skipping
-  // corner).
-  const int64_t query_end[2] = {row_mask.query_end(j0 + row0 + g), row_mask.query_end(j0 + row0 + g + 8)};
-  const int64_t first_key_end = row_mask.query_end(j0);
+  const KeyBlock block(T, Q0, H, K, window, docs, kDkDvSplits<D>, kDkDvColumns<D>);
+  const QueryTiles& tiles = block.tiles;
+  const int row0 = block.row0, lane = block.lane;
+  const bf16_t* qb = block.query_rows<D>(q);
+  const bf16_t* dob = block.query_rows<D>(dout);
   // Starts fetching query tile `index` (Q, dO and their rows' lse and delta) into `stage`.
   auto fetch = [&](int64_t index, int stage) {
     const int64_t h = tiles.head(index), i0 = tiles.first_query(index), nq = tiles.rows(index);
     copy_rows_async<D>(tile_at<D>(smem, 2 + 2 * stage), qb, i0 - Q0, nq, H, h);
     copy_rows_async<D>(tile_at<D>(smem, 3 + 2 * stage), dob, i0 - Q0, nq, H, h);
     float* lse_s = stats + 2 * kTile * stage;
-    load_row_stats(lse_s, lse_s + kTile, kTile, lse, delta, (b * H + h) * Tq + i0 - Q0, nq);
+    load_row_stats(lse_s, lse_s + kTile, kTile, lse, delta, block.stats_at(h, i0), nq);
   };
 
-  copy_keys_async<D>(smem, 0, k + b * T * K * D, v + b * T * K * D, j0, nk, K, kv_head);
+  copy_keys_async<D>(smem, 0, block.key_rows<D>(k), block.key_rows<D>(v), block.j0, block.nk, K, block.kv_head);
   if (tiles.count > 0) fetch(0, 0);  // keys no query sees (before a query slice, say) visit no tile: dK = dV = 0
   cp_async_commit();
-  float dk_acc[D / 8][4] = {}, dv_acc[D / 8][4] = {};
+  float dk_acc[kCols / 8][4] = {}, dv_acc[kCols / 8][4] = {};
 
   int stage = 0;
   for (int64_t index = 0; index < tiles.count; index++, stage ^= 1) {
@@ -173,9 +160,8 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
     const bf16_t* Qs = tile_at<D>(smem, 2 + 2 * stage);
     const bf16_t* dOs = tile_at<D>(smem, 3 + 2 * stage);
     const float* lse_s = stats + 2 * kTile * stage;
-    const float* delta_s = lse_s + kTile;
 
-    const bool mask = needs_mask(i0, nq, kTile, j0, nk, kBlockRows, i0 + kTile - 1 < first_key_end);
+    const bool mask = block.needs_mask(i0, nq);
 #pragma unroll
     for (int c = 0; c < kTile / 16; c++) {  // 16 queries at a time
       // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ: the warp's 16 keys × 16 queries (two 8-query tiles); B(k = d, n = query)
@@ -191,29 +177,18 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
         mma_pair(st[0], st[1], ka, qf);
         mma_pair(dpt[0], dpt[1], va, dof);
       }
-      // Pᵀ = exp(scale·Sᵀ − lse) and dSᵀ = Pᵀ ∘ (dPᵀ − delta), zero where masked (row: key, column: query).
-#pragma unroll
-      for (int half = 0; half < 2; half++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int key = row0 + g + 8 * (e / 2), col = c * 16 + half * 8 + 2 * t + e % 2;
-          float p = 0.0f, ds = 0.0f;
-          if (!mask || (col < nq && key < nk && visible_until(i0 + col, j0 + key, query_end[e / 2]))) {
-            p = __expf(st[half][e] * scale - lse_s[col]);
-            ds = p * (dpt[half][e] - delta_s[col]);
-          }
-          st[half][e] = p;
-          dpt[half][e] = ds;
-        }
-      // dV += Pᵀ·dO and dK += dSᵀ·Q (scaled at the end): B(k = query, n = d) is dO's and Q's rows, transposed.
+      // Pᵀ and dSᵀ, zero where masked (row: key, column: query).
+      backward_scores(st, dpt, block, mask, i0, nq, c * 16, lse_s, lse_s + kTile, scale);
+      // dV += Pᵀ·dO and dK += dSᵀ·Q (scaled at the end) for the block's head dims: B(k = query, n = d) is dO's and
+      // Q's rows, transposed.
       uint32_t pa[4], dsa[4];
       pack_a(pa, st);
       pack_a(dsa, dpt);
 #pragma unroll
-      for (int dn = 0; dn < D / 16; dn++) {
+      for (int dn = 0; dn < kCols / 16; dn++) {
         uint32_t dof[4], qf[4];
-        load_b_columns(dof, dOs + c * 16 * ldh + dn * 16, ldh, lane);
-        load_b_columns(qf, Qs + c * 16 * ldh + dn * 16, ldh, lane);
+        load_b_columns(dof, dOs + c * 16 * ldh + block.col0 + dn * 16, ldh, lane);
+        load_b_columns(qf, Qs + c * 16 * ldh + block.col0 + dn * 16, ldh, lane);
         mma_pair(dv_acc[2 * dn], dv_acc[2 * dn + 1], pa, dof);
         mma_pair(dk_acc[2 * dn], dk_acc[2 * dn + 1], dsa, qf);
       }
@@ -221,11 +196,14 @@ __global__ void __launch_bounds__(kThreads) attention_dkdv_mma_kernel(float* dk,
     __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
   }
 
-  store_rows<D>(dk + b * T * K * D, dk_acc, scale, j0, row0, nk, K, kv_head, g, t);
-  store_rows<D>(dv + b * T * K * D, dv_acc, 1.0f, j0, row0, nk, K, kv_head, g, t);
+  store_rows<D, kCols>(block.key_rows<D>(dk), dk_acc, scale, block.j0, row0, block.nk, K, block.kv_head, block.g,
+                       block.t, block.col0);
+  store_rows<D, kCols>(block.key_rows<D>(dv), dv_acc, 1.0f, block.j0, row0, block.nk, K, block.kv_head, block.g,
+                       block.t, block.col0);
 }
 
-// Shared memory: Q and dO (read into registers once), then K and V of stage 0, then of stage 1.
+// Shared memory: Q and dO (their fragments read into registers once, or on every use above D = 128), then K and V
+// of stage 0, then of stage 1.
 template <int D>
 constexpr size_t kDqBytes = 6 * kTileBytes<D>;
 
@@ -241,46 +219,34 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
   unsigned char* smem = dynamic_shared_memory();
   const bf16_t* Qs = tile_at<D>(smem, 0);
   const bf16_t* dOs = tile_at<D>(smem, 1);
+  const QueryBlock block(T, Q0, H, K, window, docs);
+  const int lane = block.lane;
+  const bf16_t* kb = block.key_rows<D>(k);
+  const bf16_t* vb = block.key_rows<D>(v);
 
-  // Positions are key positions; the row's queries are [Q0, T), held from 0 in q, out, lse (Tq of them).
-  const int64_t Tq = T - Q0, i0 = Q0 + int64_t(blockIdx.x) * kBlockRows, h = blockIdx.y, b = blockIdx.z;
-  const int64_t kv_head = h / (H / K), nq = min(int64_t(kBlockRows), T - i0);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int row0 = warp * kRowsPerWarp;
-  const bf16_t* kb = k + b * T * K * D;
-  const bf16_t* vb = v + b * T * K * D;
-  const RowMask row_mask(T, window, docs, b);
-  const int64_t j_begin = row_mask.first_key(i0), j_end = i0 + nq;  // the keys any of the block's queries sees
-  // The first key each of this lane's rows sees, and the block's last row's (the tile-skipping corner).
-  const int64_t first[2] = {row_mask.first_key(i0 + row0 + g), row_mask.first_key(i0 + row0 + g + 8)};
-  const int64_t last_row_first = row_mask.first_key(i0 + kBlockRows - 1);
-
-  copy_rows_async<D>(tile_at<D>(smem, 0), q + b * Tq * H * D, i0 - Q0, nq, H, h);
-  copy_rows_async<D>(tile_at<D>(smem, 1), dout + b * Tq * H * D, i0 - Q0, nq, H, h);
-  copy_keys_async<D>(smem, 2, kb, vb, j_begin, min(int64_t(kTile), j_end - j_begin), K, kv_head);
+  copy_rows_async<D>(tile_at<D>(smem, 0), block.query_rows<D>(q), block.first_row(), block.nq, H, block.h);
+  copy_rows_async<D>(tile_at<D>(smem, 1), block.query_rows<D>(dout), block.first_row(), block.nq, H, block.h);
+  copy_keys_async<D>(smem, 2, kb, vb, block.j_begin, block.keys(block.j_begin), K, block.kv_head);
   cp_async_commit();
   float row_lse[2], row_delta[2];
-  row_stats(row_lse, row_delta, lse, delta, (b * H + h) * Tq + i0 - Q0, nq, row0, g);
-  uint32_t qa[D / 16][4], doa[D / 16][4];
+  row_stats(row_lse, row_delta, lse, delta, block.stats_at(), block.nq, block.row0, block.g);
+  RowFragments<D> qa(Qs, block.row0, lane), doa(dOs, block.row0, lane);
   float dq_acc[D / 8][4] = {};
 
   int stage = 0;
-  for (int64_t j0 = j_begin; j0 < j_end; j0 += kTile, stage ^= 1) {
-    const int64_t nk = min(int64_t(kTile), j_end - j0), j_next = j0 + kTile;
-    advance_pipeline(j_next < j_end, [&] {
-      copy_keys_async<D>(smem, 2 + 2 * (stage ^ 1), kb, vb, j_next, min(int64_t(kTile), j_end - j_next), K, kv_head);
+  for (int64_t j0 = block.j_begin; j0 < block.j_end; j0 += kTile, stage ^= 1) {
+    const int64_t nk = block.keys(j0), j_next = j0 + kTile;
+    advance_pipeline(j_next < block.j_end, [&] {
+      copy_keys_async<D>(smem, 2 + 2 * (stage ^ 1), kb, vb, j_next, block.keys(j_next), K, block.kv_head);
     });
     const bf16_t* Ks = tile_at<D>(smem, 2 + 2 * stage);
     const bf16_t* Vs = tile_at<D>(smem, 3 + 2 * stage);
-    if (j0 == j_begin) {
-#pragma unroll
-      for (int kk = 0; kk < D / 16; kk++) {
-        load_a(qa[kk], Qs + row0 * ldh + kk * 16, ldh, lane);
-        load_a(doa[kk], dOs + row0 * ldh + kk * 16, ldh, lane);
-      }
+    if (j0 == block.j_begin) {
+      qa.hold();
+      doa.hold();
     }
 
-    const bool mask = needs_mask(i0, nq, kBlockRows, j0, nk, kTile, j0 >= last_row_first);
+    const bool mask = block.needs_mask(j0, nk);
 #pragma unroll
     for (int j = 0; j < kTile / 16; j++) {  // 16 keys at a time
       // S = Q·Kᵀ and dP = dO·Vᵀ: the warp's 16 queries × 16 keys (two 8-key tiles); B(k = d, n = key) is K's
@@ -288,25 +254,14 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
       float s[2][4] = {}, dp[2][4] = {};
 #pragma unroll
       for (int kk = 0; kk < D / 16; kk++) {
-        uint32_t kf[4], vf[4];
+        uint32_t kf[4], vf[4], q_scratch[4], do_scratch[4];
         load_b_rows(kf, Ks + j * 16 * ldh + kk * 16, ldh, lane);
         load_b_rows(vf, Vs + j * 16 * ldh + kk * 16, ldh, lane);
-        mma_pair(s[0], s[1], qa[kk], kf);
-        mma_pair(dp[0], dp[1], doa[kk], vf);
+        mma_pair(s[0], s[1], qa.at(kk, q_scratch), kf);
+        mma_pair(dp[0], dp[1], doa.at(kk, do_scratch), vf);
       }
-      // dS = P ∘ (dP − delta) with P = exp(scale·S − lse), zero where masked.
-#pragma unroll
-      for (int half = 0; half < 2; half++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int row = row0 + g + 8 * (e / 2), col = j * 16 + half * 8 + 2 * t + e % 2;
-          float ds = 0.0f;
-          if (!mask || (row < nq && col < nk && visible_from(i0 + row, j0 + col, first[e / 2]))) {
-            const float p = __expf(s[half][e] * scale - row_lse[e / 2]);
-            ds = p * (dp[half][e] - row_delta[e / 2]);
-          }
-          dp[half][e] = ds;
-        }
+      // dS = P ∘ (dP − delta), zero where masked.
+      backward_scores(s, dp, block, mask, j0, nk, j * 16, row_lse, row_delta, scale);
       // dQ += dS·K (scaled at the end): B(k = key, n = d) is K's rows, transposed.
       uint32_t dsa[4];
       pack_a(dsa, dp);
@@ -320,16 +275,19 @@ __global__ void __launch_bounds__(kThreads) attention_dq_mma_kernel(float* dq, c
     __syncthreads();  // every warp is done with this stage before the next iteration fetches into it
   }
 
-  store_rows<D>(dq + b * Tq * H * D, dq_acc, scale, i0 - Q0, row0, nq, H, h, g, t);
+  store_rows<D>(block.query_rows<D>(dq), dq_acc, scale, block.first_row(), block.row0, block.nq, H, block.h, block.g,
+                block.t);
 }
 
 }  // namespace
+
+bool attention_mma_head_dim(int64_t D) { return MmaHeadDims::has(D); }
 
 void attention_forward_mma(Context& ctx, float* out, float* lse, WeightRef q, WeightRef k, WeightRef v,
                            const AttentionShape& s, const DocumentOffsets& docs) {
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}})) return;
   const ForwardOperands in(ctx, q, k, v, s);
-  with_head_dim(s.D, [&](auto head_dim) {
+  with_head_dim(MmaHeadDims{}, s.D, [&](auto head_dim) {
     constexpr int D = decltype(head_dim)::value;
     static const size_t bytes =
         prepare_kernel(attention_forward_mma_kernel<D>, kForwardBytes<D>, "attention_forward_mma");
@@ -343,14 +301,14 @@ void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const
                             const DocumentOffsets& docs) {
   if (!check_inputs(s, {{q, "q"}, {k, "k"}, {v, "v"}, {dout, "dout"}})) return;
   const BackwardOperands in(ctx, dout, out, q, k, v, s);
-  with_head_dim(s.D, [&](auto head_dim) {
+  with_head_dim(MmaHeadDims{}, s.D, [&](auto head_dim) {
     constexpr int D = decltype(head_dim)::value;
     static const size_t dkdv_bytes =
         prepare_kernel(attention_dkdv_mma_kernel<D>, kDkDvBytes<D>, "attention_dkdv_mma");
     static const size_t dq_bytes = prepare_kernel(attention_dq_mma_kernel<D>, kDqBytes<D>, "attention_dq_mma");
-    launch("attention_dkdv_mma", attention_dkdv_mma_kernel<D>, in.kv_grid, kThreads, dkdv_bytes, ctx.stream(), dk,
-           dv, in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.q_offset(), s.H, s.K,
-           s.window, docs, in.scale);
+    launch("attention_dkdv_mma", attention_dkdv_mma_kernel<D>, in.key_grid(kDkDvSplits<D>), kThreads, dkdv_bytes,
+           ctx.stream(), dk, dv, in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T,
+           s.q_offset(), s.H, s.K, s.window, docs, in.scale);
     launch("attention_dq_mma", attention_dq_mma_kernel<D>, in.q_grid, kThreads, dq_bytes, ctx.stream(), dq,
            in.dout.get(), lse, in.delta.get(), in.q.get(), in.k.get(), in.v.get(), s.T, s.q_offset(), s.H, s.K,
            s.window, docs, in.scale);

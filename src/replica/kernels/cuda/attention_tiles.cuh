@@ -1,5 +1,5 @@
 // What the tensor-core attention kernels share (attention_mma.cu: mma.sync; attention_wgmma.cu: wgmma): the
-// visibility rules, the tile shapes, and the host-side checks and per-head-dim dispatch.
+// visibility rules, the head dims and tile shapes, and the host-side checks and per-head-dim dispatch.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "replica/kernels/cuda/attention.h"
-#include "replica/kernels/cuda/attention_mask.cuh"
+#include "replica/kernels/attention_mask.h"
 #include "replica/kernels/cuda/common.cuh"
 #include "replica/kernels/types.h"
 
@@ -23,7 +23,34 @@ using attention_mask::RowMask;
 using attention_mask::visible_from;
 using attention_mask::visible_until;
 
-constexpr int kMaxD = 128;
+// The head dims a tensor-core family has kernels for (each instantiated per D).
+template <int... Ds>
+struct HeadDims {
+  static constexpr bool has(int64_t D) { return ((D == Ds) || ...); }
+  static std::string list() {
+    std::string text;
+    ((text += (text.empty() ? "" : ", ") + std::to_string(Ds)), ...);
+    return text;
+  }
+};
+// mma.sync: multiples of 16 up to 128, and 192 and 256 (the seed's 16 × 256 head shape).
+using MmaHeadDims = HeadDims<16, 32, 48, 64, 80, 96, 112, 128, 192, 256>;
+// wgmma: multiples of 64, whose products are 64 head dims wide, but 192 (whose dK/dV halves would be 96 wide);
+// every other head dim takes the mma.sync kernels.
+using WgmmaHeadDims = HeadDims<64, 128, 256>;
+
+// Up to D = 128 a warp keeps the A fragments of its rows of Q (and dO) in registers for the whole block. Above, they
+// would not fit beside the D / 8 accumulator tiles (128 registers at D = 256), so the products read them from shared
+// memory on every use (mma.sync: ldmatrix per fragment; wgmma: A through a descriptor).
+template <int D>
+constexpr bool kRowsInRegisters = D <= 128;
+
+// Up to D = 128 a dK/dV block accumulates all D columns of both; above (256 registers of accumulators at D = 256), it
+// accumulates D / 2 of them, and two blocks share each key tile, each computing Sᵀ and dPᵀ over all D.
+template <int D>
+constexpr int kDkDvSplits = D > 128 ? 2 : 1;
+template <int D>
+constexpr int kDkDvColumns = D / kDkDvSplits<D>;
 
 // Row stride (elements) of a bf16 [rows][D] tile (Q, K, V, dO): padded by 16 bytes so that the 8 rows a
 // fragment load touches start in different banks.
@@ -64,20 +91,11 @@ size_t prepare_kernel(Kernel kernel, size_t bytes, const char* name) {
   return bytes;
 }
 
-// Calls f(std::integral_constant<int, D>) for the supported head dims.
-template <typename F>
-void with_head_dim(int64_t D, F&& f) {
-  switch (D) {
-    case 16: return f(std::integral_constant<int, 16>{});
-    case 32: return f(std::integral_constant<int, 32>{});
-    case 48: return f(std::integral_constant<int, 48>{});
-    case 64: return f(std::integral_constant<int, 64>{});
-    case 80: return f(std::integral_constant<int, 80>{});
-    case 96: return f(std::integral_constant<int, 96>{});
-    case 112: return f(std::integral_constant<int, 112>{});
-    case 128: return f(std::integral_constant<int, 128>{});
-    default: throw std::logic_error("attention bf16: unreachable head dim");  // check_shape rejects the rest
-  }
+// Calls f(std::integral_constant<int, D>) for head dim D, one of the set Ds.
+template <int... Ds, typename F>
+void with_head_dim(HeadDims<Ds...>, int64_t D, F&& f) {
+  const bool called = ((D == Ds && (f(std::integral_constant<int, Ds>{}), true)) || ...);
+  if (!called) throw std::logic_error("attention bf16: unreachable head dim");  // check_shape rejects the rest
 }
 
 inline void check_aligned(const void* p, const char* name) {
@@ -87,9 +105,10 @@ inline void check_aligned(const void* p, const char* name) {
 }
 
 inline void check_shape(const AttentionShape& s) {
-  if (s.D < 16 || s.D > kMaxD || s.D % 16 != 0)
-    throw std::invalid_argument("attention bf16: head dim D must be a multiple of 16 in [16, 128] (tensor-core "
-                                "tiles), got D = " + std::to_string(s.D) + "; use attention_forward (fp32)");
+  if (!MmaHeadDims::has(s.D))
+    throw std::invalid_argument("attention bf16: head dim D must be one of " + MmaHeadDims::list() +
+                                " (tensor-core tiles), got D = " + std::to_string(s.D) +
+                                "; use attention_forward (fp32)");
   if (s.K <= 0 || s.H % s.K != 0)
     throw std::invalid_argument("attention bf16: query heads must be a multiple of KV heads");
 }

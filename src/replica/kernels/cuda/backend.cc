@@ -194,7 +194,7 @@ class CudaBackend final : public Backend {
   // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have; the fp32
   // kernels run everything else, and everything when chosen (to tell the kernels apart).
   bool tensor_core_attention(const AttentionShape& s, Precision p) const {
-    return p == Precision::bf16 && s.D % 16 == 0 && s.D <= 128 && attention_ != AttentionKernel::fp32;
+    return p == Precision::bf16 && cuda::attention_mma_head_dim(s.D) && attention_ != AttentionKernel::fp32;
   }
   void attention_forward(float* out, float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
                          const DocumentOffsets& docs, Precision p) override {

@@ -2,6 +2,7 @@
 // a score is 32 partial products summed by warp_sum, and every lane updates its part of the output accumulator.
 #include <stdexcept>
 
+#include "replica/kernels/attention_mask.h"
 #include "replica/kernels/cuda/cached_attention.h"
 #include "replica/kernels/cuda/common.cuh"
 
@@ -16,7 +17,7 @@ __global__ void cached_attention_kernel(float* out, const float* q, const float*
                                         const float* k_cache, const float* v_cache, CachedAttentionShape s,
                                         float scale) {
   const int64_t r = blockIdx.x / s.H, h = blockIdx.x % s.H, kv = h / (s.H / s.K);
-  const int64_t i = s.position + r, first = s.window > 0 && i >= s.window ? i - s.window + 1 : 0;
+  const int64_t i = s.position + r, first = attention_mask::sequence_mask(s.position + s.n, s.window).first_key(i);
   const int lane = threadIdx.x;
   const int per_lane = int(ceil_div(s.D, kLanes));
   float qs[kMaxPerLane], acc[kMaxPerLane];
