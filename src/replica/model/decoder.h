@@ -32,7 +32,6 @@ class Decoder {
   int64_t max_positions() const { return cache_.max_positions(); }
   const KvCache& cache() const { return cache_; }
   const ModelConfig& config() const { return model_.config(); }
-  const Transformer& model() const { return model_; }
 
  private:
   Transformer model_;
