@@ -78,7 +78,8 @@ int run(int argc, char** argv) {
   for (int32_t& id : prompt) id = int32_t(rng() % uint32_t(std::min<int64_t>(config.vocab_size, 100278)));
 
   std::vector<Timing> runs;
-  for (int r = 0; r < repeats; r++) runs.push_back(generate_once(config, weights.data(), precision, prompt, new_tokens, backend));
+  for (int r = 0; r < repeats; r++)
+    runs.push_back(generate_once(config, weights.data(), precision, prompt, new_tokens, backend));
   for (const Timing& t : runs)
     if (t.checksum != runs[0].checksum) throw std::runtime_error("a repeat gave other logits");
   std::vector<double> decode;
