@@ -128,17 +128,17 @@ int run(int argc, char** argv) {
   backend.convert_to_bf16(k.data(), k16.data(), nk);
   backend.convert_to_bf16(v.data(), v16.data(), nk);
   for (AttentionKernel wanted : kernels) {
-    const AttentionKernel kernel = backend.use_attention(wanted);
+    const AttentionKernel kernel = backend.resolve_attention(wanted);
     const bool tensor_cores = kernel != AttentionKernel::fp32;
     const Precision p = tensor_cores ? Precision::bf16 : Precision::fp32;
     const WeightRef q_in(q.data(), tensor_cores ? q16.data() : nullptr),
         k_in(k.data(), tensor_cores ? k16.data() : nullptr), v_in(v.data(), tensor_cores ? v16.data() : nullptr);
-    auto forward = [&] { backend.attention_forward(out.data(), lse.data(), q_in, k_in, v_in, s, docs, p); };
+    auto forward = [&] { backend.attention_forward(out.data(), lse.data(), q_in, k_in, v_in, s, docs, p, kernel); };
     const double fwd = median_seconds(backend, int(reps), forward);
     const double both = median_seconds(backend, int(reps), [&] {
       forward();
       backend.attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q_in, k_in,
-                                 v_in, s, docs, p);
+                                 v_in, s, docs, p, kernel);
     });
     const double fwd_tflops = forward_flops / fwd / 1e12, both_tflops = 3 * forward_flops / both / 1e12;
     fmt::print("| {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} |\n", attention_kernel_name(kernel), shape, 1e3 * fwd,

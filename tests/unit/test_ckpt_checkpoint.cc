@@ -10,6 +10,7 @@
 
 #include "replica/ckpt/checkpoint.h"
 #include "replica/ckpt/manifest.h"
+#include "replica/ckpt/model_source.h"
 #include "replica/ckpt/safetensors.h"
 #include "replica/ckpt/saver.h"
 #include "replica/core/error.h"
@@ -113,6 +114,25 @@ TEST(CkptCheckpoint, RoundTripIsExact) {
 
 // Found by fuzz.train_state under UBSan: an integer too long for int64 parses as a double, which nlohmann's get<>
 // converted to int64 (undefined behaviour); a fraction was truncated and -1 wrapped into the uint64 epoch.
+// eval and generate run a checkpoint's model with the attention kernel its run recorded, on a GPU.
+TEST(CkptCheckpoint, RecordedAttentionIsTheRunsOnAGpuAndTheOneKernelOnTheCpu) {
+  const Dir d;
+  const Tensors t(0.5f);
+  auto checkpoint = [&](const std::string& name, const std::string& recipe) {
+    TrainState s = t.state(1);
+    s.recipe = recipe;
+    return write_checkpoint((d.path / name).string(), {&t.table, t.params.data(), t.m.data(), t.v.data()}, s, 0);
+  };
+  const std::string wgmma = checkpoint("wgmma", "train:\n  attention: wgmma\n");
+  EXPECT_EQ(recorded_attention(wgmma, Device::cuda), AttentionKernel::wgmma);
+  EXPECT_EQ(recorded_attention(wgmma, Device::cpu), AttentionKernel::automatic);
+  EXPECT_EQ(recorded_attention(checkpoint("older", "run: {}\n"), Device::cuda), AttentionKernel::automatic);
+  EXPECT_EQ(recorded_attention(d.path.string(), Device::cuda), AttentionKernel::automatic) << "no checkpoint";
+  const std::string bad =
+      error_of([&] { recorded_attention(checkpoint("bad", "train: {attention: wmma}\n"), Device::cuda); });
+  EXPECT_NE(bad.find("train_state.json: train.attention"), std::string::npos) << bad;
+}
+
 TEST(CkptCheckpoint, TrainStateIntegersMustBeIntegersInRange) {
   const Tensors t(0.25f);
   const nlohmann::json good = train_state_to_json(t.state(7));

@@ -121,11 +121,11 @@ TEST(Backend, AttentionKernelNamesParseAndBadNamesAreRefused) {
 }
 
 TEST(Backend, CpuAttentionIsFp32AndTensorCoreKernelsNeedCuda) {
-  EXPECT_EQ(cpu_backend().use_attention(AttentionKernel::automatic), AttentionKernel::fp32);
-  EXPECT_EQ(cpu_backend().use_attention(AttentionKernel::fp32), AttentionKernel::fp32);
+  EXPECT_EQ(cpu_backend().resolve_attention(AttentionKernel::automatic), AttentionKernel::fp32);
+  EXPECT_EQ(cpu_backend().resolve_attention(AttentionKernel::fp32), AttentionKernel::fp32);
   for (AttentionKernel k : {AttentionKernel::mma, AttentionKernel::wgmma}) {
     try {
-      cpu_backend().use_attention(k);
+      cpu_backend().resolve_attention(k);
       FAIL() << attention_kernel_name(k) << " accepted on the CPU";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("needs train.device=cuda"), std::string::npos) << e.what();
@@ -133,14 +133,15 @@ TEST(Backend, CpuAttentionIsFp32AndTensorCoreKernelsNeedCuda) {
   }
 }
 
-// attention_forward's out on `backend` for random q, k, v of shape s.
-std::vector<float> attention_out(Backend& backend, const AttentionShape& s, Precision p) {
+// attention_forward's out on `backend` for random q, k, v of shape s, with `kernel`.
+std::vector<float> attention_out(Backend& backend, const AttentionShape& s, Precision p, AttentionKernel kernel) {
   const size_t nq = size_t(s.B * s.T * s.H * s.D), nk = size_t(s.B * s.T * s.K * s.D);
   std::vector<float> host(nq + 2 * nk);
   for (size_t i = 0; i < host.size(); i++) host[i] = float(int((i * 2654435761u >> 16) % 2001) - 1000) / 500.0f;
   DeviceArray<float> qkv(backend, host.size()), out(backend, nq), lse(backend, size_t(s.B * s.H * s.T));
   backend.to_device(qkv.data(), host.data(), host.size() * sizeof(float));
-  backend.attention_forward(out.data(), lse.data(), qkv.data(), qkv.data() + nq, qkv.data() + nq + nk, s, {}, p);
+  backend.attention_forward(out.data(), lse.data(), qkv.data(), qkv.data() + nq, qkv.data() + nq + nk, s, {}, p,
+                            kernel);
   std::vector<float> result(nq);
   backend.to_host(result.data(), out.data(), nq * sizeof(float));
   return result;
@@ -150,21 +151,23 @@ TEST(Backend, CudaAttentionKernelIsTheOneChosen) {
   if (!cuda_available()) GTEST_SKIP() << "no GPU visible (CI runs this on the CPU emulation of CUDA)";
   Backend& gpu = backend_for(Device::cuda);
   const AttentionShape tensor_core{1, 40, 2, 1, 16, 0}, odd_head{1, 40, 2, 1, 8, 0};
-  EXPECT_EQ(gpu.use_attention(AttentionKernel::fp32), AttentionKernel::fp32);
-  const std::vector<float> fp32 = attention_out(gpu, tensor_core, Precision::fp32);
-  EXPECT_EQ(attention_out(gpu, tensor_core, Precision::bf16), fp32) << "fp32 chosen: bf16 calls run the fp32 kernel";
-  const std::vector<float> fp32_odd = attention_out(gpu, odd_head, Precision::fp32);
+  using enum AttentionKernel;
+  EXPECT_EQ(gpu.resolve_attention(fp32), fp32);
+  const std::vector<float> exact = attention_out(gpu, tensor_core, Precision::fp32, fp32);
+  EXPECT_EQ(attention_out(gpu, tensor_core, Precision::bf16, fp32), exact)
+      << "fp32 chosen: bf16 calls run the fp32 kernel";
+  const std::vector<float> exact_odd = attention_out(gpu, odd_head, Precision::fp32, fp32);
 
-  EXPECT_EQ(gpu.use_attention(AttentionKernel::automatic), AttentionKernel::mma);
-  const std::vector<float> mma = attention_out(gpu, tensor_core, Precision::bf16);
-  EXPECT_NE(mma, fp32) << "mma chosen: bf16 calls round their operands on tensor cores";
-  for (size_t i = 0; i < mma.size(); i++) ASSERT_NEAR(mma[i], fp32[i], 2e-2) << i;
-  EXPECT_EQ(attention_out(gpu, tensor_core, Precision::fp32), fp32) << "fp32 calls stay fp32";
-  EXPECT_EQ(attention_out(gpu, odd_head, Precision::bf16), fp32_odd) << "a head size mma lacks falls back to fp32";
+  EXPECT_EQ(gpu.resolve_attention(automatic), mma);
+  const std::vector<float> tensor_cores = attention_out(gpu, tensor_core, Precision::bf16, mma);
+  EXPECT_NE(tensor_cores, exact) << "mma chosen: bf16 calls round their operands on tensor cores";
+  for (size_t i = 0; i < tensor_cores.size(); i++) ASSERT_NEAR(tensor_cores[i], exact[i], 2e-2) << i;
+  EXPECT_EQ(attention_out(gpu, tensor_core, Precision::bf16, automatic), tensor_cores) << "automatic is mma";
+  EXPECT_EQ(attention_out(gpu, tensor_core, Precision::fp32, mma), exact) << "fp32 calls stay fp32";
+  EXPECT_EQ(attention_out(gpu, odd_head, Precision::bf16, mma), exact_odd) << "a head size mma lacks falls back to fp32";
 
-  EXPECT_EQ(gpu.use_attention(AttentionKernel::wgmma), AttentionKernel::wgmma);
-  EXPECT_EQ(gpu.use_attention(AttentionKernel::mma), AttentionKernel::mma);
-  gpu.use_attention(AttentionKernel::automatic);  // the process's backend: as the other tests expect it
+  EXPECT_EQ(gpu.resolve_attention(wgmma), wgmma);
+  EXPECT_EQ(gpu.resolve_attention(mma), mma);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// The decoder (KV-cache generation) against the PyTorch reference fixtures: greedy decoding gives exactly the ids
-// of the reference's full-recompute greedy loop (prompt + generation longer than the sliding windows), and the
-// logits after each appended chunk equal the full forward's at that position. *Cuda: the same on the CUDA backend.
+// The decoder (KV-cache generation: the Transformer's one forward with the cache as its context attention) against
+// the PyTorch reference fixtures: greedy decoding gives exactly the ids of the reference's full-recompute greedy loop
+// (prompt + generation longer than the sliding windows), and the logits after each appended chunk equal the full
+// forward's at that position. *Cuda: the same on the CUDA backend.
 #include <gtest/gtest.h>
 
 #include <algorithm>

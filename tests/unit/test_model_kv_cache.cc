@@ -1,9 +1,11 @@
-// The KV cache (model/kv_cache.h): a ring of W slots on sliding layers and every position on full ones, and stores
-// that land each position in slot position % capacity, wrapping, with only the last `capacity` of a long chunk.
+// The KV cache (model/kv_cache.h): a ring of W slots on sliding layers and every position on full ones, stores that
+// land each position in slot position % capacity, wrapping, with only the last `capacity` of a long chunk, and the
+// cache as a forward-only context attention.
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "replica/core/error.h"
 #include "replica/model/kv_cache.h"
 
 namespace replica::model {
@@ -54,6 +56,27 @@ TEST(KvCache, StoresWrapAroundTheRing) {
     }
   const KvCache::Layer& full = cache.layer(1);
   EXPECT_EQ(std::vector<float>(full.k.data(), full.k.data() + 16), rows(0, 8, 1));
+}
+
+// As the forward's context attention (model/context_attention.h): a pass starts where the stored positions end, the
+// RoPE rows cover every position it has room for, and there is no backward.
+TEST(KvCache, IsAForwardOnlyContextThatAdvancesByPass) {
+  KvCache cache(two_layers(), 20, cpu_backend());
+  EXPECT_EQ(cache.position(), 0);
+  EXPECT_EQ(cache.rope_rows(5).first, 0);
+  EXPECT_EQ(cache.rope_rows(5).end, 20);
+  cache.advance(6);
+  cache.advance(1);
+  EXPECT_EQ(cache.position(), 7);
+  EXPECT_THROW(cache.advance(14), Error);
+  const AttentionShape one{1, 1, 2, 1, 2, 4};
+  float x[4] = {};
+  try {
+    cache.backward(0, x, x, x, x, x, x, x, x, x, one, Precision::fp32, AttentionKernel::fp32);
+    FAIL() << "a backward through the cache ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no backward"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

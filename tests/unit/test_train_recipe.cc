@@ -213,12 +213,12 @@ TEST(Recipe, NumericsAndDataSettingsAreKeys) {
   // What changes a run's numbers or data is in the recipe (and so in config.yaml and every checkpoint), not in the
   // environment: the attention kernel, the profile, the instance filter. The defaults: auto, off, off.
   const Recipe defaults = load_recipe_text(kMinimal, "minimal", {}, false);
-  EXPECT_EQ(defaults.train.attention, AttentionKernel::automatic);
+  EXPECT_EQ(defaults.step.attention, AttentionKernel::automatic);
   EXPECT_FALSE(defaults.train.profile);
   EXPECT_FALSE(defaults.loader.filter.enabled);
   const Recipe r = load_recipe_text(
       kMinimal, "minimal", {"train.attention=wgmma", "train.profile=true", "data.instance_filter=true"}, false);
-  EXPECT_EQ(r.train.attention, AttentionKernel::wgmma);
+  EXPECT_EQ(r.step.attention, AttentionKernel::wgmma);
   EXPECT_TRUE(r.train.profile);
   EXPECT_TRUE(r.loader.filter.enabled);
   const std::string yaml = r.to_yaml();

@@ -238,6 +238,8 @@ TrainState read_checkpoint_state(const std::string& dir, CheckpointRead what) {
 
 model::ModelConfig read_checkpoint_model_config(const std::string& dir) { return parse_state_file(dir).model; }
 
+std::string read_checkpoint_recipe(const std::string& dir) { return parse_state_file(dir).recipe; }
+
 static void read_tensors(const SafetensorsReader& reader, const model::ParamTable& table, const std::string& prefix,
                          float* dst) {
   for (const model::ParamEntry& e : table.entries()) {

@@ -81,6 +81,8 @@ enum class CheckpointRead { weights, weights_and_moments };
 TrainState read_checkpoint_state(const std::string& dir, CheckpointRead what);
 // The model config stored in train_state.json (no checksum pass: for sizing a model before loading it).
 model::ModelConfig read_checkpoint_model_config(const std::string& dir);
+// The resolved recipe YAML stored in train_state.json (no checksum pass).
+std::string read_checkpoint_recipe(const std::string& dir);
 
 // Reads the weights (and, when exp_avg is set, the Adam moments) into buffers laid out by `table`,
 // checking every tensor's presence and shape. Call read_checkpoint_state() first to verify checksums.

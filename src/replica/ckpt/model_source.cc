@@ -1,6 +1,8 @@
 // Models from HF directories or replica checkpoints.
 #include "replica/ckpt/model_source.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
 
 #include "replica/ckpt/checkpoint.h"
@@ -49,6 +51,25 @@ void load_model_source_params(const std::string& path, const model::ModelConfig&
   if (!is_checkpoint_dir(path)) return load_hf_params(path, table, params);
   read_checkpoint_state(path, CheckpointRead::weights);  // verifies the checksums
   read_checkpoint_tensors(path, table, params);
+}
+
+AttentionKernel recorded_attention(const std::string& path, Device device) {
+  if (device == Device::cpu || !is_checkpoint_dir(path)) return AttentionKernel::automatic;
+  const std::string where = (std::filesystem::path(path) / "train_state.json").string();
+  YAML::Node recipe;
+  try {
+    recipe = YAML::Load(read_checkpoint_recipe(path));
+  } catch (const YAML::Exception& e) {
+    fail("{}: the saved recipe is not valid YAML ({})", where, e.what());
+  }
+  const YAML::Node train = recipe.IsMap() ? recipe["train"] : YAML::Node();
+  const YAML::Node kernel = train.IsMap() ? train["attention"] : YAML::Node();
+  if (!kernel.IsScalar()) return AttentionKernel::automatic;  // a recipe from before train.attention
+  try {
+    return parse_attention_kernel(kernel.Scalar());
+  } catch (const Error& e) {
+    fail("{}: train.attention of the saved recipe: {}", where, e.what());
+  }
 }
 
 HfModel load_model_source(const std::string& source) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "replica/ckpt/hf.h"
+#include "replica/kernels/backend.h"
 
 namespace replica::ckpt {
 
@@ -25,5 +26,11 @@ void load_model_source_params(const std::string& path, const model::ModelConfig&
 
 // Config and weights together, of `path` or, for a run directory, of its latest checkpoint (resolve_model_source).
 HfModel load_model_source(const std::string& path);
+
+// The attention kernel to run `path`'s model with on `device` (Transformer::use_attention), so that evaluation and
+// generation compute as the run did: on cuda, the kernel its run recorded (train.attention of a replica checkpoint's
+// recipe, as the trainer resolved it), automatic for a model that has none (an HF directory, an OLMo-core
+// checkpoint); on the CPU automatic, its one kernel (fp32), whatever a GPU run recorded.
+AttentionKernel recorded_attention(const std::string& path, Device device);
 
 }  // namespace replica::ckpt

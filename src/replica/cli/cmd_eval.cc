@@ -34,7 +34,8 @@ static Command eval_command(
     "eval", "Evaluate a model: held-out loss, domain perplexity + bits/byte, lm-eval tasks, KL vs a reference",
     [](CLI::App& app) {
       struct Options {
-        std::string model, suite = "default", reference, tasks_dir, tokenizer, precision = "fp32", device = "cpu";
+        std::string model, suite = "default", reference, tasks_dir, tokenizer, precision = "fp32", device = "cpu",
+                    attention;
         bool json = false;
         int threads = 0;
         int64_t batch_tokens = 0;
@@ -59,6 +60,8 @@ static Command eval_command(
       app.add_option("--threads", o->threads, "CPU threads (default: one per free core)")
           ->check(CLI::Range(int64_t{0}, kMaxThreads));
       app.add_option("--device", o->device, "cpu or cuda");
+      app.add_option("--attention", o->attention,
+                     "auto, mma, wgmma or fp32 (default: on cuda the kernel the checkpoint's run recorded)");
       app.add_flag("--json", o->json, "print the results as one JSON object instead of tables");
       return std::function<int()>([o] {
         if (const std::string threads = set_num_threads(o->threads); !threads.empty())
@@ -81,8 +84,12 @@ static Command eval_command(
         if (o->num_fewshot) eval::set_num_fewshot(spec, *o->num_fewshot);
         ckpt::HfModel hf = ckpt::load_model_source(o->model);
         if (!spec.kl.reference.empty()) check_reference(spec.kl.reference, hf.config);
-        Backend& backend = backend_for(parse_device(o->device));
+        const Device device = parse_device(o->device);
+        Backend& backend = backend_for(device);
         model::Transformer model(hf.config, parse_precision(o->precision.c_str()), model::Remat::none, backend);
+        model.use_attention(o->attention.empty()
+                                ? ckpt::recorded_attention(ckpt::resolve_model_source(o->model), device)
+                                : parse_attention_kernel(o->attention));
         data::Tokenizer tokenizer = data::Tokenizer::load(o->tokenizer.empty() ? data::default_ranks_path() : o->tokenizer);
         EvalConsole console(o->json);
         if (eval::is_builtin_suite(o->suite) && tasks_dir == "tests/fixtures/eval" && spec.tasks.enabled)

@@ -18,7 +18,7 @@ static Command generate_command(
     "generate", "Continue a prompt with a model (HF directory, checkpoint or run directory), streamed",
     [](CLI::App& app) {
       struct Options {
-        std::string model, prompt, tokenizer, precision = "fp32", device = "cpu";
+        std::string model, prompt, tokenizer, precision = "fp32", device = "cpu", attention;
         int64_t max_new_tokens = 64;
         model::SamplingConfig sampling;
         int threads = 0;
@@ -41,6 +41,8 @@ static Command generate_command(
       app.add_option("--device", o->device, "cpu or cuda")->capture_default_str();
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)")
           ->capture_default_str();
+      app.add_option("--attention", o->attention,
+                     "auto, mma, wgmma or fp32 (default: on cuda the kernel the checkpoint's run recorded)");
       app.add_option("--threads", o->threads, "CPU threads (default: one per free core)");
       app.add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken (default: data/tokenizer/)");
       return std::function<int()>([o] {
@@ -50,7 +52,8 @@ static Command generate_command(
         if (const std::string threads = set_num_threads(o->threads); !threads.empty())
           fmt::print(stderr, "threads: {} (--threads N to choose)\n", threads);
         const Precision precision = parse_precision(o->precision.c_str());
-        Backend& backend = backend_for(parse_device(o->device));
+        const Device device = parse_device(o->device);
+        Backend& backend = backend_for(device);
         const data::Tokenizer tokenizer =
             data::Tokenizer::load(o->tokenizer.empty() ? data::default_ranks_path() : o->tokenizer);
         const std::string source = ckpt::resolve_model_source(o->model);
@@ -68,7 +71,9 @@ static Command generate_command(
         config.sampling = o->sampling;
         const OnBackend weights(backend, hf.params);
         model::Decoder decoder(hf.config, weights.data(), precision,
-                               model::generation_positions(int64_t(prompt.size()), o->max_new_tokens), backend);
+                               model::generation_positions(int64_t(prompt.size()), o->max_new_tokens), backend,
+                               o->attention.empty() ? ckpt::recorded_attention(source, device)
+                                                    : parse_attention_kernel(o->attention));
 
         fmt::print(stderr, "{}: {} prompt tokens, {:.1f} MiB KV cache, {}\n", source, prompt.size(),
                    double(decoder.cache().bytes()) / double(1 << 20),

@@ -115,8 +115,8 @@ void ContextParallel::add_scattered(float* dk, float* dv, Slot& slot, const Chun
 
 // Chunk c + 1's gather starts before chunk c's kernel is queued, into the other slot, which the kernel of chunk
 // c − 1 (queued before it) was the last to read.
-void ContextParallel::forward(float* out, float* lse, const float* q, const float* k, const float* v,
-                              const AttentionShape& local, Precision precision) {
+void ContextParallel::forward(int64_t, float* out, float* lse, const float* q, const float* k, const float* v,
+                              const AttentionShape& local, Precision precision, AttentionKernel kernel) {
   const int64_t D = local.D, end = position() + slice_, n_chunks = chunks(local);
   std::unique_ptr<PendingExchange> gathered = start_gather(slot(0), k, v, chunk(local, 0), local);
   for (int64_t c = 0; c < n_chunks; c++) {
@@ -132,16 +132,17 @@ void ContextParallel::forward(float* out, float* lse, const float* q, const floa
       oc = at_least(out_, be_, size_t(slice_ * ch.Hc * D));
     }
     const AttentionShape s{1, end, ch.Hc, ch.Kc, D, local.window, slice_};
-    be_.attention_forward(oc, lse + ch.h0 * slice_, qc, slot(c).k.data(), slot(c).v.data(), s, docs_, precision);
+    be_.attention_forward(oc, lse + ch.h0 * slice_, qc, slot(c).k.data(), slot(c).v.data(), s, docs_, precision,
+                          kernel);
     if (!ch.all) copy_heads(be_, out, local.H, ch.h0, oc, ch.Hc, 0, ch.Hc, slice_, D);
   }
 }
 
 // As the forward, and chunk c's reduce-scatter starts once its kernel is queued; chunk c − 1's is waited for (and
 // added) after that, so that it is done before chunk c + 1's kernel writes the same slot's dK and dV.
-void ContextParallel::backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
-                               const float* q, const float* k, const float* v, const AttentionShape& local,
-                               Precision precision) {
+void ContextParallel::backward(int64_t, float* dq, float* dk, float* dv, const float* dout, const float* out,
+                               const float* lse, const float* q, const float* k, const float* v,
+                               const AttentionShape& local, Precision precision, AttentionKernel kernel) {
   const int64_t D = local.D, end = position() + slice_, keys = slice_ * group_.size(), n_chunks = chunks(local);
   std::unique_ptr<PendingExchange> gathered = start_gather(slot(0), k, v, chunk(local, 0), local), scattered;
   for (int64_t c = 0; c < n_chunks; c++) {
@@ -167,7 +168,7 @@ void ContextParallel::backward(float* dq, float* dk, float* dv, const float* dou
     }
     const AttentionShape s{1, end, ch.Hc, ch.Kc, D, local.window, slice_};
     be_.attention_backward(dqc, dkw, dvw, doutc, outc, lse + ch.h0 * slice_, qc, sl.k.data(), sl.v.data(), s, docs_,
-                           precision);
+                           precision, kernel);
     be_.zero(dkw + tail, whole_floats - tail);  // keys after this slice: no query of it sees them
     be_.zero(dvw + tail, whole_floats - tail);
     if (!ch.all) copy_heads(be_, dq, local.H, ch.h0, dqc, ch.Hc, 0, ch.Hc, slice_, D);

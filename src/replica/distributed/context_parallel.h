@@ -39,11 +39,12 @@ class ContextParallel final : public model::ContextAttention {
   void set_sequence(int64_t T, std::span<const int32_t> doc_offsets);
   int64_t position() const override { return int64_t(group_.rank()) * slice_; }
 
-  void forward(float* out, float* lse, const float* q, const float* k, const float* v, const AttentionShape& local,
-               Precision precision) override;
-  void backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
-                const float* q, const float* k, const float* v, const AttentionShape& local,
-                Precision precision) override;
+  // Every layer the same way (`layer` is not needed: each call gathers its own keys and values).
+  void forward(int64_t layer, float* out, float* lse, const float* q, const float* k, const float* v,
+               const AttentionShape& local, Precision precision, AttentionKernel kernel) override;
+  void backward(int64_t layer, float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
+                const float* q, const float* k, const float* v, const AttentionShape& local, Precision precision,
+                AttentionKernel kernel) override;
 
   // The floats of one layer's exchange per rank (the bench's and the plan's formula): the forward all-gathers K
   // and V, the backward gathers them again and reduce-scatters dK and dV, each moving (N − 1)/N of the T·K·D

@@ -57,6 +57,7 @@ class KlSurface final : public Surface {
     const SuiteSpec::Kl& spec = ctx.spec.kl;
     ckpt::HfModel ref = ckpt::load_model_source(spec.reference);
     model::Transformer reference(ref.config, model.precision(), model::Remat::none, model.backend());
+    reference.use_attention(model.attention());  // both models' attention computed alike
     const OnBackend ref_params(model.backend(), ref.params);
     auto r = std::make_unique<KlSurfaceResult>();
     r->reference = spec.reference;

@@ -97,19 +97,20 @@ class Backend {
                             int64_t D) = 0;
   virtual void rope_backward(float* dx, const float* cos, const float* sin, int64_t B, int64_t T, int64_t heads,
                              int64_t D) = 0;
-  // Selects the attention kernel of every later attention call and returns the one chosen (never automatic):
-  // the CPU has fp32 only (mma and wgmma are a replica::Error); CUDA runs mma, wgmma or fp32, automatic = mma.
-  // Before any call, as automatic.
-  virtual AttentionKernel use_attention(AttentionKernel wanted) = 0;
-  // `precision` lets a backend run the attention products in bf16 on tensor cores (the kernel use_attention
-  // chose, for the head sizes it has; fp32 otherwise); the CPU is always fp32. `docs`: the packed rows'
-  // documents (backend memory), or none. q, k, v: fp32 and, where the caller has them, their bf16 copies, which
-  // the tensor-core kernels then read instead of rounding their own.
+  // The attention kernel this backend runs for `wanted` (never automatic): the CPU has fp32 only (mma and wgmma
+  // are a replica::Error); CUDA runs mma, wgmma or fp32, automatic = mma. The model holds the result as its option
+  // (Transformer::use_attention) and passes it to every attention call: the backend keeps no mode.
+  virtual AttentionKernel resolve_attention(AttentionKernel wanted) const = 0;
+  // `precision` and `kernel` (automatic: the backend's default) let a backend run the attention products in bf16 on
+  // tensor cores (mma or wgmma, for the head sizes they take; fp32 otherwise); the CPU is always fp32. `docs`: the
+  // packed rows' documents (backend memory), or none. q, k, v: fp32 and, where the caller has them, their bf16
+  // copies, which the tensor-core kernels then read instead of rounding their own.
   virtual void attention_forward(float* out, float* lse, WeightRef q, WeightRef k, WeightRef v,
-                                 const AttentionShape& s, const DocumentOffsets& docs, Precision precision) = 0;
+                                 const AttentionShape& s, const DocumentOffsets& docs, Precision precision,
+                                 AttentionKernel kernel) = 0;
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out,
                                   const float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
-                                  const DocumentOffsets& docs, Precision precision) = 0;
+                                  const DocumentOffsets& docs, Precision precision, AttentionKernel kernel) = 0;
   // s16, dg16, du16 (when given): the outputs rounded to bf16, for the products that take them next.
   virtual void swiglu_forward(float* s, bf16* s16, const float* g, const float* u, int64_t n) = 0;
   virtual void swiglu_backward(float* dg, float* du, bf16* dg16, bf16* du16, const float* ds, const float* g,

@@ -114,17 +114,17 @@ class ForwardingBackend : public Backend {
     Call call(*this, "rope_backward", 8.0 * double(B * T * heads * D));
     inner_.rope_backward(dx, cos, sin, B, T, heads, D);
   }
-  AttentionKernel use_attention(AttentionKernel wanted) override { return inner_.use_attention(wanted); }
+  AttentionKernel resolve_attention(AttentionKernel wanted) const override { return inner_.resolve_attention(wanted); }
   void attention_forward(float* out, float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
-                         const DocumentOffsets& docs, Precision p) override {
+                         const DocumentOffsets& docs, Precision p, AttentionKernel kernel) override {
     Call call(*this, [&] { return fmt::format("attention_forward W={}", s.window); });
-    inner_.attention_forward(out, lse, q, k, v, s, docs, p);
+    inner_.attention_forward(out, lse, q, k, v, s, docs, p, kernel);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s, const DocumentOffsets& docs,
-                          Precision p) override {
+                          Precision p, AttentionKernel kernel) override {
     Call call(*this, [&] { return fmt::format("attention_backward W={}", s.window); });
-    inner_.attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, docs, p);
+    inner_.attention_backward(dq, dk, dv, dout, out, lse, q, k, v, s, docs, p, kernel);
   }
   void swiglu_forward(float* s, bf16* s16, const float* g, const float* u, int64_t n) override {
     Call call(*this, "swiglu_forward", double(n) * (s16 ? 14.0 : 12.0));

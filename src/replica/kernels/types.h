@@ -18,9 +18,9 @@ enum class Precision { fp32, bf16 };
 const char* precision_name(Precision p);
 Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::Error
 
-// Which kernel runs attention (the recipe's train.attention; Backend::use_attention resolves it): fp32 on
-// CUDA cores or the CPU, or, in bf16 precision, tensor cores through mma.sync or Hopper's wgmma. automatic
-// is the backend's default choice.
+// Which kernel runs attention (the recipe's train.attention): fp32 on CUDA cores or the CPU, or, in bf16 precision,
+// tensor cores through mma.sync or Hopper's wgmma. automatic is the backend's default choice. A model option
+// (Transformer::use_attention, resolved by Backend::resolve_attention) that every attention call is given.
 enum class AttentionKernel { automatic, mma, wgmma, fp32 };
 const char* attention_kernel_name(AttentionKernel k);            // "auto", "mma", "wgmma", "fp32"
 AttentionKernel parse_attention_kernel(const std::string& text);  // one of those names, else replica::Error

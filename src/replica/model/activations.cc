@@ -10,20 +10,21 @@
 namespace replica::model {
 
 Transformer::ActivationShape::ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision,
-                                        bool training, int64_t position, bool context_parallel)
-    : B(B), T(T), N(B * T), position(position), C(size_t(c.d_model)), F(size_t(c.ffn_hidden)), HD(size_t(c.q_width())),
+                                        bool training, RopeRows rope, bool through_context)
+    : B(B), T(T), N(B * T), rope(rope), C(size_t(c.d_model)), F(size_t(c.ffn_hidden)), HD(size_t(c.q_width())),
       KD(size_t(c.kv_width())), lse(size_t(B * c.n_heads * T)), layers(size_t(c.n_layers)),
       per_layer_gemms(training && (remat == Remat::none || remat == Remat::selective)),
       per_layer_attention(training && remat != Remat::block), per_layer_cheap(training && remat == Remat::none),
       rope_plain(0), rope_yarn(0), training(training),
       bf16(precision == Precision::bf16), pre_norm(c.norm_placement == NormPlacement::pre),
-      attention_inputs16(bf16 && !context_parallel) {
+      attention_inputs16(bf16 && !through_context) {
   for (int64_t layer = 0; layer < c.n_layers; layer++)
-    (c.yarn_layer(layer) ? rope_yarn : rope_plain) = size_t(T * c.head_dim / 2);
+    (c.yarn_layer(layer) ? rope_yarn : rope_plain) = size_t((rope.end - rope.first) * c.head_dim / 2);
 }
 
 bool Transformer::ActivationShape::serves(const ActivationShape& other) const {
-  return B == other.B && T == other.T && position == other.position && per_layer_gemms == other.per_layer_gemms &&
+  return B == other.B && T == other.T && rope.first == other.rope.first && rope.end == other.rope.end &&
+         per_layer_gemms == other.per_layer_gemms &&
          per_layer_attention == other.per_layer_attention && per_layer_cheap == other.per_layer_cheap &&
          float8 == other.float8 && attention_inputs16 == other.attention_inputs16 && (training || !other.training);
 }
@@ -84,9 +85,9 @@ void Transformer::Workspace::each(Visit&& visit) {
 
 Transformer::Workspace::Workspace(Backend& backend, const ModelConfig& c, const ActivationShape& shape) : Workspace(shape) {
   each([&](auto& buffer, size_t n) { buffer = std::decay_t<decltype(buffer)>(backend, n); });
-  const int64_t end = shape.position + shape.T;  // rows [position, end) of the tables of the whole sequence
-  if (shape.rope_plain > 0) upload(backend, rope, make_rope_table(c, end, false), shape.position);
-  if (shape.rope_yarn > 0) upload(backend, yarn, make_rope_table(c, end, true), shape.position);
+  const RopeRows rows = shape.rope;  // of the tables of the whole sequence
+  if (shape.rope_plain > 0) upload(backend, rope, make_rope_table(c, rows.end, false), rows.first);
+  if (shape.rope_yarn > 0) upload(backend, yarn, make_rope_table(c, rows.end, true), rows.first);
 }
 
 size_t Transformer::Workspace::bytes(const ActivationShape& shape) {
@@ -110,7 +111,7 @@ Transformer::BlockActs Transformer::Workspace::block(int64_t layer) {
 
 size_t Transformer::activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision,
                                      bool context_parallel, bool float8) {
-  ActivationShape shape(config, B, T, remat, precision, true, 0, context_parallel);
+  ActivationShape shape(config, B, T, remat, precision, true, {0, T}, context_parallel);
   shape.float8 = float8;  // as prepare() sets it
   return Workspace::bytes(shape);
 }

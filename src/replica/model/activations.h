@@ -15,14 +15,15 @@ using Buffer8 = DeviceArray<uint8_t>;
 
 // What a workspace is sized for: a micro-batch of [B, T], for training (with the backward's scratch) or evaluation.
 struct Transformer::ActivationShape {
-  // `context_parallel`: the pass is a slice of a sequence from `position` on.
+  // `rope`: the RoPE rows kept (the pass's own, {0, T} without a context); `through_context`: the pass's attention
+  // goes through a ContextAttention, whose keys and values are fp32.
   ActivationShape(const ModelConfig& c, int64_t B, int64_t T, Remat remat, Precision precision, bool training,
-                  int64_t position = 0, bool context_parallel = false);
+                  RopeRows rope, bool through_context);
   // Whether a workspace of this shape holds every buffer `other` needs: the same ones, or training's for evaluation.
   bool serves(const ActivationShape& other) const;
 
   int64_t B, T, N;            // N = B·T rows
-  int64_t position;           // of the first token (a context-parallel slice's): the RoPE tables' first row
+  RopeRows rope;              // the rows of the RoPE tables
   size_t C, F, HD, KD, lse;   // widths, and the log-sum-exp's B·H·T
   size_t layers;              // L
   // Which of a block's three groups of activations (below) training keeps per layer, by the remat policy; a group
@@ -30,12 +31,13 @@ struct Transformer::ActivationShape {
   bool per_layer_gemms;      // none, selective
   bool per_layer_attention;  // none, selective, keep_attention
   bool per_layer_cheap;      // none
-  size_t rope_plain, rope_yarn;  // T·D/2 for each RoPE table some layer rotates with (ModelConfig::yarn_layer), else 0
+  // (rope.end − rope.first)·D/2 for each RoPE table some layer rotates with (ModelConfig::yarn_layer), else 0.
+  size_t rope_plain, rope_yarn;
   bool training, bf16;
   bool pre_norm;  // the branch norms' outputs are kept (pre-norm); reordered, the fused norm and add never writes them
   bool float8 = false;  // Transformer::use_float8: the float8 Linears' scratch
-  // bf16 copies of the attention's inputs (CheapOutputs::qr16, kr16, v16): in bf16, unless the pass is a
-  // context-parallel slice, whose keys and values travel in fp32.
+  // bf16 copies of the attention's inputs (CheapOutputs::qr16, kr16, v16): in bf16, unless the pass goes through a
+  // context (a context-parallel slice, whose keys and values travel in fp32; a KV cache, which keeps them in fp32).
   bool attention_inputs16;
 
   size_t sets(bool per_layer) const { return per_layer ? layers : 1; }

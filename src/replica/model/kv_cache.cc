@@ -1,7 +1,10 @@
-// KvCache: per-layer capacities, and stores that wrap around a ring in at most two copies per tensor.
+// KvCache: per-layer capacities, stores that wrap around a ring in at most two copies per tensor, and the cached
+// attention of a pass.
 #include "replica/model/kv_cache.h"
 
 #include <algorithm>
+
+#include "replica/core/error.h"
 
 namespace replica::model {
 
@@ -30,6 +33,28 @@ size_t KvCache::bytes() const {
   size_t total = 0;
   for (const Layer& layer : layers_) total += (layer.k.size() + layer.v.size()) * sizeof(float);
   return total;
+}
+
+void KvCache::forward(int64_t layer, float* out, float*, const float* q, const float* k, const float* v,
+                      const AttentionShape& local, Precision, AttentionKernel) {
+  const int64_t n = local.T;
+  check(local.B == 1 && stored_ + n <= max_positions_, "the KV cache holds {} positions, {} stored, {} more given",
+        max_positions_, stored_, n);
+  const Layer& cached = layers_[size_t(layer)];
+  const CachedAttentionShape shape{n, stored_, local.H, local.K, local.D, local.window, cached.capacity};
+  be_.cached_attention(out, q, k, v, cached.k.data(), cached.v.data(), shape);
+  store(layer, k, v, stored_, n);
+}
+
+void KvCache::backward(int64_t, float*, float*, float*, const float*, const float*, const float*, const float*,
+                       const float*, const float*, const AttentionShape&, Precision, AttentionKernel) {
+  fail("a KV cache serves generation, which has no backward pass");
+}
+
+void KvCache::advance(int64_t n) {
+  check(n >= 0 && stored_ + n <= max_positions_, "the KV cache holds {} positions, {} stored, {} more given",
+        max_positions_, stored_, n);
+  stored_ += n;
 }
 
 }  // namespace replica::model

@@ -1,6 +1,5 @@
-// The rotary tables a model's attention reads, built in one place for the Transformer (training, evaluation) and
-// the Decoder (generation): plain RoPE, and YaRN on the full-attention layers of a scaled model
-// (ModelConfig::yarn_layer), so a change of RoPE reaches both.
+// The rotary tables a model's attention reads (the Transformer's, for training, evaluation and, through the KV
+// cache, generation): plain RoPE, and YaRN on the full-attention layers of a scaled model (ModelConfig::yarn_layer).
 #pragma once
 #include <cstdint>
 

@@ -39,7 +39,7 @@ std::vector<int32_t> shifted_targets(const int32_t* ids, int64_t B, int64_t T) {
 
 Transformer::Transformer(ModelConfig config, Precision precision, Remat remat, Backend& backend)
     : config_(std::move(config)), table_(config_), precision_(precision), remat_(remat), be_(backend),
-      whole_(backend, table_.total()) {}
+      attention_(backend.resolve_attention(AttentionKernel::automatic)), whole_(backend, table_.total()) {}
 
 Transformer::~Transformer() = default;
 
@@ -49,9 +49,12 @@ void Transformer::prepare(int64_t B, int64_t T, bool for_training, std::span<con
   check(position + T <= config_.max_seq_len, "sequence length {} exceeds max_position_embeddings {}", position + T,
         config_.max_seq_len);
   check(!context || (B == 1 && doc_offsets.empty()),
-        "a context-parallel slice is one row ({} given) whose documents its context holds", B);
+        "a pass through a context (a context-parallel slice, a KV cache) is one row ({} given) whose documents its "
+        "context holds",
+        B);
   check_document_offsets(doc_offsets, B, T);
   context_ = context;
+  position_ = position;
   docs_ = {};
   if (!doc_offsets.empty()) {
     docs_ = {doc_offsets.data(), int64_t(doc_offsets.size()) - 1};
@@ -61,7 +64,11 @@ void Transformer::prepare(int64_t B, int64_t T, bool for_training, std::span<con
       docs_.offsets = doc_offsets_.data();
     }
   }
-  ActivationShape shape(config_, B, T, remat_, precision_, for_training, position, context != nullptr);
+  const RopeRows rope = context ? context->rope_rows(T) : RopeRows{0, T};
+  check(rope.first <= position && position + T <= rope.end && rope.end <= config_.max_seq_len,
+        "the context's RoPE rows [{}, {}) do not hold the pass's [{}, {})", rope.first, rope.end, position,
+        position + T);
+  ActivationShape shape(config_, B, T, remat_, precision_, for_training, rope, context != nullptr);
   shape.float8 = float8_;
   if (ws_ && ws_->shape.serves(shape)) return;
   ws_.reset();  // the old buffers go before the new ones come
@@ -72,6 +79,11 @@ WeightRef Transformer::rounded(const float* x, bf16* x16, size_t n) {
   if (precision_ != Precision::bf16) return {x};
   be_.convert_to_bf16(x, x16, n);
   return {x, x16};
+}
+
+AttentionKernel Transformer::use_attention(AttentionKernel wanted) {
+  attention_ = be_.resolve_attention(wanted);
+  return attention_;
 }
 
 void Transformer::use_float8(bool on) {
@@ -107,8 +119,10 @@ void Transformer::check_ids(const int32_t* ids, int64_t n) const {
           ids[i], i, config_.vocab_size);
 }
 
-const RopeBuffers& Transformer::rope_table(int64_t layer) const {
-  return config_.yarn_layer(layer) ? ws_->yarn : ws_->rope;
+Transformer::RopeAt Transformer::rope_at(int64_t layer) const {
+  const RopeBuffers& table = config_.yarn_layer(layer) ? ws_->yarn : ws_->rope;
+  const int64_t skip = (position_ - ws_->shape.rope.first) * config_.head_dim / 2;
+  return {table.cos.data() + skip, table.sin.data() + skip};
 }
 
 // ---- one block: two branches, each forward beside its backward ---------------------------------------------
@@ -169,21 +183,21 @@ void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer,
     linear(a.k, attn_in, P.matrix(o.wk), N, KD, C);
     linear(a.v, attn_in, P.matrix(o.wv), N, KD, C);
   }
-  const RopeBuffers& rope = rope_table(layer);
+  const RopeAt rope = rope_at(layer);
   // In bf16 the attention's inputs are rounded once here, as QK-norm + RoPE write them, for its forward and backward
-  // (a.qr16, a.kr16, a.v16). In fp32, and for a context-parallel slice, whose keys and values travel in fp32 and are
-  // rounded where they arrive, there are none (null).
+  // (a.qr16, a.kr16, a.v16). In fp32, and through a context, whose keys and values travel in fp32 and are rounded
+  // where they arrive (or, in a KV cache, stay fp32), there are none (null).
   const bool round_inputs = ws_->shape.attention_inputs16;
   if (c.qk_norm) {  // QK-norm and RoPE (and the rounding) in one pass
-    be_.rmsnorm_rope_forward(a.qr, a.qr16, a.rstd_q, a.q, P(o.q_norm.value()), rope.cos.data(), rope.sin.data(), B, T,
-                             c.n_heads, c.head_dim, eps());
-    be_.rmsnorm_rope_forward(a.kr, a.kr16, a.rstd_k, a.k, P(o.k_norm.value()), rope.cos.data(), rope.sin.data(), B, T,
+    be_.rmsnorm_rope_forward(a.qr, a.qr16, a.rstd_q, a.q, P(o.q_norm.value()), rope.cos, rope.sin, B, T, c.n_heads,
+                             c.head_dim, eps());
+    be_.rmsnorm_rope_forward(a.kr, a.kr16, a.rstd_k, a.k, P(o.k_norm.value()), rope.cos, rope.sin, B, T,
                              c.n_kv_heads, c.head_dim, eps());
   } else {
     be_.copy(a.qr, a.q, size_t(N * HD));
     be_.copy(a.kr, a.k, size_t(N * KD));
-    be_.rope_forward(a.qr, rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
-    be_.rope_forward(a.kr, rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
+    be_.rope_forward(a.qr, rope.cos, rope.sin, B, T, c.n_heads, c.head_dim);
+    be_.rope_forward(a.kr, rope.cos, rope.sin, B, T, c.n_kv_heads, c.head_dim);
     if (round_inputs) {
       be_.convert_to_bf16(a.qr, a.qr16, size_t(N * HD));
       be_.convert_to_bf16(a.kr, a.kr16, size_t(N * KD));
@@ -193,9 +207,9 @@ void Transformer::attention_branch_forward(const GroupWeights& P, int64_t layer,
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   if (redo_attention) {
     if (context_)
-      context_->forward(a.att, a.lse, a.qr, a.kr, a.v, shape, p);
+      context_->forward(layer, a.att, a.lse, a.qr, a.kr, a.v, shape, p, attention_);
     else
-      be_.attention_forward(a.att, a.lse, {a.qr, a.qr16}, {a.kr, a.kr16}, {a.v, a.v16}, shape, docs_, p);
+      be_.attention_forward(a.att, a.lse, {a.qr, a.qr16}, {a.kr, a.kr16}, {a.v, a.v16}, shape, docs_, p, attention_);
   }
   const WeightRef att = rounded(a.att, a.att16, size_t(N * HD));
   if (redo_gemms) linear(a.ao, att, P.matrix(o.wo), N, C, HD);
@@ -216,14 +230,14 @@ void Transformer::attention_branch_backward(const GroupWeights& P, const GroupGr
   linear_backward(w.datt.data(), G(o.wo), dao16, {a.att, a.att16}, P.matrix(o.wo), N, C, HD, false);
   const AttentionShape shape{B, T, c.n_heads, c.n_kv_heads, c.head_dim, c.window(layer)};
   if (context_)
-    context_->backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att, a.lse, a.qr, a.kr, a.v, shape,
-                       p);
+    context_->backward(layer, w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att, a.lse, a.qr, a.kr, a.v,
+                       shape, p, attention_);
   else
     be_.attention_backward(w.dqr.data(), w.dkr.data(), w.dv.data(), w.datt.data(), a.att, a.lse, {a.qr, a.qr16},
-                           {a.kr, a.kr16}, {a.v, a.v16}, shape, docs_, p);
-  const RopeBuffers& rope = rope_table(layer);
-  be_.rope_backward(w.dqr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_heads, c.head_dim);
-  be_.rope_backward(w.dkr.data(), rope.cos.data(), rope.sin.data(), B, T, c.n_kv_heads, c.head_dim);
+                           {a.kr, a.kr16}, {a.v, a.v16}, shape, docs_, p, attention_);
+  const RopeAt rope = rope_at(layer);
+  be_.rope_backward(w.dqr.data(), rope.cos, rope.sin, B, T, c.n_heads, c.head_dim);
+  be_.rope_backward(w.dkr.data(), rope.cos, rope.sin, B, T, c.n_kv_heads, c.head_dim);
   // d(q_proj output) and d(k_proj output), rounded for their two products: through QK-norm's backward, which rounds
   // as it writes, or straight from RoPE's. They share w.dy16, so each one's products run before the next is rounded.
   auto through_norm = [&](float* d_normed, float* d_in, const std::optional<size_t>& weight, const float* in,
@@ -391,8 +405,9 @@ LossSums Transformer::forward_loss(WeightSource& weights, const MicroBatch& batc
   return sums;
 }
 
-void Transformer::forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T) {
-  prepare(B, T, false, {});
+void Transformer::forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T,
+                                 ContextAttention* context) {
+  prepare(B, T, false, {}, context);
   forward_blocks(weights, ids);
   final_norm(acquire(weights, table_.head_range()));
   weights.release(table_.head_range());

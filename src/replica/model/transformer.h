@@ -31,8 +31,9 @@ const char* remat_name(Remat remat);
 
 // One micro-batch: ids and targets are [B, T]; a target of kIgnoreLabel has no loss. doc_offsets: the packed rows'
 // documents (model/document_offsets.h, host memory), which attention keeps apart; empty: each row is one document.
-// context: this rank's slice of one sequence split over a context-parallel group (B = 1, T = the slice; its
-// documents are the context's, doc_offsets empty): RoPE from its position, attention through it.
+// context: the rows are a part of one longer sequence whose other keys and values a ContextAttention strategy holds
+// (model/context_attention.h: a context-parallel rank's slice, or generation's KV cache; B = 1, T = the part, its
+// documents the context's, doc_offsets empty): RoPE from its position, attention through it.
 struct MicroBatch {
   const int32_t* ids;
   const int32_t* targets;
@@ -54,6 +55,11 @@ class Transformer {
   // the LM head and everything that is not a Linear stay in the model's precision. Off until turned on.
   void use_float8(bool on);
   bool float8() const { return float8_; }
+  // The attention kernel of every pass (the recipe's train.attention, as a run records it): `wanted` resolved by the
+  // backend (Backend::resolve_attention: automatic becomes its default, one it has not is a replica::Error), which
+  // is returned. Until then, automatic's.
+  AttentionKernel use_attention(AttentionKernel wanted);
+  AttentionKernel attention() const { return attention_; }
 
   const ModelConfig& config() const { return config_; }
   const ParamTable& table() const { return table_; }
@@ -90,8 +96,9 @@ class Transformer {
   void forward_logits(const float* params, const int32_t* ids, int64_t B, int64_t T, float* logits);
   // Evaluation applies the LM head only to the rows it scores: forward_hidden runs the model up to the
   // final norm, then head_logits computes the logits [n, V] (host memory) of rows `rows` (indices into the
-  // B·T positions), both with the same weights.
-  void forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T);
+  // B·T positions), both with the same weights. `context`: as MicroBatch::context (generation: a KV cache).
+  void forward_hidden(WeightSource& weights, const int32_t* ids, int64_t B, int64_t T,
+                      ContextAttention* context = nullptr);
   void head_logits(WeightSource& weights, const int64_t* rows, int64_t n, float* logits);
 
   // Bytes of activation memory one micro-batch of [B, T] needs under `remat` in training: exactly what
@@ -109,7 +116,8 @@ class Transformer {
   struct BlockActs;
   struct Workspace;
   // Sizes the activations for [B, T] and puts the micro-batch's documents (`doc_offsets`, checked) where every
-  // attention call of this pass reads them (docs_), and its context (context_: none, or a slice from its position).
+  // attention call of this pass reads them (docs_), and its context (context_: none, or the rest of the sequence,
+  // the pass from context->position()).
   void prepare(int64_t B, int64_t T, bool for_training, std::span<const int32_t> doc_offsets,
                ContextAttention* context = nullptr);
   void check_ids(const int32_t* ids, int64_t n) const;
@@ -155,7 +163,11 @@ class Transformer {
                                  const BlockActs& a, float* dres);
   void mlp_branch_forward(const GroupWeights& P, int64_t layer, float* out, const BlockActs& a, bool recompute);
   void mlp_branch_backward(const GroupWeights& P, const GroupGrads& G, int64_t layer, const BlockActs& a, float* dres);
-  const RopeBuffers& rope_table(int64_t layer) const;  // YaRN on a scaled model's full layers, else plain
+  // The pass's rows of the layer's RoPE tables, from its position: YaRN on a scaled model's full layers, else plain.
+  struct RopeAt {
+    const float *cos, *sin;
+  };
+  RopeAt rope_at(int64_t layer) const;
 
   // A branch's norm (norm1 around attention, norm2 around the MLP): its weight's offset, its output and its rstd.
   struct BranchNorm {
@@ -186,10 +198,12 @@ class Transformer {
   Remat remat_;
   bool float8_ = false;
   Backend& be_;
+  AttentionKernel attention_;
   std::unique_ptr<Workspace> ws_;
   WholeWeights whole_;  // whole_weights(): the last whole buffer passed in
   DocumentOffsets docs_;              // the documents of the pass in progress (backend memory), or none
-  ContextAttention* context_ = nullptr;  // the pass's sequence slice (MicroBatch::context), or none
+  ContextAttention* context_ = nullptr;  // the pass's sequence beyond its rows (MicroBatch::context), or none
+  int64_t position_ = 0;                 // of the pass's first token: context_->position(), else 0
   DeviceArray<int32_t> doc_offsets_;  // their copy on a backend whose memory the host cannot read
 };
 

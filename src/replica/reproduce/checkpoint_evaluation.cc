@@ -11,6 +11,7 @@ CheckpointOutputs evaluate_checkpoint(const std::string& path, const CheckpointJ
                                       Backend& backend, eval::Progress& progress) {
   ckpt::HfModel m = ckpt::load_model_source(path);
   model::Transformer model(m.config, precision, model::Remat::none, backend);
+  model.use_attention(ckpt::recorded_attention(path, backend.device()));
   const OnBackend params(backend, m.params);
   model::WeightSource& weights = model.whole_weights(params.data());
   CheckpointOutputs out;

@@ -127,7 +127,7 @@ std::vector<Field> fields(Recipe& r) {
       integer("train.context_parallel", step.context.degree, at_least<int64_t>(1, "1 = off")).neutral(),
       integer("train.cp_head_stride", step.context.head_stride, at_least<int64_t>(0, "0 = all KV heads at once"))
           .neutral(),
-      choice("train.attention", r.train.attention, parse_attention_kernel, attention_kernel_name).neutral(),
+      choice("train.attention", step.attention, parse_attention_kernel, attention_kernel_name).neutral(),
       boolean("train.float8", step.float8),
       boolean("train.profile", r.train.profile).neutral(),
       integer("train.log_every", r.train.log_every, positive_integer).neutral(),

@@ -88,8 +88,6 @@ struct Recipe {
     Device device = Device::cpu;  // where the model, optimizer and loss run (kernels/backend.h)
     int64_t threads = 0;          // 0 = one per core that other work leaves free at start (core/threads.h)
     int64_t seed = 0;             // parameter init seed
-    // The attention kernel: auto is the backend's best measured one (the run records what it resolved to).
-    AttentionKernel attention = AttentionKernel::automatic;
     bool profile = false;  // the device time per operation of every step after the first, to run.dir/profile.md
     int64_t log_every = 1;
     // The console: auto = a live line on a terminal (every log_every-th kept), plain lines when stdout is not a

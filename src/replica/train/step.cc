@@ -51,6 +51,7 @@ TrainStep::TrainStep(const model::ModelConfig& model, const StepConfig& config, 
       optimizer_(std::make_unique<optim::AdamW>(model_.table(), config.adamw, dp_.shard_parts(), backend)),
       skip_step_(config.skip_step) {
   model_.use_float8(config.float8);
+  model_.use_attention(config.attention);
   if (config.context.degree > 1) context_.emplace(data_mesh_.context(), backend, config.context.head_stride);
 }
 

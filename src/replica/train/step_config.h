@@ -21,6 +21,9 @@ struct StepConfig {
   Precision precision = Precision::fp32;
   model::Remat remat = model::Remat::none;
   bool float8 = false;  // train.float8 (Transformer::use_float8)
+  // train.attention (Transformer::use_attention): auto is the backend's best measured kernel; the run records what
+  // it resolved to, so that eval and generate of its checkpoints run the same one.
+  AttentionKernel attention = AttentionKernel::automatic;
   distributed::Sharding sharding;
   distributed::ContextParallelConfig context;  // degree N: each instance split over N consecutive ranks
   optim::AdamWConfig adamw;

@@ -50,7 +50,7 @@ void print_header(metrics::Progress& console, const Recipe& r, const TrainStep& 
       fmt::format("machine: {} rank(s) ({}) on {}, peak {:.0f} GFLOP/s per rank ({}, {}; the MFU denominator); "
                   "{:.3g} FLOPs per token; attention {}",
                   comm.size(), data_comm.name(), backend.describe(), peak.flops / 1e9, precision_name(r.step.precision),
-                  peak.source, flops_per_token, attention_kernel_name(r.train.attention)));
+                  peak.source, flops_per_token, attention_kernel_name(r.step.attention)));
   if (!threads.empty() && r.train.device == Device::cpu)
     console.line(fmt::format("threads: {} (train.threads=0; train.threads=N to choose)", threads));
   for (size_t f = 0; f < loader.dataset().num_files(); f++)
@@ -72,7 +72,7 @@ TrainSummary train(const Recipe& recipe, distributed::Communicator& comm, Backen
   const std::string threads = set_num_threads(recipe.train.threads, distributed::processes_on_this_machine());
   const bool root = comm.rank() == 0;
   Recipe r = recipe;  // as run: the kernel the backend resolved is what config.yaml and checkpoints record
-  r.train.attention = backend.use_attention(recipe.train.attention);
+  r.step.attention = backend.resolve_attention(recipe.step.attention);
 
   // Everything that can be refused is checked before the run directory is touched.
   const model::ModelConfig config = recipe_model_config(r);

@@ -103,20 +103,20 @@ class CpuBackend final : public Backend {
                      int64_t D) override {
     cpu::rope_backward(dx, cos, sin, B, T, heads, D);
   }
-  AttentionKernel use_attention(AttentionKernel wanted) override {
+  AttentionKernel resolve_attention(AttentionKernel wanted) const override {
     check(wanted == AttentionKernel::automatic || wanted == AttentionKernel::fp32,
           "attention kernel {} needs train.device=cuda (the CPU has one attention kernel, fp32)",
           attention_kernel_name(wanted));
     return AttentionKernel::fp32;
   }
-  // fp32 always: the bf16 copies are not read.
+  // fp32 always (a kernel other than fp32 was refused where it was resolved): the bf16 copies are not read.
   void attention_forward(float* out, float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
-                         const DocumentOffsets& docs, Precision) override {
+                         const DocumentOffsets& docs, Precision, AttentionKernel) override {
     cpu::attention_forward(out, lse, q.f32, k.f32, v.f32, s, docs);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s, const DocumentOffsets& docs,
-                          Precision) override {
+                          Precision, AttentionKernel) override {
     cpu::attention_backward(dq, dk, dv, dout, out, lse, q.f32, k.f32, v.f32, s, docs);
   }
   void swiglu_forward(float* s, bf16* s16, const float* g, const float* u, int64_t n) override {

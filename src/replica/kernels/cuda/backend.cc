@@ -187,27 +187,28 @@ class CudaBackend final : public Backend {
   }
   // automatic is mma.sync (attention_mma.cu): the wgmma kernels (attention_wgmma.cu) have not yet run on a GPU,
   // so they run only when asked for by name.
-  AttentionKernel use_attention(AttentionKernel wanted) override {
-    attention_ = wanted == AttentionKernel::automatic ? AttentionKernel::mma : wanted;
-    return attention_;
+  AttentionKernel resolve_attention(AttentionKernel wanted) const override {
+    return wanted == AttentionKernel::automatic ? AttentionKernel::mma : wanted;
   }
   // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have; the fp32
   // kernels run everything else, and everything when chosen (to tell the kernels apart).
-  bool tensor_core_attention(const AttentionShape& s, Precision p) const {
-    return p == Precision::bf16 && cuda::attention_mma_head_dim(s.D) && attention_ != AttentionKernel::fp32;
+  static bool tensor_core_attention(const AttentionShape& s, Precision p, AttentionKernel kernel) {
+    return p == Precision::bf16 && cuda::attention_mma_head_dim(s.D) && kernel != AttentionKernel::fp32;
   }
   void attention_forward(float* out, float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
-                         const DocumentOffsets& docs, Precision p) override {
-    if (!tensor_core_attention(s, p)) cuda::attention_forward(ctx_, out, lse, q.f32, k.f32, v.f32, s, docs);
-    else if (attention_ == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx_, out, lse, q, k, v, s, docs);
+                         const DocumentOffsets& docs, Precision p, AttentionKernel kernel) override {
+    kernel = resolve_attention(kernel);
+    if (!tensor_core_attention(s, p, kernel)) cuda::attention_forward(ctx_, out, lse, q.f32, k.f32, v.f32, s, docs);
+    else if (kernel == AttentionKernel::wgmma) cuda::attention_forward_wgmma(ctx_, out, lse, q, k, v, s, docs);
     else cuda::attention_forward_mma(ctx_, out, lse, q, k, v, s, docs);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s, const DocumentOffsets& docs,
-                          Precision p) override {
-    if (!tensor_core_attention(s, p))
+                          Precision p, AttentionKernel kernel) override {
+    kernel = resolve_attention(kernel);
+    if (!tensor_core_attention(s, p, kernel))
       cuda::attention_backward(ctx_, dq, dk, dv, dout, out, lse, q.f32, k.f32, v.f32, s, docs);
-    else if (attention_ == AttentionKernel::wgmma)
+    else if (kernel == AttentionKernel::wgmma)
       cuda::attention_backward_wgmma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
     else cuda::attention_backward_mma(ctx_, dq, dk, dv, dout, out, lse, q, k, v, s, docs);
   }
@@ -271,7 +272,6 @@ class CudaBackend final : public Backend {
   }
 
   int gpu_;
-  AttentionKernel attention_ = AttentionKernel::mma;  // as use_attention(automatic)
   cuda::Context ctx_;
   cudaDeviceProp props_{};
   Staging<int32_t> ids_, targets_;
