@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "replica/kernels/cpu/attention_tiles.h"
 #include "replica/kernels/cpu/simd.h"
 
 namespace replica::cpu {
@@ -15,24 +16,11 @@ namespace replica::cpu {
 namespace {
 
 using simd::f16v;
-constexpr int64_t BQ = 64;                // queries per tile
-constexpr int64_t BK = 64;                // keys per tile (4 vectors)
+using attention_tiles::BK;
+using attention_tiles::BQ;
+using attention_tiles::first_keys;
 constexpr int64_t NV = BK / simd::kWidth;  // vectors per key row
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// The first key each query of the batch sees, [B·T] indexed by key position (only the last rows_q() of each row are
-// queries): the window's first, and with documents none before the start of the query's own document.
-// Non-decreasing along a row, so a query tile's first row bounds the keys it visits.
-std::vector<int64_t> first_keys(const AttentionShape& s, const DocumentOffsets& docs) {
-  std::vector<int64_t> first(size_t(s.B * s.T));
-  int64_t doc = 0;  // the document holding token n
-  for (int64_t n = 0; n < s.B * s.T; n++) {
-    while (doc < docs.count && docs.offsets[doc + 1] <= n) doc++;
-    const int64_t i = n % s.T, start = docs.count > 0 ? docs.offsets[doc] - (n - i) : 0;
-    first[size_t(n)] = std::max(start, s.window > 0 ? i - s.window + 1 : int64_t(0));
-  }
-  return first;
-}
 
 // S[r, 0:BK] = Σ_d A[r, d] · BT[d, 0:BK] for r < rows. Four rows at a time share each BT load.
 void scores_kernel(float* S, const float* A, const float* BT, int64_t rows, int64_t D) {

@@ -188,6 +188,8 @@ class CudaBackend final : public Backend {
   // automatic is mma.sync (attention_mma.cu): the wgmma kernels (attention_wgmma.cu) have not yet run on a GPU,
   // so they run only when asked for by name.
   AttentionKernel use_attention(AttentionKernel wanted) override {
+    check(wanted != AttentionKernel::cpu_bf16, "attention kernel cpu_bf16 needs train.device=cpu (on CUDA: auto, "
+                                               "mma, wgmma or fp32)");
     attention_ = wanted == AttentionKernel::automatic ? AttentionKernel::mma : wanted;
     return attention_;
   }
