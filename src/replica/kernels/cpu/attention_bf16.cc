@@ -107,10 +107,17 @@ void dot(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64
   int64_t n0 = 0;
   for (; n0 + 64 <= N; n0 += 64) dot_columns<4>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, accumulate);
   switch ((N - n0) / 16) {
-    case 3: dot_columns<3>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, accumulate); break;
-    case 2: dot_columns<2>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, accumulate); break;
-    case 1: dot_columns<1>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, accumulate); break;
-    default: break;
+    case 3:
+      dot_columns<3>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, accumulate);
+      break;
+    case 2:
+      dot_columns<2>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, accumulate);
+      break;
+    case 1:
+      dot_columns<1>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, accumulate);
+      break;
+    default:
+      break;
   }
 }
 
@@ -120,8 +127,8 @@ void dot(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64
 inline void store_pair(bf16* out, f16v x0, f16v x1) {
 #if defined(__AVX512BF16__)
   const __m512i both = (__m512i)_mm512_cvtne2ps_pbh((__m512)x1, (__m512)x0);  // x0 in the low half
-  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
+                                         5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   _mm512_storeu_si512(out, _mm512_permutexvar_epi16(order, both));
 #else
   for (int lane = 0; lane < 16; lane++) {
@@ -166,7 +173,8 @@ void load_query_tile(bf16* by_columns, bf16* by_rows, const float* x, int64_t t0
     const float* src = x + ((t0 + r) * heads + head) * D;
     if (by_columns) {
       round_row(row, src, D);
-      for (int64_t dp = 0; dp < D / 2; dp++) std::memcpy(by_columns + (dp * BQ + r) * 2, row + 2 * dp, 2 * sizeof(bf16));
+      for (int64_t dp = 0; dp < D / 2; dp++)
+        std::memcpy(by_columns + (dp * BQ + r) * 2, row + 2 * dp, 2 * sizeof(bf16));
     }
     if (by_rows && r % 2 == 0) {
       const float* next = r + 1 < n ? src + heads * D : nullptr;
@@ -277,7 +285,7 @@ void attention_forward_bf16(float* out, float* lse, const float* q, const float*
               for (int64_t j = 0; j < nk; j++) top = simd::max(top, simd::load(S.data() + j * BQ + c * 16));
               const f16v m_new = simd::max(m[c], top * scale);
               const f16v shift = m_new == kNegInf ? f16v{} : m_new;  // no visible key yet: p = 0, not NaN
-              const f16v alpha = simd::exp(m[c] - shift);           // 0 while m was −inf
+              const f16v alpha = simd::exp(m[c] - shift);            // 0 while m was −inf
               f16v sum = {};
               for (int64_t jp = 0; jp < pairs; jp++) {
                 const f16v p0 = simd::exp(simd::load(S.data() + 2 * jp * BQ + c * 16) * scale - shift);
@@ -393,7 +401,7 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
               }
             dot(dV + j0 * D, D, P16.data(), BQ, dOr.data(), D, D, nk, BQ / 2, true);  // dV += Pᵀ · dO
             dot(dK + j0 * D, D, dS16.data(), BQ, Qr.data(), D, D, nk, BQ / 2, true);  // dK += dSᵀ · Q
-            dot(dQT.data(), BQ, ktg + j0, Tp, dSp.data(), BQ, BQ, D, pairs, true);           // dQᵀ += Kᵀ · dSᵀ
+            dot(dQT.data(), BQ, ktg + j0, Tp, dSp.data(), BQ, BQ, D, pairs, true);    // dQᵀ += Kᵀ · dSᵀ
           }
           for (int64_t r = 0; r < nq; r++) {
             float* dst = dq + ((b * Tq + i0 - Q0 + r) * H + h) * D;
