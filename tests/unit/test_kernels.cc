@@ -650,5 +650,33 @@ TEST(LmHeadLoss, LossAndGradientsMatchNaive) {
             1e-5);
 }
 
+// In bf16 the logit gradients of several 16M-logit chunks are gathered and the backward GEMMs run once per group
+// (lm_head_loss.cc): with V = 2²⁰ a chunk is 16 rows and a group 64, so 150 rows are three groups, the last one
+// partial, with ignored rows on both sides of a boundary. Against the fp32 path: bf16 rounding of the operands only.
+TEST(LmHeadLoss, Bf16GroupsOfChunksMatchTheFp32Path) {
+  const int64_t N = 150, C = 4, V = int64_t(1) << 20;
+  auto hidden = random_floats(size_t(N * C), 28), weight = random_floats(size_t(V * C), 29);
+  std::vector<int32_t> targets(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; i++)
+    targets[size_t(i)] = (i % 37 == 5 || i == 63 || i == 64) ? kIgnoreLabel : int32_t(i * 7919 % V);
+  std::vector<bf16> weight16(weight.size());
+  convert_to_bf16(weight.data(), weight16.data(), weight.size());
+  auto run = [&](Precision p, std::vector<float>& dhidden, std::vector<float>& dweight) {
+    dhidden.assign(size_t(N * C), 0.0f);
+    dweight.assign(size_t(V * C), 0.0f);
+    const LmHeadGrads grads{dhidden.data(), dweight.data(), 1.0f / float(N)};
+    const WeightRef w(weight.data(), p == Precision::bf16 ? weight16.data() : nullptr);
+    return lm_head_loss(hidden.data(), w, targets.data(), N, C, V, 1e-4f, p, &grads);
+  };
+  std::vector<float> dh32, dw32, dh16, dw16;
+  const LossSums fp32 = run(Precision::fp32, dh32, dw32), bf16 = run(Precision::bf16, dh16, dw16);
+  EXPECT_EQ(bf16.n_labels, fp32.n_labels);
+  EXPECT_NEAR(bf16.ce, fp32.ce, 1e-2 * fp32.ce);
+  EXPECT_NEAR(bf16.z, fp32.z, 1e-2 * fp32.z);
+  EXPECT_LE(max_rel(dh16, to_double(dh32)), 2e-2);
+  EXPECT_LE(max_rel(dw16, to_double(dw32)), 2e-2);
+  for (int64_t c = 0; c < C; c++) EXPECT_EQ(dh16[size_t(63 * C + c)], 0.0f) << "an ignored row has no gradient";
+}
+
 }  // namespace
 }  // namespace replica::cpu
