@@ -2,8 +2,10 @@
 // GPU-speed issue, counted as model/flops.h counts them (4·H·D FLOPs per visible query-key pair forward, 3× that
 // for forward + backward) over the pairs the mask leaves: causal, a sliding window, or packed documents, so a
 // document-masked run and a plain one compare per visible pair.
-// Usage: bench_attention cpu|cuda B T H K D [window=W] [documents=N] [kernels=fp32,mma,wgmma] [reps=R]
-//   → a Markdown table row per kernel, then one JSON line per kernel. documents=N: each row packed with N equal
+// Usage: bench_attention cpu|cuda B T H K D [window=W] [documents=N] [kernels=fp32,mma,wgmma,cpu_bf16] [reps=R]
+//   → a Markdown table row per kernel, then one JSON line per kernel. Each row also gives the rates as a share of
+//   the backend's GEMM peak in the kernel's precision (Backend::peak_flops: on the CPU measured in this process,
+//   just before the kernel is timed). documents=N: each row packed with N equal
 //   documents (the last one takes the remainder). Times are medians of R calls after one warm-up call.
 #include <fmt/core.h>
 
@@ -67,7 +69,7 @@ int64_t integer(const std::string& text, const char* what) {
 int run(int argc, char** argv) {
   if (argc < 7) {
     fmt::print(stderr, "usage: bench_attention cpu|cuda B T H K D [window=W] [documents=N] "
-                       "[kernels=fp32,mma,wgmma] [reps=R]\n");
+                       "[kernels=fp32,mma,wgmma,cpu_bf16] [reps=R]\n");
     return 2;
   }
   const Device device = parse_device(argv[1]);
@@ -96,7 +98,7 @@ int run(int argc, char** argv) {
   check(documents >= 1 && documents <= s.T && reps >= 1, "bench_attention: documents in [1, T] and reps >= 1");
   if (kernels.empty())
     kernels = device == Device::cpu
-                  ? std::vector<AttentionKernel>{AttentionKernel::fp32}
+                  ? std::vector<AttentionKernel>{AttentionKernel::fp32, AttentionKernel::cpu_bf16}
                   : std::vector<AttentionKernel>{AttentionKernel::fp32, AttentionKernel::mma, AttentionKernel::wgmma};
 
   Backend& backend = backend_for(device);
@@ -119,20 +121,22 @@ int run(int argc, char** argv) {
   const double forward_flops = 4.0 * double(s.H * s.D) * double(s.B) * visible_pairs(s.T, s.window, documents);
   const std::string shape = fmt::format("B={} T={} H={} K={} D={} W={} documents={}", s.B, s.T, s.H, s.K, s.D,
                                         s.window, documents);
-  fmt::print("| kernel | shape | forward ms | forward TFLOP/s | forward + backward ms | forward + backward TFLOP/s |\n"
-             "|---|---|---|---|---|---|\n");
+  fmt::print("| kernel | shape | forward ms | forward TFLOP/s | forward + backward ms | forward + backward TFLOP/s "
+             "| GEMM peak TFLOP/s | forward / peak | forward + backward / peak |\n"
+             "|---|---|---|---|---|---|---|---|---|\n");
   std::vector<std::string> json;
-  // q, k and v rounded to bf16 once, as the model hands them to the tensor-core kernels (QK-norm + RoPE writes them).
+  // q, k and v rounded to bf16 once, as the model hands them to the bf16 kernels (QK-norm + RoPE writes them).
   DeviceArray<bf16> q16(backend, nq), k16(backend, nk), v16(backend, nk);
   backend.convert_to_bf16(q.data(), q16.data(), nq);
   backend.convert_to_bf16(k.data(), k16.data(), nk);
   backend.convert_to_bf16(v.data(), v16.data(), nk);
   for (AttentionKernel wanted : kernels) {
     const AttentionKernel kernel = backend.resolve_attention(wanted);
-    const bool tensor_cores = kernel != AttentionKernel::fp32;
-    const Precision p = tensor_cores ? Precision::bf16 : Precision::fp32;
-    const WeightRef q_in(q.data(), tensor_cores ? q16.data() : nullptr),
-        k_in(k.data(), tensor_cores ? k16.data() : nullptr), v_in(v.data(), tensor_cores ? v16.data() : nullptr);
+    const bool bf16_products = kernel != AttentionKernel::fp32;
+    const Precision p = bf16_products ? Precision::bf16 : Precision::fp32;
+    const WeightRef q_in(q.data(), bf16_products ? q16.data() : nullptr),
+        k_in(k.data(), bf16_products ? k16.data() : nullptr), v_in(v.data(), bf16_products ? v16.data() : nullptr);
+    const double peak = backend.peak_flops(p);
     auto forward = [&] { backend.attention_forward(out.data(), lse.data(), q_in, k_in, v_in, s, docs, p, kernel); };
     const double fwd = median_seconds(backend, int(reps), forward);
     const double both = median_seconds(backend, int(reps), [&] {
@@ -141,14 +145,15 @@ int run(int argc, char** argv) {
                                  v_in, s, docs, p, kernel);
     });
     const double fwd_tflops = forward_flops / fwd / 1e12, both_tflops = 3 * forward_flops / both / 1e12;
-    fmt::print("| {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} |\n", attention_kernel_name(kernel), shape, 1e3 * fwd,
-               fwd_tflops, 1e3 * both, both_tflops);
+    fmt::print("| {} | {} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.3g} | {:.0f}% | {:.0f}% |\n",
+               attention_kernel_name(kernel), shape, 1e3 * fwd, fwd_tflops, 1e3 * both, both_tflops, peak / 1e12,
+               100 * fwd_tflops * 1e12 / peak, 100 * both_tflops * 1e12 / peak);
     json.push_back(fmt::format("{{\"device\": \"{}\", \"kernel\": \"{}\", \"B\": {}, \"T\": {}, \"H\": {}, \"K\": {}, "
                                "\"D\": {}, \"window\": {}, \"documents\": {}, \"forward_s\": {:.6f}, "
                                "\"forward_tflops\": {:.4g}, \"forward_backward_s\": {:.6f}, "
-                               "\"forward_backward_tflops\": {:.4g}}}",
+                               "\"forward_backward_tflops\": {:.4g}, \"gemm_peak_tflops\": {:.4g}}}",
                                backend.describe(), attention_kernel_name(kernel), s.B, s.T, s.H, s.K, s.D, s.window,
-                               documents, fwd, fwd_tflops, both, both_tflops));
+                               documents, fwd, fwd_tflops, both, both_tflops, peak / 1e12));
   }
   for (const std::string& line : json) fmt::print("{}\n", line);
   return 0;

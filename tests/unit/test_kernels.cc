@@ -351,6 +351,117 @@ TEST(AttentionQuerySlice, OnATileBoundaryGivesTheBitsOfTheWholeRow) { expect_que
 
 TEST(AttentionQuerySlice, InsideATileMatchesTheWholeRow) { expect_query_slice_matches_whole_row(100); }
 
+// ---- attention with bf16 products (attention_bf16.cc) -----------------------------------------------------
+
+// Both kernels' outputs (out, lse, dq, dk, dv one after the other) on the same random inputs, rounded to bf16 first so
+// that what differs is only the bf16 kernel's rounding of P, dout and dS where they enter a product.
+struct KernelPair {
+  std::vector<float> fp32, bf16;
+  KernelPair(const AttentionShape& s, const DocumentOffsets& docs, uint32_t seed) {
+    std::vector<float> q = random_floats(size_t(s.B * s.rows_q() * s.H * s.D), seed),
+                       k = random_floats(size_t(s.B * s.T * s.K * s.D), seed + 1),
+                       v = random_floats(k.size(), seed + 2), dout = random_floats(q.size(), seed + 3);
+    for (std::vector<float>* x : {&q, &k, &v})
+      for (float& value : *x) value = round_to_bf16(value);
+    fp32 = outputs(s, docs, q, k, v, dout, attention_forward, attention_backward);
+    bf16 = outputs(s, docs, q, k, v, dout, attention_forward_bf16, attention_backward_bf16);
+  }
+  template <typename Forward, typename Backward>
+  static std::vector<float> outputs(const AttentionShape& s, const DocumentOffsets& docs, const std::vector<float>& q,
+                                    const std::vector<float>& k, const std::vector<float>& v,
+                                    const std::vector<float>& dout, Forward forward, Backward backward) {
+    std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.rows_q())), dq(q.size()), dk(k.size()), dv(v.size());
+    forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
+    backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(), v.data(), s,
+             docs);
+    for (const std::vector<float>* x : {&lse, &dq, &dk, &dv}) out.insert(out.end(), x->begin(), x->end());
+    return out;
+  }
+  // The largest difference of each output relative to that output's largest fp32 magnitude.
+  std::vector<double> errors(const AttentionShape& s) const {
+    const size_t nq = size_t(s.B * s.rows_q() * s.H * s.D), nk = size_t(s.B * s.T * s.K * s.D);
+    const size_t sizes[] = {nq, size_t(s.B * s.H * s.rows_q()), nq, nk, nk};
+    std::vector<double> result;
+    size_t at = 0;
+    for (size_t n : sizes) {
+      const std::vector<float> got(bf16.begin() + long(at), bf16.begin() + long(at + n));
+      result.push_back(max_rel(got, Vec(fp32.begin() + long(at), fp32.begin() + long(at + n))));
+      at += n;
+    }
+    return result;
+  }
+};
+
+void expect_bf16_close_to_fp32(const AttentionShape& s, const DocumentOffsets& docs, uint32_t seed) {
+  const KernelPair pair(s, docs, seed);
+  const std::vector<double> e = pair.errors(s);
+  const char* names[] = {"out", "lse", "dq", "dk", "dv"};
+  // bf16 has an 8-bit significand: one rounding is ≤ 2⁻⁹ relative; sums of many rounded terms stay near that.
+  for (size_t i = 0; i < e.size(); i++) EXPECT_LE(e[i], 1.5e-2) << names[i];
+  EXPECT_GT(e[0], 0.0) << "the bf16 kernel rounds P";
+  EXPECT_GT(e[2], 0.0) << "the bf16 kernel rounds dout and dS";
+}
+
+class AttentionBf16 : public ::testing::TestWithParam<AttentionShape> {};
+
+TEST_P(AttentionBf16, MatchesTheFp32KernelToBf16Precision) { expect_bf16_close_to_fp32(GetParam(), {}, 80); }
+
+// Head sizes 16 to 128 (one to eight vectors of a product's columns), several tiles, windows, GQA, odd T.
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionBf16,
+                         ::testing::Values(AttentionShape{1, 7, 2, 2, 16, 0}, AttentionShape{2, 70, 2, 1, 32, 0},
+                                           AttentionShape{1, 150, 4, 2, 16, 5},
+                                           AttentionShape{1, 131, 2, 2, 48, 70},
+                                           AttentionShape{2, 33, 3, 1, 64, 100},
+                                           AttentionShape{1, 200, 2, 2, 64, 0}, AttentionShape{1, 66, 1, 1, 80, 0},
+                                           AttentionShape{1, 129, 2, 1, 128, 64}),
+                         [](const auto& info) {
+                           const AttentionShape& s = info.param;
+                           return "B" + std::to_string(s.B) + "T" + std::to_string(s.T) + "H" + std::to_string(s.H) +
+                                  "K" + std::to_string(s.K) + "D" + std::to_string(s.D) + "W" +
+                                  std::to_string(s.window);
+                         });
+
+TEST(AttentionBf16, PackedDocumentsMatchTheFp32Kernel) {
+  for (const PackedRows& p : {PackedRows({1, 150, 2, 1, 16, 0}, {{1, 60, 5, 1, 83}}),
+                              PackedRows({1, 200, 2, 1, 32, 30}, {{70, 1, 1, 1, 127}}),
+                              PackedRows({2, 90, 2, 1, 16, 9}, {{10, 20, 30, 29, 1}, {90}})})
+    expect_bf16_close_to_fp32(p.s, p.docs(), 81);
+}
+
+TEST(AttentionBf16, ThreadCountDoesNotChangeBitsAndOneDocumentIsNoDocuments) {
+  const PackedRows p({2, 200, 4, 2, 32, 30}, {{1, 99, 64, 1, 35}, {130, 70}});
+  omp_set_num_threads(1);
+  const std::vector<float> one = KernelPair(p.s, p.docs(), 82).bf16;
+  omp_set_num_threads(2);
+  EXPECT_EQ(one, KernelPair(p.s, p.docs(), 82).bf16);
+  const PackedRows whole({2, 150, 4, 2, 32, 40}, {{150}, {150}});
+  EXPECT_EQ(KernelPair(whole.s, whole.docs(), 83).bf16, KernelPair(whole.s, {}, 83).bf16);
+}
+
+// A query slice starting on a tile boundary (context parallelism) gives the whole row's bits, as in the fp32 kernel.
+TEST(AttentionBf16, AQuerySliceOnATileBoundaryGivesTheBitsOfTheWholeRow) {
+  const PackedRows p({1, 256, 4, 2, 32, 30}, {{1, 99, 64, 57, 35}});
+  const AttentionShape& s = p.s;
+  const int64_t Q0 = 128, Tq = s.T - Q0, HD = s.H * s.D;
+  const auto q = random_floats(size_t(s.T * HD), 84), k = random_floats(size_t(s.T * s.K * s.D), 85),
+             v = random_floats(k.size(), 86), dout = random_floats(q.size(), 87);
+  AttentionShape tail = s;
+  tail.queries = Tq;
+  const std::vector<float> q_tail(q.begin() + Q0 * HD, q.end()), dout_tail(dout.begin() + Q0 * HD, dout.end());
+  const std::vector<float> whole =
+      KernelPair::outputs(s, p.docs(), q, k, v, dout, attention_forward_bf16, attention_backward_bf16);
+  const std::vector<float> slice =
+      KernelPair::outputs(tail, p.docs(), q_tail, k, v, dout_tail, attention_forward_bf16, attention_backward_bf16);
+  const size_t nq = size_t(Tq * HD);
+  EXPECT_EQ(std::vector<float>(slice.begin(), slice.begin() + long(nq)),
+            std::vector<float>(whole.begin() + Q0 * HD, whole.begin() + s.T * HD))
+      << "out";
+  const size_t dq_at = nq + size_t(s.H * Tq), whole_dq_at = size_t(s.T * HD + s.H * s.T);
+  EXPECT_EQ(std::vector<float>(slice.begin() + long(dq_at), slice.begin() + long(dq_at + nq)),
+            std::vector<float>(whole.begin() + long(whole_dq_at) + Q0 * HD, whole.begin() + long(whole_dq_at) + s.T * HD))
+      << "dq";
+}
+
 // ---- RMSNorm, RoPE, SwiGLU, embedding ---------------------------------------------------------------
 
 TEST(RmsNorm, ForwardAndBackward) {
@@ -537,6 +648,34 @@ TEST(LmHeadLoss, LossAndGradientsMatchNaive) {
             1e-5);
   EXPECT_LE(max_rel(dweight, numerical_gradient([&](const Vec& x) { return naive(hd, x, nullptr, nullptr); }, wd)),
             1e-5);
+}
+
+// In bf16 the logit gradients of several 16M-logit chunks are gathered and the backward GEMMs run once per group
+// (lm_head_loss.cc): with V = 2²⁰ a chunk is 16 rows and a group 64, so 150 rows are three groups, the last one
+// partial, with ignored rows on both sides of a boundary. Against the fp32 path: bf16 rounding of the operands only.
+TEST(LmHeadLoss, Bf16GroupsOfChunksMatchTheFp32Path) {
+  const int64_t N = 150, C = 4, V = int64_t(1) << 20;
+  auto hidden = random_floats(size_t(N * C), 28), weight = random_floats(size_t(V * C), 29);
+  std::vector<int32_t> targets(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; i++)
+    targets[size_t(i)] = (i % 37 == 5 || i == 63 || i == 64) ? kIgnoreLabel : int32_t(i * 7919 % V);
+  std::vector<bf16> weight16(weight.size());
+  convert_to_bf16(weight.data(), weight16.data(), weight.size());
+  auto run = [&](Precision p, std::vector<float>& dhidden, std::vector<float>& dweight) {
+    dhidden.assign(size_t(N * C), 0.0f);
+    dweight.assign(size_t(V * C), 0.0f);
+    const LmHeadGrads grads{dhidden.data(), dweight.data(), 1.0f / float(N)};
+    const WeightRef w(weight.data(), p == Precision::bf16 ? weight16.data() : nullptr);
+    return lm_head_loss(hidden.data(), w, targets.data(), N, C, V, 1e-4f, p, &grads);
+  };
+  std::vector<float> dh32, dw32, dh16, dw16;
+  const LossSums fp32 = run(Precision::fp32, dh32, dw32), bf16 = run(Precision::bf16, dh16, dw16);
+  EXPECT_EQ(bf16.n_labels, fp32.n_labels);
+  EXPECT_NEAR(bf16.ce, fp32.ce, 1e-2 * fp32.ce);
+  EXPECT_NEAR(bf16.z, fp32.z, 1e-2 * fp32.z);
+  EXPECT_LE(max_rel(dh16, to_double(dh32)), 2e-2);
+  EXPECT_LE(max_rel(dw16, to_double(dw32)), 2e-2);
+  for (int64_t c = 0; c < C; c++) EXPECT_EQ(dh16[size_t(63 * C + c)], 0.0f) << "an ignored row has no gradient";
 }
 
 }  // namespace

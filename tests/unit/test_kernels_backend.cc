@@ -2,6 +2,7 @@
 // per-operation profile.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -109,20 +110,22 @@ TEST(Backend, CudaProfileTimesEveryCallByOperationAndShape) {
 
 TEST(Backend, AttentionKernelNamesParseAndBadNamesAreRefused) {
   for (AttentionKernel k : {AttentionKernel::automatic, AttentionKernel::mma, AttentionKernel::wgmma,
-                            AttentionKernel::fp32})
+                            AttentionKernel::fp32, AttentionKernel::cpu_bf16})
     EXPECT_EQ(parse_attention_kernel(attention_kernel_name(k)), k);
   EXPECT_STREQ(attention_kernel_name(AttentionKernel::automatic), "auto");
   try {
     parse_attention_kernel("wmma");
     FAIL() << "wmma parsed";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'auto', 'mma', 'wgmma' or 'fp32'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'auto', 'mma', 'wgmma', 'fp32' or 'cpu_bf16'"), std::string::npos)
+        << e.what();
   }
 }
 
-TEST(Backend, CpuAttentionIsFp32AndTensorCoreKernelsNeedCuda) {
-  EXPECT_EQ(cpu_backend().resolve_attention(AttentionKernel::automatic), AttentionKernel::fp32);
+TEST(Backend, CpuAttentionIsCpuBf16OrFp32AndTensorCoreKernelsNeedCuda) {
+  EXPECT_EQ(cpu_backend().resolve_attention(AttentionKernel::automatic), AttentionKernel::cpu_bf16);
   EXPECT_EQ(cpu_backend().resolve_attention(AttentionKernel::fp32), AttentionKernel::fp32);
+  EXPECT_EQ(cpu_backend().resolve_attention(AttentionKernel::cpu_bf16), AttentionKernel::cpu_bf16);
   for (AttentionKernel k : {AttentionKernel::mma, AttentionKernel::wgmma}) {
     try {
       cpu_backend().resolve_attention(k);
@@ -145,6 +148,19 @@ std::vector<float> attention_out(Backend& backend, const AttentionShape& s, Prec
   std::vector<float> result(nq);
   backend.to_host(result.data(), out.data(), nq * sizeof(float));
   return result;
+}
+
+TEST(Backend, CpuBf16AttentionRoundsItsOperandsInBf16Only) {
+  const AttentionShape s{1, 40, 2, 1, 16, 0};
+  const std::vector<float> fp32 = attention_out(cpu_backend(), s, Precision::fp32, AttentionKernel::fp32);
+  EXPECT_EQ(attention_out(cpu_backend(), s, Precision::bf16, AttentionKernel::fp32), fp32)
+      << "fp32 chosen: bf16 calls run the fp32 kernel";
+  EXPECT_EQ(attention_out(cpu_backend(), s, Precision::fp32, AttentionKernel::cpu_bf16), fp32)
+      << "fp32 precision runs the fp32 kernel";
+  const std::vector<float> bf16 = attention_out(cpu_backend(), s, Precision::bf16, AttentionKernel::automatic);
+  EXPECT_EQ(attention_out(cpu_backend(), s, Precision::bf16, AttentionKernel::cpu_bf16), bf16) << "auto is cpu_bf16";
+  EXPECT_NE(bf16, fp32) << "cpu_bf16 chosen: bf16 calls round their operands";
+  for (size_t i = 0; i < fp32.size(); i++) ASSERT_NEAR(bf16[i], fp32[i], 2e-2 * (1 + std::fabs(fp32[i]))) << i;
 }
 
 TEST(Backend, CudaAttentionKernelIsTheOneChosen) {

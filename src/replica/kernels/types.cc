@@ -22,15 +22,16 @@ const char* attention_kernel_name(AttentionKernel k) {
     case AttentionKernel::mma: return "mma";
     case AttentionKernel::wgmma: return "wgmma";
     case AttentionKernel::fp32: return "fp32";
+    case AttentionKernel::cpu_bf16: return "cpu_bf16";
   }
   return "";
 }
 
 AttentionKernel parse_attention_kernel(const std::string& text) {
   using enum AttentionKernel;
-  for (AttentionKernel k : {automatic, mma, wgmma, fp32})
+  for (AttentionKernel k : {automatic, mma, wgmma, fp32, cpu_bf16})
     if (text == attention_kernel_name(k)) return k;
-  fail("attention kernel must be 'auto', 'mma', 'wgmma' or 'fp32', got '{}'", text);
+  fail("attention kernel must be 'auto', 'mma', 'wgmma', 'fp32' or 'cpu_bf16', got '{}'", text);
 }
 
 }  // namespace replica

@@ -19,10 +19,12 @@ const char* precision_name(Precision p);
 Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::Error
 
 // Which kernel runs attention (the recipe's train.attention): fp32 on CUDA cores or the CPU, or, in bf16 precision,
-// tensor cores through mma.sync or Hopper's wgmma. automatic is the backend's default choice. A model option
-// (Transformer::use_attention, resolved by Backend::resolve_attention) that every attention call is given.
-enum class AttentionKernel { automatic, mma, wgmma, fp32 };
-const char* attention_kernel_name(AttentionKernel k);            // "auto", "mma", "wgmma", "fp32"
+// tensor cores through mma.sync or Hopper's wgmma, or the CPU's bf16 dot products (cpu_bf16,
+// kernels/cpu/attention_bf16.cc). automatic is the backend's default choice (mma on CUDA, cpu_bf16 on the CPU); in
+// fp32 precision every choice runs the fp32 kernel. A model option (Transformer::use_attention, resolved by
+// Backend::resolve_attention) that every attention call is given.
+enum class AttentionKernel { automatic, mma, wgmma, fp32, cpu_bf16 };
+const char* attention_kernel_name(AttentionKernel k);  // "auto", "mma", "wgmma", "fp32", "cpu_bf16"
 AttentionKernel parse_attention_kernel(const std::string& text);  // one of those names, else replica::Error
 
 // A weight matrix operand: its fp32 values and, in bf16 precision, optionally the same values rounded

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "replica/kernels/attention_mask.h"
+#include "replica/kernels/cpu/attention_tiles.h"
 #include "replica/kernels/cpu/simd.h"
 
 namespace replica::cpu {
@@ -17,8 +18,8 @@ namespace {
 
 using attention_mask::RowMask;
 using simd::f16v;
-constexpr int64_t BQ = 64;                // queries per tile
-constexpr int64_t BK = 64;                // keys per tile (4 vectors)
+using attention_tiles::BK;
+using attention_tiles::BQ;
 constexpr int64_t NV = BK / simd::kWidth;  // vectors per key row
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 

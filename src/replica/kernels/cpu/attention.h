@@ -24,4 +24,14 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                         const float* q, const float* k, const float* v, const AttentionShape& s,
                         const DocumentOffsets& docs);
 
+// The same contracts with bf16 products (attention_bf16.cc), the CPU's kernel in bf16 precision: q, k, v, the
+// probabilities P, dout and dS are rounded to bf16 where they enter a product; products accumulate in fp32, and the
+// softmax, lse, delta and all outputs stay fp32 (as autocast's scaled_dot_product_attention). D must be a multiple of
+// 16. Same tiles, visiting order and determinism as the fp32 kernel (the bits do not depend on the thread count).
+void attention_forward_bf16(float* out, float* lse, const float* q, const float* k, const float* v,
+                            const AttentionShape& s, const DocumentOffsets& docs);
+void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
+                             const float* q, const float* k, const float* v, const AttentionShape& s,
+                             const DocumentOffsets& docs);
+
 }  // namespace replica::cpu

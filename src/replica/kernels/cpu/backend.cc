@@ -104,20 +104,29 @@ class CpuBackend final : public Backend {
     cpu::rope_backward(dx, cos, sin, B, T, heads, D);
   }
   AttentionKernel resolve_attention(AttentionKernel wanted) const override {
-    check(wanted == AttentionKernel::automatic || wanted == AttentionKernel::fp32,
-          "attention kernel {} needs train.device=cuda (the CPU has one attention kernel, fp32)",
+    check(wanted != AttentionKernel::mma && wanted != AttentionKernel::wgmma,
+          "attention kernel {} needs train.device=cuda (the CPU's kernels are cpu_bf16 and fp32)",
           attention_kernel_name(wanted));
-    return AttentionKernel::fp32;
+    return wanted == AttentionKernel::automatic ? AttentionKernel::cpu_bf16 : wanted;
   }
-  // fp32 always (a kernel other than fp32 was refused where it was resolved): the bf16 copies are not read.
+  // bf16 precision runs attention's products as bf16 dot products (attention_bf16.cc) for the head sizes that kernel
+  // has; the fp32 kernel runs everything else, and everything when chosen. Both round from the fp32 values (the bf16
+  // copies are not read).
+  static bool bf16_attention(const AttentionShape& s, Precision p, AttentionKernel kernel) {
+    return p == Precision::bf16 && kernel == AttentionKernel::cpu_bf16 && s.D % 16 == 0 && s.D <= 256;
+  }
   void attention_forward(float* out, float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
-                         const DocumentOffsets& docs, Precision, AttentionKernel) override {
-    cpu::attention_forward(out, lse, q.f32, k.f32, v.f32, s, docs);
+                         const DocumentOffsets& docs, Precision p, AttentionKernel kernel) override {
+    if (bf16_attention(s, p, resolve_attention(kernel)))
+      cpu::attention_forward_bf16(out, lse, q.f32, k.f32, v.f32, s, docs);
+    else cpu::attention_forward(out, lse, q.f32, k.f32, v.f32, s, docs);
   }
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                           WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s, const DocumentOffsets& docs,
-                          Precision, AttentionKernel) override {
-    cpu::attention_backward(dq, dk, dv, dout, out, lse, q.f32, k.f32, v.f32, s, docs);
+                          Precision p, AttentionKernel kernel) override {
+    if (bf16_attention(s, p, resolve_attention(kernel)))
+      cpu::attention_backward_bf16(dq, dk, dv, dout, out, lse, q.f32, k.f32, v.f32, s, docs);
+    else cpu::attention_backward(dq, dk, dv, dout, out, lse, q.f32, k.f32, v.f32, s, docs);
   }
   void swiglu_forward(float* s, bf16* s16, const float* g, const float* u, int64_t n) override {
     cpu::swiglu_forward(s, g, u, n);

@@ -188,6 +188,8 @@ class CudaBackend final : public Backend {
   // automatic is mma.sync (attention_mma.cu): the wgmma kernels (attention_wgmma.cu) have not yet run on a GPU,
   // so they run only when asked for by name.
   AttentionKernel resolve_attention(AttentionKernel wanted) const override {
+    check(wanted != AttentionKernel::cpu_bf16, "attention kernel cpu_bf16 needs train.device=cpu (on CUDA: auto, "
+                                               "mma, wgmma or fp32)");
     return wanted == AttentionKernel::automatic ? AttentionKernel::mma : wanted;
   }
   // bf16 precision runs attention's products on tensor cores for the head sizes those kernels have; the fp32

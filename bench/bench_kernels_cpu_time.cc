@@ -1,0 +1,129 @@
+// The kernels of issue 34 timed by the process's CPU time, best of R warm calls, each beside the bf16 GEMM peak
+// timed the same way in the same process: on a machine shared with other jobs, CPU time is what this process got of
+// the cores, so the ratios hold where wall-clock rates (bench_kernels) measure the other jobs. Run it with
+// OMP_NUM_THREADS=1 (with more threads, threads waiting at a barrier for a descheduled partner count as busy).
+// Usage: bench_kernels_cpu_time [reps=3]   → one Markdown row per kernel and mask.
+#include <fmt/core.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "random_floats.h"
+#include "replica/core/bf16.h"
+#include "replica/kernels/cpu/attention.h"
+#include "replica/kernels/cpu/gemm.h"
+#include "replica/kernels/cpu/lm_head_loss.h"
+
+using namespace replica;
+using namespace replica::cpu;
+
+namespace {
+
+double cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// The least CPU time of `reps` calls after a warm-up call.
+template <typename Call>
+double best_seconds(int reps, Call&& call) {
+  call();
+  double best = 1e30;
+  for (int r = 0; r < reps; r++) {
+    const double start = cpu_seconds();
+    call();
+    best = std::min(best, cpu_seconds() - start);
+  }
+  return best;
+}
+
+double bf16_peak(int reps) {
+  const int64_t n = 2048;
+  std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), c(size_t(n * n));
+  const double s = best_seconds(
+      reps, [&] { gemm(false, true, n, n, n, a.data(), n, b.data(), n, c.data(), n, false, Precision::bf16); });
+  return 2.0 * double(n * n * n) / s;
+}
+
+void row(const std::string& what, double flops, double seconds, double peak) {
+  fmt::print("| {} | {:.1f} | {:.1f} | {:.0f}% |\n", what, flops / seconds / 1e9, peak / 1e9,
+             100 * flops / seconds / peak);
+}
+
+void attention(int reps, int64_t window, int64_t documents) {
+  const AttentionShape s{1, 2048, 12, 12, 64, window};
+  const int64_t length = s.T / documents;
+  std::vector<int32_t> offsets{0};
+  for (int64_t d = 1; d <= documents && documents > 1; d++)
+    offsets.push_back(int32_t(d < documents ? d * length : s.T));
+  const DocumentOffsets docs = documents > 1 ? DocumentOffsets{offsets.data(), documents} : DocumentOffsets{};
+  double pairs = 0;
+  for (int64_t d = 0; d < documents; d++) {
+    const int64_t n = d + 1 < documents ? length : s.T - d * length;
+    for (int64_t i = 0; i < n; i++) pairs += double(window > 0 ? std::min(i + 1, window) : i + 1);
+  }
+  const double flops = 4.0 * double(s.H * s.D) * pairs;
+  auto q = random_floats(size_t(s.T * s.H * s.D), 3), k = random_floats(q.size(), 4), v = random_floats(q.size(), 5),
+       dout = random_floats(q.size(), 6);
+  std::vector<float> out(q.size()), lse(size_t(s.H * s.T)), dq(q.size()), dk(q.size()), dv(q.size());
+  const std::string mask = window > 0      ? fmt::format("W={}", window)
+                           : documents > 1 ? fmt::format("{} documents", documents)
+                                           : "causal";
+  for (const bool bf16 : {false, true}) {
+    const auto forward = bf16 ? attention_forward_bf16 : attention_forward;
+    const auto backward = bf16 ? attention_backward_bf16 : attention_backward;
+    const double peak = bf16_peak(reps);
+    const double fwd =
+        best_seconds(reps, [&] { forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs); });
+    const double both = best_seconds(reps, [&] {
+      forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
+      backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(), v.data(), s,
+               docs);
+    });
+    const char* kernel = bf16 ? "cpu_bf16" : "fp32";
+    row(fmt::format("attention {} T=2048 H=12 D=64 {}, forward", kernel, mask), flops, fwd, peak);
+    row(fmt::format("attention {} T=2048 H=12 D=64 {}, forward + backward", kernel, mask), 3 * flops, both, peak);
+  }
+}
+
+void lm_head(int reps) {
+  const int64_t N = 512, C = 768, V = 100352;
+  auto hidden = random_floats(size_t(N * C), 7), weight = random_floats(size_t(V * C), 8);
+  for (float& w : weight) w *= 0.02f;
+  std::vector<bf16> weight16(weight.size());
+  convert_to_bf16(weight.data(), weight16.data(), weight.size());
+  std::vector<int32_t> targets(N);
+  for (int64_t i = 0; i < N; i++) targets[size_t(i)] = int32_t((i * 7919) % V);
+  std::vector<float> dhidden(size_t(N * C)), dweight(size_t(V * C));
+  const LmHeadGrads grads{dhidden.data(), dweight.data(), 1.0f / float(N)};
+  const WeightRef w(weight.data(), weight16.data());
+  const double flops = 2.0 * double(N * C * V);
+  double peak = bf16_peak(reps);
+  row("LM head + loss bf16 512×768×100,352, forward", flops,
+      best_seconds(reps,
+                   [&] { lm_head_loss(hidden.data(), w, targets.data(), N, C, V, 1e-5f, Precision::bf16, nullptr); }),
+      peak);
+  peak = bf16_peak(reps);
+  row("LM head + loss bf16 512×768×100,352, forward + backward", 3 * flops,
+      best_seconds(reps,
+                   [&] { lm_head_loss(hidden.data(), w, targets.data(), N, C, V, 1e-5f, Precision::bf16, &grads); }),
+      peak);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  fmt::print(
+      "| kernel | GFLOP/s (CPU time) | bf16 GEMM peak GFLOP/s (CPU time, same process) | share of peak |\n"
+      "|---|---|---|---|\n");
+  lm_head(reps);
+  attention(reps, 0, 1);
+  attention(reps, 512, 1);
+  attention(reps, 0, 4);
+  return 0;
+}
