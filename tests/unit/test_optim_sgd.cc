@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "replica/core/error.h"
@@ -49,7 +50,9 @@ TEST(Sgd, MatchesTorchWithAndWithoutMomentum) {
       grads[at] = g[s];
       sgd.step(params.data(), grads.data(), 0.1);
       EXPECT_FLOAT_EQ(params[at], torch_p[1 - with_momentum][s]) << with_momentum << " step " << s + 1;
-      if (with_momentum) EXPECT_FLOAT_EQ(sgd.momentum_buffer()[at], torch_buffer[s]) << "step " << s + 1;
+      if (with_momentum) {
+        EXPECT_FLOAT_EQ(sgd.momentum_buffer()[at], torch_buffer[s]) << "step " << s + 1;
+      }
     }
     EXPECT_EQ(sgd.step_count(), 3);
     EXPECT_EQ(params[at + 1], 0.0f);  // zero gradient, no weight decay: unchanged
@@ -96,8 +99,11 @@ TEST(Sgd, PartsUpdateAsTheWholeBufferAndLeavePaddingAlone) {
   for (const model::ParamEntry& e : table.entries())
     std::fill_n(in_tensor.begin() + ptrdiff_t(e.offset), e.numel, true);
   ASSERT_NE(std::count(in_tensor.begin(), in_tensor.end(), false), 0);  // the table pads some tensor to 16 floats
-  for (size_t i = 0; i < n; i++)
-    if (!in_tensor[i]) ASSERT_EQ(expected[i], start[i]) << "padding " << i;  // though its gradient is not zero
+  for (size_t i = 0; i < n; i++) {
+    if (!in_tensor[i]) {
+      ASSERT_EQ(expected[i], start[i]) << "padding " << i;  // though its gradient is not zero
+    }
+  }
 }
 
 TEST(Sgd, StateGoesToAndFromTheHostExactly) {
