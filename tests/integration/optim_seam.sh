@@ -71,7 +71,7 @@ cp -r "$work/momentum/split" "$work/switch"
 expect_refusal "optim.name" "$work/switch.log" \
   "$replica" train "${train_args[@]}" train.max_steps=9 checkpoint.every=3 run.dir="$work/switch"
 expect_refusal "holds the optimizer state momentum_buffer, but the optimizer (optim.name) keeps exp_avg, exp_avg_sq" \
-  "$work/load.log" "$replica" train "${train_args[@]}" train.max_steps=2 optim.load_state=true \
+  "$work/load.log" "$replica" train "${train_args[@]}" train.max_steps=3 optim.load_state=true \
   model.init_from="$work/momentum/reference/checkpoints/step00000006" model.config="''" run.dir="$work/load"
 
 # The plan counts the optimizer's state: two arrays of the shard for AdamW, one with momentum, none for plain SGD.
