@@ -39,8 +39,7 @@ class Sgd final : public Optimizer {
   struct Run {
     size_t begin, end, offset;  // one tensor's floats inside one part: flat range, and where it is in the shard
   };
-  std::vector<Run> runs_;      // in flat order
-  std::vector<Part> parts_;
+  std::vector<Run> runs_;  // in flat order
   size_t size_ = 0;
   DeviceArray<float> buffer_;   // momentum_buffer, the parts one after the other (empty without momentum)
   DeviceArray<float> scratch_;  // −lr times a piece of the direction, added to the weights
