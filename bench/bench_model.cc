@@ -136,7 +136,8 @@ static int run(int argc, char** argv) {
              "\"mfu_vs_gemm_peak\": {:.3f}, \"train\": {}, \"optimizer_share\": {:.4f}, \"loss\": {:.4f}, "
              "\"device_memory_gib\": {:.2f}}}\n",
              backend.describe(), argv[1], step.model().table().count(), B, T, precision_name(c.precision),
-             attention_kernel_name(step.model().attention()), c.float8, c.adamw.host_moments, num_threads(), step_s,
+             attention_kernel_name(step.model().attention()), c.float8, optim::state_in_host_memory(c.optimizer),
+             num_threads(), step_s,
              tokens_per_s,
              achieved / 1e9, peak / 1e9, achieved / peak, train, optimizer_times[optimizer_times.size() / 2] / step_s, loss,
              backend.device_memory_used() / double(1 << 30));

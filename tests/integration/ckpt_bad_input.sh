@@ -85,7 +85,7 @@ test "$(cat "$work/full/README")" = keep
 # data start afresh; the stage-1 run directory is not touched.
 train "$work/stage2" model.init_from="$good" optim.load_state=true train.max_steps=3 schedule.type=constant \
   schedule.warmup_steps=0
-grep -q "weights and optimizer state (Adam step" "$work/stage2.log"
+grep -q "weights and optimizer state (step count" "$work/stage2.log"
 $py - "$good" "$work/stage2" <<'PY'
 import sys, json
 s1 = json.load(open(f"{sys.argv[1]}/train_state.json"))

@@ -36,9 +36,9 @@ stage3=(model.config="$work/stage3.yaml" model.init_from="$work/stage2/checkpoin
 
 run
 run "${stage2[@]}"
-grep -q "optimizer state (Adam step 6)" "$work/last.log"
+grep -q "optimizer state (step count 6)" "$work/last.log"
 run run.dir="$work/stage3" "${stage3[@]}"
-grep -q "optimizer state (Adam step 10)" "$work/last.log"  # stage 1's 6 steps and stage 2's 4
+grep -q "optimizer state (step count 10)" "$work/last.log"  # stage 1's 6 steps and stage 2's 4
 run run.dir="$work/stage3_cut" "${stage3[@]}" train.stop_at=5
 run run.dir="$work/stage3_cut" "${stage3[@]}"
 grep -q "resuming from .*step00000005" "$work/last.log"

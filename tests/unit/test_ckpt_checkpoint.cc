@@ -36,11 +36,15 @@ struct Dir {
   ~Dir() { fs::remove_all(path); }
 };
 
+const std::vector<std::string> kAdamW = {"exp_avg", "exp_avg_sq"};
+
 struct Tensors {
   model::ModelConfig config = tiny_config();
   model::ParamTable table{config};
-  std::vector<float> params, m, v;
-  explicit Tensors(float seed) : params(table.total()), m(table.total()), v(table.total()) {
+  std::vector<float> params;
+  OptimizerState optimizer{kAdamW, table.total()};
+  std::vector<float>&m = optimizer.tensors[0], &v = optimizer.tensors[1];
+  explicit Tensors(float seed) : params(table.total()) {
     for (size_t i = 0; i < params.size(); i++) {
       params[i] = seed + 0.001f * float(i);
       m[i] = -0.5f * float(i);
@@ -50,13 +54,13 @@ struct Tensors {
   TrainState state(int64_t step) const {
     TrainState s;
     s.step = step, s.tokens = step * 64, s.epoch = 2, s.batch = 3, s.batches_consumed = step;
-    s.global_batch_size = 4, s.seq_len = 16, s.data_fingerprint = "abc", s.adam_step_count = step - 1;
+    s.global_batch_size = 4, s.seq_len = 16, s.data_fingerprint = "abc", s.optimizer_step_count = step - 1;
     s.schedule = {{"type", "cosine"}}, s.skip_step = {{"losses", {1.5, 2.25}}}, s.recipe = "run: {}\n";
     s.model = config;
     return s;
   }
   std::string write(const fs::path& root, int64_t step, int64_t keep = 0) const {
-    return write_checkpoint(root.string(), {&table, params.data(), m.data(), v.data()}, state(step), keep);
+    return write_checkpoint(root.string(), {&table, params.data(), &optimizer}, state(step), keep);
   }
 };
 
@@ -86,30 +90,92 @@ TEST(CkptCheckpoint, RoundTripIsExact) {
   EXPECT_EQ(fs::path(dir).filename(), "step00000007");
   EXPECT_EQ(read_text_file((d.path / "latest").string()), "step00000007\n");
   EXPECT_FALSE(fs::exists(d.path / "step00000007.partial"));
-  const TrainState s = read_checkpoint_state(dir, CheckpointRead::weights_and_moments);
+  const TrainState s = read_checkpoint_state(dir, CheckpointRead::weights_and_optimizer);
   EXPECT_EQ(s.step, 7);
   EXPECT_EQ(s.tokens, 448);
   EXPECT_EQ(s.epoch, 2u);
   EXPECT_EQ(s.batch, 3);
-  EXPECT_EQ(s.adam_step_count, 6);
+  EXPECT_EQ(s.optimizer_step_count, 6);
   EXPECT_EQ(s.data_fingerprint, "abc");
   EXPECT_EQ(s.skip_step["losses"][1].get<double>(), 2.25);
   EXPECT_EQ(s.recipe, "run: {}\n");
   EXPECT_EQ(s.model.d_model, 16);
-  Tensors back(9.0f);
-  std::fill(back.params.begin(), back.params.end(), 0.0f);
-  std::fill(back.m.begin(), back.m.end(), 0.0f);
-  std::fill(back.v.begin(), back.v.end(), 0.0f);
-  read_checkpoint_tensors(dir, back.table, back.params.data(), back.m.data(), back.v.data());
+  std::vector<float> params(t.table.total());
+  OptimizerState back;
+  back.names = kAdamW;
+  read_checkpoint_tensors(dir, t.table, params.data(), &back);
+  ASSERT_EQ(back.tensors.size(), 2u);
   for (const model::ParamEntry& e : t.table.entries())
     for (size_t i = e.offset; i < e.offset + e.numel; i++) {
-      ASSERT_EQ(back.params[i], t.params[i]) << e.name;
-      ASSERT_EQ(back.m[i], t.m[i]) << e.name;
-      ASSERT_EQ(back.v[i], t.v[i]) << e.name;
+      ASSERT_EQ(params[i], t.params[i]) << e.name;
+      ASSERT_EQ(back.tensors[0][i], t.m[i]) << e.name;
+      ASSERT_EQ(back.tensors[1][i], t.v[i]) << e.name;
     }
   const SafetensorsReader optim((fs::path(dir) / "optim.safetensors").string());
   EXPECT_TRUE(optim.has("exp_avg.model.norm.weight"));
   EXPECT_TRUE(optim.has("exp_avg_sq.lm_head.weight"));
+}
+
+// AdamW's optim.safetensors is what it was before optimizers named their state: every exp_avg.<parameter> in table
+// order, then every exp_avg_sq.<parameter>, each at the offset the previous one ends, with the step in the metadata.
+TEST(CkptCheckpoint, AdamWStateKeepsItsLayout) {
+  Dir d;
+  const Tensors t(0.5f);
+  const std::string dir = t.write(d.path, 3);
+  std::vector<StTensorOut> before;
+  for (const auto& [prefix, base] : {std::pair{"exp_avg.", t.m.data()}, std::pair{"exp_avg_sq.", t.v.data()}})
+    for (const model::ParamEntry& e : t.table.entries())
+      before.push_back({prefix + e.name, e.shape, base + e.offset, StDtype::F32});
+  const fs::path expected = d.path / "before.safetensors";
+  write_safetensors(expected.string(), before, {{"step", "3"}});
+  EXPECT_EQ(read_text_file((fs::path(dir) / "optim.safetensors").string()), read_text_file(expected.string()));
+}
+
+// The state of an optimizer is whatever it names: one tensor (SGD's momentum_buffer) or none (plain SGD, which still
+// writes an optim.safetensors, with no tensors, so that every resume reads and verifies the same files).
+TEST(CkptCheckpoint, OptimizerStateIsTakenByName) {
+  Dir d;
+  const Tensors t(0.5f);
+  OptimizerState one({"momentum_buffer"}, t.table.total()), none;
+  for (size_t i = 0; i < t.table.total(); i++) one.tensors[0][i] = 0.25f * float(i) - 3.0f;
+  const std::string with_one = write_checkpoint((d.path / "one").string(), {&t.table, t.params.data(), &one},
+                                                t.state(2), 0),
+                    with_none = write_checkpoint((d.path / "none").string(), {&t.table, t.params.data(), &none},
+                                                 t.state(2), 0);
+  for (const std::string& dir : {with_one, with_none})
+    EXPECT_NO_THROW(read_checkpoint_state(dir, CheckpointRead::weights_and_optimizer)) << dir;
+  const SafetensorsReader one_file((fs::path(with_one) / "optim.safetensors").string());
+  EXPECT_EQ(one_file.tensors().size(), t.table.entries().size());
+  EXPECT_TRUE(one_file.has("momentum_buffer.lm_head.weight"));
+  EXPECT_TRUE(SafetensorsReader((fs::path(with_none) / "optim.safetensors").string()).tensors().empty());
+
+  std::vector<float> params(t.table.total());
+  OptimizerState back;
+  back.names = {"momentum_buffer"};
+  read_checkpoint_tensors(with_one, t.table, params.data(), &back);
+  ASSERT_EQ(back.tensors.size(), 1u);
+  for (const model::ParamEntry& e : t.table.entries())  // padding between tensors is not stored
+    for (size_t i = e.offset; i < e.offset + e.numel; i++) {
+      ASSERT_EQ(back.tensors[0][i], one.tensors[0][i]) << e.name;
+      ASSERT_EQ(params[i], t.params[i]) << e.name;
+    }
+  OptimizerState back_none;
+  read_checkpoint_tensors(with_none, t.table, params.data(), &back_none);
+  EXPECT_TRUE(back_none.tensors.empty());
+
+  // A checkpoint resumes only with the optimizer it was saved with: the names say which.
+  const std::string adamw = t.write(d.path / "adamw", 2);
+  const std::string e = error_of([&] { read_checkpoint_tensors(adamw, t.table, params.data(), &back); });
+  EXPECT_NE(e.find("holds the optimizer state exp_avg, exp_avg_sq, but the optimizer (optim.name) keeps "
+                   "momentum_buffer"),
+            std::string::npos)
+      << e;
+  OptimizerState adam;
+  adam.names = kAdamW;
+  const std::string e2 = error_of([&] { read_checkpoint_tensors(with_none, t.table, params.data(), &adam); });
+  EXPECT_NE(e2.find("holds the optimizer state none, but the optimizer (optim.name) keeps exp_avg, exp_avg_sq"),
+            std::string::npos)
+      << e2;
 }
 
 // Found by fuzz.train_state under UBSan: an integer too long for int64 parses as a double, which nlohmann's get<>
@@ -183,13 +249,15 @@ TEST(CkptCheckpoint, TensorsOfAnotherStepAreRefusedEvenWithTheirManifestLines) {
     m["files"][file] = m6["files"][file];
   }
   write_text_file_atomic(manifest.string(), m.dump());
-  read_checkpoint_state(four, CheckpointRead::weights_and_moments);  // the manifest agrees with the files
-  std::vector<float> p(t.table.total()), mo(t.table.total()), v(t.table.total());
-  const std::string e = error_of([&] { read_checkpoint_tensors(four, t.table, p.data(), mo.data(), v.data()); });
+  read_checkpoint_state(four, CheckpointRead::weights_and_optimizer);  // the manifest agrees with the files
+  std::vector<float> p(t.table.total());
+  OptimizerState state;
+  state.names = kAdamW;
+  const std::string e = error_of([&] { read_checkpoint_tensors(four, t.table, p.data(), &state); });
   EXPECT_NE(e.find("model.safetensors: holds the tensors of step 6, but train_state.json beside it is step 4"),
             std::string::npos)
       << e;
-  read_checkpoint_tensors(six, t.table, p.data(), mo.data(), v.data());
+  read_checkpoint_tensors(six, t.table, p.data(), &state);
   EXPECT_EQ(p[0], 2.0f);
 }
 
@@ -212,7 +280,7 @@ TEST(CkptCheckpoint, ManifestMustListWhatIsReadAndBeOfThisFormat) {
   with([](nlohmann::json& m) { m["files"].erase("optim.safetensors"); });
   EXPECT_NO_THROW(read_checkpoint_state(dir, CheckpointRead::weights));  // generate reads no moments
   EXPECT_NE(error_of([&] {
-              read_checkpoint_state(dir, CheckpointRead::weights_and_moments);
+              read_checkpoint_state(dir, CheckpointRead::weights_and_optimizer);
             }).find("does not list optim.safetensors"),
             std::string::npos);
   with([](nlohmann::json& m) { m["version"] = 99; });
@@ -339,12 +407,13 @@ TEST(CkptCheckpoint, SaverWritesTheSnapshot) {
   Dir d;
   Tensors t(1.0f);
   std::vector<float> m = t.m;
-  CheckpointSaver saver(d.path.string(), 0);
+  CheckpointSaver saver(d.path.string(), 0, kAdamW);
   const size_t bytes = t.table.total() * sizeof(float);
-  EXPECT_FALSE(saver.save(t.table, [&](float* p_out, float* m_out, float* v_out) {
+  EXPECT_FALSE(saver.save(t.table, [&](float* p_out, OptimizerState& state) {
+    ASSERT_EQ(state.names, kAdamW);
     std::memcpy(p_out, t.params.data(), bytes);
-    std::memcpy(m_out, m.data(), bytes);
-    std::memcpy(v_out, t.v.data(), bytes);
+    std::memcpy(state.tensors[0].data(), m.data(), bytes);
+    std::memcpy(state.tensors[1].data(), t.v.data(), bytes);
   }, t.state(1)));
   const std::vector<float> saved = t.params;
   std::fill(t.params.begin(), t.params.end(), -1.0f);  // training goes on while the save runs
@@ -353,11 +422,13 @@ TEST(CkptCheckpoint, SaverWritesTheSnapshot) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->step, 1);
   EXPECT_EQ(r->dir, (d.path / "step00000001").string());
-  std::vector<float> p(t.table.total()), m_read(t.table.total()), v(t.table.total());
-  read_checkpoint_tensors(r->dir, t.table, p.data(), m_read.data(), v.data());
+  std::vector<float> p(t.table.total());
+  OptimizerState read;
+  read.names = kAdamW;
+  read_checkpoint_tensors(r->dir, t.table, p.data(), &read);
   const model::ParamEntry& e = t.table.at("lm_head.weight");
   EXPECT_EQ(p[e.offset + 5], saved[e.offset + 5]);
-  EXPECT_EQ(m_read[e.offset + 5], t.m[e.offset + 5]);
+  EXPECT_EQ(read.tensors[0][e.offset + 5], t.m[e.offset + 5]);
   EXPECT_FALSE(saver.poll());
 }
 

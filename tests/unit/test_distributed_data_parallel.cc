@@ -2,7 +2,8 @@
 // sharded gradients (group-by-group gradients, loss sums, norm, clipping, AdamW, weight all-gather, moment gather)
 // bitwise equal at W = 1, 2, 3 and 4, and equal to the unsharded norm and AdamW; the same on emulated devices
 // (emulated_device.h), where gradients and weights move between ranks as device memory; and the real model trained
-// through the training step (train/step.h) with sharded weights (FSDP) to the bits of whole weights.
+// through the training step (train/step.h) with sharded weights (FSDP) to the bits of whole weights; SGD's one state
+// tensor and plain SGD's none gathered and resharded by name.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -19,6 +20,7 @@
 #include "replica/kernels/cpu/sum_of_squares.h"
 #include "replica/model/config.h"
 #include "replica/optim/adamw.h"
+#include "replica/optim/optimizers.h"
 #include "replica/train/step.h"
 #include "thread_communicator.h"
 
@@ -335,6 +337,65 @@ TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
     EXPECT_TRUE(std::equal(loaded.exp_avg(), loaded.exp_avg() + adamw.size(), adamw.exp_avg()));
     EXPECT_TRUE(std::equal(loaded.exp_avg_sq(), loaded.exp_avg_sq() + adamw.size(), adamw.exp_avg_sq()));
   });
+}
+
+// The optimizer seam with one state tensor and with none: SGD with momentum and plain SGD on sharded gradients give the
+// whole-buffer update, their state (momentum_buffer, or nothing) gathers to rank 0 by name, and a run resharded from
+// W = 3 to W = 2 after two steps takes the third to the bits of the unsharded one.
+TEST(DistDataParallel, SgdStateGathersAndReshardsByName) {
+  const model::ParamTable table(model());
+  const size_t n = table.total();
+  auto gradient = [&](int step) {
+    std::vector<float> g(n);
+    for (size_t i = 0; i < n; i++) g[i] = row_gradient(step, i);
+    return g;
+  };
+  const std::vector<float> start(n, 0.25f);
+  for (double momentum : {0.9, 0.0}) {
+    optim::OptimizerConfig config;
+    config.name = optim::OptimizerName::sgd;
+    config.sgd.momentum = momentum;
+    const std::vector<std::string> names = optim::state_names(config);
+    ASSERT_EQ(names.size(), momentum > 0 ? 1u : 0u);
+    std::vector<float> expected = start, expected_state(n);
+    const std::unique_ptr<optim::Optimizer> whole = optim::make_optimizer(config, table, {{0, n, 0}}, cpu_backend());
+    for (int step = 0; step < 3; step++) {
+      whole->step(expected.data(), gradient(step).data(), 1e-2, false);
+      if (step == 1 && !names.empty()) whole->state_to_host(0, expected_state.data());
+    }
+    auto step_sharded = [&](DataParallel& dp, optim::Optimizer& optimizer, int step, int rank) {
+      const std::vector<float> g = gradient(step);
+      for (const ShardLayout::Part& p : dp.layout().parts_of(rank))
+        std::copy_n(g.begin() + ptrdiff_t(p.begin), p.length(), dp.grads() + p.offset);
+      dp.step(optimizer, 1e-2);
+    };
+    std::vector<float> saved_params(n), resumed(n);
+    std::vector<std::vector<float>> saved_state(names.size(), std::vector<float>(n));
+    ThreadGroup(3).run([&](Communicator& comm) {
+      DataParallel dp(comm, table, 6, 1);
+      const std::unique_ptr<optim::Optimizer> sgd =
+          optim::make_optimizer(config, table, dp.shard_parts(), cpu_backend());
+      EXPECT_EQ(sgd->state_names(), names);
+      dp.load_weights(start.data());
+      for (int step = 0; step < 2; step++) step_sharded(dp, *sgd, step, comm.rank());
+      const bool root = comm.rank() == 0;
+      dp.gather_weights(root ? saved_params.data() : nullptr);
+      for (size_t i = 0; i < names.size(); i++) dp.gather_state(*sgd, i, root ? saved_state[i].data() : nullptr);
+    });
+    if (!names.empty()) {
+      EXPECT_TRUE(saved_state[0] == expected_state);
+    }
+    ThreadGroup(2).run([&](Communicator& comm) {
+      DataParallel dp(comm, table, 6, 1);
+      const std::unique_ptr<optim::Optimizer> sgd =
+          optim::make_optimizer(config, table, dp.shard_parts(), cpu_backend());
+      dp.load_weights(saved_params.data());
+      for (size_t i = 0; i < names.size(); i++) dp.load_state(*sgd, i, saved_state[i].data());
+      step_sharded(dp, *sgd, 2, comm.rank());
+      dp.gather_weights(comm.rank() == 0 ? resumed.data() : nullptr);
+    });
+    EXPECT_TRUE(resumed == expected) << "momentum " << momentum;
+  }
 }
 
 TEST(DistDataParallel, RejectsBatchNotDivisibleByRanksTimesMicroBatch) {

@@ -25,12 +25,14 @@ model::ModelConfig model() {  // untied: the head group (final norm + LM head 10
                                        "test model");
 }
 
+const OptimizerStateMemory kAdamW{{"exp_avg", "exp_avg_sq"}, false}, kAdamWOnHost{kAdamW.names, true};
+
 TEST(DistMemoryPlan, WholeWeightsAreTheOnlyReplicatedState) {
   const model::ModelConfig c = model();
   const model::ParamTable table(c);
   const double n = double(table.total()), group = double(table.largest_group());
-  const std::vector<MemoryItem> one = data_parallel_memory(c, 1, 100.0, Precision::fp32, false, false),
-                                 two = data_parallel_memory(c, 2, 100.0, Precision::bf16, false, false);
+  const std::vector<MemoryItem> one = data_parallel_memory(c, 1, 100.0, Precision::fp32, false, kAdamW),
+                                 two = data_parallel_memory(c, 2, 100.0, Precision::bf16, false, kAdamW);
   ASSERT_EQ(one.size(), 7u);
   EXPECT_EQ(group, 16.0 + 1000 * 16);  // the head group: final norm + LM head
   EXPECT_EQ(one[0].bytes, 4 * n);      // weights
@@ -54,7 +56,7 @@ TEST(DistMemoryPlan, ShardedWeightsKeepOnlyTheGroupInUseWhole) {
   c.vocab_size = 40000;  // groups of 40 blocks: 4 ranks hold 10 each
   const model::ParamTable table(c);
   const double n = double(table.total()), group = double(table.largest_group());
-  const std::vector<MemoryItem> plan = data_parallel_memory(c, 4, 0.0, Precision::bf16, true, false);
+  const std::vector<MemoryItem> plan = data_parallel_memory(c, 4, 0.0, Precision::bf16, true, kAdamW);
   ASSERT_EQ(plan.size(), 7u);
   EXPECT_LE(plan[0].bytes, 1.1 * n);            // weights: about 4 n / 4
   EXPECT_EQ(plan[1].bytes, 6 * group);          // one gathered group, fp32 and bf16
@@ -67,12 +69,35 @@ TEST(DistMemoryPlan, ShardedWeightsKeepOnlyTheGroupInUseWhole) {
 
 TEST(DistMemoryPlan, HostMomentsLeaveTheirStagingOnTheDevice) {
   const model::ModelConfig c = model();
-  const std::vector<MemoryItem> on_device = data_parallel_memory(c, 2, 0.0, Precision::bf16, false, false),
-                                 on_host = data_parallel_memory(c, 2, 0.0, Precision::bf16, false, true);
+  const std::vector<MemoryItem> on_device = data_parallel_memory(c, 2, 0.0, Precision::bf16, false, kAdamW),
+                                 on_host = data_parallel_memory(c, 2, 0.0, Precision::bf16, false, kAdamWOnHost);
   ASSERT_EQ(on_host.size(), on_device.size());
   EXPECT_EQ(on_host[3].bytes, 4.0 * double(kHostMomentStagingFloats));
   EXPECT_NE(on_host[3].note.find("host memory"), std::string::npos);
   EXPECT_EQ(total_bytes(on_host) - on_host[3].bytes, total_bytes(on_device) - on_device[3].bytes);
+}
+
+// The optimizer state is as many shard-sized fp32 arrays as the optimizer names: two for AdamW, one for SGD with
+// momentum, none for plain SGD; nothing else in the plan depends on the optimizer.
+TEST(DistMemoryPlan, OptimizerStateIsSizedByItsStateCount) {
+  const model::ModelConfig c = model();
+  const ShardLayout layout(model::ParamTable(c), 2);
+  const double shard = double(std::max(layout.shard_size(0), layout.shard_size(1)));
+  const std::vector<MemoryItem> adamw = data_parallel_memory(c, 2, 0.0, Precision::bf16, false, kAdamW),
+                                 momentum = data_parallel_memory(c, 2, 0.0, Precision::bf16, false,
+                                                                 {{"momentum_buffer"}, false}),
+                                 plain = data_parallel_memory(c, 2, 0.0, Precision::bf16, false, {});
+  ASSERT_EQ(momentum.size(), adamw.size());
+  ASSERT_EQ(plain.size(), adamw.size());
+  EXPECT_EQ(adamw[3].name, "optimizer state fp32");
+  EXPECT_EQ(adamw[3].bytes, 8 * shard);
+  EXPECT_EQ(momentum[3].bytes, 4 * shard);
+  EXPECT_EQ(plain[3].bytes, 0.0);
+  EXPECT_EQ(adamw[3].note, "sharded: exp_avg, exp_avg_sq");
+  EXPECT_EQ(momentum[3].note, "sharded: momentum_buffer");
+  EXPECT_EQ(plain[3].note, "sharded: none");
+  EXPECT_EQ(total_bytes(adamw) - total_bytes(momentum), 4 * shard);
+  EXPECT_EQ(total_bytes(momentum) - total_bytes(plain), 4 * shard);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The code above the kernel layer on a device whose memory the host cannot touch (emulated_device.h): the
-// model, the optimizer, clipping, the trainer's checkpoints, resume and held-out evaluation take every GPU
-// staging path, and since the kernels are the CPU's, every result must equal the CPU run bit for bit.
+// model, the optimizer (AdamW and SGD), clipping, the trainer's checkpoints, resume and held-out evaluation take every
+// GPU staging path, and since the kernels are the CPU's, every result must equal the CPU run bit for bit.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -132,31 +132,40 @@ TEST(EmulatedDevice, TrainingCheckpointsResumeAndEvaluationEqualTheCpu) {
       "train: {max_steps: 6, precision: bf16, threads: 1, seed: 4, log_every: 100}\n"
       "checkpoint: {every: 3}\n"
       "eval: {every: 3, batches: 1}\n";
-  auto run = [&](const std::string& name, Backend& backend, std::vector<std::string> overrides = {}) {
-    overrides.push_back("run.dir=" + (dir / name).string());
-    distributed::LocalCommunicator local;
-    return train(load_recipe_text(recipe, "emulated.yaml", overrides), local, backend);
-  };
-  EmulatedDevice device;
-  const TrainSummary cpu = run("cpu", cpu_backend());
-  const TrainSummary emulated = run("device", device);
-  run("split", device, {"train.stop_at=3"});
-  const TrainSummary resumed = run("split", device);
-  EXPECT_EQ(resumed.steps, 6);
+  // AdamW, and SGD with momentum (its one state tensor through the same staging paths).
+  for (const std::string optimizer : {"adamw", "sgd"}) {
+    SCOPED_TRACE(optimizer);
+    const std::vector<std::string> chosen = optimizer == "sgd"
+                                                ? std::vector<std::string>{"optim.name=sgd", "optim.momentum=0.9"}
+                                                : std::vector<std::string>{};
+    auto run = [&](const std::string& name, Backend& backend, std::vector<std::string> overrides = {}) {
+      overrides.insert(overrides.end(), chosen.begin(), chosen.end());
+      overrides.push_back("run.dir=" + (dir / optimizer / name).string());
+      distributed::LocalCommunicator local;
+      return train(load_recipe_text(recipe, "emulated.yaml", overrides), local, backend);
+    };
+    const fs::path runs = dir / optimizer;
+    EmulatedDevice device;
+    const TrainSummary cpu = run("cpu", cpu_backend());
+    const TrainSummary emulated = run("device", device);
+    run("split", device, {"train.stop_at=3"});
+    const TrainSummary resumed = run("split", device);
+    EXPECT_EQ(resumed.steps, 6);
 
-  EXPECT_EQ(emulated.final_loss, cpu.final_loss);
-  EXPECT_EQ(emulated.heldout_initial, cpu.heldout_initial);
-  EXPECT_EQ(emulated.heldout_final, cpu.heldout_final);
-  ASSERT_TRUE(cpu.heldout_initial.has_value());
-  EXPECT_GT(*cpu.heldout_initial, 0.0);
-  EXPECT_EQ(metrics(dir / "device"), metrics(dir / "cpu"));
-  EXPECT_EQ(metrics(dir / "split"), metrics(dir / "cpu"));
-  for (const char* file : {"model.safetensors", "optim.safetensors"}) {
-    const std::string want = bytes_of(dir / "cpu/checkpoints/step00000006" / file);
-    EXPECT_EQ(bytes_of(dir / "device/checkpoints/step00000006" / file), want) << file;
-    EXPECT_EQ(bytes_of(dir / "split/checkpoints/step00000006" / file), want) << file;
+    EXPECT_EQ(emulated.final_loss, cpu.final_loss);
+    EXPECT_EQ(emulated.heldout_initial, cpu.heldout_initial);
+    EXPECT_EQ(emulated.heldout_final, cpu.heldout_final);
+    ASSERT_TRUE(cpu.heldout_initial.has_value());
+    EXPECT_GT(*cpu.heldout_initial, 0.0);
+    EXPECT_EQ(metrics(runs / "device"), metrics(runs / "cpu"));
+    EXPECT_EQ(metrics(runs / "split"), metrics(runs / "cpu"));
+    for (const char* file : {"model.safetensors", "optim.safetensors"}) {
+      const std::string want = bytes_of(runs / "cpu/checkpoints/step00000006" / file);
+      EXPECT_EQ(bytes_of(runs / "device/checkpoints/step00000006" / file), want) << file;
+      EXPECT_EQ(bytes_of(runs / "split/checkpoints/step00000006" / file), want) << file;
+    }
+    EXPECT_EQ(device.live_allocations(), 0u);
   }
-  EXPECT_EQ(device.live_allocations(), 0u);
   fs::remove_all(dir);
 }
 

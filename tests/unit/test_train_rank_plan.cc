@@ -1,6 +1,8 @@
 // train/rank_plan: `replica plan`'s GPU memory parsing, the nearest layout that fits, and the step time from an MFU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "replica/core/error.h"
 #include "replica/model/flops.h"
 #include "replica/train/rank_plan.h"
@@ -46,6 +48,33 @@ TEST(RankPlan, GpuMemoryIsInGbOrGib) {
           << e.what();
     }
   }
+}
+
+// The plan sizes the optimizer state from the state the step's optimizer keeps: AdamW's two arrays of the shard, SGD
+// with momentum's one, plain SGD's none; AdamW's host moments leave only their staging on the device.
+TEST(RankPlan, OptimizerStateIsPlannedFromTheOptimizersStateCount) {
+  auto with = [](optim::OptimizerName name, double momentum, bool host_moments) {
+    StepConfig step = stage1_step(model::Remat::selective, true);
+    step.optimizer.name = name;
+    step.optimizer.sgd.momentum = momentum;
+    step.optimizer.adamw.host_moments = host_moments;
+    return rank_memory(olmo3_7b(), step, 512);
+  };
+  using optim::OptimizerName;
+  const auto adamw = with(OptimizerName::adamw, 0, false), on_host = with(OptimizerName::adamw, 0, true),
+             momentum = with(OptimizerName::sgd, 0.9, false), plain = with(OptimizerName::sgd, 0, false);
+  const auto state = [](const std::vector<distributed::MemoryItem>& items) {
+    const auto it = std::find_if(items.begin(), items.end(),
+                                 [](const distributed::MemoryItem& i) { return i.name == "optimizer state fp32"; });
+    return it == items.end() ? -1.0 : it->bytes;
+  };
+  const double gradients = adamw[2].bytes;  // the shard's summed gradient: one fp32 array of the shard
+  ASSERT_EQ(adamw[2].name, "gradients fp32");
+  EXPECT_EQ(state(adamw), 2 * gradients);
+  EXPECT_EQ(state(momentum), gradients);
+  EXPECT_EQ(state(plain), 0.0);
+  EXPECT_EQ(state(on_host), 4.0 * double(kHostMomentStagingFloats));
+  EXPECT_EQ(distributed::total_bytes(adamw) - distributed::total_bytes(plain), 2 * gradients);
 }
 
 TEST(RankPlan, ContextParallelismAddsTheGatheredKeysAndValues) {

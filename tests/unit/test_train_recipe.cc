@@ -55,10 +55,10 @@ TEST(Recipe, Stage1HoldsThePublishedNumbers) {
   EXPECT_EQ(r.tokens_per_step(), 4194304);
   EXPECT_EQ(r.loader.seed, 34521u);
   EXPECT_EQ(r.step.schedule.lr, 3e-4);
-  EXPECT_EQ(r.step.adamw.weight_decay, 0.1);
-  EXPECT_EQ(r.step.adamw.beta1, 0.9);
-  EXPECT_EQ(r.step.adamw.beta2, 0.95);
-  EXPECT_EQ(r.step.adamw.eps, 1e-8);
+  EXPECT_EQ(r.step.optimizer.adamw.weight_decay, 0.1);
+  EXPECT_EQ(r.step.optimizer.adamw.beta1, 0.9);
+  EXPECT_EQ(r.step.optimizer.adamw.beta2, 0.95);
+  EXPECT_EQ(r.step.optimizer.adamw.eps, 1e-8);
   EXPECT_EQ(r.step.clip, 1.0);
   EXPECT_TRUE(r.step.skip_step.enabled);
   EXPECT_EQ(r.step.skip_step.window, 128);
@@ -81,7 +81,7 @@ TEST(Recipe, Stage1HoldsThePublishedNumbers) {
   EXPECT_EQ(s.part2_warmup, 597046);
   EXPECT_NEAR(optim::learning_rate(s, 597046), 1.65e-4, 1e-18);
   EXPECT_NEAR(optim::learning_rate(s, 1413814), 3.93e-5, 0.005e-5);
-  const optim::AdamWConfig& a = r.step.adamw;
+  const optim::AdamWConfig& a = r.step.optimizer.adamw;
   EXPECT_EQ(a.beta1, 0.9);
   EXPECT_EQ(a.beta2, 0.95);
   EXPECT_NO_THROW(model_of(r));
@@ -127,7 +127,7 @@ TEST(Recipe, Stage2And3) {
   // What AI2 ran: the same but for the data-loader seed and the data (stage3.md §0.1).
   Recipe ran = load_recipe(recipe_path("olmo3_7b_stage3_as_run.yaml"), {}, false);
   EXPECT_EQ(ran.loader.seed, 4123u);
-  EXPECT_EQ(ran.step.adamw.weight_decay, 0.1);
+  EXPECT_EQ(ran.step.optimizer.adamw.weight_decay, 0.1);
   EXPECT_EQ(ran.step.context.degree, 8);
   EXPECT_EQ(ran.step.context.head_stride, 8);  // cp_head_stride: 8 as the run had it
   EXPECT_EQ(ran.step.remat, s3.step.remat);
@@ -198,8 +198,8 @@ TEST(Recipe, OverridesAreParsedAsYaml) {
   EXPECT_NE(r.to_yaml().find("shard_weights: true"), std::string::npos);
   EXPECT_EQ(r.data.paths, (std::vector<std::string>{"a.npy", "b.npy"}));
   EXPECT_EQ(r.step.schedule.lr, 1e-3);
-  EXPECT_EQ(r.step.adamw.beta1, 0.8);
-  EXPECT_EQ(r.step.adamw.beta2, 0.99);
+  EXPECT_EQ(r.step.optimizer.adamw.beta1, 0.8);
+  EXPECT_EQ(r.step.optimizer.adamw.beta2, 0.99);
   EXPECT_EQ(r.step.precision, Precision::bf16);
   EXPECT_EQ(r.step.schedule.type, optim::ScheduleType::wsd);
   EXPECT_EQ(r.step.schedule.decay, 20);
@@ -242,6 +242,36 @@ TEST(Recipe, Float8IsAKeyOffByDefaultThatReachesTheStep) {
   EXPECT_NE(yaml.find("float8: true"), std::string::npos) << yaml;
   EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
   EXPECT_NE(error_of([] { load_recipe_text(kMinimal, "m", {"train.float8=fp8"}, false); }).find("train.float8"),
+            std::string::npos);
+}
+
+// optim.name picks the optimizer (optim/optimizers.h) and reaches the step; a checkpoint holds the state of the one
+// it was saved with, so a resume may not change it, even with train.allow_change.
+TEST(Recipe, TheOptimizerIsAKeyDefaultingToAdamW) {
+  const Recipe defaults = load_recipe_text(kMinimal, "minimal", {}, false);
+  EXPECT_EQ(defaults.step.optimizer.name, optim::OptimizerName::adamw);
+  EXPECT_EQ(defaults.step.optimizer.sgd.momentum, 0.0);
+  const Recipe r = load_recipe_text(kMinimal, "minimal", {"optim.name=sgd", "optim.momentum=0.9"}, false);
+  EXPECT_EQ(step_config(r).optimizer.name, optim::OptimizerName::sgd);
+  EXPECT_EQ(step_config(r).optimizer.sgd.momentum, 0.9);
+  const std::string yaml = r.to_yaml();
+  EXPECT_NE(yaml.find("name: sgd"), std::string::npos) << yaml;
+  EXPECT_EQ(load_recipe_text(yaml, "resolved", {}, false).to_yaml(), yaml);
+  const auto rules = resume_rules();
+  const auto rule = std::find_if(rules.begin(), rules.end(), [](const auto& kv) { return kv.first == "optim.name"; });
+  ASSERT_NE(rule, rules.end());
+  EXPECT_EQ(rule->second, config::OnResume::refused);
+  EXPECT_NE(error_of([] { load_recipe_text(kMinimal, "m", {"optim.name=adam"}, false); })
+                .find("optimizer must be 'adamw' or 'sgd', got 'adam'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_recipe_text(kMinimal, "m", {"optim.momentum=0.9"}, false); })
+                .find("'optim.momentum' is SGD's (optim.name: sgd), not adamw's"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_recipe_text(kMinimal, "m", {"optim.name=sgd", "optim.host_moments=true"}, false); })
+                .find("'optim.host_moments' keeps AdamW's moments in host memory; optim.name: sgd has none there"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { load_recipe_text(kMinimal, "m", {"optim.name=sgd", "optim.momentum=1"}, false); })
+                .find("optim.momentum"),
             std::string::npos);
 }
 

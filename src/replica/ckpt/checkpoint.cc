@@ -2,6 +2,7 @@
 #include "replica/ckpt/checkpoint.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -29,7 +30,8 @@ json train_state_to_json(const TrainState& s) {
             {"global_batch_size", s.global_batch_size},
             {"seq_len", s.seq_len},
             {"fingerprint", s.data_fingerprint}}},
-          {"optimizer", {{"adam_step_count", s.adam_step_count}, {"schedule", s.schedule}, {"skip_step", s.skip_step}}},
+          {"optimizer",
+           {{"adam_step_count", s.optimizer_step_count}, {"schedule", s.schedule}, {"skip_step", s.skip_step}}},
           {"observers", s.observers},
           {"world_size", s.world_size},
           {"model", model::model_config_to_hf_json(s.model)},
@@ -52,7 +54,7 @@ TrainState train_state_from_json(const json& j, const std::string& source) {
     s.seq_len = json_integer(d, "seq_len", source + ": data", 1);
     s.data_fingerprint = d.at("fingerprint").get<std::string>();
     const json& o = j.at("optimizer");
-    s.adam_step_count = json_integer(o, "adam_step_count", source + ": optimizer", 0);
+    s.optimizer_step_count = json_integer(o, "adam_step_count", source + ": optimizer", 0);
     s.schedule = o.at("schedule");
     s.skip_step = o.at("skip_step");
     // A checkpoint written before observers kept state has none: they start empty, as they did then.
@@ -66,6 +68,9 @@ TrainState train_state_from_json(const json& j, const std::string& source) {
   }
   return s;
 }
+
+OptimizerState::OptimizerState(std::vector<std::string> state_names, size_t floats)
+    : names(std::move(state_names)), tensors(names.size(), std::vector<float>(floats)) {}
 
 std::string checkpoint_dir_name(int64_t step) { return fmt::format("step{:08d}", step); }
 
@@ -137,10 +142,16 @@ std::string write_checkpoint(const std::string& root, const CheckpointTensors& t
   const std::string step = std::to_string(state.step);
   write_safetensors((partial / "model.safetensors").string(), tensors_of(*t.table, t.params, ""),
                     {{"format", "pt"}, {"step", step}});
-  if (t.exp_avg) {
-    std::vector<StTensorOut> moments = tensors_of(*t.table, t.exp_avg, "exp_avg.");
-    for (StTensorOut& m : tensors_of(*t.table, t.exp_avg_sq, "exp_avg_sq.")) moments.push_back(m);
-    write_safetensors((partial / "optim.safetensors").string(), moments, {{"step", step}});
+  if (const OptimizerState* o = t.optimizer) {
+    check(o->names.size() == o->tensors.size(), "write_checkpoint: {} optimizer state names for {} tensors",
+          o->names.size(), o->tensors.size());
+    std::vector<StTensorOut> state;
+    for (size_t i = 0; i < o->names.size(); i++) {
+      check(o->tensors[i].size() == t.table->total(), "write_checkpoint: optimizer state '{}' holds {} floats, not {}",
+            o->names[i], o->tensors[i].size(), t.table->total());
+      for (StTensorOut& tensor : tensors_of(*t.table, o->tensors[i].data(), o->names[i] + ".")) state.push_back(tensor);
+    }
+    write_safetensors((partial / "optim.safetensors").string(), state, {{"step", step}});
     files.push_back("optim.safetensors");
   }
   write_text_file_atomic((partial / "train_state.json").string(), train_state_to_json(state).dump(2) + "\n");
@@ -231,7 +242,7 @@ static TrainState parse_state_file(const std::string& dir) {
 TrainState read_checkpoint_state(const std::string& dir, CheckpointRead what) {
   check(fs::is_directory(dir), "{}: checkpoint directory not found", dir);
   std::vector<std::string> required = {"model.safetensors", "train_state.json"};
-  if (what == CheckpointRead::weights_and_moments) required.push_back("optim.safetensors");
+  if (what == CheckpointRead::weights_and_optimizer) required.push_back("optim.safetensors");
   verify_manifest(dir, required);
   return parse_state_file(dir);
 }
@@ -266,21 +277,45 @@ static void check_step(const SafetensorsReader& reader, int64_t step) {
         reader.path(), it->second, step);
 }
 
-void read_checkpoint_tensors(const std::string& dir, const model::ParamTable& table, float* params, float* exp_avg,
-                             float* exp_avg_sq) {
+// The state names of an optim.safetensors: its tensors' names up to the first '.' (a state name has none).
+static std::vector<std::string> state_names_of(const SafetensorsReader& reader) {
+  std::vector<std::string> names;
+  for (const auto& [name, info] : reader.tensors()) {
+    const std::string state = name.substr(0, name.find('.'));
+    if (std::find(names.begin(), names.end(), state) == names.end()) names.push_back(state);
+  }
+  return names;
+}
+
+static std::string listed(const std::vector<std::string>& names) {
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
+}
+
+void read_checkpoint_tensors(const std::string& dir, const model::ParamTable& table, float* params,
+                             OptimizerState* optimizer) {
   const int64_t step = parse_state_file(dir).step;
   const SafetensorsReader model((fs::path(dir) / "model.safetensors").string());
   check_step(model, step);
   read_tensors(model, table, "", params);
   check_count(model, table.entries().size());
-  if (!exp_avg) return;
+  if (!optimizer) return;
   const std::string optim = (fs::path(dir) / "optim.safetensors").string();
   check(fs::exists(optim), "{}: missing (the checkpoint holds no optimizer state)", optim);
   SafetensorsReader reader(optim);
   check_step(reader, step);
-  read_tensors(reader, table, "exp_avg.", exp_avg);
-  read_tensors(reader, table, "exp_avg_sq.", exp_avg_sq);
-  check_count(reader, 2 * table.entries().size());
+  std::vector<std::string> saved = state_names_of(reader), wanted = optimizer->names;
+  std::sort(saved.begin(), saved.end());
+  std::sort(wanted.begin(), wanted.end());
+  check(saved == wanted,
+        "{}: holds the optimizer state {}, but the optimizer (optim.name) keeps {}: a checkpoint resumes only with "
+        "the optimizer it was saved with",
+        optim, listed(saved), listed(optimizer->names));
+  optimizer->tensors.resize(optimizer->names.size());
+  for (size_t i = 0; i < optimizer->names.size(); i++) {
+    optimizer->tensors[i].resize(table.total());
+    read_tensors(reader, table, optimizer->names[i] + ".", optimizer->tensors[i].data());
+  }
+  check_count(reader, optimizer->names.size() * table.entries().size());
 }
 
 void check_same_model(const model::ModelConfig& saved, const model::ModelConfig& expected, const std::string& dir) {

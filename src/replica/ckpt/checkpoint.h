@@ -1,5 +1,6 @@
 // Checkpoint directories (DESIGN.md §4): run/checkpoints/step00001000/ holding model.safetensors (fp32
-// master weights), optim.safetensors (exp_avg.<name>, exp_avg_sq.<name>), train_state.json and
+// master weights), optim.safetensors (the optimizer's state tensors by name: <state>.<parameter>, e.g. AdamW's
+// exp_avg.<parameter> and exp_avg_sq.<parameter>; ckpt::OptimizerState), train_state.json and
 // MANIFEST.json, written last. A save goes to step00001000.partial/, every file fsynced, then the
 // directory is renamed and checkpoints/latest (a one-line text file naming it) replaced atomically.
 // Tensors are whole (logical shapes), so any world size can load any checkpoint.
@@ -25,7 +26,9 @@ struct TrainState {
   int64_t batches_consumed = 0;
   int64_t global_batch_size = 0, seq_len = 0;
   std::string data_fingerprint;
-  int64_t adam_step_count = 0;
+  // The optimizer's updates applied (skipped steps not counted; optim::Optimizer::step_count). Stored as
+  // "adam_step_count", its name from when AdamW was the one optimizer, so AdamW's checkpoints keep their bytes.
+  int64_t optimizer_step_count = 0;
   nlohmann::json schedule;   // the resolved LR schedule (recorded; the LR is a function of the step)
   nlohmann::json skip_step;  // SkipStep::to_json()
   // What the run's observers keep across steps, by name (train/observer.h Observer::state_name); {} when none.
@@ -38,12 +41,24 @@ struct TrainState {
 nlohmann::json train_state_to_json(const TrainState& state);
 TrainState train_state_from_json(const nlohmann::json& j, const std::string& source);
 
-// The tensors of one checkpoint, laid out by `table` (optimizer moments may be null: weights only).
+// An optimizer's state for the whole flat buffer, in host memory and laid out by the ParamTable: one array per state
+// tensor, named and ordered as the optimizer's state_names(). optim.safetensors holds state `name` of parameter p as
+// "<name>.<p>", the states one after the other (AdamW: every exp_avg.<p>, then every exp_avg_sq.<p>); an optimizer
+// without state (plain SGD) still writes the file, with no tensors, so that every resume reads the same files.
+struct OptimizerState {
+  std::vector<std::string> names;
+  std::vector<std::vector<float>> tensors;  // tensors[i] is state names[i]: table.total() floats
+
+  OptimizerState() = default;
+  // `names`, each `floats` zeros.
+  OptimizerState(std::vector<std::string> names, size_t floats);
+};
+
+// The tensors of one checkpoint, laid out by `table`.
 struct CheckpointTensors {
   const model::ParamTable* table = nullptr;
   const float* params = nullptr;
-  const float* exp_avg = nullptr;
-  const float* exp_avg_sq = nullptr;
+  const OptimizerState* optimizer = nullptr;  // null: weights only (no optim.safetensors)
 };
 
 std::string checkpoint_dir_name(int64_t step);  // "step00001000"
@@ -72,9 +87,9 @@ IncompleteCheckpoints set_aside_incomplete_checkpoints(const std::string& root, 
 // True when `path` is a replica checkpoint directory (holds train_state.json).
 bool is_checkpoint_dir(const std::string& path);
 
-// What a reader of a checkpoint loads: the weights (generate, eval, export-hf, init_from) or also the Adam moments
-// (a resume); MANIFEST.json must list each of those files.
-enum class CheckpointRead { weights, weights_and_moments };
+// What a reader of a checkpoint loads: the weights (generate, eval, export-hf, init_from) or also the optimizer's
+// state (a resume); MANIFEST.json must list each of those files.
+enum class CheckpointRead { weights, weights_and_optimizer };
 
 // Verifies MANIFEST.json (every file's size and checksum, and that it lists the files `what` reads), then reads
 // train_state.json.
@@ -84,10 +99,11 @@ model::ModelConfig read_checkpoint_model_config(const std::string& dir);
 // The resolved recipe YAML stored in train_state.json (no checksum pass).
 std::string read_checkpoint_recipe(const std::string& dir);
 
-// Reads the weights (and, when exp_avg is set, the Adam moments) into buffers laid out by `table`,
-// checking every tensor's presence and shape. Call read_checkpoint_state() first to verify checksums.
+// Reads the weights (and, when `optimizer` is given, the state tensors it names, into its tensors) into buffers laid
+// out by `table`, checking every tensor's presence and shape. A checkpoint of an optimizer with other state is refused
+// naming both sets of names. Call read_checkpoint_state() first to verify checksums.
 void read_checkpoint_tensors(const std::string& dir, const model::ParamTable& table, float* params,
-                             float* exp_avg = nullptr, float* exp_avg_sq = nullptr);
+                             OptimizerState* optimizer = nullptr);
 
 // Raises replica::Error naming both configs' differing keys when a checkpoint's model is not `expected`.
 void check_same_model(const model::ModelConfig& saved, const model::ModelConfig& expected, const std::string& dir);

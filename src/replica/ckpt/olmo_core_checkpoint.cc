@@ -67,7 +67,7 @@ static int64_t read_step(const DcpCheckpoint& dcp, const std::string& key) {
 }
 
 int64_t read_olmo_core_checkpoint(const std::string& path, const model::ModelConfig& config,
-                                  const model::ParamTable& table, float* params, float* exp_avg, float* exp_avg_sq) {
+                                  const model::ParamTable& table, float* params, OptimizerState* optimizer) {
   const DcpCheckpoint dcp(dcp_dir(path));
   std::set<std::string> expected;
   for (const model::ParamEntry& e : table.entries()) expected.insert("model." + olmo_core_name(e.name, config));
@@ -79,14 +79,15 @@ int64_t read_olmo_core_checkpoint(const std::string& path, const model::ModelCon
     }
   check(any_model, "{}: no model.* tensors: not the model_and_optim directory of an OLMo-core checkpoint", dcp.dir());
 
+  if (optimizer) optimizer->tensors.assign(optimizer->names.size(), std::vector<float>(table.total()));
   std::optional<std::pair<std::string, int64_t>> first_step;  // the key and value every other step must equal
   for (const model::ParamEntry& e : table.entries()) {
     const std::string name = olmo_core_name(e.name, config);
     dcp.read_f32("model." + name, e.shape, params + e.offset);
-    if (!exp_avg) continue;
+    if (!optimizer) continue;
     const std::string state = "optim.state." + name + ".";
-    dcp.read_f32(state + "exp_avg", e.shape, exp_avg + e.offset);
-    dcp.read_f32(state + "exp_avg_sq", e.shape, exp_avg_sq + e.offset);
+    for (size_t i = 0; i < optimizer->names.size(); i++)
+      dcp.read_f32(state + optimizer->names[i], e.shape, optimizer->tensors[i].data() + e.offset);
     const int64_t step = read_step(dcp, state + "step");
     if (!first_step) first_step = {state + "step", step};
     check(step == first_step->second,

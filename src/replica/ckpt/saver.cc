@@ -18,8 +18,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-CheckpointSaver::CheckpointSaver(std::string root, int64_t keep, size_t floats)
-    : root_(std::move(root)), keep_(keep), params_(floats), exp_avg_(floats), exp_avg_sq_(floats) {}
+CheckpointSaver::CheckpointSaver(std::string root, int64_t keep, std::vector<std::string> state_names, size_t floats)
+    : root_(std::move(root)), keep_(keep), params_(floats), optimizer_(std::move(state_names), floats) {}
 
 CheckpointSaver::~CheckpointSaver() {
   if (thread_.joinable()) thread_.join();
@@ -31,9 +31,8 @@ std::optional<SaveResult> CheckpointSaver::save(const model::ParamTable& table, 
   std::optional<SaveResult> previous = wait();
   table_ = &table;
   params_.resize(table.total());
-  exp_avg_.resize(table.total());
-  exp_avg_sq_.resize(table.total());
-  snapshot(params_.data(), exp_avg_.data(), exp_avg_sq_.data());
+  for (std::vector<float>& tensor : optimizer_.tensors) tensor.resize(table.total());
+  snapshot(params_.data(), optimizer_);
   result_ = SaveResult{"", state.step, seconds_since(start), 0.0};
   done_ = false;
   thread_ = std::thread([this, state = std::move(state)] {
@@ -43,7 +42,7 @@ std::optional<SaveResult> CheckpointSaver::save(const model::ParamTable& table, 
     pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
     const auto begin = std::chrono::steady_clock::now();
     try {
-      const CheckpointTensors tensors{table_, params_.data(), exp_avg_.data(), exp_avg_sq_.data()};
+      const CheckpointTensors tensors{table_, params_.data(), &optimizer_};
       result_.dir = write_checkpoint(root_, tensors, state, keep_);
     } catch (...) {
       error_ = std::current_exception();

@@ -81,15 +81,15 @@ static Command dist_selftest_command("dist-selftest", "Data-parallel self-test (
                    sums.z, sums.n_labels, result.grad_norm);
     }
     distributed::DataParallel& dp = train_step.dp();
-    std::vector<float> m(rank == 0 ? params.size() : 0), v(m.size());
     dp.gather_weights(params.data());
-    dp.gather_state(train_step.optimizer(), 0, m.data());
-    dp.gather_state(train_step.optimizer(), 1, v.data());
-    if (rank == 0)
-      fmt::print("ranks {} weights {:016x} exp_avg {:016x} exp_avg_sq {:016x} comm {:.3f} s\n", world,
-                 XXH3_64bits(params.data(), params.size() * sizeof(float)),
-                 XXH3_64bits(m.data(), m.size() * sizeof(float)), XXH3_64bits(v.data(), v.size() * sizeof(float)),
-                 comm->comm_seconds());
+    std::string line = fmt::format("ranks {} weights {:016x}", world, XXH3_64bits(params.data(), params.size() * 4));
+    const std::vector<std::string> states = train_step.optimizer().state_names();
+    std::vector<float> state(rank == 0 ? params.size() : 0);
+    for (size_t i = 0; i < states.size(); i++) {  // each state tensor by name: exp_avg, exp_avg_sq for AdamW
+      dp.gather_state(train_step.optimizer(), i, state.data());
+      line += fmt::format(" {} {:016x}", states[i], XXH3_64bits(state.data(), state.size() * sizeof(float)));
+    }
+    if (rank == 0) fmt::print("{} comm {:.3f} s\n", line, comm->comm_seconds());
     return 0;
   });
 });

@@ -1,6 +1,7 @@
 // replica plan: parameter count, memory per component and FLOPs per token of a model, without running it; per rank,
 // whether the step fits a GPU (and the nearest layout that does), and its time at a stated MFU.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "replica/model/flops.h"
 #include "replica/model/transformer.h"
 #include "replica/train/checkpointing.h"
+#include "replica/optim/optimizers.h"
 #include "replica/train/rank_plan.h"
 #include "replica/train/recipe.h"
 #include "replica/train/step.h"
@@ -175,17 +177,28 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
     fmt::print("parameters       {} ({} in matmuls)\n", grouped(int64_t(n)), grouped(model::matmul_params(c)));
     fmt::print("weights fp32     {}\n", gib(4 * n));
     fmt::print("gradients fp32   {}\n", gib(4 * n));
-    fmt::print("adam moments     {}  (exp_avg + exp_avg_sq, fp32; host memory with optim.host_moments)\n",
-               gib(8 * n));
+    // The optimizer's state: one fp32 array per state tensor it names (optim.name), in host memory with
+    // optim.host_moments when the optimizer can keep it there.
+    optim::OptimizerConfig on_host = step.optimizer;
+    on_host.adamw.host_moments = true;
+    const bool can_host = optim::state_in_host_memory(on_host);
+    const std::vector<std::string> state_names = optim::state_names(step.optimizer);
+    const double state_bytes = 4.0 * double(state_names.size()) * n;
+    const char* optimizer = optim::optimizer_name(step.optimizer.name);
+    if (state_names.empty())
+      fmt::print("optimizer state  {}  ({} keeps none)\n", gib(state_bytes), optimizer);
+    else
+      fmt::print("optimizer state  {}  ({}: {}, fp32{})\n", gib(state_bytes), optimizer, fmt::join(state_names, " + "),
+                 can_host ? "; host memory with optim.host_moments" : "");
     const double group = 4.0 * double(table.largest_group()) * (c.tie_embeddings ? 2 : 1);
     fmt::print("gradient group   {}  (a block, the head or the embedding, before it joins the sum)\n", gib(group));
     const Precision precision = step.precision;
-    const double states = 16 * n + group + (precision == Precision::bf16 ? 2 * n : 0.0);
+    const double states = 8 * n + state_bytes + group + (precision == Precision::bf16 ? 2 * n : 0.0);
     if (precision == Precision::bf16)
       fmt::print("weights bf16     {}  (rounded once per step for the GEMMs)\n", gib(2 * n));
     fmt::print("activations      B={} T={}{}\n", B, T, step.float8 ? " (float8 Linears, train.float8)" : "");
-    // optim.host_moments: the moments leave the device, their staging buffers take their place.
-    const double states_host_moments = states - 8 * n + 4.0 * double(kHostMomentStagingFloats);
+    // optim.host_moments: the state leaves the device, its staging buffers take its place.
+    const double states_host_moments = states - state_bytes + 4.0 * double(kHostMomentStagingFloats);
     using model::Remat;
     for (Remat r : {Remat::none, Remat::selective, Remat::keep_attention, Remat::block}) {
       train::StepConfig whole = step;  // one whole sequence on one rank under policy r
@@ -193,11 +206,12 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
       whole.context.degree = 1;
       const double act = double(train::step_activation_bytes(c, whole));
       const bool marked = in.remat_given && step.remat == r;
-      fmt::print("  remat={:<15} {}  (total with states: {}; moments on the host: {}){}\n", model::remat_name(r),
-                 gib(act), gib(act + states), gib(act + states_host_moments),
-                 !marked                   ? ""
-                 : step.adamw.host_moments ? "  <- train.remat, optim.host_moments"
-                                           : "  <- train.remat");
+      const std::string host = can_host ? fmt::format("; moments on the host: {}", gib(act + states_host_moments)) : "";
+      fmt::print("  remat={:<15} {}  (total with states: {}{}){}\n", model::remat_name(r), gib(act), gib(act + states),
+                 host,
+                 !marked                                       ? ""
+                 : optim::state_in_host_memory(step.optimizer) ? "  <- train.remat, optim.host_moments"
+                                                               : "  <- train.remat");
     }
     fmt::print("FLOPs per token  {:.4g} (6·N_matmul = {:.4g}, attention = {:.4g})\n", fpt,
                6.0 * double(model::matmul_params(c)), fpt - 6.0 * double(model::matmul_params(c)));

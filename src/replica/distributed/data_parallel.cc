@@ -1,5 +1,6 @@
 // DataParallel: weight groups gathered as the model acquires them, gradient groups reduced as the backward completes
-// them, the sharded norm, the update on the shard and the weight and moment gathers and scatters for checkpoints.
+// them, the sharded norm, the update on the shard and, for checkpoints, the gathers and scatters of the weights and
+// of each optimizer state tensor.
 #include "replica/distributed/data_parallel.h"
 
 #include <algorithm>

@@ -38,7 +38,7 @@
 
 namespace replica::distributed {
 
-// How much DataParallel shards, beyond the gradients and moments.
+// How much DataParallel shards, beyond the gradients and the optimizer state.
 struct Sharding {
   bool weights = false;  // FSDP: the fp32 weights too; the model's groups are gathered as it acquires them
   // Bounds the buffer for the other ranks' copies of this rank's part of a gradient group: a group is reduced in

@@ -2,6 +2,7 @@
 #include "replica/distributed/memory_plan.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -13,7 +14,8 @@
 namespace replica::distributed {
 
 std::vector<MemoryItem> data_parallel_memory(const model::ModelConfig& config, int64_t ranks, double activation_bytes,
-                                             Precision precision, bool shard_weights, bool host_moments) {
+                                             Precision precision, bool shard_weights,
+                                             const OptimizerStateMemory& optimizer) {
   const model::ParamTable table(config);
   const double n = double(table.total()), group = double(table.largest_group());
   const ShardLayout layout(table, int(ranks));
@@ -35,12 +37,14 @@ std::vector<MemoryItem> data_parallel_memory(const model::ModelConfig& config, i
     items.push_back({"weights bf16", 2 * bf16 * n, "rounded once per step for the GEMMs"});
   }
   items.push_back({"gradients fp32", 4 * shard, "sharded: this rank's part of the sum over all micro-batches"});
-  if (host_moments)
-    items.push_back({"adam moments fp32", 4 * double(kHostMomentStagingFloats),
-                     fmt::format("staging: the {:.2f} GiB sharded are in host memory (optim.host_moments)",
-                                 8 * shard / double(1 << 30))});
+  const double states = double(optimizer.names.size());
+  const std::string names = optimizer.names.empty() ? "none" : fmt::format("{}", fmt::join(optimizer.names, ", "));
+  if (optimizer.in_host_memory)
+    items.push_back({"optimizer state fp32", 4 * double(kHostMomentStagingFloats),
+                     fmt::format("staging: the {:.2f} GiB sharded ({}) are in host memory (optim.host_moments)",
+                                 4 * states * shard / double(1 << 30), names)});
   else
-    items.push_back({"adam moments fp32", 8 * shard, "sharded"});
+    items.push_back({"optimizer state fp32", 4 * states * shard, fmt::format("sharded: {}", names)});
   items.push_back({"group gradient fp32", 4 * open_groups * group, "the group the backward is filling"});
   items.push_back(
       {"receive buffer", 4 * double(largest_receive), "other ranks' copies of a piece of this rank's part of a group"});

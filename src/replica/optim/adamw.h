@@ -1,7 +1,8 @@
 // AdamW over the flat parameter buffer with OLMo-core's SkipStepAdamW math (olmo_core/optim/adamw.py,
-// foreach_adamw_step), the one Optimizer (optim/optimizer.h): decoupled weight decay on every tensor except the
-// embedding, fp32 moments. The moments live in the backend's memory, or with `host_moments` in its page-locked host
-// memory (streamed through the device for each update); the element update is the backend's (kernels/cpu/adamw.cc).
+// foreach_adamw_step), the default Optimizer (optim/optimizer.h, optim.name=adamw): decoupled weight decay on every
+// tensor except the embedding, fp32 moments (state exp_avg, exp_avg_sq). The moments live in the backend's memory, or
+// with `host_moments` in its page-locked host memory (streamed through the device for each update); the element update
+// is the backend's (kernels/cpu/adamw.cc).
 #pragma once
 #include <cstdint>
 #include <vector>

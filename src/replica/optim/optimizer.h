@@ -1,6 +1,9 @@
 // The optimizer seam: an Optimizer updates the weights of one data-parallel shard from the shard's summed gradient
 // and holds its state for that shard. DataParallel (distributed/) keeps the shard layout and moves the memory; the
-// optimizer only sees the shard's parts (ranges of the flat parameter buffer, stored one after the other).
+// optimizer only sees the shard's parts (ranges of the flat parameter buffer, stored one after the other). Its state
+// is what state_names() lists and nothing else: checkpoints, the saver, the run start, the data-parallel gathers and
+// loads, and the memory plan (through optim::state_names in optimizers.h) take it by those names, so an optimizer
+// with other state (SGD's one tensor, or none) needs no change outside optim/ and the recipe.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,12 +28,12 @@ class Optimizer {
   virtual size_t size() const = 0;  // floats of the shard
 
   // The state checkpoints store, each a size()-float array in shard order, by the name of its tensors
-  // ("exp_avg" for AdamW's first moment: checkpoints hold `exp_avg.<parameter name>`).
+  // ("exp_avg" for AdamW's first moment: checkpoints hold `exp_avg.<parameter name>`); i indexes this list.
   virtual std::vector<std::string> state_names() const = 0;
   virtual void state_to_host(size_t i, float* host) const = 0;
   virtual void state_from_host(size_t i, const float* host) = 0;
 
-  // Updates applied so far (skipped steps not counted): the bias corrections' t, saved with the state.
+  // Updates applied so far (skipped steps not counted): AdamW's bias corrections' t, saved with the state.
   int64_t step_count() const { return step_count_; }
   void set_step_count(int64_t n) { step_count_ = n; }
 

@@ -13,7 +13,8 @@ CheckpointObserver::CheckpointObserver(const CheckpointConfig& config, const std
       step_(step),
       state_(std::move(state)),
       console_(console),
-      saver_(root, config.keep, step.dp().comm().rank() == 0 ? step.model().table().total() : 0) {}
+      saver_(root, config.keep, step.optimizer().state_names(),
+             step.dp().comm().rank() == 0 ? step.model().table().total() : 0) {}
 
 void CheckpointObserver::after_step(const StepRecord& r) {
   const int64_t every = config_.every;

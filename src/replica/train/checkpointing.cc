@@ -87,35 +87,45 @@ static std::optional<std::string> check_fresh_start_keeps_history(const Recipe& 
       metrics.string(), steps);
 }
 
-// The weights and the Adam state of checkpoint `dir` into params and start.
-static void read_weights_and_moments(const std::string& dir, const model::ParamTable& table, float* params,
-                                     RunStart& start, int64_t adam_step_count) {
-  start.exp_avg.resize(table.total());
-  start.exp_avg_sq.resize(table.total());
-  ckpt::read_checkpoint_tensors(dir, table, params, start.exp_avg.data(), start.exp_avg_sq.data());
-  start.adam_step_count = adam_step_count;
+// A start at step 0 with a fresh optimizer (until its state is read), its notes as the message.
+static RunStart at_step_0(const std::vector<std::string>& notes) {
+  RunStart start;
+  start.message = fmt::format("{}", fmt::join(notes, "\n"));
+  return start;
 }
 
-// A stage transition from AI2's run: the weights, AdamW's moments and step count of an OLMo-core checkpoint.
+// The weights and the optimizer state `state_names` of checkpoint `dir` into params and start.
+static void read_weights_and_optimizer(const std::string& dir, const model::ParamTable& table,
+                                       const std::vector<std::string>& state_names, float* params, RunStart& start,
+                                       int64_t optimizer_step_count) {
+  start.optimizer.names = state_names;
+  ckpt::read_checkpoint_tensors(dir, table, params, &start.optimizer);
+  start.optimizer_loaded = true;
+  start.optimizer_step_count = optimizer_step_count;
+}
+
+// A stage transition from AI2's run: the weights, the optimizer state (AdamW's moments) and step count of an
+// OLMo-core checkpoint.
 static RunStart start_from_olmo_core(const Recipe& r, const std::string& from, const model::ParamTable& table,
-                                     float* params, std::vector<std::string> notes) {
-  RunStart start{0, "", {}, {}, 0};
-  start.exp_avg.resize(table.total());
-  start.exp_avg_sq.resize(table.total());
-  start.adam_step_count = ckpt::read_olmo_core_checkpoint(from, recipe_model_config(r), table, params,
-                                                          start.exp_avg.data(), start.exp_avg_sq.data());
+                                     const std::vector<std::string>& state_names, float* params,
+                                     std::vector<std::string> notes) {
+  RunStart start;
+  start.optimizer.names = state_names;
+  start.optimizer_step_count =
+      ckpt::read_olmo_core_checkpoint(from, recipe_model_config(r), table, params, &start.optimizer);
+  start.optimizer_loaded = true;
   notes.push_back(
-      fmt::format("weights and optimizer state (Adam step {}) from the OLMo-core checkpoint {}; steps, "
+      fmt::format("weights and optimizer state (step count {}) from the OLMo-core checkpoint {}; steps, "
                   "schedule and data start afresh",
-                  start.adam_step_count, from));
+                  start.optimizer_step_count, from));
   start.message = fmt::format("{}", fmt::join(notes, "\n"));
   return start;
 }
 
 static RunStart resume(const Recipe& r, const std::string& dir, const model::ParamTable& table,
-                       const data::DataLoader& loader, float* params, optim::SkipStep& skip_step,
-                       std::vector<std::string> notes) {
-  const ckpt::TrainState s = ckpt::read_checkpoint_state(dir, ckpt::CheckpointRead::weights_and_moments);
+                       const data::DataLoader& loader, const std::vector<std::string>& state_names, float* params,
+                       optim::SkipStep& skip_step, std::vector<std::string> notes) {
+  const ckpt::TrainState s = ckpt::read_checkpoint_state(dir, ckpt::CheckpointRead::weights_and_optimizer);
   ckpt::check_same_model(s.model, recipe_model_config(r), dir);
   check(s.step <= r.last_step(), "{}: {}={} is before the checkpoint's step {}", dir,
         r.train.stop_at > 0 ? "train.stop_at" : "train.max_steps", r.last_step(), s.step);
@@ -140,8 +150,11 @@ static RunStart resume(const Recipe& r, const std::string& dir, const model::Par
         "{}: data position (epoch {}, batch {}) does not match step {} (epoch {}, batch {})", dir, s.epoch, s.batch,
         s.step, epoch, batch);
   notes.push_back(fmt::format("resuming from {} (step {}, {} tokens)", dir, s.step, s.tokens));
-  RunStart start{s.step, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0, s.observers};
-  read_weights_and_moments(dir, table, params, start, s.adam_step_count);
+  RunStart start;
+  start.step = s.step;
+  start.message = fmt::format("{}", fmt::join(notes, "\n"));
+  start.observers = s.observers;
+  read_weights_and_optimizer(dir, table, state_names, params, start, s.optimizer_step_count);
   try {
     skip_step.load_json(s.skip_step);
   } catch (const Error& e) {
@@ -151,8 +164,8 @@ static RunStart resume(const Recipe& r, const std::string& dir, const model::Par
   return start;
 }
 
-RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::DataLoader& loader, float* params,
-                   optim::SkipStep& skip_step) {
+RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::DataLoader& loader,
+                   const std::vector<std::string>& state_names, float* params, optim::SkipStep& skip_step) {
   const std::string root = checkpoint_root(r);
   check(!fs::exists(root) || fs::is_directory(root),
         "{}: exists and is not a directory (run.dir={} keeps its checkpoints there)", root, r.run.dir);
@@ -163,10 +176,10 @@ RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::
   if (!r.train.resume_from.empty()) {
     check(ckpt::is_checkpoint_dir(r.train.resume_from), "train.resume_from: {} is not a replica checkpoint directory",
           r.train.resume_from);
-    return resume(r, r.train.resume_from, table, loader, params, skip_step, notes);
+    return resume(r, r.train.resume_from, table, loader, state_names, params, skip_step, notes);
   }
   const std::string latest = ckpt::find_latest_checkpoint(root);
-  if (!latest.empty()) return resume(r, latest, table, loader, params, skip_step, notes);
+  if (!latest.empty()) return resume(r, latest, table, loader, state_names, params, skip_step, notes);
   if (auto note = check_fresh_start_keeps_history(r, incomplete.set_aside)) notes.push_back(*note);
   truncate_metrics((fs::path(r.run.dir) / "metrics.jsonl").string(), -1);  // a run killed before its first save
 
@@ -174,23 +187,23 @@ RunStart start_run(const Recipe& r, const model::ParamTable& table, const data::
   if (from.empty()) {
     model::init_params(recipe_model_config(r), table, uint64_t(r.train.seed), params);
     notes.push_back(fmt::format("fresh initialisation (train.seed={})", r.train.seed));
-    return {0, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
+    return at_step_0(notes);
   }
   if (!r.optim.load_state) {
     ckpt::load_model_source_params(from, recipe_model_config(r), table, params);
     notes.push_back(fmt::format("weights from {}", from));
-    return {0, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
+    return at_step_0(notes);
   }
-  if (ckpt::is_olmo_core_checkpoint(from)) return start_from_olmo_core(r, from, table, params, notes);
+  if (ckpt::is_olmo_core_checkpoint(from)) return start_from_olmo_core(r, from, table, state_names, params, notes);
   check(ckpt::is_checkpoint_dir(from),
         "optim.load_state: model.init_from={} is not a replica or OLMo-core checkpoint (an HF directory "
         "holds weights only)",
         from);
-  const ckpt::TrainState s = ckpt::read_checkpoint_state(from, ckpt::CheckpointRead::weights_and_moments);
-  notes.push_back(fmt::format("weights and optimizer state (Adam step {}) from {} (step {}); steps, schedule and "
-                              "data start afresh", s.adam_step_count, from, s.step));
-  RunStart start{0, fmt::format("{}", fmt::join(notes, "\n")), {}, {}, 0};
-  read_weights_and_moments(from, table, params, start, s.adam_step_count);
+  const ckpt::TrainState s = ckpt::read_checkpoint_state(from, ckpt::CheckpointRead::weights_and_optimizer);
+  notes.push_back(fmt::format("weights and optimizer state (step count {}) from {} (step {}); steps, schedule and "
+                              "data start afresh", s.optimizer_step_count, from, s.step));
+  RunStart start = at_step_0(notes);
+  read_weights_and_optimizer(from, table, state_names, params, start, s.optimizer_step_count);
   return start;
 }
 
@@ -205,7 +218,7 @@ ckpt::TrainState train_state(const Recipe& r, const model::ModelConfig& config, 
   s.global_batch_size = r.step.global_batch;
   s.seq_len = r.step.seq_len;
   s.data_fingerprint = loader.fingerprint();
-  s.adam_step_count = optimizer.step_count();
+  s.optimizer_step_count = optimizer.step_count();
   s.schedule = schedule_json(schedule_config(r));
   s.skip_step = skip_step.to_json();
   s.world_size = 1;

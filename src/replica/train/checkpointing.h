@@ -21,25 +21,27 @@ model::ModelConfig recipe_model_config(const Recipe& recipe);
 struct RunStart {
   int64_t step = 0;     // steps already done (the loop continues at step + 1)
   std::string message;  // one line for the log
-  // The Adam state of the checkpoint started from, whole-buffer and in host memory; empty (with a step
-  // count of 0) for a fresh optimizer.
-  std::vector<float> exp_avg, exp_avg_sq;
-  int64_t adam_step_count = 0;
+  // The optimizer state of the checkpoint started from, whole-buffer and in host memory, by the names start_run was
+  // given; not loaded (no tensors, a step count of 0) for a fresh optimizer.
+  bool optimizer_loaded = false;
+  ckpt::OptimizerState optimizer;
+  int64_t optimizer_step_count = 0;
   nlohmann::json observers = nlohmann::json::object();  // the checkpoint's observer state (ckpt::TrainState)
 };
 
-// Fills params (host memory, zero on entry), the Adam state and the skip-step history (empty on entry):
-//  1. resume from train.resume_from, else from the run's newest complete checkpoint: weights, moments, Adam
+// Fills params (host memory, zero on entry), the optimizer state and the skip-step history (empty on entry). The
+// optimizer's state tensors are `state_names` (optim::Optimizer::state_names): a checkpoint must hold exactly those.
+//  1. resume from train.resume_from, else from the run's newest complete checkpoint: weights, optimizer state and
 //     step count, skip-step history and step restored; the model, global batch, data position and data
 //     fingerprint must match (data.allow_fingerprint_change overrides the last). metrics.jsonl keeps only
 //     lines up to that step. Incomplete checkpoints left by a crash are removed first.
 //  2. else model.init_from: weights from an HF dir, a replica checkpoint or an OLMo-core checkpoint (AI2's); with
-//     optim.load_state, also the Adam moments and step count of the checkpoint (stage transition: steps, schedule
-//     and data start afresh).
+//     optim.load_state, also the optimizer state and step count of the checkpoint (stage transition: steps,
+//     schedule and data start afresh).
 //  3. else a fresh init with train.seed.
 // Cases 2 and 3 start at step 0: metrics.jsonl (of a run killed before its first checkpoint) is emptied.
-RunStart start_run(const Recipe& recipe, const model::ParamTable& table, const data::DataLoader& loader, float* params,
-                   optim::SkipStep& skip_step);
+RunStart start_run(const Recipe& recipe, const model::ParamTable& table, const data::DataLoader& loader,
+                   const std::vector<std::string>& state_names, float* params, optim::SkipStep& skip_step);
 
 // What the checkpoint after `step` records besides the tensors.
 ckpt::TrainState train_state(const Recipe& recipe, const model::ModelConfig& config, int64_t step,

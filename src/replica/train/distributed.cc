@@ -1,5 +1,5 @@
 // Data-parallel start and save: broadcasts from rank 0 and gathers to it, over the control communicator and
-// in host memory; the weights and this rank's moments then go to the backend.
+// in host memory; the weights and this rank's shard of each optimizer state tensor then go to the backend.
 #include "replica/train/distributed.h"
 
 #include <nlohmann/json.hpp>
@@ -31,33 +31,35 @@ RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataL
   distributed::Communicator& comm = dp.comm();
   const bool root = comm.rank() == 0;
   std::vector<float> host_params(root ? table.total() : 0);
+  optim::Optimizer& optimizer = step.optimizer();
   RunStart start;
   std::string history, observers;
   if (root) {
-    start = start_run(r, table, loader, host_params.data(), skip_step);
+    start = start_run(r, table, loader, optimizer.state_names(), host_params.data(), skip_step);
     history = skip_step.to_json().dump();
     observers = start.observers.dump();
   }
-  int64_t counters[3] = {start.step, start.adam_step_count, start.exp_avg.empty() ? 0 : 1};
+  int64_t counters[3] = {start.step, start.optimizer_step_count, start.optimizer_loaded};
   if (comm.size() > 1) {
     distributed::broadcast(comm, counters, sizeof counters);
     distributed::broadcast(comm, history);
     distributed::broadcast(comm, start.message);
     distributed::broadcast(comm, observers);
     start.step = counters[0];
-    start.adam_step_count = counters[1];
+    start.optimizer_step_count = counters[1];
+    start.optimizer_loaded = counters[2] != 0;
     if (!root) skip_step.load_json(nlohmann::json::parse(history));
     if (!root) start.observers = nlohmann::json::parse(observers);
   }
-  // Rank 0's weights and moments: to every rank, or each rank's shard of them.
+  // Rank 0's weights and optimizer state: to every rank, or each rank's shard of them. Every rank makes the same
+  // optimizer, so each takes part in one load per state tensor it names (rank 0 read exactly those).
   dp.load_weights(host_params.data());
-  if (counters[2]) {
-    dp.load_state(step.optimizer(), 0, start.exp_avg.data());
-    dp.load_state(step.optimizer(), 1, start.exp_avg_sq.data());
-    step.optimizer().set_step_count(start.adam_step_count);
+  if (start.optimizer_loaded) {
+    const size_t states = optimizer.state_names().size();
+    for (size_t i = 0; i < states; i++) dp.load_state(optimizer, i, root ? start.optimizer.tensors[i].data() : nullptr);
+    optimizer.set_step_count(start.optimizer_step_count);
   }
-  start.exp_avg = {};  // the optimizer holds them now
-  start.exp_avg_sq = {};
+  start.optimizer = {};  // the optimizer holds it now
   return start;
 }
 
@@ -65,18 +67,22 @@ std::optional<ckpt::SaveResult> save_from_rank0(ckpt::CheckpointSaver& saver, Tr
   distributed::DataParallel& dp = step.dp();
   const optim::Optimizer& optimizer = step.optimizer();
   state.world_size = dp.comm().size();
-  // Every rank takes part in the gathers; rank 0 gathers straight into the saver's snapshot buffers, so it never holds
-  // the whole weights and moments twice.
-  auto gather = [&](float* params, float* exp_avg, float* exp_avg_sq) {
-    dp.gather_weights(params);
-    dp.gather_state(optimizer, 0, exp_avg);
-    dp.gather_state(optimizer, 1, exp_avg_sq);
-  };
+  // Every rank takes part in the gathers, one per state tensor the optimizer names; rank 0 gathers straight into the
+  // saver's snapshot buffers (made for the same names: CheckpointObserver), so it never holds the whole weights and
+  // optimizer state twice.
+  const size_t states = optimizer.state_names().size();
   if (dp.comm().rank() != 0) {
-    gather(nullptr, nullptr, nullptr);
+    dp.gather_weights(nullptr);
+    for (size_t i = 0; i < states; i++) dp.gather_state(optimizer, i, nullptr);
     return std::nullopt;
   }
-  return saver.save(step.table(), gather, std::move(state));
+  return saver.save(
+      step.table(),
+      [&](float* params, ckpt::OptimizerState& whole) {
+        dp.gather_weights(params);
+        for (size_t i = 0; i < states; i++) dp.gather_state(optimizer, i, whole.tensors[i].data());
+      },
+      std::move(state));
 }
 
 }  // namespace replica::train

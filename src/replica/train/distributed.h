@@ -1,7 +1,7 @@
 // The trainer's data-parallel glue: rank 0 alone decides where a run starts (it cleans up and reads
-// checkpoints) and every rank receives the same weights, optimizer state and skip-step history; rank 0
-// alone saves checkpoints, with the Adam moments (and sharded weights) gathered from every shard (checkpoints
-// hold whole tensors, so a run saved at W ranks resumes at any other W, with or without sharded weights).
+// checkpoints) and every rank receives the same weights, optimizer state and skip-step history; rank 0 alone saves
+// checkpoints, with each optimizer state tensor (and sharded weights) gathered from every shard (checkpoints hold
+// whole tensors, so a run saved at W ranks resumes at any other W, with or without sharded weights).
 #pragma once
 #include <memory>
 #include <optional>

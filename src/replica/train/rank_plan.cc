@@ -7,14 +7,17 @@
 #include "replica/core/error.h"
 #include "replica/core/parse_number.h"
 #include "replica/model/flops.h"
+#include "replica/optim/optimizers.h"
 #include "replica/train/step.h"
 
 namespace replica::train {
 
 std::vector<distributed::MemoryItem> rank_memory(const model::ModelConfig& model, const StepConfig& step, int64_t ranks) {
   const double activations = double(step_activation_bytes(model, step));
-  std::vector<distributed::MemoryItem> items = distributed::data_parallel_memory(model, ranks, activations, step.precision,
-                                                                   step.sharding.weights, step.adamw.host_moments);
+  const distributed::OptimizerStateMemory optimizer{optim::state_names(step.optimizer),
+                                                    optim::state_in_host_memory(step.optimizer)};
+  std::vector<distributed::MemoryItem> items = distributed::data_parallel_memory(
+      model, ranks, activations, step.precision, step.sharding.weights, optimizer);
   if (step.context.degree > 1)
     items.push_back(distributed::context_parallel_memory(model, step.seq_len, step.context.degree, step.context.head_stride));
   return items;

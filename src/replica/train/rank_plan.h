@@ -13,9 +13,10 @@
 namespace replica::train {
 
 // Memory per rank of `step` over `ranks` ranks (a multiple of step.context.degree), by component, as TrainStep
-// allocates it: distributed::data_parallel_memory with the step's weight sharding and host moments, the activations of one
-// micro-batch of this rank's slice of each sequence (step_activation_bytes), and under context parallelism the
-// gathered keys and values (distributed::context_parallel_memory).
+// allocates it: distributed::data_parallel_memory with the step's weight sharding and optimizer state (one array per
+// name in optim::state_names(step.optimizer), on the host with optim.host_moments), the activations of one micro-batch
+// of this rank's slice of each sequence (step_activation_bytes), and under context parallelism the gathered keys and
+// values (distributed::context_parallel_memory).
 std::vector<distributed::MemoryItem> rank_memory(const model::ModelConfig& model, const StepConfig& step, int64_t ranks);
 
 // A GPU's memory as given: "80GB", "80 GB" or a bare "80" are GB (10^9 bytes, as datasheets count), "74.5GiB" is

@@ -39,6 +39,7 @@ std::vector<Field> fields(Recipe& r) {
   auto precision = [](const std::string& s) { return parse_precision(s.c_str()); };
   StepConfig& step = r.step;
   optim::ScheduleConfig& schedule = r.step.schedule;
+  optim::AdamWConfig& adamw = r.step.optimizer.adamw;
   data::LoaderConfig& loader = r.loader;
   const auto at_least_0 = at_least<int64_t>(0), positive_integer = positive<int64_t>();
   // How the schedule is written may change on a resume as long as the schedule it resolves to does not (extending a
@@ -79,16 +80,22 @@ std::vector<Field> fields(Recipe& r) {
           .neutral(),
       integer("data.http_retries", r.remote.http.retries, at_least_0).neutral(),
       integer("data.read_ahead", loader.read_ahead, at_least<int64_t>(0, "0 = none")).neutral(),
+      // The optimizer and its state tensors (optim/optimizers.h): a checkpoint's state is of the optimizer it was saved
+      // with.
+      choice("optim.name", step.optimizer.name, optim::parse_optimizer_name, optim::optimizer_name)
+          .resume(OnResume::refused),
       number("optim.lr", schedule.lr, positive<double>()),
-      number("optim.weight_decay", step.adamw.weight_decay, at_least(0.0)),
-      number_pair("optim.betas", step.adamw.beta1, step.adamw.beta2, "a list of two numbers [beta1, beta2]",
+      number("optim.weight_decay", adamw.weight_decay, at_least(0.0)),
+      number_pair("optim.betas", adamw.beta1, adamw.beta2, "a list of two numbers [beta1, beta2]",
                   [](double beta1, double beta2) {
                     return beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1
                                ? ""
                                : "must be two numbers [beta1, beta2] in [0, 1)";
                   }),
-      number("optim.eps", step.adamw.eps, positive<double>()),
-      boolean("optim.host_moments", step.adamw.host_moments).neutral(),  // where the moments live, not their bits
+      number("optim.eps", adamw.eps, positive<double>()),
+      boolean("optim.host_moments", adamw.host_moments).neutral(),  // where the moments live, not their bits
+      number("optim.momentum", step.optimizer.sgd.momentum,
+             [](double m) { return m >= 0 && m < 1 ? "" : fmt::format("must be in [0, 1) (0 = none), got {}", m); }),
       number("optim.clip", step.clip, at_least(0.0, "0 = no clipping")),
       boolean("optim.skip_step", step.skip_step.enabled),
       number("optim.skip_step_sigma", step.skip_step.sigma, positive<double>()),
@@ -250,6 +257,12 @@ void validate(const Recipe& r, const Origins& origins) {
         origins.of({"data.document_boundaries", "data.packing"}));
   require(!r.optim.load_state || !r.model.init_from.empty(), "optim.load_state",
           "needs model.init_from (the checkpoint holding the optimizer state)");
+  const optim::OptimizerConfig& optimizer = step.optimizer;
+  require(optimizer.name == optim::OptimizerName::sgd || optimizer.sgd.momentum == 0, "optim.momentum",
+          fmt::format("is SGD's (optim.name: sgd), not {}'s", optim::optimizer_name(optimizer.name)));
+  require(optimizer.name == optim::OptimizerName::adamw || !optimizer.adamw.host_moments, "optim.host_moments",
+          fmt::format("keeps AdamW's moments in host memory; optim.name: {} has none there",
+                      optim::optimizer_name(optimizer.name)));
   const optim::ScheduleConfig& s = step.schedule;
   require(s.t_max == 0 || r.schedule.t_max_tokens == 0, "schedule.t_max",
           "and schedule.t_max_tokens cannot both be set");

@@ -42,7 +42,8 @@ struct Recipe {
     std::string base_dir;
   } data;
   // The step's own config (train/step_config.h): data.seq_len, data.global_batch_size, data.micro_batch_size;
-  // optim.lr (schedule.lr), optim.weight_decay, betas, eps, host_moments (adamw), clip, skip_step*, z_loss;
+  // optim.name, lr (schedule.lr), weight_decay, betas, eps, host_moments (optimizer.adamw), momentum (optimizer.sgd),
+  // clip, skip_step*, z_loss;
   // schedule.*; train.precision, remat, float8, shard_weights, context_parallel, cp_head_stride.
   StepConfig step = [] {  // OLMo 3's batch: 512 instances of 8192 tokens
     StepConfig c;
@@ -67,7 +68,7 @@ struct Recipe {
   // what a run computes. Where what is learned of the files is kept is derived: remote_config.
   data::RemoteConfig remote;
   struct Optim {
-    bool load_state = false;  // load Adam moments from model.init_from (a replica or OLMo-core checkpoint)
+    bool load_state = false;  // load the optimizer state from model.init_from (a replica or OLMo-core checkpoint)
   } optim;
   struct Schedule {
     // Horizons in tokens: when step.schedule's t_max (part2_t_max) is 0, t_max = ceil(t_max_tokens / tokens per

@@ -48,7 +48,7 @@ TrainStep::TrainStep(const model::ModelConfig& model, const StepConfig& config, 
       model_(model, config.precision, config.remat, backend),
       dp_(control, data, backend, model_.table(), config.global_batch, config.micro_batch, config.sharding,
           int(config.context.degree)),
-      optimizer_(std::make_unique<optim::AdamW>(model_.table(), config.adamw, dp_.shard_parts(), backend)),
+      optimizer_(optim::make_optimizer(config.optimizer, model_.table(), dp_.shard_parts(), backend)),
       skip_step_(config.skip_step) {
   model_.use_float8(config.float8);
   model_.use_attention(config.attention);

@@ -8,7 +8,7 @@
 #include "replica/distributed/data_parallel.h"
 #include "replica/kernels/types.h"
 #include "replica/model/transformer.h"
-#include "replica/optim/adamw.h"
+#include "replica/optim/optimizers.h"
 #include "replica/optim/schedule.h"
 #include "replica/optim/skip_step.h"
 
@@ -26,7 +26,7 @@ struct StepConfig {
   AttentionKernel attention = AttentionKernel::automatic;
   distributed::Sharding sharding;
   distributed::ContextParallelConfig context;  // degree N: each instance split over N consecutive ranks
-  optim::AdamWConfig adamw;
+  optim::OptimizerConfig optimizer;  // optim.name and its settings
   optim::ScheduleConfig schedule;  // horizons in steps (0 in a recipe: resolved by step_config)
   optim::SkipStepConfig skip_step;
   double clip = 1.0;     // max global grad norm; 0 = no clipping
