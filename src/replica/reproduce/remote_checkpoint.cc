@@ -76,8 +76,18 @@ int64_t mtime_ns(const fs::path& file) {
   return int64_t(st.st_mtim.tv_sec) * 1000000000 + int64_t(st.st_mtim.tv_nsec);
 }
 
-// The files of the HF directory at `url`: config.json, and the index with its shards or model.safetensors.
-std::vector<std::string> remote_files(const std::string& url, const data::HttpOptions& http,
+// A file fetched before that is still as fetched, on the server (`now`) and here.
+bool unchanged(const json& record, const std::string& name, const data::RemoteIdentity& now, const fs::path& local) {
+  if (!record.contains("files") || !record["files"].contains(name)) return false;
+  const json& before = record["files"][name];
+  return before["server"] == identity_json(now) && fs::exists(local) && fs::file_size(local) == now.size &&
+         mtime_ns(local) == before["mtime_ns"];
+}
+
+// The files of the HF directory at `url`: config.json, and the index with its shards or model.safetensors. The
+// index is read from the local copy when it is unchanged (a rerun sends no GET).
+std::vector<std::string> remote_files(const std::string& url, const fs::path& dir, const json& record,
+                                      const data::HttpOptions& http,
                                       std::map<std::string, data::RemoteIdentity>& identities) {
   std::vector<std::string> names = {"config.json"};
   identities["config.json"] = data::http_head(join_url(url, "config.json"), http);
@@ -85,11 +95,17 @@ std::vector<std::string> remote_files(const std::string& url, const data::HttpOp
   if (const std::optional<data::RemoteIdentity> index = data::http_head_if_found(index_url, http)) {
     identities["model.safetensors.index.json"] = *index;
     names.push_back("model.safetensors.index.json");
-    std::string text(index->size, '\0');
-    data::http_get_range(index_url, *index, 0, {text.data(), text.size()}, http);
+    std::string text;
+    if (unchanged(record, "model.safetensors.index.json", *index, dir / "model.safetensors.index.json")) {
+      text = read_text_file((dir / "model.safetensors.index.json").string());
+    } else {
+      text.assign(index->size, '\0');
+      data::http_get_range(index_url, *index, 0, {text.data(), text.size()}, http);
+    }
     std::set<std::string> shards;
     try {
-      for (auto& [tensor, file] : json::parse(text).at("weight_map").items()) shards.insert(file.get<std::string>());
+      const json parsed = json::parse(text);
+      for (auto& [tensor, file] : parsed.at("weight_map").items()) shards.insert(file.get<std::string>());
     } catch (const json::exception& e) {
       fail("{}: invalid index ({})", index_url, e.what());
     }
@@ -125,7 +141,7 @@ std::string fetch_remote_checkpoint(const std::string& url, const std::string& c
     }
   }
   std::map<std::string, data::RemoteIdentity> identities;
-  const std::vector<std::string> names = remote_files(url, http, identities);
+  const std::vector<std::string> names = remote_files(url, dir, record, http, identities);
   json files = json::object();
   int64_t fetched = 0;
   for (const std::string& name : names) {
@@ -138,7 +154,7 @@ std::string fetch_remote_checkpoint(const std::string& url, const std::string& c
             "{}: the file changed on the server since it was fetched ({} then, {} now): a reference checkpoint must "
             "not change under a reproduction; delete {} to fetch the new one",
             file_url, (*before)["server"].dump(), identity_json(id).dump(), dir.string());
-      if (fs::exists(local) && fs::file_size(local) == id.size && mtime_ns(local) == (*before)["mtime_ns"]) {
+      if (unchanged(record, name, id, local)) {
         files[name] = *before;
         hashes.remember(local.string(), (*before)["sha256"].get<std::string>());
         continue;
