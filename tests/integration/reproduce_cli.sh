@@ -106,7 +106,7 @@ PY
 # Steps 2 and 4 are the reference's own checkpoints (the same MANIFEST): their suite results come from the cache.
 grep -q "verdict: diverged at step 6 (kl_mean" "$work/lr2.txt"
 # The resume that doubled the learning rate, with the KL either side of it.
-grep -q "^candidate resumed at step 4 (world size 1 -> 1): resume changes optim.lr: [^;]*; KL mean 0 at step 4 -> .* at step 6" \
+grep -q "^candidate resumed at step 4 (world size 1 -> 1): resume changes optim.lr: 0.003 -> 0.006; .*KL mean 0 at step 4 -> .* at step 6" \
   "$work/lr2.txt" || { echo "FAIL: no resume line"; exit 1; }
 cp "$work/r_same/reproduction.html" "$work/diverged.html"
 grep -q "evaluating candidate step2 (.*): KL$" "$work/lr2.txt"
