@@ -3,8 +3,9 @@
 # its own stream again, the fault `data audit` exists to catch): the run resumes from the reference's own step-4
 # checkpoint at world size 2 with the fault injected, so its checkpoints up to step 4 are the reference's and from
 # step 5 on it reads other data. reproduce must say "diverged at step 6" (the first checkpoint after the fault),
-# name what crossed first (the held-out bits per byte, under a bound set to this tiny model's scale), show the candidate's data audit failing (and the reference's passing) and the resume with
-# what it changed and the KL either side, on the console, in the JSON and on the page (headless Chromium).
+# name what crossed first (the held-out bits per byte, under a bound set to this tiny model's scale), and show
+# the candidate's data audit failing (and the reference's passing) and the resume with what it changed and the KL
+# either side, on the console, in the JSON and on the page (headless Chromium).
 set -euo pipefail
 replica=$1
 src=$2

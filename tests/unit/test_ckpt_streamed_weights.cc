@@ -3,7 +3,6 @@
 // replica checkpoint, while holding no more than its planned group of weights.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>

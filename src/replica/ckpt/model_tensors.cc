@@ -17,7 +17,9 @@ namespace {
 
 constexpr int64_t kVocabPadding = 128;
 
-bool is_vocab_tensor(const std::string& name) { return name == "model.embed_tokens.weight" || name == "lm_head.weight"; }
+bool is_vocab_tensor(const std::string& name) {
+  return name == "model.embed_tokens.weight" || name == "lm_head.weight";
+}
 
 // The vocabulary tensor's rows on disk when it is truncated (100278 tokens of a 100352-row embedding, padded back with
 // zero rows up to the next multiple of 128 as OLMo-core pads it); 0 when it has the table's shape.

@@ -42,7 +42,8 @@ FileHashCache::FileHashCache(std::string path) : path_(std::move(path)) {
     check(j.value("format", "") == kFormat, "{}: not replica's file-hash cache (format '{}', expected '{}')", path_,
           j.value("format", ""), kFormat);
     for (const auto& [file, e] : j.at("files").items())
-      entries_[file] = {e.at("size").get<uint64_t>(), e.at("mtime_ns").get<int64_t>(), e.at("sha256").get<std::string>()};
+      entries_[file] = {e.at("size").get<uint64_t>(), e.at("mtime_ns").get<int64_t>(),
+                        e.at("sha256").get<std::string>()};
   } catch (const json::exception& e) {
     fail("{}: a corrupt file-hash cache ({}); delete it and the hashes are computed again", path_, e.what());
   }

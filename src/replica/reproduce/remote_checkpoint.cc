@@ -167,8 +167,9 @@ std::string fetch_remote_checkpoint(const std::string& url, const std::string& c
     fetched++;
     say(fmt::format("  fetched {} ({} bytes, sha256 {})", file_url, id.size, hash.substr(0, 16)));
     // Recorded after each file, so an interrupted fetch resumes with the next one.
-    write_text_file_atomic(record_path.string(),
-                           json{{"format", kFormat}, {"url", url}, {"files", files}, {"complete", false}}.dump(1) + "\n");
+    write_text_file_atomic(
+        record_path.string(),
+        json{{"format", kFormat}, {"url", url}, {"files", files}, {"complete", false}}.dump(1) + "\n");
   }
   write_text_file_atomic(record_path.string(),
                          json{{"format", kFormat}, {"url", url}, {"files", files}, {"complete", true}}.dump(1) + "\n");

@@ -115,7 +115,8 @@ WeightsMode choose_weights_mode(const ReproduceOptions& o, const model::ModelCon
   check(o.weights == "auto", "--weights: '{}' is not auto, resident or streamed", o.weights);
   std::string limit_name;
   const double limit = memory_limit_bytes(o, limit_name);
-  const double resident = distributed::total_bytes(peak_memory(largest, precision, batch_tokens, WeightsMode::resident));
+  const double resident =
+      distributed::total_bytes(peak_memory(largest, precision, batch_tokens, WeightsMode::resident));
   const bool fits = resident <= 0.8 * limit;
   reason = fmt::format("a resident model would plan {}, {} 80 % of {}", gib(resident), fits ? "within" : "over",
                        limit_name);
@@ -292,7 +293,8 @@ static std::string audit_line(const char* role, const std::optional<DataAuditRes
   if (!a) return "";
   if (!a->error.empty()) return fmt::format("data audit ({}): could not run: {}\n", role, a->error);
   return fmt::format("data audit ({}): {} over {} steps at world size {}{}\n", role,
-                     a->ok ? "OK, no instance read twice within an epoch" : "ERROR, instances read twice within an epoch",
+                     a->ok ? "OK, no instance read twice within an epoch"
+                           : "ERROR, instances read twice within an epoch",
                      a->steps, a->world_size,
                      a->ok ? "" : fmt::format(" ({:.1f} % of reads)", 100 * a->repeat_fraction));
 }
@@ -305,9 +307,10 @@ static std::string resume_lines(const Reproduction& r) {
     if (before && after)
       delta = fmt::format("; KL mean {:.3g} at step {} -> {:.3g} at step {}", before->parity.kl_mean(), before->step,
                           after->parity.kl_mean(), after->step);
+    const std::string changes =
+        e.changes.empty() ? ", nothing changed" : fmt::format(": {}", fmt::join(e.changes, "; "));
     s += fmt::format("candidate resumed at step {} (world size {} -> {}){}{}\n", e.step, e.saved_world_size,
-                     e.world_size, e.changes.empty() ? ", nothing changed" : ": " + fmt::format("{}", fmt::join(e.changes, "; ")),
-                     delta);
+                     e.world_size, changes, delta);
   }
   return s;
 }

@@ -78,7 +78,8 @@ std::string series_section(const Reproduction& r) {
 std::string audit_section(const Reproduction& r) {
   std::string s = R"(<h2>Data audit</h2><div id="data-audit">)";
   bool any = false;
-  for (const auto& [role, audit] : {std::pair{"reference", &r.reference_audit}, std::pair{"candidate", &r.candidate_audit}}) {
+  for (const auto& [role, audit] :
+       {std::pair{"reference", &r.reference_audit}, std::pair{"candidate", &r.candidate_audit}}) {
     if (!*audit) continue;
     any = true;
     const DataAuditResult& a = **audit;
@@ -128,7 +129,8 @@ std::string resumes_section(const Reproduction& r) {
         heldout = at(before, heldout_of) + " → " + at(after, heldout_of);
       }
       s += fmt::format(R"(<tr data-resume-role="{}" data-resume-step="{}"><td>{}</td><td class="num">{}</td>)"
-                       R"(<td><code>{}</code></td><td class="num">{} → {}</td><td>{}</td><td>{}</td><td>{}</td></tr>)",
+                       R"(<td><code>{}</code></td><td class="num">{} → {}</td><td>{}</td><td>{}</td>)"
+                       R"(<td>{}</td></tr>)",
                        role, e.step, role, e.step, escape_html(e.checkpoint), e.saved_world_size, e.world_size,
                        changes.empty() ? "nothing" : changes, kl, heldout);
       rows++;

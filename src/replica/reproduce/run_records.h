@@ -14,13 +14,13 @@
 namespace replica::reproduce {
 
 struct DataAuditResult {
-  bool ok = false;        // no instance read twice within a planned epoch
-  std::string text;       // the report, as `replica data audit` prints it
+  bool ok = false;   // no instance read twice within a planned epoch
+  std::string text;  // the report, as `replica data audit` prints it
   std::string fingerprint;
   int64_t steps = 0;
   int64_t world_size = 1;
   double repeat_fraction = 0.0;
-  std::string error;      // why the audit could not run (the data files gone, say): then ok and text mean nothing
+  std::string error;  // why the audit could not run (the data files gone, say): then ok and text mean nothing
 };
 
 // None unless `series` is a replica run.
