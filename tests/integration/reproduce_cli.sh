@@ -49,6 +49,21 @@ for p in j["pairs"]:
 print("ok: W=1 vs W=2 tracking, KL exactly 0 at", [p["step"] for p in j["pairs"]])
 PY
 grep -q "8 checkpoint evaluation(s) run, 0 found in the cache" "$work/same.txt"
+grep -q "^weights resident: a resident model would plan .* within 80 % of this" "$work/same.txt"
+# The same series with the weights streamed from the files a group at a time: bitwise the same numbers.
+reproduce --run "$work/w2" --reference "$work/w1" --out "$work/r_streamed" --weights streamed \
+  --json "$work/streamed.json" >"$work/streamed.txt"
+grep -q "^weights streamed: --weights streamed" "$work/streamed.txt"
+grep -q "^planned peak: .*weights .*activations" "$work/streamed.txt"
+cmp <($py -c "import json,sys; print([(p['kl_mean'], p['max_abs_logit_diff'], p['surfaces']) for p in json.load(open(sys.argv[1]))['pairs']])" "$work/same.json") \
+  <($py -c "import json,sys; print([(p['kl_mean'], p['max_abs_logit_diff'], p['surfaces']) for p in json.load(open(sys.argv[1]))['pairs']])" "$work/streamed.json")
+$py -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; assert m["weights"] == "streamed" and m["planned_peak_bytes"] > 0, m' \
+  "$work/streamed.json"
+# --weights auto streams when a resident model would not fit the memory it plans against.
+reproduce --run "$work/w2" --reference "$work/w1" --out "$work/r_streamed" --steps 2 --memory-limit 0.0001 \
+  >"$work/auto.txt"
+grep -q "^weights streamed: a resident model would plan .* over 80 % of --memory-limit 0.0001 GiB" "$work/auto.txt"
+echo "ok: weights streamed a group at a time give the resident numbers bit for bit"
 # The training curves are compared as `replica report` compares runs: on the steps both logged.
 grep -q "^training curves: identical at all 8 steps both logged in 1–8; smoothed loss: max |Δ| 0 .*WITHIN ±0.01 nat" \
   "$work/same.txt"
@@ -90,6 +105,9 @@ print(f"ok: doubled LR diverged at step 6, {first['name']} {first['value']:.4g} 
 PY
 # Steps 2 and 4 are the reference's own checkpoints (the same MANIFEST): their suite results come from the cache.
 grep -q "verdict: diverged at step 6 (kl_mean" "$work/lr2.txt"
+# The resume that doubled the learning rate, with the KL either side of it.
+grep -q "^candidate resumed at step 4 (world size 1 -> 1): resume changes optim.lr: 0.003 -> 0.006; .*KL mean 0 at step 4 -> .* at step 6" \
+  "$work/lr2.txt" || { echo "FAIL: no resume line"; exit 1; }
 cp "$work/r_same/reproduction.html" "$work/diverged.html"
 grep -q "evaluating candidate step2 (.*): KL$" "$work/lr2.txt"
 grep -q "evaluating candidate step6 (.*): suite + KL$" "$work/lr2.txt"
@@ -180,7 +198,7 @@ for page in "$work/r_same/reproduction.html" "$work/diverged.html"; do
 import re, sys
 dom, page = open(sys.argv[1]).read(), sys.argv[2]
 assert "</body></html>" in dom.replace("\n", ""), "chromium did not return the rendered page"
-for section in ("summary", "series", "first-pair", "verdicts", "charts"):
+for section in ("summary", "series", "data-audit", "first-pair", "verdicts", "resumes", "charts"):
     assert f'id="{section}"' in dom, f"{page}: no #{section}"
 figures = re.findall(r'<figure data-chart="([^"]+)"', dom)
 for chart in ("kl", "top1", "delta-heldout", "delta-perplexity", "train-loss"):
@@ -191,6 +209,8 @@ if page == "diverged.html":  # the doubled learning rate
     assert rows == [("2", "tracking"), ("4", "tracking"), ("6", "diverged"), ("8", "diverged")], rows
     kl = re.search(r'<figure data-chart="kl".*?</figure>', dom, re.S).group(0)
     assert 'data-mark="diverged"' in kl, "the KL chart marks the step it diverged at"
+    assert re.search(r'<tr data-resume-role="candidate" data-resume-step="4">.*?optim\.lr', dom, re.S), "the resume"
+    assert 'data-audit-role="candidate" data-audit="ok"' in dom, "the candidate's data audit"
 else:  # the reference with a missing step
     assert 'data-verdict="tracking"' in dom
     assert rows == [("2", "tracking"), ("6", "tracking"), ("8", "tracking")], rows

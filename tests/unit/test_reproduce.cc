@@ -1,13 +1,16 @@
 // replica reproduce's pieces without a model: revision names, series directories and CSVs, pairing by step and by
 // tokens, the verdict rule (tracking, drifting, diverged with what crossed first, the memorisation alarm), the
-// streaming sha256.
+// streaming sha256 and the file hashes remembered between runs.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 
 #include "replica/core/error.h"
 #include "replica/core/sha256.h"
 #include "replica/reproduce/checkpoint_series.h"
+#include "replica/reproduce/content_hash.h"
+#include "replica/reproduce/file_hash_cache.h"
 #include "replica/reproduce/pairing.h"
 #include "replica/reproduce/verdict.h"
 #include "scratch_dir.h"
@@ -69,15 +72,23 @@ TEST(ReproduceSeries, HfRevisionDirectoryAndCsv) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("bad.csv:2: Step '12x'"), std::string::npos) << e.what();
   }
-  std::ofstream(dir / "url.csv") << "Stage,Step,Checkpoint Directory\nstage1,0,https://olmo-checkpoints.org/x\n";
-  EXPECT_THROW(read_series((dir / "url.csv").string()), Error);
+  // A URL row is fetched when it is paired (reproduce/remote_checkpoint.h): read here as its URL, tokens from its name.
+  std::ofstream(dir / "url.csv") << "Stage,Step,Checkpoint Directory\n"
+                                    "stage1,1000,https://olmo-checkpoints.org/x/stage1-step1000-tokens5B/\n";
+  const CheckpointSeries remote = read_series((dir / "url.csv").string());
+  ASSERT_EQ(remote.checkpoints.size(), 1u);
+  EXPECT_EQ(remote.checkpoints[0].url, "https://olmo-checkpoints.org/x/stage1-step1000-tokens5B/");
+  EXPECT_EQ(remote.checkpoints[0].path, "");
+  EXPECT_EQ(remote.checkpoints[0].tokens->value, 5000000000);
+  std::ofstream(dir / "ftp.csv") << "Stage,Step,Checkpoint Directory\nstage1,0,ftp://olmo-checkpoints.org/x\n";
+  EXPECT_THROW(read_series((dir / "ftp.csv").string()), Error);
   EXPECT_THROW(read_series((dir / "missing").string()), Error);
 }
 
 CheckpointSeries series(const std::vector<std::pair<int64_t, int64_t>>& step_tokens) {
   CheckpointSeries s{"s", "replica run", {}};
   for (auto [step, tokens] : step_tokens)
-    s.checkpoints.push_back({step, "", "ckpt" + std::to_string(step), TokensSeen{tokens, 0}});
+    s.checkpoints.push_back({step, "", "ckpt" + std::to_string(step), TokensSeen{tokens, 0}, ""});
   return s;
 }
 
@@ -169,6 +180,54 @@ TEST(ReproduceSha256, StreamingMatchesWhole) {
     EXPECT_EQ(sha.hex(), sha256_hex(text.data(), text.size())) << piece;
   }
   EXPECT_EQ(sha256_hex("abc", 3), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST(ReproduceFileHashes, RememberedByPathSizeAndModificationTime) {
+  const fs::path dir = testing::scratch_dir("file_hashes");
+  const fs::path file = dir / "model.safetensors", cache = dir / "file_hashes.json";
+  std::ofstream(file) << "weights, version 1";
+  const std::string first = file_sha256(file.string());
+  {
+    FileHashCache hashes(cache.string());
+    EXPECT_EQ(hashes.sha256(file.string()), first);
+    EXPECT_EQ(hashes.sha256(file.string()), first);
+    EXPECT_EQ(hashes.computed(), 1);  // read once, then remembered
+    EXPECT_EQ(hashes.reused(), 1);
+  }
+  {
+    FileHashCache hashes(cache.string());  // a later run: nothing read
+    EXPECT_EQ(hashes.sha256(file.string()), first);
+    EXPECT_EQ(hashes.computed(), 0);
+    // The same size, new bytes, a new modification time: read again.
+    std::ofstream(file) << "weights, version 2";
+    fs::last_write_time(file, fs::last_write_time(file) + std::chrono::seconds(5));
+    const std::string second = hashes.sha256(file.string());
+    EXPECT_EQ(second, file_sha256(file.string()));
+    EXPECT_NE(second, first);
+    EXPECT_EQ(hashes.computed(), 1);
+    // A hash given for the file as it is now (a download's) is taken as it is.
+    hashes.remember(file.string(), std::string(64, 'a'));
+    EXPECT_EQ(hashes.sha256(file.string()), std::string(64, 'a'));
+    EXPECT_EQ(hashes.computed(), 1);
+  }
+  std::ofstream(cache) << "{\"format\": \"something else\", \"files\": {}}";
+  EXPECT_THROW(FileHashCache(cache.string()), Error);
+  std::ofstream(cache) << "{not json";
+  EXPECT_THROW(FileHashCache(cache.string()), Error);
+}
+
+TEST(ReproduceFileHashes, AnHfDirectoryIsHashedOnceAcrossRuns) {
+  const fs::path dir = testing::scratch_dir("content_hash_cached");
+  hf_dir(dir / "hf");
+  std::ofstream(dir / "hf" / "model.safetensors") << std::string(3 << 20, 'w');
+  const std::string uncached = checkpoint_content_hash((dir / "hf").string());
+  FileHashCache first((dir / "hashes.json").string());
+  EXPECT_EQ(checkpoint_content_hash((dir / "hf").string(), &first), uncached);
+  EXPECT_EQ(first.computed(), 2);  // config.json and the weights
+  FileHashCache again((dir / "hashes.json").string());
+  EXPECT_EQ(checkpoint_content_hash((dir / "hf").string(), &again), uncached);
+  EXPECT_EQ(again.computed(), 0);
+  EXPECT_EQ(again.reused(), 2);
 }
 
 }  // namespace

@@ -318,6 +318,21 @@ void read_checkpoint_tensors(const std::string& dir, const model::ParamTable& ta
   check_count(reader, optimizer->names.size() * table.entries().size());
 }
 
+std::unique_ptr<SafetensorsReader> open_checkpoint_weights(const std::string& dir, const model::ParamTable& table) {
+  const int64_t step = read_checkpoint_state(dir, CheckpointRead::weights).step;
+  auto reader = std::make_unique<SafetensorsReader>((fs::path(dir) / "model.safetensors").string());
+  check_step(*reader, step);
+  for (const model::ParamEntry& e : table.entries()) {
+    const StTensorInfo& info = reader->info(e.name);
+    check(info.dtype == StDtype::F32, "{}: tensor '{}' is not F32 (a checkpoint stores fp32 tensors)", reader->path(),
+          e.name);
+    check(info.shape == e.shape, "{}: tensor '{}' has shape {}, expected {}", reader->path(), e.name,
+          shape_string(info.shape), shape_string(e.shape));
+  }
+  check_count(*reader, table.entries().size());
+  return reader;
+}
+
 void check_same_model(const model::ModelConfig& saved, const model::ModelConfig& expected, const std::string& dir) {
   const json a = model::model_config_to_hf_json(saved), b = model::model_config_to_hf_json(expected);
   std::string diff;

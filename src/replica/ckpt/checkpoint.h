@@ -6,10 +6,12 @@
 // Tensors are whole (logical shapes), so any world size can load any checkpoint.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "replica/ckpt/safetensors.h"
 #include "replica/model/config.h"
 #include "replica/model/params.h"
 
@@ -104,6 +106,11 @@ std::string read_checkpoint_recipe(const std::string& dir);
 // naming both sets of names. Call read_checkpoint_state() first to verify checksums.
 void read_checkpoint_tensors(const std::string& dir, const model::ParamTable& table, float* params,
                              OptimizerState* optimizer = nullptr);
+
+// The checkpoint's model.safetensors, checked and not yet read: the manifest verified (read_checkpoint_state), the
+// step it was written at, every tensor of `table` there in fp32 with its shape, and nothing else (ckpt/model_tensors.h
+// reads it tensor by tensor).
+std::unique_ptr<SafetensorsReader> open_checkpoint_weights(const std::string& dir, const model::ParamTable& table);
 
 // Raises replica::Error naming both configs' differing keys when a checkpoint's model is not `expected`.
 void check_same_model(const model::ModelConfig& saved, const model::ModelConfig& expected, const std::string& dir);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "replica/ckpt/model_tensors.h"
 #include "replica/ckpt/safetensors.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
@@ -21,72 +22,13 @@ namespace replica::ckpt {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kVocabPadding = 128;
-
 static bool is_vocab_tensor(const std::string& name) {
   return name == "model.embed_tokens.weight" || name == "lm_head.weight";
 }
 
 void load_hf_params(const std::string& dir, const model::ParamTable& table, float* params) {
-  // Which file holds each tensor.
-  std::map<std::string, std::string> file_of;
-  fs::path index = fs::path(dir) / "model.safetensors.index.json";
-  fs::path single = fs::path(dir) / "model.safetensors";
-  std::map<std::string, std::unique_ptr<SafetensorsReader>> readers;
-  if (fs::exists(index)) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_text_file(index.string()));
-      for (auto& [name, file] : j.at("weight_map").items()) {
-        const std::string shard = file.get<std::string>();
-        // The index names shards of its own directory, as a manifest names its files: a path (`../`, absolute)
-        // would load weights from anywhere.
-        check(!shard.empty() && shard != "." && shard != ".." && shard.find('/') == std::string::npos,
-              "{}: tensor '{}' is mapped to '{}', which is not a file name in the model directory", index.string(),
-              name, shard);
-        file_of[name] = (fs::path(dir) / shard);
-      }
-    } catch (const nlohmann::json::exception& e) {
-      fail("{}: invalid index ({})", index.string(), e.what());
-    }
-    for (auto& [name, file] : file_of)
-      if (!readers.count(file)) {
-        std::error_code error;  // a name the file system refuses (too long, say) is the index's fault, named so
-        const bool exists = fs::exists(file, error);
-        check(!error, "{}: shard '{}' named by the index cannot be looked up ({})", index.string(), file,
-              error.message());
-        check(exists, "{}: shard '{}' named by the index does not exist", index.string(), file);
-        readers[file] = std::make_unique<SafetensorsReader>(file);
-      }
-  } else {
-    check(fs::exists(single), "{}: no model.safetensors or model.safetensors.index.json", dir);
-    auto reader = std::make_unique<SafetensorsReader>(single.string());
-    for (auto& [name, info] : reader->tensors()) file_of[name] = single.string();
-    readers[single.string()] = std::move(reader);
-  }
-
-  for (const model::ParamEntry& e : table.entries()) {
-    auto it = file_of.find(e.name);
-    check(it != file_of.end(), "{}: missing tensor '{}' (expected shape {})", dir, e.name, shape_string(e.shape));
-    const SafetensorsReader& reader = *readers.at(it->second);
-    const std::vector<int64_t>& shape = reader.info(e.name).shape;
-    if (is_vocab_tensor(e.name) && shape.size() == 2 && shape[1] == e.shape[1] && shape[0] < e.shape[0]) {
-      // A truncated vocabulary (100278 tokens of a 100352-row embedding) is padded back with zero rows, up to the
-      // next multiple of 128 as OLMo-core pads it; a larger shortfall is another model's vocabulary.
-      check(e.shape[0] <= (shape[0] + kVocabPadding - 1) / kVocabPadding * kVocabPadding,
-            "{}: tensor '{}' has {} rows, the model {}: more than padding to a multiple of {} explains", dir, e.name,
-            shape[0], e.shape[0], kVocabPadding);
-      reader.read_f32(e.name, shape, params + e.offset);
-      std::fill(params + e.offset + shape[0] * shape[1], params + e.offset + e.numel, 0.0f);
-    } else {
-      reader.read_f32(e.name, e.shape, params + e.offset);
-    }
-  }
-  for (auto& [name, file] : file_of) {
-    // Rotary frequency buffers are derived from the config, not parameters.
-    if (name.size() >= 20 && name.ends_with("rotary_emb.inv_freq")) continue;
-    check(table.has(name), "{}: unexpected tensor '{}' that the model config does not define", file, name);
-  }
+  const ModelTensors tensors(dir, table);
+  for (const model::ParamEntry& e : table.entries()) tensors.read(e, params + e.offset);
 }
 
 HfModel load_hf_model(const std::string& dir) {

@@ -174,6 +174,13 @@ void SafetensorsReader::read_f32(const std::string& name, const std::vector<int6
         shape_string(expected_shape));
   const char* src = file_.data() + data_start_ + t.begin;
   size_t n = t.count();
+  // The tensor's pages are unmapped once copied: a model read tensor by tensor is never resident twice (its file
+  // and its buffer), and a 7B model read one group at a time (ckpt/streamed_weights.h) never all at once.
+  struct DropPages {
+    const MappedFile& file;
+    size_t begin, end;
+    ~DropPages() { file.drop_pages(begin, end); }
+  } drop{file_, data_start_ + t.begin, data_start_ + t.end};
   if (t.dtype == StDtype::F32) {
     std::memcpy(dst, src, n * 4);
     return;

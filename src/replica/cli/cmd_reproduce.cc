@@ -67,6 +67,11 @@ static Command reproduce_command(
       app.add_option("--pair-by", o->pair_by, "auto (by tokens when tokens per step differ), step, or tokens");
       app.add_option("--precision", r.precision, "fp32 or bf16");
       app.add_option("--device", r.device, "cpu or cuda");
+      app.add_option("--weights", r.weights,
+                     "auto, resident (a whole model in memory) or streamed (read a layer at a time from its files)");
+      app.add_option("--memory-limit", r.memory_limit_gib,
+                     "GiB --weights auto plans against (default: this machine's or container's memory)")
+          ->check(CLI::PositiveNumber);
       app.add_option("--threads", o->threads, "CPU threads (default: one per free core)")->check(CLI::Range(int64_t{0}, kMaxThreads));
       app.add_option("--max-kl", b.kl, "bound on the mean KL(reference || candidate), nats (0.01)");
       app.add_option("--max-loss-delta", b.loss, "bound on |Δ held-out loss|, nats (0.01)");

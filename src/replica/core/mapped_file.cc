@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -36,6 +37,14 @@ MappedFile::MappedFile(MappedFile&& other) noexcept
     : path_(std::move(other.path_)), data_(other.data_), size_(other.size_) {
   other.data_ = nullptr;
   other.size_ = 0;
+}
+
+void MappedFile::drop_pages(size_t begin, size_t end) const {
+  if (!data_ || begin >= end) return;
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  const size_t first = begin / page * page, last = std::min(size_, (end + page - 1) / page * page);
+  // Advice only: a mapping it cannot drop stays mapped, and the bytes read are the same either way.
+  ::madvise(const_cast<char*>(data_) + first, last - first, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

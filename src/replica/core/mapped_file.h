@@ -18,6 +18,9 @@ class MappedFile {
   const char* data() const { return data_; }
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // Unmaps the pages of bytes [begin, end) from this process (they stay in the page cache, and reading them again
+  // maps them again), so that reading a large file through the map once does not leave it all counted as resident.
+  void drop_pages(size_t begin, size_t end) const;
 
  private:
   std::string path_;

@@ -124,13 +124,15 @@ bool transient(CURLcode code) {
   }
 }
 
-// Runs one request; `range` empty for a HEAD. Returns the response, or a description of a transient failure.
+// Runs one request; `range` empty for a HEAD. Returns the response, or a description of a transient failure; a 404
+// is a response too when `missing_ok` (the caller asks whether a file exists), else an Error as any 4xx.
 struct Attempt {
   std::optional<Response> response;
   std::string transient_failure;
 };
 
-Attempt attempt(const std::string& url, const std::string& range, std::span<char> body, const HttpOptions& o) {
+Attempt attempt(const std::string& url, const std::string& range, std::span<char> body, const HttpOptions& o,
+                bool missing_ok) {
   CURL* curl = thread_handle();
   curl_easy_reset(curl);
   curl_easy_setopt(curl, CURLOPT_SHARE, shared_pool());
@@ -165,12 +167,14 @@ Attempt attempt(const std::string& url, const std::string& range, std::span<char
     fail("{}: request failed: {} ({})", url, curl_easy_strerror(code), error);
   }
   if (r.status >= 500) return {std::nullopt, fmt::format("HTTP {}", r.status)};
+  if (missing_ok && r.status == 404) return {std::move(r), {}};
   check(r.status < 400, "{}: HTTP {}{}", url, r.status, r.status == 404 ? " (not found)" : "");
   return {std::move(r), {}};
 }
 
 // Runs attempts until one gives a response, waiting backoff_s, 2 backoff_s, ... (at most 8 s) between them.
-Response with_retries(const std::string& url, const std::string& range, std::span<char> body, const HttpOptions& o) {
+Response with_retries(const std::string& url, const std::string& range, std::span<char> body, const HttpOptions& o,
+                      bool missing_ok = false) {
   std::string last;
   for (int64_t i = 0; i <= o.retries; i++) {
     if (i > 0) {
@@ -178,7 +182,7 @@ Response with_retries(const std::string& url, const std::string& range, std::spa
       fmt::print(stderr, "{}: {}; retry {} of {} in {:.1f} s\n", url, last, i, o.retries, wait);
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
-    Attempt a = attempt(url, range, body, o);
+    Attempt a = attempt(url, range, body, o, missing_ok);
     if (a.response) return std::move(*a.response);
     last = std::move(a.transient_failure);
   }
@@ -202,12 +206,17 @@ void check_validators(const std::string& url, const RemoteIdentity& expected, co
 bool is_url(std::string_view path) { return path.starts_with("http://") || path.starts_with("https://"); }
 
 RemoteIdentity http_head(const std::string& url, const HttpOptions& options) {
-  const Response r = with_retries(url, "", {}, options);
+  return *http_head_if_found(url, options, false);
+}
+
+std::optional<RemoteIdentity> http_head_if_found(const std::string& url, const HttpOptions& options, bool missing_ok) {
+  const Response r = with_retries(url, "", {}, options, missing_ok);
+  if (r.status == 404) return std::nullopt;
   check(r.content_length.has_value(),
         "{}: the HEAD response has no Content-Length (a rate-limiting or DDoS-protecting server answers so), so the "
         "file's size is unknown",
         url);
-  return {*r.content_length, r.etag, r.last_modified};
+  return RemoteIdentity{*r.content_length, r.etag, r.last_modified};
 }
 
 void http_get_range(const std::string& url, const RemoteIdentity& expected, uint64_t offset, std::span<char> out,

@@ -4,6 +4,7 @@
 // backoff, anything else (a 4xx, a changed file, a short body) is an Error naming the URL at once.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +30,10 @@ struct HttpOptions {
 // HEAD: the file's size (Content-Length) and validators. Raises Error naming the URL for a 4xx, a response without
 // Content-Length, or when retries run out.
 RemoteIdentity http_head(const std::string& url, const HttpOptions& options);
+// The same, but none when the server answers 404 (a file that may or may not be there: an HF directory's
+// model.safetensors.index.json), unless `missing_ok` is false.
+std::optional<RemoteIdentity> http_head_if_found(const std::string& url, const HttpOptions& options,
+                                                 bool missing_ok = true);
 
 // GET bytes [offset, offset + out.size()) into `out`, all of them or an Error naming the URL: the response must be
 // a 206 for exactly that range of a file of `expected.size` bytes (or a 200 of the whole file), carry the recorded

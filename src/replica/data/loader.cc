@@ -51,8 +51,37 @@ std::shared_ptr<const GlobalOrder> DataLoader::order(uint64_t epoch) const {
   return cached_order_;
 }
 
+LoaderFault parse_loader_fault(std::string_view name) {
+  if (name == "none") return LoaderFault::none;
+  if (name == "double_sharding") return LoaderFault::double_sharding;
+  fail("data.fault '{}': expected none or double_sharding", name);
+}
+
+const char* loader_fault_name(LoaderFault fault) {
+  return fault == LoaderFault::double_sharding ? "double_sharding" : "none";
+}
+
 std::vector<uint32_t> DataLoader::batch_instances(uint64_t epoch, int64_t b, int rank, int world,
                                                   std::optional<int64_t> micro_batch) const {
+  if (config_.fault == LoaderFault::double_sharding && world > 1) {
+    // Row k of the rank's batch at step t is element (t·R + k)·W + rank of its correct stream (R rows a step), as
+    // the audit's unit test injects it (tests/unit/test_data_loader.cc).
+    const int64_t per_epoch = batches_per_epoch(), rows = config_.global_batch / world;
+    const int64_t t = int64_t(epoch - 1) * per_epoch + b;
+    std::vector<uint32_t> out;
+    for (int64_t k = 0; k < rows; k++) {
+      const int64_t p = (t * rows + k) * world + rank;
+      const int64_t step = p / rows;
+      const uint64_t e = uint64_t(step / per_epoch) + 1;
+      out.push_back(correct_instances(e, step % per_epoch, rank, world, micro_batch)[size_t(p % rows)]);
+    }
+    return out;
+  }
+  return correct_instances(epoch, b, rank, world, micro_batch);
+}
+
+std::vector<uint32_t> DataLoader::correct_instances(uint64_t epoch, int64_t b, int rank, int world,
+                                                    std::optional<int64_t> micro_batch) const {
   if (!micro_batch) return order(epoch)->rank_slice(uint64_t(b), rank, world);
   check(*micro_batch > 0, "micro-batch size must be positive, got {}", *micro_batch);
   return order(epoch)->rank_micro_batches(uint64_t(b), rank, world, uint64_t(*micro_batch));

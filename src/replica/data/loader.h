@@ -31,6 +31,15 @@
 
 namespace replica::data {
 
+// A loader bug injected on purpose (data.fault), so that the tools meant to catch one can be shown to: `data audit`
+// flags it and `replica reproduce` diverges on it. double_sharding: with W > 1 ranks each rank's own stream (its
+// row[r::W] slices, step after step) is strided again by W, as MaxText's loader did — a rank consumes its stream W
+// times too fast, and within one planned epoch reads part of the corpus twice and part not at all. The data
+// fingerprint does not show it (the files are the same), as a real bug's would not.
+enum class LoaderFault { none, double_sharding };
+LoaderFault parse_loader_fault(std::string_view name);  // "none" | "double_sharding"
+const char* loader_fault_name(LoaderFault fault);
+
 struct LoaderConfig {
   std::vector<MixEntry> files;             // in mix order (read_mix_file / mix_from_paths)
   int64_t seq_len = 0;                     // tokens per instance
@@ -46,6 +55,7 @@ struct LoaderConfig {
   // Batches read ahead of the one asked for, on threads of their own, when some file is remote (http(s)://): a
   // step then finds its batch read. 0: none. What a batch holds does not depend on it.
   int64_t read_ahead = 0;
+  LoaderFault fault = LoaderFault::none;  // for tests only
 };
 
 struct Batch {
@@ -101,6 +111,9 @@ class DataLoader {
   using BatchKey = std::tuple<uint64_t, int64_t, int, int, int64_t>;
   Batch read_batch(const BatchKey& key) const;
   BatchKey next(const BatchKey& key) const;  // the batch training reads after `key`
+  // batch_instances without config_.fault.
+  std::vector<uint32_t> correct_instances(uint64_t epoch, int64_t b, int rank, int world,
+                                          std::optional<int64_t> micro_batch) const;
 
   LoaderConfig config_;
   std::unique_ptr<const InstanceSource> dataset_;

@@ -116,4 +116,8 @@ size_t Transformer::activation_bytes(const ModelConfig& config, Remat remat, int
   return Workspace::bytes(shape);
 }
 
+size_t Transformer::evaluation_activation_bytes(const ModelConfig& config, int64_t B, int64_t T, Precision precision) {
+  return Workspace::bytes(ActivationShape(config, B, T, Remat::none, precision, false, 0, false));
+}
+
 }  // namespace replica::model

@@ -106,6 +106,9 @@ class Transformer {
   // `float8`: with use_float8(true), the float8 Linears' scratch included.
   static size_t activation_bytes(const ModelConfig& config, Remat remat, int64_t B, int64_t T, Precision precision,
                                  bool context_parallel = false, bool float8 = false);
+  // Bytes of activation memory one evaluation forward of [B, T] allocates (forward_loss, forward_hidden): no
+  // backward's scratch, no per-layer activations kept.
+  static size_t evaluation_activation_bytes(const ModelConfig& config, int64_t B, int64_t T, Precision precision);
 
  private:
   // The activation memory (model/activations.h).

@@ -1,6 +1,7 @@
 // Everything `replica reproduce` computes with one checkpoint's model, in one load: its suite results, its logits on
 // the KL tokens written to disk (a reference), its KL against a reference's logits on disk (a candidate). The model
-// is freed on return, so the series' models are in memory one at a time.
+// is freed on return, so the series' models are in memory one at a time; with WeightsMode::streamed not even one
+// model is: its weights are read from disk a group at a time (ckpt/streamed_weights.h), with bitwise the same results.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -15,6 +16,9 @@
 
 namespace replica::reproduce {
 
+enum class WeightsMode { resident, streamed };
+const char* weights_mode_name(WeightsMode mode);  // "resident", "streamed"
+
 struct CheckpointJobs {
   bool suite = false;          // run the suite
   std::string write_logits;    // write the model's logits here (empty: no)
@@ -28,6 +32,6 @@ struct CheckpointOutputs {
 
 CheckpointOutputs evaluate_checkpoint(const std::string& path, const CheckpointJobs& jobs, const eval::SuiteSpec& spec,
                                       const data::Tokenizer& tokenizer, const KlTokens& tokens, Precision precision,
-                                      Backend& backend, eval::Progress& progress);
+                                      WeightsMode mode, Backend& backend, eval::Progress& progress);
 
 }  // namespace replica::reproduce

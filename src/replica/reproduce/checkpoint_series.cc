@@ -12,6 +12,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/parse_number.h"
+#include "replica/data/http_client.h"
 #include "replica/report/csv.h"
 
 namespace replica::reproduce {
@@ -28,7 +29,7 @@ SeriesCheckpoint replica_checkpoint(const fs::path& dir) {
   const nlohmann::json j = nlohmann::json::parse(read_text_file((dir / "train_state.json").string()), nullptr, false);
   check(!j.is_discarded(), "{}: malformed train_state.json", dir.string());
   const ckpt::TrainState state = ckpt::train_state_from_json(j, (dir / "train_state.json").string());
-  return {state.step, "", dir.string(), TokensSeen{state.tokens, 0}};
+  return {state.step, "", dir.string(), TokensSeen{state.tokens, 0}, ""};
 }
 
 std::vector<SeriesCheckpoint> replica_run(const fs::path& run) {
@@ -93,8 +94,17 @@ std::vector<SeriesCheckpoint> csv_series(const fs::path& csv) {
     }
     fs::path p = field(dir);
     check(!p.empty(), "{}:{}: no Checkpoint Directory", csv.string(), row.line);
+    if (data::is_url(p.string())) {  // fetched when it is paired (reproduce/remote_checkpoint.h)
+      c.url = p.string();
+      std::string name = c.url;
+      while (name.ends_with('/')) name.pop_back();
+      if (!c.tokens)
+        if (const auto named = parse_revision_name(name.substr(name.rfind('/') + 1))) c.tokens = named->tokens;
+      out.push_back(c);
+      continue;
+    }
     check(p.string().find("://") == std::string::npos,
-          "{}:{}: '{}' is a URL; download the checkpoint and list its local directory", csv.string(), row.line,
+          "{}:{}: '{}' is a URL replica does not read (http:// and https:// it does)", csv.string(), row.line,
           p.string());
     if (p.is_relative()) p = csv.parent_path() / p;
     check(is_hf_model_dir(p) || ckpt::is_checkpoint_dir(p.string()),
@@ -120,7 +130,7 @@ std::optional<SeriesCheckpoint> parse_revision_name(const std::string& name) {
   if (!std::regex_match(name, m, pattern)) return std::nullopt;
   const std::optional<int64_t> step = parse_int64(m[2].str());
   if (!step) return std::nullopt;
-  SeriesCheckpoint c{*step, m[1].str(), "", std::nullopt};
+  SeriesCheckpoint c{*step, m[1].str(), "", std::nullopt, ""};
   if (m[3].matched) {
     const std::optional<int64_t> billions = parse_int64(m[3].str());
     if (!billions || *billions > INT64_MAX / kBillion) return std::nullopt;

@@ -1,7 +1,8 @@
 // A checkpoint series: the checkpoints of one training run in step order, read from a replica run directory (its
 // checkpoints/stepNNNNNNNN), a directory of Hugging Face model directories named like AI2's revisions
 // (stage1-step1000, stage2-ingredient1-step2000, step1000, each optionally ending in -tokens<N>B), or a CSV in AI2's
-// format (OLMo-core's OLMo-3-1025-7B.csv: Stage,Step[,Tokens],Checkpoint Directory with local paths).
+// format (OLMo-core's OLMo-3-1025-7B.csv: Stage,Step[,Tokens],Checkpoint Directory: local paths, or http(s):// URLs
+// of HF checkpoint directories that reproduce fetches when it pairs them).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -20,8 +21,9 @@ struct TokensSeen {
 struct SeriesCheckpoint {
   int64_t step = 0;
   std::string stage;                 // "stage1", "stage2-ingredient1"; empty for a replica run or a plain stepN
-  std::string path;                  // a replica checkpoint or an HF model directory
+  std::string path;                  // a replica checkpoint or an HF model directory (once fetched, for a URL)
   std::optional<TokensSeen> tokens;  // none: unknown (an HF directory named without -tokens<N>B)
+  std::string url;                   // an http(s):// checkpoint directory of a CSV row; empty for a local one
   std::string label() const;         // "stage1-step1000", "step1000"
 };
 

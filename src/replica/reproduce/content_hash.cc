@@ -11,6 +11,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/sha256.h"
+#include "replica/reproduce/file_hash_cache.h"
 
 namespace replica::reproduce {
 namespace fs = std::filesystem;
@@ -26,7 +27,7 @@ std::string file_sha256(const std::string& path) {
   return sha.hex();
 }
 
-std::string checkpoint_content_hash(const std::string& dir) {
+std::string checkpoint_content_hash(const std::string& dir, FileHashCache* hashes) {
   if (ckpt::is_checkpoint_dir(dir)) {
     const fs::path manifest = fs::path(dir) / "MANIFEST.json";
     check(fs::exists(manifest), "{}: a checkpoint without MANIFEST.json (incomplete)", dir);
@@ -43,7 +44,10 @@ std::string checkpoint_content_hash(const std::string& dir) {
   check(std::find(names.begin(), names.end(), "config.json") != names.end(), "{}: no config.json to hash", dir);
   std::sort(names.begin(), names.end());
   std::string listing;  // "<name> <sha256>\n" per file, in name order
-  for (const std::string& name : names) listing += name + " " + file_sha256((fs::path(dir) / name).string()) + "\n";
+  for (const std::string& name : names) {
+    const std::string file = (fs::path(dir) / name).string();
+    listing += name + " " + (hashes ? hashes->sha256(file) : file_sha256(file)) + "\n";
+  }
   return sha256_hex(listing.data(), listing.size());
 }
 

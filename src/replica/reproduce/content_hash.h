@@ -7,8 +7,11 @@
 
 namespace replica::reproduce {
 
-// 64 lowercase hex digits.
-std::string checkpoint_content_hash(const std::string& dir);
+class FileHashCache;
+
+// 64 lowercase hex digits. `hashes`: where an HF directory's file hashes are remembered between runs (none: each file
+// is read).
+std::string checkpoint_content_hash(const std::string& dir, FileHashCache* hashes = nullptr);
 
 // sha256 of a file, read in chunks (a 7B shard is never in memory at once).
 std::string file_sha256(const std::string& path);

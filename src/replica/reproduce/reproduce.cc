@@ -2,18 +2,24 @@
 #include "replica/reproduce/reproduce.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "replica/ckpt/model_source.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "replica/core/parse_number.h"
 #include "replica/reproduce/checkpoint_evaluation.h"
 #include "replica/reproduce/content_hash.h"
 #include "replica/reproduce/evaluation_cache.h"
+#include "replica/reproduce/file_hash_cache.h"
 #include "replica/reproduce/peak_memory.h"
+#include "replica/reproduce/remote_checkpoint.h"
 #include "replica/reproduce/surface_values.h"
 #include "replica/report/load_run.h"
 
@@ -28,6 +34,7 @@ std::string gib(double bytes) {
                                  : fmt::format("{:.2f} GiB", bytes / double(1 << 30));
 }
 std::string short_hash(const std::string& h) { return h.substr(0, 16); }
+std::string where(const SeriesCheckpoint& c) { return c.path.empty() ? c.url : c.path; }
 
 eval::SuiteSpec suite_spec(const ReproduceOptions& o, std::string& identity) {
   std::string tasks_dir = o.tasks_dir;
@@ -80,6 +87,42 @@ std::map<std::string, report::Series> training_curves(const std::optional<report
   return out;
 }
 
+// The memory a resident model may plan to use: --memory-limit, else this machine's (or its cgroup's) memory.
+double memory_limit_bytes(const ReproduceOptions& o, std::string& what) {
+  if (o.memory_limit_gib > 0) {
+    what = fmt::format("--memory-limit {} GiB", o.memory_limit_gib);
+    return o.memory_limit_gib * double(1 << 30);
+  }
+  double bytes = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGE_SIZE));
+  what = fmt::format("this machine's {}", gib(bytes));
+  // A container's limit (cgroup v2 memory.max: a number, or "max" for none).
+  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
+  std::string text;
+  if (cgroup >> text)
+    if (const std::optional<int64_t> limit = parse_int64(text); limit && double(*limit) < bytes) {
+      bytes = double(*limit);
+      what = fmt::format("this container's {}", gib(bytes));
+    }
+  return bytes;
+}
+
+WeightsMode choose_weights_mode(const ReproduceOptions& o, const model::ModelConfig& largest, Precision precision,
+                                int64_t batch_tokens, std::string& reason) {
+  if (o.weights == "resident" || o.weights == "streamed") {
+    reason = "--weights " + o.weights;
+    return o.weights == "resident" ? WeightsMode::resident : WeightsMode::streamed;
+  }
+  check(o.weights == "auto", "--weights: '{}' is not auto, resident or streamed", o.weights);
+  std::string limit_name;
+  const double limit = memory_limit_bytes(o, limit_name);
+  const double resident =
+      distributed::total_bytes(peak_memory(largest, precision, batch_tokens, WeightsMode::resident));
+  const bool fits = resident <= 0.8 * limit;
+  reason = fmt::format("a resident model would plan {}, {} 80 % of {}", gib(resident), fits ? "within" : "over",
+                       limit_name);
+  return fits ? WeightsMode::resident : WeightsMode::streamed;
+}
+
 }  // namespace
 
 Reproduction reproduce(const ReproduceOptions& o, const std::function<void(const std::string&)>& say) {
@@ -97,10 +140,21 @@ Reproduction reproduce(const ReproduceOptions& o, const std::function<void(const
   r.pairing = pair_series(r.reference, r.candidate, o.pair_by, o.steps);
   say(fmt::format("pairing {}: {} pairs", r.pairing.rule, r.pairing.pairs.size()));
   for (const SeriesCheckpoint& c : r.pairing.candidate_only)
-    say(fmt::format("  candidate {} ({}) has no reference checkpoint: not compared", c.label(), c.path));
+    say(fmt::format("  candidate {} ({}) has no reference checkpoint: not compared", c.label(), where(c)));
   for (const SeriesCheckpoint& c : r.pairing.reference_only)
-    say(fmt::format("  reference {} ({}) has no candidate checkpoint: not compared", c.label(), c.path));
+    say(fmt::format("  reference {} ({}) has no candidate checkpoint: not compared", c.label(), where(c)));
   check(!r.pairing.pairs.empty(), "{} and {}: no checkpoint pairs ({})", o.reference, o.run, r.pairing.rule);
+
+  // Checkpoints at URLs (CSV rows): fetched into the cache, only those paired.
+  const std::string cache_dir = (fs::path(o.out) / "cache").string();
+  fs::create_directories(cache_dir);
+  FileHashCache file_hashes((fs::path(cache_dir) / "file_hashes.json").string());
+  for (CheckpointPair& p : r.pairing.pairs)
+    for (SeriesCheckpoint* c : {&p.reference, &p.candidate})
+      if (!c->url.empty() && c->path.empty()) {
+        say(fmt::format("fetching {} {}", c->label(), c->url));
+        c->path = fetch_remote_checkpoint(c->url, cache_dir, file_hashes, data::HttpOptions{}, say);
+      }
 
   std::string identity;
   const eval::SuiteSpec spec = suite_spec(o, identity);
@@ -119,9 +173,12 @@ Reproduction reproduce(const ReproduceOptions& o, const std::function<void(const
   r.suite_hash = suite_fingerprint(identity, spec, o.precision);
   say(fmt::format("KL tokens: {} x {} from {}; suite {} (fingerprint {})", tokens.B, tokens.T, tokens.source, o.suite,
                   short_hash(r.suite_hash)));
-  r.peak = peak_memory(largest, precision, spec.batch_tokens);
+  const WeightsMode mode = choose_weights_mode(o, largest, precision, spec.batch_tokens, r.weights_reason);
+  r.weights = weights_mode_name(mode);
+  r.peak = peak_memory(largest, precision, spec.batch_tokens, mode);
   std::string items;
   for (const distributed::MemoryItem& m : r.peak) items += fmt::format(", {} {}", m.name, gib(m.bytes));
+  say(fmt::format("weights {}: {}", r.weights, r.weights_reason));
   say(fmt::format("planned peak: {} (one model at a time{}); reference logits on disk: {}",
                   gib(distributed::total_bytes(r.peak)), items,
                   gib(double(tokens.B * tokens.T) * double(largest.vocab_size) * 4)));
@@ -136,7 +193,7 @@ Reproduction reproduce(const ReproduceOptions& o, const std::function<void(const
   std::map<std::string, std::string> hashes;
   auto hash_of = [&](const SeriesCheckpoint& c) -> const std::string& {
     auto it = hashes.find(c.path);
-    if (it == hashes.end()) it = hashes.emplace(c.path, checkpoint_content_hash(c.path)).first;
+    if (it == hashes.end()) it = hashes.emplace(c.path, checkpoint_content_hash(c.path, &file_hashes)).first;
     return it->second;
   };
   // How many pairs still need each reference's logits (deleted after the last).
@@ -150,7 +207,7 @@ Reproduction reproduce(const ReproduceOptions& o, const std::function<void(const
     if (!jobs.compare_logits.empty()) what += what.empty() ? "KL" : " + KL";
     say(fmt::format("  evaluating {} {} ({}, {}): {}", role, c.label(), c.path, short_hash(hash_of(c)), what));
     const auto start = std::chrono::steady_clock::now();
-    CheckpointOutputs out = evaluate_checkpoint(c.path, jobs, spec, tokenizer, tokens, precision, backend,
+    CheckpointOutputs out = evaluate_checkpoint(c.path, jobs, spec, tokenizer, tokens, precision, mode, backend,
                                                 eval::no_progress());
     r.evaluated++;
     say(fmt::format("  evaluated {} {} in {:.1f} s", role, c.label(),
@@ -208,7 +265,54 @@ Reproduction reproduce(const ReproduceOptions& o, const std::function<void(const
     r.measures.push_back(std::move(m));
   }
   r.verdict = judge(r.measures, o.bounds);
+  r.reference_audit = audit_run_data(r.reference);
+  r.candidate_audit = audit_run_data(r.candidate);
+  r.reference_resumes = read_resume_events(r.reference);
+  r.candidate_resumes = read_resume_events(r.candidate);
+  say(fmt::format("content hashes: {} file(s) read to hash them, {} remembered ({})", file_hashes.computed(),
+                  file_hashes.reused(), (fs::path(cache_dir) / "file_hashes.json").string()));
   return r;
+}
+
+std::pair<const PairMeasure*, const PairMeasure*> pairs_around(const Reproduction& r, int64_t step) {
+  const PairMeasure *before = nullptr, *after = nullptr;
+  for (const PairMeasure& m : r.measures)
+    if (m.step <= step) before = &m;
+    else if (!after) after = &m;
+  return {before, after};
+}
+
+std::optional<double> heldout_delta(const PairMeasure& m) {
+  for (const SurfaceDelta& d : m.surfaces)
+    if (d.name == "heldout/loss") return d.delta();
+  return std::nullopt;
+}
+
+// "data audit (candidate): OK, no instance read twice in 8 steps at W = 2" and the like.
+static std::string audit_line(const char* role, const std::optional<DataAuditResult>& a) {
+  if (!a) return "";
+  if (!a->error.empty()) return fmt::format("data audit ({}): could not run: {}\n", role, a->error);
+  return fmt::format("data audit ({}): {} over {} steps at world size {}{}\n", role,
+                     a->ok ? "OK, no instance read twice within an epoch"
+                           : "ERROR, instances read twice within an epoch",
+                     a->steps, a->world_size,
+                     a->ok ? "" : fmt::format(" ({:.1f} % of reads)", 100 * a->repeat_fraction));
+}
+
+static std::string resume_lines(const Reproduction& r) {
+  std::string s;
+  for (const ResumeEvent& e : r.candidate_resumes) {
+    const auto [before, after] = pairs_around(r, e.step);
+    std::string delta;
+    if (before && after)
+      delta = fmt::format("; KL mean {:.3g} at step {} -> {:.3g} at step {}", before->parity.kl_mean(), before->step,
+                          after->parity.kl_mean(), after->step);
+    const std::string changes =
+        e.changes.empty() ? ", nothing changed" : fmt::format(": {}", fmt::join(e.changes, "; "));
+    s += fmt::format("candidate resumed at step {} (world size {} -> {}){}{}\n", e.step, e.saved_world_size,
+                     e.world_size, changes, delta);
+  }
+  return s;
 }
 
 std::string training_summary(const Reproduction& r) {
@@ -248,6 +352,7 @@ std::string format_reproduction(const Reproduction& r) {
     s += fmt::format("WARNING memorisation alarm: from step {} to {} the candidate's training loss fell while its "
                      "held-out loss fell behind the reference's at every pair\n",
                      r.verdict.memorisation_alarm->from_step, r.verdict.memorisation_alarm->step);
+  s += audit_line("reference", r.reference_audit) + audit_line("candidate", r.candidate_audit) + resume_lines(r);
   s += fmt::format("{} checkpoint evaluation(s) run, {} found in the cache\n", r.evaluated, r.cached);
   return s;
 }

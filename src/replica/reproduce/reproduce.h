@@ -12,6 +12,7 @@
 #include "replica/distributed/memory_plan.h"
 #include "replica/reproduce/checkpoint_series.h"
 #include "replica/reproduce/pairing.h"
+#include "replica/reproduce/run_records.h"
 #include "replica/reproduce/verdict.h"
 #include "replica/report/report.h"
 #include "replica/report/series.h"
@@ -27,6 +28,10 @@ struct ReproduceOptions {
   std::string out;              // the cache and reproduction.html; required
   std::string stage;            // --stage: the series' stage, where they span several
   std::string precision = "fp32", device = "cpu";
+  // --weights: resident (a whole model in memory), streamed (a group at a time from its files), or auto: resident
+  // when its planned peak fits in 80 % of --memory-limit (GiB; 0: this machine's memory, or its cgroup's limit).
+  std::string weights = "auto";
+  double memory_limit_gib = 0;
   PairBy pair_by = PairBy::automatic;
   std::vector<int64_t> steps;   // --steps: only these candidate steps
   Bounds bounds;
@@ -40,6 +45,8 @@ struct Reproduction {
   std::string tokens_source, suite_hash;
   int64_t tokens_B = 0, tokens_T = 0;
   std::vector<distributed::MemoryItem> peak;  // planned, for the largest model of the two series
+  std::string weights;                         // resident or streamed, as resolved, and why
+  std::string weights_reason;
   std::vector<PairMeasure> measures;   // one per pair
   SeriesVerdict verdict;
   int64_t evaluated = 0, cached = 0;   // checkpoint evaluations run now / found in the cache
@@ -48,7 +55,15 @@ struct Reproduction {
   // steps both logged (report/compare.h), with its default window and ±threshold.
   std::optional<report::Comparison> training;
   report::ReportOptions training_options;
+  // Replica runs only (run_records.h): each run's data audit, and its resumes.
+  std::optional<DataAuditResult> reference_audit, candidate_audit;
+  std::vector<ResumeEvent> reference_resumes, candidate_resumes;
 };
+
+// The pairs on either side of a resume at `step`: the last at or before it and the first after (null where none).
+std::pair<const PairMeasure*, const PairMeasure*> pairs_around(const Reproduction& r, int64_t step);
+// A pair's held-out loss Δ (candidate − reference), where the suite has it.
+std::optional<double> heldout_delta(const PairMeasure& m);
 
 // `say` gets the console lines as the work goes (planned peak, each checkpoint evaluated or found cached, each
 // pair's numbers).

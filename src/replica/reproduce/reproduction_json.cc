@@ -32,6 +32,45 @@ json training_json(const Reproduction& r) {
   return out;
 }
 
+json audit_json(const std::optional<DataAuditResult>& a) {
+  if (!a) return nullptr;
+  if (!a->error.empty()) return {{"error", a->error}};
+  return {{"ok", a->ok},       {"repeat_fraction", a->repeat_fraction}, {"steps", a->steps},
+          {"world_size", a->world_size}, {"fingerprint", a->fingerprint}};
+}
+
+// Each resume with the pairs around it: what the KL and the held-out Δ were before and after.
+json resumes_json(const Reproduction& r, const std::vector<ResumeEvent>& events, bool candidate) {
+  json out = json::array();
+  for (const ResumeEvent& e : events) {
+    json event = {{"step", e.step},
+                  {"checkpoint", e.checkpoint},
+                  {"saved_world_size", e.saved_world_size},
+                  {"world_size", e.world_size},
+                  {"changes", e.changes}};
+    if (candidate) {
+      const auto [before, after] = pairs_around(r, e.step);
+      auto side = [](const PairMeasure* m) -> json {
+        if (!m) return nullptr;
+        const std::optional<double> heldout = heldout_delta(*m);
+        return {{"step", m->step}, {"kl_mean", m->parity.kl_mean()},
+                {"heldout_delta", heldout ? json(*heldout) : json(nullptr)}};
+      };
+      event["before"] = side(before);
+      event["after"] = side(after);
+    }
+    out.push_back(event);
+  }
+  return out;
+}
+
+// How the weights were held and the planned peak.
+json memory_json(const Reproduction& r) {
+  json items = json::object();
+  for (const distributed::MemoryItem& m : r.peak) items[m.name] = m.bytes;
+  return {{"weights", r.weights}, {"planned_peak_bytes", distributed::total_bytes(r.peak)}, {"planned", items}};
+}
+
 }  // namespace
 
 json reproduction_json(const Reproduction& r) {
@@ -81,6 +120,11 @@ json reproduction_json(const Reproduction& r) {
                                             {"step", r.verdict.memorisation_alarm->step}}
                                      : json(nullptr)},
           {"training_curves", training_json(r)},
+          {"memory", memory_json(r)},
+          {"data_audit", {{"reference", audit_json(r.reference_audit)}, {"candidate", audit_json(r.candidate_audit)}}},
+          {"resumes",
+           {{"reference", resumes_json(r, r.reference_resumes, false)},
+            {"candidate", resumes_json(r, r.candidate_resumes, true)}}},
           {"evaluated", r.evaluated},
           {"cached", r.cached}};
 }

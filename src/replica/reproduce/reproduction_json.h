@@ -4,7 +4,9 @@
 //    "pairs": [{"step", "reference_step", "tokens", "kl_mean", "kl_max", "top1", "top10_overlap",
 //               "max_abs_logit_diff", "surfaces": {NAME: {"reference", "candidate", "delta", "bound"}},
 //               "verdict", "crossed": [{"name", "value", "bound"}]}],
-//    "verdict", "diverged_at", "first_crossed", "memorisation_alarm": null | {"from_step", "step"}}
+//    "verdict", "diverged_at", "first_crossed", "memorisation_alarm": null | {"from_step", "step"}, "training_curves",
+//    "memory": {"weights", "planned_peak_bytes", "planned"}, "data_audit": {"reference", "candidate"},
+//    "resumes": {"reference": [...], "candidate": [...]}, "evaluated", "cached"}
 #pragma once
 #include <nlohmann/json.hpp>
 

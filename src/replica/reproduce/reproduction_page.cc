@@ -74,6 +74,71 @@ std::string series_section(const Reproduction& r) {
   return s + "</div>";
 }
 
+// The data audit of each replica run (run_records.h): whether its loader read an instance twice within an epoch.
+std::string audit_section(const Reproduction& r) {
+  std::string s = R"(<h2>Data audit</h2><div id="data-audit">)";
+  bool any = false;
+  for (const auto& [role, audit] :
+       {std::pair{"reference", &r.reference_audit}, std::pair{"candidate", &r.candidate_audit}}) {
+    if (!*audit) continue;
+    any = true;
+    const DataAuditResult& a = **audit;
+    if (!a.error.empty()) {
+      s += fmt::format(R"(<section data-audit-role="{}" data-audit="error"><h3>{}</h3><p class="warn">The audit )"
+                       "could not run: {}</p></section>",
+                       role, role, escape_html(a.error));
+      continue;
+    }
+    s += fmt::format(
+        R"(<section data-audit-role="{}" data-audit="{}"><h3>{}</h3><p class="{}">{}</p>)"
+        "<p class=\"note\">The loader of the recipe its newest checkpoint was trained with, replayed for its {} steps "
+        "at world size {} (<code>replica data audit</code>); data fingerprint <code>{}</code>.</p>"
+        "<details><summary>the audit's report</summary><pre>{}</pre></details></section>",
+        role, a.ok ? "ok" : "repeats", role, a.ok ? "ok" : "bad",
+        a.ok ? "OK: no instance was read twice within an epoch."
+             : fmt::format("ERROR: {:.1f} % of the reads were of an instance already read in the same epoch — a "
+                           "loader bug (double sharding reads part of the corpus twice and part not at all).",
+                           100 * a.repeat_fraction),
+        a.steps, a.world_size, escape_html(a.fingerprint), escape_html(a.text));
+  }
+  if (!any) s += "<p class=\"note\">Neither series is a replica run: there is no loader to audit.</p>";
+  return s + "</div>";
+}
+
+// Each run's resumes (run.dir/resumes.jsonl) and, for the candidate's, the pairs on either side.
+std::string resumes_section(const Reproduction& r) {
+  std::string s = R"(<h2>Resumes</h2><table id="resumes"><tr><th>run</th><th>resumed at step</th><th>from</th>)"
+                  R"(<th>world size</th><th>what changed</th><th>KL mean before → after</th>)"
+                  R"(<th>Δ held-out before → after</th></tr>)";
+  size_t rows = 0;
+  for (const auto& [role, events] :
+       {std::pair{"reference", &r.reference_resumes}, std::pair{"candidate", &r.candidate_resumes}})
+    for (const ResumeEvent& e : *events) {
+      std::string changes;
+      for (const std::string& c : e.changes) changes += (changes.empty() ? "" : "<br>") + escape_html(c);
+      std::string kl = "—", heldout = "—";
+      if (role == std::string("candidate")) {
+        const auto [before, after] = pairs_around(r, e.step);
+        auto at = [](const PairMeasure* m, auto value) { return m ? value(*m) : std::string("—"); };
+        auto kl_of = [](const PairMeasure& m) { return fmt::format("{} (step {})", num(m.parity.kl_mean()), m.step); };
+        auto heldout_of = [](const PairMeasure& m) {
+          const std::optional<double> d = heldout_delta(m);
+          return d ? fmt::format("{:+.4g} (step {})", *d, m.step) : std::string("—");
+        };
+        kl = at(before, kl_of) + " → " + at(after, kl_of);
+        heldout = at(before, heldout_of) + " → " + at(after, heldout_of);
+      }
+      s += fmt::format(R"(<tr data-resume-role="{}" data-resume-step="{}"><td>{}</td><td class="num">{}</td>)"
+                       R"(<td><code>{}</code></td><td class="num">{} → {}</td><td>{}</td><td>{}</td>)"
+                       R"(<td>{}</td></tr>)",
+                       role, e.step, role, e.step, escape_html(e.checkpoint), e.saved_world_size, e.world_size,
+                       changes.empty() ? "nothing" : changes, kl, heldout);
+      rows++;
+    }
+  if (rows == 0) s += R"(<tr><td colspan="7">No resume recorded (run.dir/resumes.jsonl).</td></tr>)";
+  return s + "</table>";
+}
+
 std::string first_pair_section(const Reproduction& r) {
   const PairMeasure& m = r.measures.front();
   const CheckpointPair& p = r.pairing.pairs.front();
@@ -164,10 +229,10 @@ std::string render_reproduction_page(const Reproduction& r) {
   const std::string title = fmt::format("replica reproduction: {} vs {}", r.candidate.source, r.reference.source);
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{}"
-      ".warn{{color:#a15c00;font-weight:600}}</style></head><body><h1>{}</h1>{}{}{}{}<h2>Against step</h2>"
+      ".warn{{color:#a15c00;font-weight:600}}</style></head><body><h1>{}</h1>{}{}{}{}{}{}<h2>Against step</h2>"
       "<div id=\"charts\">{}</div></body></html>\n",
       escape_html(title), report::page_style(), escape_html(title), summary_section(r), series_section(r),
-      first_pair_section(r), verdict_table(r), figures);
+      audit_section(r), first_pair_section(r), verdict_table(r), resumes_section(r), figures);
 }
 
 }  // namespace replica::reproduce

@@ -125,6 +125,7 @@ static RunStart start_from_olmo_core(const Recipe& r, const std::string& from, c
 static RunStart resume(const Recipe& r, const std::string& dir, const model::ParamTable& table,
                        const data::DataLoader& loader, const std::vector<std::string>& state_names, float* params,
                        optim::SkipStep& skip_step, std::vector<std::string> notes) {
+  const size_t changes_from = notes.size();  // notes before this: what was set aside in checkpoints/
   const ckpt::TrainState s = ckpt::read_checkpoint_state(dir, ckpt::CheckpointRead::weights_and_optimizer);
   ckpt::check_same_model(s.model, recipe_model_config(r), dir);
   check(s.step <= r.last_step(), "{}: {}={} is before the checkpoint's step {}", dir,
@@ -149,11 +150,17 @@ static RunStart resume(const Recipe& r, const std::string& dir, const model::Par
   check(epoch == s.epoch && batch == s.batch,
         "{}: data position (epoch {}, batch {}) does not match step {} (epoch {}, batch {})", dir, s.epoch, s.batch,
         s.step, epoch, batch);
+  const std::vector<std::string> changes(notes.begin() + std::ptrdiff_t(changes_from), notes.end());
   notes.push_back(fmt::format("resuming from {} (step {}, {} tokens)", dir, s.step, s.tokens));
   RunStart start;
   start.step = s.step;
   start.message = fmt::format("{}", fmt::join(notes, "\n"));
   start.observers = s.observers;
+  start.resume = {{"step", s.step},
+                  {"tokens", s.tokens},
+                  {"checkpoint", dir},
+                  {"saved_world_size", s.world_size},
+                  {"changes", changes}};
   read_weights_and_optimizer(dir, table, state_names, params, start, s.optimizer_step_count);
   try {
     skip_step.load_json(s.skip_step);

@@ -27,6 +27,9 @@ struct RunStart {
   ckpt::OptimizerState optimizer;
   int64_t optimizer_step_count = 0;
   nlohmann::json observers = nlohmann::json::object();  // the checkpoint's observer state (ckpt::TrainState)
+  // A resume: {"step", "tokens", "checkpoint", "saved_world_size", "changes": [what the resume changed, as printed]},
+  // which start_run_all_ranks appends to run.dir/resumes.jsonl with the world size it resumes at; null otherwise.
+  nlohmann::json resume = nullptr;
 };
 
 // Fills params (host memory, zero on entry), the optimizer state and the skip-step history (empty on entry). The

@@ -2,6 +2,9 @@
 // in host memory; the weights and this rank's shard of each optimizer state tensor then go to the backend.
 #include "replica/train/distributed.h"
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "replica/core/error.h"
@@ -24,6 +27,25 @@ std::unique_ptr<distributed::Communicator> connect_data(distributed::Communicato
 #endif
 }
 
+namespace {
+
+// One line per resume in run.dir/resumes.jsonl (docs/checkpoints.md), read by `replica reproduce`'s page: the step
+// and checkpoint resumed from, the world size saved and now, what the resume changed.
+void record_resume(const Recipe& r, nlohmann::json event, int world_size) {
+  event["world_size"] = world_size;
+  event["time"] = double(std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count()) /
+                  1000.0;
+  std::filesystem::create_directories(r.run.dir);  // train.resume_from may name a checkpoint of another run
+  const std::string path = (std::filesystem::path(r.run.dir) / "resumes.jsonl").string();
+  std::ofstream out(path, std::ios::app);
+  out << event.dump() << "\n";
+  check(out.good(), "{}: cannot record the resume", path);
+}
+
+}  // namespace
+
 RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataLoader& loader) {
   distributed::DataParallel& dp = step.dp();
   const model::ParamTable& table = step.model().table();
@@ -36,6 +58,7 @@ RunStart start_run_all_ranks(const Recipe& r, TrainStep& step, const data::DataL
   std::string history, observers;
   if (root) {
     start = start_run(r, table, loader, optimizer.state_names(), host_params.data(), skip_step);
+    if (!start.resume.is_null()) record_resume(r, start.resume, comm.size());
     history = skip_step.to_json().dump();
     observers = start.observers.dump();
   }

@@ -71,6 +71,8 @@ std::vector<Field> fields(Recipe& r) {
              data::document_boundaries_name),
       text("data.work_dir", loader.packing.work_dir),
       optional_integer("data.source_permutation_seed", loader.source_permutation_seed),
+      // A loader bug injected for tests (data/loader.h LoaderFault): what the audit and reproduce must catch.
+      choice("data.fault", loader.fault, data::parse_loader_fault, data::loader_fault_name),
       // Where the files are and how they are read: the data fingerprint shows what was read, not these.
       text("data.base_dir", r.data.base_dir, one_line).neutral(),
       text("data.cache_dir", r.remote.cache_dir, one_line).neutral(),
