@@ -180,18 +180,24 @@ TEST(CkptCheckpoint, OptimizerStateIsTakenByName) {
 
 // Found by fuzz.train_state under UBSan: an integer too long for int64 parses as a double, which nlohmann's get<>
 // converted to int64 (undefined behaviour); a fraction was truncated and -1 wrapped into the uint64 epoch.
-// eval and generate run a checkpoint's model with the attention kernel its run recorded, on a GPU.
-TEST(CkptCheckpoint, RecordedAttentionIsTheRunsOnAGpuAndTheOneKernelOnTheCpu) {
+// eval and generate run a checkpoint's model with the attention kernel its run recorded, where the device has it.
+TEST(CkptCheckpoint, RecordedAttentionIsTheRunsWhereTheDeviceHasIt) {
   const Dir d;
   const Tensors t(0.5f);
   auto checkpoint = [&](const std::string& name, const std::string& recipe) {
     TrainState s = t.state(1);
     s.recipe = recipe;
-    return write_checkpoint((d.path / name).string(), {&t.table, t.params.data(), t.m.data(), t.v.data()}, s, 0);
+    return write_checkpoint((d.path / name).string(), {&t.table, t.params.data(), &t.optimizer}, s, 0);
   };
   const std::string wgmma = checkpoint("wgmma", "train:\n  attention: wgmma\n");
   EXPECT_EQ(recorded_attention(wgmma, Device::cuda), AttentionKernel::wgmma);
   EXPECT_EQ(recorded_attention(wgmma, Device::cpu), AttentionKernel::automatic);
+  const std::string fp32 = checkpoint("fp32", "train:\n  attention: fp32\n");
+  EXPECT_EQ(recorded_attention(fp32, Device::cpu), AttentionKernel::fp32);
+  EXPECT_EQ(recorded_attention(fp32, Device::cuda), AttentionKernel::fp32);
+  const std::string cpu_bf16 = checkpoint("cpu_bf16", "train:\n  attention: cpu_bf16\n");
+  EXPECT_EQ(recorded_attention(cpu_bf16, Device::cpu), AttentionKernel::cpu_bf16);
+  EXPECT_EQ(recorded_attention(cpu_bf16, Device::cuda), AttentionKernel::automatic);
   EXPECT_EQ(recorded_attention(checkpoint("older", "run: {}\n"), Device::cuda), AttentionKernel::automatic);
   EXPECT_EQ(recorded_attention(d.path.string(), Device::cuda), AttentionKernel::automatic) << "no checkpoint";
   const std::string bad =

@@ -120,7 +120,7 @@ TEST(CkptStreamedWeights, AReplicaCheckpointStreamsToTheSameNumbers) {
   const std::vector<float> params = random_params(c);
   TrainState s;
   s.step = 3, s.global_batch_size = 1, s.seq_len = 12, s.model = c;
-  const std::string dir = write_checkpoint(d.path.string(), {&table, params.data(), nullptr, nullptr}, s, 0);
+  const std::string dir = write_checkpoint(d.path.string(), {&table, params.data(), nullptr}, s, 0);
   expect_same_as_whole(dir, c);
 }
 

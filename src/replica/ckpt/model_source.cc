@@ -54,7 +54,7 @@ void load_model_source_params(const std::string& path, const model::ModelConfig&
 }
 
 AttentionKernel recorded_attention(const std::string& path, Device device) {
-  if (device == Device::cpu || !is_checkpoint_dir(path)) return AttentionKernel::automatic;
+  if (!is_checkpoint_dir(path)) return AttentionKernel::automatic;
   const std::string where = (std::filesystem::path(path) / "train_state.json").string();
   YAML::Node recipe;
   try {
@@ -63,13 +63,18 @@ AttentionKernel recorded_attention(const std::string& path, Device device) {
     fail("{}: the saved recipe is not valid YAML ({})", where, e.what());
   }
   const YAML::Node train = recipe.IsMap() ? recipe["train"] : YAML::Node();
-  const YAML::Node kernel = train.IsMap() ? train["attention"] : YAML::Node();
-  if (!kernel.IsScalar()) return AttentionKernel::automatic;  // a recipe from before train.attention
+  const YAML::Node scalar = train.IsMap() ? train["attention"] : YAML::Node();
+  if (!scalar.IsScalar()) return AttentionKernel::automatic;  // a recipe from before train.attention
+  AttentionKernel kernel;
   try {
-    return parse_attention_kernel(kernel.Scalar());
+    kernel = parse_attention_kernel(scalar.Scalar());
   } catch (const Error& e) {
     fail("{}: train.attention of the saved recipe: {}", where, e.what());
   }
+  // A kernel of the other device (a GPU run's mma evaluated on the CPU) gives way to this device's default.
+  const bool here = device == Device::cpu ? kernel == AttentionKernel::fp32 || kernel == AttentionKernel::cpu_bf16
+                                          : kernel != AttentionKernel::cpu_bf16;
+  return here ? kernel : AttentionKernel::automatic;
 }
 
 HfModel load_model_source(const std::string& source) {

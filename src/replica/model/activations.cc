@@ -117,7 +117,7 @@ size_t Transformer::activation_bytes(const ModelConfig& config, Remat remat, int
 }
 
 size_t Transformer::evaluation_activation_bytes(const ModelConfig& config, int64_t B, int64_t T, Precision precision) {
-  return Workspace::bytes(ActivationShape(config, B, T, Remat::none, precision, false, 0, false));
+  return Workspace::bytes(ActivationShape(config, B, T, Remat::none, precision, false, {0, T}, false));
 }
 
 }  // namespace replica::model
