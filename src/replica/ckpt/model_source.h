@@ -28,9 +28,9 @@ void load_model_source_params(const std::string& path, const model::ModelConfig&
 HfModel load_model_source(const std::string& path);
 
 // The attention kernel to run `path`'s model with on `device` (Transformer::use_attention), so that evaluation and
-// generation compute as the run did: on cuda, the kernel its run recorded (train.attention of a replica checkpoint's
-// recipe, as the trainer resolved it), automatic for a model that has none (an HF directory, an OLMo-core
-// checkpoint); on the CPU automatic, its one kernel (fp32), whatever a GPU run recorded.
+// generation compute as the run did: the kernel its run recorded (train.attention of a replica checkpoint's recipe,
+// as the trainer resolved it) where `device` has it (the CPU: fp32, cpu_bf16; CUDA: all but cpu_bf16), else
+// automatic, as for a model that records none (an HF directory, an OLMo-core checkpoint).
 AttentionKernel recorded_attention(const std::string& path, Device device);
 
 }  // namespace replica::ckpt
