@@ -417,20 +417,7 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
       }
   }
 
-  if (group > 1) {
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t bt = 0; bt < B * T; bt++)
-      for (int64_t g = 0; g < K; g++)
-        for (int64_t d = 0; d < D; d++) {
-          float sk = 0.0f, sv = 0.0f;
-          for (int64_t h = g * group; h < (g + 1) * group; h++) {
-            sk += dk_heads[size_t((bt * H + h) * D + d)];
-            sv += dv_heads[size_t((bt * H + h) * D + d)];
-          }
-          dk[(bt * K + g) * D + d] = sk;
-          dv[(bt * K + g) * D + d] = sv;
-        }
-  }
+  if (group > 1) attention_tiles::sum_query_head_groups(dk, dv, dk_heads.data(), dv_heads.data(), B * T, H, K, D);
 }
 
 }  // namespace replica::cpu
