@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "replica/core/error.h"
 #include "replica/core/file.h"
@@ -214,28 +216,32 @@ void Tokenizer::Impl::merge_small(const char* p, size_t n, std::vector<uint32_t>
 namespace {
 
 // A binary min-heap of parts keyed by (rank of the part's pair with its right neighbour, part): the lowest rank first,
-// ties to the leftmost pair. Each part has at most one entry and knows its slot, so a merge re-keys the pairs it
-// changed in place instead of leaving stale entries behind.
+// ties to the leftmost pair. An entry holds its key, so comparisons read the heap alone; each part has at most one
+// entry and knows its slot, so a merge re-keys the pairs it changed in place instead of leaving stale entries behind.
 class PairHeap {
  public:
-  // Every part whose pair has a rank (rank[part] != kNone), heapified in O(n).
-  explicit PairHeap(const std::vector<uint32_t>& rank) : rank_(rank), slot_(rank.size(), kAbsent) {
-    for (uint32_t part = 0; part < rank.size(); part++)
-      if (rank[part] != kNone) slot_[part] = uint32_t(heap_.size()), heap_.push_back(part);
+  struct Entry {
+    uint32_t rank, part;
+    bool before(const Entry& o) const { return rank != o.rank ? rank < o.rank : part < o.part; }
+  };
+
+  // The pairs that have a rank (entries in any order), heapified in O(n); `parts` bounds their part numbers.
+  PairHeap(std::vector<Entry> entries, size_t parts) : heap_(std::move(entries)), slot_(parts, kAbsent) {
+    for (size_t i = 0; i < heap_.size(); i++) slot_[heap_[i].part] = uint32_t(i);
     for (size_t i = heap_.size() / 2; i-- > 0;) sift_down(i);
   }
   bool empty() const { return heap_.empty(); }
-  uint32_t top() const { return heap_[0]; }
+  uint32_t top() const { return heap_[0].part; }
 
-  // After rank[part] changed: moves its entry, adds it, or removes it (rank kNone).
-  void update(uint32_t part) {
-    const size_t i = slot_[part];
-    if (rank_[part] == kNone) return remove(part);
+  // The part's pair now has `rank` (kNone: it has none): moves its entry, adds it, or removes it.
+  void set(uint32_t part, uint32_t rank) {
+    if (rank == kNone) return remove(part);
+    size_t i = slot_[part];
     if (i == kAbsent) {
-      heap_.push_back(part);
-      place(heap_.size() - 1, part);
-      return sift_up(heap_.size() - 1);
+      i = heap_.size();
+      heap_.push_back({rank, part});
     }
+    heap_[i].rank = rank;
     sift_up(i);
     sift_down(slot_[part]);
   }
@@ -243,38 +249,37 @@ class PairHeap {
     const size_t i = slot_[part];
     if (i == kAbsent) return;
     slot_[part] = kAbsent;
-    const uint32_t last = heap_.back();
+    const Entry last = heap_.back();
     heap_.pop_back();
     if (i == heap_.size()) return;
     place(i, last);
     sift_up(i);
-    sift_down(slot_[last]);
+    sift_down(slot_[last.part]);
   }
 
  private:
   static constexpr uint32_t kAbsent = UINT32_MAX;
-  bool before(uint32_t a, uint32_t b) const { return rank_[a] != rank_[b] ? rank_[a] < rank_[b] : a < b; }
-  void place(size_t i, uint32_t part) {
-    heap_[i] = part;
-    slot_[part] = uint32_t(i);
+  void place(size_t i, Entry e) {
+    heap_[i] = e;
+    slot_[e.part] = uint32_t(i);
   }
   void sift_up(size_t i) {
-    const uint32_t part = heap_[i];
-    for (; i > 0 && before(part, heap_[(i - 1) / 2]); i = (i - 1) / 2) place(i, heap_[(i - 1) / 2]);
-    place(i, part);
+    const Entry e = heap_[i];
+    for (; i > 0 && e.before(heap_[(i - 1) / 2]); i = (i - 1) / 2) place(i, heap_[(i - 1) / 2]);
+    place(i, e);
   }
   void sift_down(size_t i) {
-    const uint32_t part = heap_[i];
+    const Entry e = heap_[i];
     for (size_t child; (child = 2 * i + 1) < heap_.size(); i = child) {
-      if (child + 1 < heap_.size() && before(heap_[child + 1], heap_[child])) child++;
-      if (!before(heap_[child], part)) break;
+      if (child + 1 < heap_.size() && heap_[child + 1].before(heap_[child])) child++;
+      if (!heap_[child].before(e)) break;
       place(i, heap_[child]);
     }
-    place(i, part);
+    place(i, e);
   }
 
-  const std::vector<uint32_t>& rank_;
-  std::vector<uint32_t> heap_, slot_;
+  std::vector<Entry> heap_;
+  std::vector<uint32_t> slot_;
 };
 
 }  // namespace
@@ -284,24 +289,23 @@ class PairHeap {
 // neighbour. A merge removes the absorbed part's entry and re-keys the two pairs it changed, so the heap never holds
 // more than one entry a part (a heap of stale entries took 1 GB for a 30 MB piece of one letter, review case 103).
 void Tokenizer::Impl::merge_large(const char* p, size_t n, std::vector<uint32_t>& out) const {
-  std::vector<uint32_t> next(n), prev(n), pair_rank(n);
+  std::vector<uint32_t> next(n), prev(n);
   for (uint32_t i = 0; i < n; i++) next[i] = i + 1, prev[i] = i - 1;
   auto rank_of_pair = [&](uint32_t left) {  // the part at `left` joined with the next one
     return next[left] < n ? rank_of(p + left, next[next[left]] - left) : kNone;
   };
-  for (uint32_t i = 0; i < n; i++) pair_rank[i] = rank_of_pair(i);
-  PairHeap heap(pair_rank);
+  std::vector<PairHeap::Entry> pairs;
+  pairs.reserve(n);
+  for (uint32_t i = 0; i + 1 < n; i++)
+    if (const uint32_t rank = rank_of_pair(i); rank != kNone) pairs.push_back({rank, i});
+  PairHeap heap(std::move(pairs), n);
   while (!heap.empty()) {
     const uint32_t left = heap.top(), right = next[left];
     heap.remove(right);
     next[left] = next[right];
     if (next[left] < n) prev[next[left]] = left;
-    pair_rank[left] = rank_of_pair(left);
-    heap.update(left);
-    if (left > 0) {
-      pair_rank[prev[left]] = rank_of_pair(prev[left]);
-      heap.update(prev[left]);
-    }
+    heap.set(left, rank_of_pair(left));
+    if (left > 0) heap.set(prev[left], rank_of_pair(prev[left]));
   }
   for (uint32_t i = 0; i < n; i = next[i]) out.push_back(rank_of(p + i, next[i] - i));
 }
