@@ -27,7 +27,8 @@ nan = dict(params)
 nan["model.layers.0.mlp.down_proj.weight"] = params["model.layers.0.mlp.down_proj.weight"] * float("nan")
 ref.save_hf("hf_nan", config, nan)
 ref.save_hf("hf_sharded", config, params, max_shard_bytes=4_000_000)
-for name, key, value in [("hf_maxpos", "max_position_embeddings", 2**62), ("hf_eos", "eos_token_id", 10**12)]:
+for name, key, value in [("hf_maxpos", "max_position_embeddings", 2**62), ("hf_eos", "eos_token_id", 10**12),
+                         ("hf_eos_outside", "eos_token_id", 200000)]:
     ref.save_hf(name, {**config, key: value}, params)
 PY
 gen() { "$replica" generate --prompt "The model" --threads 1 "$@"; }
@@ -38,6 +39,8 @@ grep -q "its weights hold NaN or Inf" "$work/err"
 expect_failure "the model's logits at position 1 are not finite" \
   gen --model hf_nan --max-new-tokens 6 --temperature 0.8 --top-k 5 --top-p 0.9
 expect_failure "generation needs 9223372036854775807 positions" gen --model hf --max-new-tokens 9223372036854775807
+expect_failure "eos_token_id is 200000, not an id generate can produce (dolma2's are 0 to 100277)" \
+  gen --model hf_eos_outside --max-new-tokens 4
 expect_failure "stdout: write failed" bash -c "'$replica' generate --model hf --prompt 'The model' --threads 1 \
   --max-new-tokens 4 >/dev/full"
 expect_failure "stdout: write failed" bash -c "'$replica' data decode --ids '9906 11' >/dev/full"
@@ -133,9 +136,9 @@ expect_failure "--seed" "$replica" data order --paths train.npy --seq-len 64 --g
   --seed 18446744073709551615 --epoch 1 --out o.npy
 test ! -e o.npy
 audit() { "$replica" data audit --paths train.npy --seq-len 64 --global-batch 4 --steps 10 "$@"; }
-expect_failure "--world-size" audit --world-size 0
+expect_failure "--world-size: expected a number > 0, got 0" audit --world-size 0
 test ! -s "$work/stdout"  # no half report
-expect_failure "--micro-batch" audit --micro-batch -1
+expect_failure "--micro-batch: expected a number ≥ 0, got -1" audit --micro-batch -1
 echo "ok: data order and audit refuse out-of-range flags before any output"
 
 # ---- training paths (cases 118, 128) ---------------------------------------------------------------------------

@@ -38,4 +38,5 @@ mkdir -p "$work/rh/report.html"
 train "$work/rh" train.max_steps=4 eval.every=1 eval.batches=1 "data.validation_paths=[$work/other.npy]"
 test "$(grep -c "warning: the run report was not written" "$work/rh.log")" -eq 1
 grep -q '"step":4' "$work/rh/metrics.jsonl"
+test ! -e "$work/rh/report.html.tmp"  # the failed rename takes its temporary with it
 echo "ok: a report.html that cannot be written does not stop the run"

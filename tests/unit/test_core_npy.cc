@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -125,6 +126,17 @@ TEST(CoreAtomicFile, OverwriteReplacesBytesAndLaterWritesAppend) {
   out.write("cc", 2);
   out.commit();
   EXPECT_EQ(read_text_file(path), "abbacc");
+}
+
+// Review case 44: a rename that fails (the path is a directory) left PATH.tmp behind, as commit() had closed it.
+TEST(CoreAtomicFile, ARenameThatFailsTakesItsTemporaryWithIt) {
+  const std::filesystem::path dir = testing::scratch_dir("core_atomic_rename") / "report.html";
+  std::filesystem::create_directories(dir / "inside");
+  AtomicFile out(dir.string());
+  out.write("page", 4);
+  EXPECT_THROW(out.commit(), Error);
+  EXPECT_FALSE(std::filesystem::exists(dir.string() + ".tmp"));
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "inside")) << "the directory in the way is left as it was";
 }
 
 }  // namespace

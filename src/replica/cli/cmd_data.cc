@@ -29,6 +29,8 @@ namespace {
 
 using namespace replica;
 using namespace replica::data;
+using replica::cli::non_negative_number;
+using replica::cli::positive_number;
 
 // A YAML scalar holding `text` as it is (a path with ": " or a leading "[" stays a path).
 std::string yaml_scalar(const std::string& text) {
@@ -51,7 +53,7 @@ struct DatasetOptions {
     auto* paths_opt = app->add_option("--paths", paths, "Token files, in mix order");
     auto* mix_opt = app->add_option("--mix", mix, "Mix file: one 'label,path' or 'path' per line");
     paths_opt->excludes(mix_opt);
-    auto* seq = app->add_option("--seq-len", seq_len, "Tokens per instance")->check(CLI::PositiveNumber);
+    auto* seq = app->add_option("--seq-len", seq_len, "Tokens per instance")->check(positive_number);
     if (need_seq_len) seq->required();
     app->add_option("--dtype", dtype, "Element type of headerless token files (uint32 or uint16)")
         ->capture_default_str();
@@ -72,13 +74,13 @@ struct DatasetOptions {
                     "Keep the ranges read from http(s):// files here, and what a HEAD said of each (data.cache_dir)");
     app->add_option("--cache-bytes", remote.cache_bytes, "The cache's bound (data.cache_bytes)")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(positive_number);
     app->add_option("--http-timeout", remote.http.timeout_s, "Seconds without a byte before a request is retried")
         ->capture_default_str()
         ->check(CLI::Range(0.001, 3600.0));
     app->add_option("--http-retries", remote.http.retries, "Retries of a 5xx, a reset or a timeout")
         ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative_number);
   }
   // How http(s):// paths are read without a recipe: sizes and validators are kept beside the cache when there is one
   // (a run keeps its own in run.dir).
@@ -385,14 +387,14 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
       ->capture_default_str()
       ->check(kSeedRange);
   info->add_option("--global-batch", o->global_batch, "Instances per step (not part of the fingerprint)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   info->add_option("--vocab-size", o->vocab_size, "The model's vocab size (part of the fingerprint)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
 
   auto* show = app.add_subcommand("show", "Decode one instance of a dataset");
   o->dataset.add_to(show);
-  show->add_option("--instance", o->instance, "Global instance id")->required()->check(CLI::NonNegativeNumber);
+  show->add_option("--instance", o->instance, "Global instance id")->required()->check(non_negative_number);
   show->add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken (default: data/tokenizer/)");
   show->add_flag("--ids", o->ids, "Print token ids instead of text");
 
@@ -402,7 +404,7 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
   order->add_option("--epoch", o->epoch, "Epoch (1-based; the generator is seeded with seed + epoch)")
       ->capture_default_str()
       ->check(kEpochRange);
-  order->add_option("--global-batch", o->global_batch, "Instances per step")->required()->check(CLI::PositiveNumber);
+  order->add_option("--global-batch", o->global_batch, "Instances per step")->required()->check(positive_number);
   order->add_option("--out", o->output, "Output .npy")->required();
 
   auto* audit_cmd = app.add_subcommand("audit", "Replay a planned run's data reads and report repeats (exit 1)");
@@ -412,13 +414,13 @@ replica::cli::Command data_cmd("data", "Tokenize text and inspect token datasets
                         "default recipe the flags describe)");
   o->dataset.add_to(audit_cmd, false);
   audit_cmd->add_option("--seed", o->seed, "Data-loader seed")->capture_default_str()->check(kSeedRange);
-  audit_cmd->add_option("--global-batch", o->global_batch, "Instances per step")->check(CLI::PositiveNumber);
-  audit_cmd->add_option("--steps", o->steps, "Optimizer steps in the planned run")->check(CLI::PositiveNumber);
+  audit_cmd->add_option("--global-batch", o->global_batch, "Instances per step")->check(positive_number);
+  audit_cmd->add_option("--steps", o->steps, "Optimizer steps in the planned run")->check(positive_number);
   audit_cmd->add_option("--world-size", o->world_size, "Data-parallel ranks")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   audit_cmd->add_option("--micro-batch", o->micro_batch, "Rows per micro-batch per rank (0 = whole rank batch)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   audit_cmd->add_option("--first-epoch", o->first_epoch, "Epoch of step 0")->capture_default_str()->check(kEpochRange);
   audit_cmd->add_option("--vocab-size", o->vocab_size, "The model's vocab size (part of the fingerprint)")
       ->capture_default_str();

@@ -56,7 +56,7 @@ static Command eval_command(
       app.add_option("--tokenizer", o->tokenizer, "cl100k_base.tiktoken ranks (default: the usual search path)");
       app.add_option("--precision", o->precision, "fp32 or bf16 (bf16 matmul operands, fp32 accumulate)");
       app.add_option("--batch-tokens", o->batch_tokens, "padded tokens per forward (default: the suite's, 8192)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(non_negative_number);
       app.add_option("--threads", o->threads, "CPU threads (default: one per free core)")
           ->check(CLI::Range(int64_t{0}, kMaxThreads));
       app.add_option("--device", o->device, "cpu or cuda");

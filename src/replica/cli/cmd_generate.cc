@@ -62,6 +62,11 @@ static Command generate_command(
               "{}: a vocabulary of {} ids cannot hold dolma2's {} (generate needs a model of dolma2 token ids)", source,
               hf.config.vocab_size, tokenizer.vocab_size());
 
+        // Only ids below the tokenizer's vocabulary are sampled (vocab_limit): an EOS above it could never end the
+        // text (reliability review, case 76: an id inside int32 but outside the vocabulary loaded and never stopped).
+        check(hf.config.eos_token_id < int64_t(tokenizer.vocab_size()),
+              "{}: eos_token_id is {}, not an id generate can produce (dolma2's are 0 to {}): the text could never "
+              "end at it", source, hf.config.eos_token_id, tokenizer.vocab_size() - 1);
         const std::vector<uint32_t> encoded = tokenizer.encode_ordinary(o->prompt);
         const std::vector<int32_t> prompt(encoded.begin(), encoded.end());
         model::GenerationConfig config;

@@ -98,25 +98,25 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
   app.add_option("overrides", o->overrides,
                  "section.key=value overrides of the --config recipe (or of the default one --model describes)");
   for (CLI::Option* shape :
-       {app.add_option("--seq-len", o->seq_len, "sequence length T (data.seq_len)")->check(CLI::PositiveNumber),
+       {app.add_option("--seq-len", o->seq_len, "sequence length T (data.seq_len)")->check(positive_number),
         app.add_option("--micro-batch", o->micro_batch, "instances per micro-batch B (data.micro_batch_size)")
-            ->check(CLI::PositiveNumber),
+            ->check(positive_number),
         app.add_option("--global-batch", o->global_batch,
                        "instances per step over all ranks (data.global_batch_size; default: ranks × B)")
-            ->check(CLI::NonNegativeNumber),
+            ->check(non_negative_number),
         app.add_option("--precision", o->precision, "bf16 (default; keeps a bf16 copy of the weights) or fp32"),
         app.add_option("--context-parallel", o->context.degree,
                        "ranks sharing each sequence (train.context_parallel; --ranks counts all ranks)")
-            ->check(CLI::PositiveNumber),
+            ->check(positive_number),
         app.add_flag("--host-moments", o->host_moments,
                      "the Adam moments in host memory (optim.host_moments): the per-rank plan counts their staging"),
         app.add_option("--cp-head-stride", o->context.head_stride,
                        "KV heads gathered at once (train.cp_head_stride; 0: all)")
-            ->check(CLI::NonNegativeNumber)})
+            ->check(non_negative_number)})
     shape->excludes(config);  // the recipe gives them
   app.add_option("--ranks", o->ranks,
                  "ranks (GPUs) the step runs on (default: train.context_parallel, one data-parallel replica)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   app.add_option("--gpu-memory", o->gpu_memory,
                  "memory of one GPU for the fit verdict: 80GB (default; GB = 10^9 bytes, 74.51 GiB) or e.g. 139GiB "
                  "(GiB = 2^30 bytes)");
@@ -126,7 +126,7 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
       ->check(CLI::Range(0.01, 100.0));
   app.add_option("--peak-tflops", o->peak_tflops,
                  "peak TFLOP/s of one GPU (default: H100/H200 dense, 989.4 in bf16, 66.9 in fp32)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   return std::function<int()>([o] {
     check(!o->model.empty() || !o->config.empty(), "plan: give --model MODEL or --config RECIPE");
     const double capacity = train::parse_memory_size(o->gpu_memory, "--gpu-memory");

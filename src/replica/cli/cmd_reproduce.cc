@@ -54,9 +54,9 @@ static Command reproduce_command(
       app.add_option("--out", r.out, "directory for the evaluation cache and reproduction.html")->required();
       app.add_option("--tokens", r.tokens, "token ids .npy [B, T] for the KL (default: cut from the suite's held-out)");
       app.add_option("--kl-sequences", r.kl_sequences, "sequences cut from the held-out file without --tokens (4)")
-          ->check(CLI::PositiveNumber);
+          ->check(positive_number);
       app.add_option("--kl-length", r.kl_length, "their length in tokens (256, capped at the context)")
-          ->check(CLI::PositiveNumber);
+          ->check(positive_number);
       app.add_option("--suite", r.suite, "default, full, or a suite YAML (docs/evaluation.md)");
       app.add_option("--max-docs", r.max_docs, "at most N documents per held-out file, perplexity domain and task");
       app.add_option("--tasks-dir", r.tasks_dir, "built-in suites: directory of <task>.jsonl exports");
@@ -71,7 +71,7 @@ static Command reproduce_command(
                      "auto, resident (a whole model in memory) or streamed (read a layer at a time from its files)");
       app.add_option("--memory-limit", r.memory_limit_gib,
                      "GiB --weights auto plans against (default: this machine's or container's memory)")
-          ->check(CLI::PositiveNumber);
+          ->check(positive_number);
       app.add_option("--threads", o->threads, "CPU threads (default: one per free core)")->check(CLI::Range(int64_t{0}, kMaxThreads));
       app.add_option("--max-kl", b.kl, "bound on the mean KL(reference || candidate), nats (0.01)");
       app.add_option("--max-loss-delta", b.loss, "bound on |Δ held-out loss|, nats (0.01)");

@@ -67,6 +67,7 @@ void AtomicFile::commit() {
   file_ = nullptr;
   ok = std::rename(temp_path_.c_str(), path_.c_str()) == 0;
   why = error_text(ok);
+  if (!ok) std::remove(temp_path_.c_str());  // closed above, so the destructor would leave it (review case 44)
   check(ok, "{}: rename failed ({})", path_, why);
   std::filesystem::path parent = std::filesystem::path(path_).parent_path();
   fsync_directory(parent.empty() ? "." : parent.string());
