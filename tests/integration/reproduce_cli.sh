@@ -165,7 +165,9 @@ PY
 grep -q "0 checkpoint evaluation(s) run, 8 found in the cache" "$work/kill3.txt"
 # A reproduce killed outright leaves whole cache entries only (each is written to a temp name and renamed): a temp
 # file the kill interrupted may remain, and the rerun must take nothing half-written for a result.
-reproduce --run "$work/w2" --reference "$work/w1" --out "$work/r_sigkill" >/dev/null 2>&1 &
+# The replica process itself in the background (not the shell function's subshell), so that the kill reaches it.
+"$replica" reproduce --suite "$work/suite.yaml" --kl-sequences 3 --kl-length 32 --threads 1 \
+  --run "$work/w2" --reference "$work/w1" --out "$work/r_sigkill" >/dev/null 2>&1 &
 pid=$!
 until [ -n "$(ls "$work/r_sigkill/cache/"suite-*/ 2>/dev/null)" ] || ! kill -0 $pid 2>/dev/null; do sleep 0.01; done
 kill -9 $pid 2>/dev/null || true

@@ -46,14 +46,15 @@ TEST(ModelAttentionKernel, IsTheModelsOwnOptionCuda) {
 
 TEST(ModelAttentionKernel, TensorCoreKernelsAreRefusedOnTheCpu) {
   Transformer model(tensor_core_heads(), Precision::bf16, Remat::none, cpu_backend());
-  EXPECT_EQ(model.attention(), AttentionKernel::fp32);
+  EXPECT_EQ(model.attention(), AttentionKernel::cpu_bf16);  // the CPU's automatic
   try {
     model.use_attention(AttentionKernel::mma);
     FAIL() << "mma accepted on the CPU";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("needs train.device=cuda"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(model.attention(), AttentionKernel::fp32);
+  EXPECT_EQ(model.attention(), AttentionKernel::cpu_bf16) << "a refused kernel leaves the model's as it was";
+  EXPECT_EQ(model.use_attention(AttentionKernel::fp32), AttentionKernel::fp32);
 }
 
 }  // namespace

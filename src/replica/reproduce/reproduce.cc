@@ -11,6 +11,7 @@
 #include <map>
 
 #include "replica/ckpt/model_source.h"
+#include "replica/core/directory_lock.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/parse_number.h"
@@ -148,6 +149,9 @@ Reproduction reproduce(const ReproduceOptions& o, const std::function<void(const
   // Checkpoints at URLs (CSV rows): fetched into the cache, only those paired.
   const std::string cache_dir = (fs::path(o.out) / "cache").string();
   fs::create_directories(cache_dir);
+  // Two reproduces on one --out would take each other's reference logits away (each removes them once its pairs
+  // are compared): the second is refused, naming the first's pid.
+  const DirectoryLock lock(cache_dir, fmt::format("reproduce --out {}", o.out));
   FileHashCache file_hashes((fs::path(cache_dir) / "file_hashes.json").string());
   for (CheckpointPair& p : r.pairing.pairs)
     for (SeriesCheckpoint* c : {&p.reference, &p.candidate})

@@ -3,7 +3,7 @@
 
 #include <fmt/core.h>
 
-#include "replica/train/distributed.h"
+#include "replica/train/rank_sync.h"
 
 namespace replica::train {
 

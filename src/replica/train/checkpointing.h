@@ -1,5 +1,6 @@
-// The trainer's checkpoint glue: where a run starts (its own checkpoint, model.init_from, or a fresh
-// init), what a checkpoint records of the run, and metrics.jsonl after a resume.
+// The trainer's checkpoint glue, as one process sees it: where a run starts (its own checkpoint, model.init_from, or a
+// fresh init), what a checkpoint records of the run, and metrics.jsonl after a resume. train/rank_sync.h runs it on
+// rank 0 and shares the result with the other ranks.
 #pragma once
 #include <cstdint>
 #include <string>

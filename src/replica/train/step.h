@@ -43,7 +43,7 @@ class TrainStep {
  public:
   // Raises replica::Error unless micro_batch × data-parallel ranks divides global_batch and the context-parallel
   // degree divides the ranks. The weights are zero until
-  // dp().load_weights (train/distributed.h's start_run_all_ranks, or the caller's own init).
+  // dp().load_weights (train/rank_sync.h's start_run_all_ranks, or the caller's own init).
   TrainStep(const model::ModelConfig& model, const StepConfig& config, distributed::Communicator& control,
             distributed::Communicator& data, Backend& backend);
 

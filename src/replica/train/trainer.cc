@@ -20,7 +20,7 @@
 #include "replica/model/flops.h"
 #include "replica/train/alarm_observer.h"
 #include "replica/train/checkpoint_observer.h"
-#include "replica/train/distributed.h"
+#include "replica/train/rank_sync.h"
 #include "replica/train/eval_observer.h"
 #include "replica/train/metrics_sinks.h"
 #include "replica/train/profile_observer.h"

@@ -1,6 +1,6 @@
 // Data-parallel start and save: broadcasts from rank 0 and gathers to it, over the control communicator and
 // in host memory; the weights and this rank's shard of each optimizer state tensor then go to the backend.
-#include "replica/train/distributed.h"
+#include "replica/train/rank_sync.h"
 
 #include <chrono>
 #include <filesystem>

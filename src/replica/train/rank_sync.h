@@ -1,7 +1,8 @@
-// The trainer's data-parallel glue: rank 0 alone decides where a run starts (it cleans up and reads
-// checkpoints) and every rank receives the same weights, optimizer state and skip-step history; rank 0 alone saves
-// checkpoints, with each optimizer state tensor (and sharded weights) gathered from every shard (checkpoints hold
-// whole tensors, so a run saved at W ranks resumes at any other W, with or without sharded weights).
+// A run's state between ranks (what one process decides and records is train/checkpointing.h): rank 0 alone decides
+// where a run starts (start_run: it cleans up and reads checkpoints) and every rank receives the same weights,
+// optimizer state and skip-step history; rank 0 alone saves checkpoints, with each optimizer state tensor (and
+// sharded weights) gathered from every shard (checkpoints hold whole tensors, so a run saved at W ranks resumes at any
+// other W, with or without sharded weights); and the communicator that moves backend memory between ranks.
 #pragma once
 #include <memory>
 #include <optional>
