@@ -9,6 +9,7 @@
 #include "replica/core/file.h"
 #include "replica/core/python_random.h"
 #include "replica/core/threads.h"
+#include "replica/core/pystr.h"
 #include "replica/data/http_client.h"
 #include "replica/data/remote_files.h"
 
@@ -17,13 +18,6 @@ namespace replica::data {
 namespace fs = std::filesystem;
 
 namespace {
-
-// Python's str.replace for one placeholder: every occurrence, left to right.
-std::string replace_all(std::string text, std::string_view old_text, const std::string& new_text) {
-  for (size_t at = text.find(old_text); at != std::string::npos; at = text.find(old_text, at + new_text.size()))
-    text.replace(at, old_text.size(), new_text);
-  return text;
-}
 
 // The directory a relative line of a mix file without a base_dir is taken from: the mix file's own.
 std::string mix_directory(const std::string& mix_path) {
@@ -66,7 +60,7 @@ std::vector<MixEntry> read_mix_file(const std::string& mix_path, const std::stri
     if (line.empty() || line[0] == '#') continue;
     MixEntry entry;
     size_t comma = line.find(',');
-    entry.path = replace_all(comma == std::string::npos ? line : line.substr(comma + 1), "{TOKENIZER}", tokenizer_id);
+    entry.path = py::replace(comma == std::string::npos ? line : line.substr(comma + 1), "{TOKENIZER}", tokenizer_id);
     check(!entry.path.empty(), "{}:{}: expected 'label,path' or 'path'", mix_path, line_no);
     entry.label = comma == std::string::npos ? stem_of(entry.path) : line.substr(0, comma);
     if (!is_url(entry.path) && fs::path(entry.path).is_relative()) entry.path = root + entry.path;

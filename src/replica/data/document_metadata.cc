@@ -9,18 +9,12 @@
 
 #include "replica/core/error.h"
 #include "replica/core/parse_number.h"
+#include "replica/core/pystr.h"
 #include "replica/data/byte_source.h"
 #include "replica/data/http_client.h"
 
 namespace replica::data {
 namespace {
-
-// Python's str.replace(old, new): every non-overlapping occurrence, left to right.
-std::string replace_all(std::string text, std::string_view old_text, std::string_view new_text) {
-  for (size_t at = text.find(old_text); at != std::string::npos; at = text.find(old_text, at + new_text.size()))
-    text.replace(at, old_text.size(), new_text);
-  return text;
-}
 
 // A line as an error shows it: at most 60 characters.
 std::string quoted(std::string_view line) {
@@ -36,7 +30,7 @@ std::string document_metadata_path(const std::string& token_path) {
         "{}: its document metadata is named by replacing '.npy' in the file name with '.csv.gz' (OLMo-core's rule), "
         "but the name has no '.npy'; rename the token file or use data.document_boundaries: eos",
         token_path);
-  return (path.parent_path() / replace_all(name, ".npy", ".csv.gz")).string();
+  return (path.parent_path() / py::replace(name, ".npy", ".csv.gz")).string();
 }
 
 std::string gunzip(std::span<const char> bytes, const std::string& name) {

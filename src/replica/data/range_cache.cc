@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr std::string_view kSuffix = ".range";
-constexpr size_t kChecksum = sizeof(uint64_t);
+constexpr size_t kBlockChecksum = sizeof(uint64_t);
 }  // namespace
 
 RangeCache::RangeCache(std::string dir, uint64_t capacity_bytes) : dir_(std::move(dir)), capacity_(capacity_bytes) {
@@ -52,13 +52,13 @@ bool RangeCache::get(const std::string& key, std::span<char> out) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(key);
-    if (it == entries_.end() || it->second.bytes != out.size() + kChecksum) return false;
+    if (it == entries_.end() || it->second.bytes != out.size() + kBlockChecksum) return false;
     lru_.splice(lru_.end(), lru_, it->second.at);
   }
   std::ifstream in(file_of(key), std::ios::binary);
   uint64_t stored = 0;
   in.read(out.data(), std::streamsize(out.size()));
-  in.read(reinterpret_cast<char*>(&stored), kChecksum);
+  in.read(reinterpret_cast<char*>(&stored), kBlockChecksum);
   if (in && in.peek() == EOF && stored == XXH3_64bits(out.data(), out.size())) return true;
   // Damaged, or removed by another process sharing the directory: a miss, fetched again.
   std::lock_guard<std::mutex> lock(mutex_);
@@ -69,7 +69,7 @@ bool RangeCache::get(const std::string& key, std::span<char> out) {
 }
 
 void RangeCache::put(const std::string& key, std::span<const char> bytes) {
-  const uint64_t size = bytes.size() + kChecksum;
+  const uint64_t size = bytes.size() + kBlockChecksum;
   if (size > capacity_) return;
   std::vector<std::string> evicted;
   {
@@ -90,7 +90,7 @@ void RangeCache::put(const std::string& key, std::span<const char> bytes) {
   const uint64_t checksum = XXH3_64bits(bytes.data(), bytes.size());
   std::ofstream out(temp, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), std::streamsize(bytes.size()));
-  out.write(reinterpret_cast<const char*>(&checksum), kChecksum);
+  out.write(reinterpret_cast<const char*>(&checksum), kBlockChecksum);
   out.close();
   if (!out || std::rename(temp.c_str(), path.c_str()) != 0) {  // a full disk costs the cache, not the run
     fs::remove(temp, ignored);

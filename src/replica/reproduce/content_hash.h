@@ -13,6 +13,9 @@ class FileHashCache;
 // is read).
 std::string checkpoint_content_hash(const std::string& dir, FileHashCache* hashes = nullptr);
 
+// The first 16 hex digits of a hash: how directories and the console name a checkpoint or a suite.
+inline std::string short_hash(const std::string& hash) { return hash.substr(0, 16); }
+
 // sha256 of a file, read in chunks (a 7B shard is never in memory at once).
 std::string file_sha256(const std::string& path);
 

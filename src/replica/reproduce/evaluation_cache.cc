@@ -7,14 +7,13 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/sha256.h"
+#include "replica/reproduce/content_hash.h"
 
 namespace replica::reproduce {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string short_hash(const std::string& hash) { return hash.substr(0, 16); }
 
 std::optional<json> read_entry(const fs::path& path) {
   if (!fs::exists(path)) return std::nullopt;

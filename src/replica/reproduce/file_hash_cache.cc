@@ -18,7 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kFormat = "replica-file-hashes-v1";
+constexpr const char* kFileHashesFormat = "replica-file-hashes-v1";
 
 struct Stat {
   uint64_t size = 0;
@@ -39,8 +39,8 @@ FileHashCache::FileHashCache(std::string path) : path_(std::move(path)) {
   if (path_.empty() || !fs::exists(path_)) return;
   try {
     const json j = json::parse(read_text_file(path_));
-    check(j.value("format", "") == kFormat, "{}: not replica's file-hash cache (format '{}', expected '{}')", path_,
-          j.value("format", ""), kFormat);
+    check(j.value("format", "") == kFileHashesFormat, "{}: not replica's file-hash cache (format '{}', expected '{}')", path_,
+          j.value("format", ""), kFileHashesFormat);
     for (const auto& [file, e] : j.at("files").items())
       entries_[file] = {e.at("size").get<uint64_t>(), e.at("mtime_ns").get<int64_t>(),
                         e.at("sha256").get<std::string>()};
@@ -79,7 +79,7 @@ void FileHashCache::save() const {
   json files = json::object();
   for (const auto& [file, e] : entries_)
     files[file] = {{"size", e.size}, {"mtime_ns", e.mtime_ns}, {"sha256", e.sha256}};
-  write_text_file_atomic(path_, json{{"format", kFormat}, {"files", files}}.dump(1) + "\n");
+  write_text_file_atomic(path_, json{{"format", kFileHashesFormat}, {"files", files}}.dump(1) + "\n");
 }
 
 }  // namespace replica::reproduce

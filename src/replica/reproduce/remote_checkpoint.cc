@@ -24,7 +24,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kFormat = "replica-fetched-checkpoint-v1";
+constexpr const char* kFetchedFormat = "replica-fetched-checkpoint-v1";
 constexpr size_t kChunk = size_t(16) << 20;  // bytes per range request
 
 std::string join_url(const std::string& dir, const std::string& name) {
@@ -134,7 +134,7 @@ std::string fetch_remote_checkpoint(const std::string& url, const std::string& c
   if (fs::exists(record_path)) {
     try {
       record = json::parse(read_text_file(record_path.string()));
-      check(record.value("format", "") == kFormat && record.value("url", "") == url,
+      check(record.value("format", "") == kFetchedFormat && record.value("url", "") == url,
             "{}: not the fetch record of {} (delete the directory to fetch it again)", record_path.string(), url);
     } catch (const json::exception& e) {
       fail("{}: corrupt ({}); delete {} to fetch {} again", record_path.string(), e.what(), dir.string(), url);
@@ -169,10 +169,10 @@ std::string fetch_remote_checkpoint(const std::string& url, const std::string& c
     // Recorded after each file, so an interrupted fetch resumes with the next one.
     write_text_file_atomic(
         record_path.string(),
-        json{{"format", kFormat}, {"url", url}, {"files", files}, {"complete", false}}.dump(1) + "\n");
+        json{{"format", kFetchedFormat}, {"url", url}, {"files", files}, {"complete", false}}.dump(1) + "\n");
   }
   write_text_file_atomic(record_path.string(),
-                         json{{"format", kFormat}, {"url", url}, {"files", files}, {"complete", true}}.dump(1) + "\n");
+                         json{{"format", kFetchedFormat}, {"url", url}, {"files", files}, {"complete", true}}.dump(1) + "\n");
   if (fetched == 0) say(fmt::format("  {}: fetched before, unchanged on the server ({})", url, dir.string()));
   return dir.string();
 }

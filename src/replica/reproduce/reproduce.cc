@@ -34,7 +34,6 @@ std::string gib(double bytes) {
   return bytes < double(1 << 30) ? fmt::format("{:.1f} MiB", bytes / double(1 << 20))
                                  : fmt::format("{:.2f} GiB", bytes / double(1 << 30));
 }
-std::string short_hash(const std::string& h) { return h.substr(0, 16); }
 std::string where(const SeriesCheckpoint& c) { return c.path.empty() ? c.url : c.path; }
 
 eval::SuiteSpec suite_spec(const ReproduceOptions& o, std::string& identity) {
@@ -284,12 +283,6 @@ std::pair<const PairMeasure*, const PairMeasure*> pairs_around(const Reproductio
     if (m.step <= step) before = &m;
     else if (!after) after = &m;
   return {before, after};
-}
-
-std::optional<double> heldout_delta(const PairMeasure& m) {
-  for (const SurfaceDelta& d : m.surfaces)
-    if (d.name == "heldout/loss") return d.delta();
-  return std::nullopt;
 }
 
 // "data audit (candidate): OK, no instance read twice in 8 steps at W = 2" and the like.

@@ -62,8 +62,6 @@ struct Reproduction {
 
 // The pairs on either side of a resume at `step`: the last at or before it and the first after (null where none).
 std::pair<const PairMeasure*, const PairMeasure*> pairs_around(const Reproduction& r, int64_t step);
-// A pair's held-out loss Δ (candidate − reference), where the suite has it.
-std::optional<double> heldout_delta(const PairMeasure& m);
 
 // `say` gets the console lines as the work goes (planned peak, each checkpoint evaluated or found cached, each
 // pair's numbers).

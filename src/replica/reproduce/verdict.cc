@@ -47,13 +47,13 @@ PairVerdict bounds_verdict(const PairMeasure& m, const Bounds& bounds) {
   return v;
 }
 
+}  // namespace
+
 std::optional<double> heldout_delta(const PairMeasure& m) {
   for (const SurfaceDelta& s : m.surfaces)
     if (s.name == "heldout/loss") return s.delta();
   return std::nullopt;
 }
-
-}  // namespace
 
 SeriesVerdict judge(const std::vector<PairMeasure>& pairs, const Bounds& bounds) {
   SeriesVerdict s;

@@ -43,6 +43,8 @@ struct PairMeasure {
   std::vector<SurfaceDelta> surfaces;  // in name order
   std::optional<double> train_loss;    // the candidate's mean training loss since the previous pair, if logged
 };
+// A pair's held-out loss Δ (candidate − reference), where the suite has it.
+std::optional<double> heldout_delta(const PairMeasure& m);
 
 enum class Verdict { tracking, drifting, diverged };
 const char* verdict_name(Verdict v);
