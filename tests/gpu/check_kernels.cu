@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "replica/core/bf16.h"
-#include "replica/kernels/adamw_scalars.h"
+#include "replica/kernels/adamw.h"
+#include "replica/kernels/attention.h"
 #include "replica/kernels/cpu/adamw.h"
 #include "replica/kernels/cpu/attention.h"
 #include "replica/kernels/cpu/cached_attention.h"
@@ -41,6 +42,9 @@
 #include "replica/kernels/cuda/rmsnorm.h"
 #include "replica/kernels/cuda/rope.h"
 #include "replica/kernels/cuda/swiglu.h"
+#include "replica/kernels/float8.h"
+#include "replica/kernels/lm_head_loss.h"
+#include "replica/kernels/precision.h"
 #include "replica/kernels/rope_table.h"
 #include "replica/optim/clip.h"
 
@@ -390,8 +394,8 @@ struct AttentionResult {
   std::vector<float> out, lse, dq, dk, dv;
 };
 
-// Random q, k, v, dout (q and dout for the shape's queries), and the packed rows' document offsets (kernels/types.h),
-// none by default.
+// Random q, k, v, dout (q and dout for the shape's queries), and the packed rows' document offsets
+// (kernels/attention.h), none by default.
 struct AttentionInputs {
   std::vector<float> q, k, v, dout;
   std::vector<int32_t> doc_offsets;
@@ -415,8 +419,9 @@ AttentionResult attention_cpu(const AttentionInputs& in, const AttentionShape& s
   return r;
 }
 
-// The tag of a tensor-core kernel's rows ("attention_forward_mma"): the attention kernels (kernels/types.h) are fp32
-// on CUDA cores, and bf16 on tensor cores through mma.sync (what the backend runs by default) and Hopper's wgmma.
+// The tag of a tensor-core kernel's rows ("attention_forward_mma"): the attention kernels (kernels/attention.h) are
+// fp32 on CUDA cores, and bf16 on tensor cores through mma.sync (what the backend runs by default) and Hopper's
+// wgmma.
 const char* suffix(AttentionKernel kernel) { return kernel == AttentionKernel::wgmma ? "_wgmma" : "_mma"; }
 
 void attention_forward_gpu(Context& ctx, AttentionKernel kernel, float* out, float* lse, WeightRef q, WeightRef k,

@@ -3,31 +3,17 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
-#include <nlohmann/json.hpp>
 #include <random>
 #include <utility>
 #include <vector>
 
+#include "optim_model.h"
 #include "reference_fixtures.h"
-#include "replica/model/config.h"
 #include "replica/model/params.h"
 #include "replica/optim/adamw.h"
 
 namespace replica::optim {
 namespace {
-
-model::ModelConfig tiny_config() {
-  return model::model_config_from_json({{"model_type", "olmo3"},
-                                        {"vocab_size", 8},
-                                        {"hidden_size", 4},
-                                        {"intermediate_size", 8},
-                                        {"num_hidden_layers", 1},
-                                        {"num_attention_heads", 1},
-                                        {"num_key_value_heads", 1},
-                                        {"head_dim", 4},
-                                        {"sliding_window", 4}},
-                                       "tiny test model");
-}
 
 struct Buffers {
   model::ParamTable table;
@@ -38,7 +24,7 @@ struct Buffers {
 
 // Expected values: the update written out in double (Python, see the test comments), compared at fp32 precision.
 TEST(AdamW, FirstStepIsSignLikeWithDecoupledDecayExceptEmbedding) {
-  Buffers b(tiny_config());
+  Buffers b(optim_test_model());
   size_t emb = b.at("model.embed_tokens.weight", 3), mat = b.at("model.layers.0.self_attn.q_proj.weight", 5),
          norm = b.at("model.norm.weight", 1), head = b.at("lm_head.weight", 2);
   b.params[emb] = 0.5f, b.grads[emb] = 0.2f;
@@ -60,7 +46,7 @@ TEST(AdamW, FirstStepIsSignLikeWithDecoupledDecayExceptEmbedding) {
 }
 
 TEST(AdamW, SecondStepUsesStepCountForBiasCorrection) {
-  Buffers b(tiny_config());
+  Buffers b(optim_test_model());
   size_t emb = b.at("model.embed_tokens.weight", 0), mat = b.at("model.layers.0.mlp.down_proj.weight", 7),
          head = b.at("lm_head.weight", 0);
   b.params[emb] = 0.5f, b.params[mat] = 0.5f, b.params[head] = -0.25f;
@@ -79,7 +65,7 @@ TEST(AdamW, SecondStepUsesStepCountForBiasCorrection) {
 }
 
 TEST(AdamW, PaddingBetweenTensorsIsUntouched) {
-  Buffers b(tiny_config());
+  Buffers b(optim_test_model());
   // model.norm.weight has 4 elements; the 12 floats after it (to the 16-float boundary) are padding.
   const model::ParamEntry& norm = b.table.at("model.norm.weight");
   size_t pad = norm.offset + norm.numel;
@@ -95,7 +81,7 @@ TEST(AdamW, PaddingBetweenTensorsIsUntouched) {
 }
 
 TEST(AdamW, SameBitsForAnyThreadCount) {
-  model::ModelConfig c = tiny_config();
+  model::ModelConfig c = optim_test_model();
   c.vocab_size = 50000;  // enough elements for several parallel chunks
   Buffers b(c);
   std::mt19937 rng(7);
@@ -131,7 +117,7 @@ struct WholeStep {
     full.step(whole.data(), b.grads.data(), 1e-2);
   }
   static model::ModelConfig vocab_5000() {
-    model::ModelConfig c = tiny_config();
+    model::ModelConfig c = optim_test_model();
     c.vocab_size = 5000;
     return c;
   }

@@ -4,11 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <vector>
 
+#include "optim_model.h"
 #include "replica/core/error.h"
-#include "replica/model/config.h"
 #include "replica/model/params.h"
 #include "replica/optim/optimizers.h"
 #include "replica/optim/sgd.h"
@@ -16,25 +15,12 @@
 namespace replica::optim {
 namespace {
 
-model::ModelConfig tiny_config() {
-  return model::model_config_from_json({{"model_type", "olmo3"},
-                                        {"vocab_size", 8},
-                                        {"hidden_size", 4},
-                                        {"intermediate_size", 8},
-                                        {"num_hidden_layers", 1},
-                                        {"num_attention_heads", 1},
-                                        {"num_key_value_heads", 1},
-                                        {"head_dim", 4},
-                                        {"sliding_window", 4}},
-                                       "tiny test model");
-}
-
 // torch.optim.SGD([p], lr=0.1, momentum=m) from p = 0.5 with gradients 0.2, -0.1, 0.3 (float32), printed by torch:
 // momentum 0.9: p = 0.47999998927116394, 0.47200000286102295, 0.43479999899864197, momentum_buffer
 //               0.20000000298023224, 0.07999999076128006, 0.3720000088214874;
 // momentum 0:   p = 0.47999998927116394, 0.4899999797344208, 0.4599999785423279 (momentum_buffer None).
 TEST(Sgd, MatchesTorchWithAndWithoutMomentum) {
-  const model::ParamTable table(tiny_config());
+  const model::ParamTable table(optim_test_model());
   const size_t at = table.at("model.layers.0.mlp.up_proj.weight").offset + 3;
   const float torch_p[2][3] = {{0.47999998927116394f, 0.47200000286102295f, 0.43479999899864197f},
                                {0.47999998927116394f, 0.4899999797344208f, 0.4599999785423279f}};
@@ -62,7 +48,7 @@ TEST(Sgd, MatchesTorchWithAndWithoutMomentum) {
 // A shard's parts, stored one after the other, update as the same floats of the whole buffer do, with whole or with
 // shard weights, and padding between tensors (where a part's range runs over it) is left as it is.
 TEST(Sgd, PartsUpdateAsTheWholeBufferAndLeavePaddingAlone) {
-  const model::ParamTable table(tiny_config());
+  const model::ParamTable table(optim_test_model());
   const size_t n = table.total();
   std::vector<float> grads(n), start(n);
   for (size_t i = 0; i < n; i++) grads[i] = 0.01f * float(int(i % 17) - 8), start[i] = 0.001f * float(i);
@@ -107,7 +93,7 @@ TEST(Sgd, PartsUpdateAsTheWholeBufferAndLeavePaddingAlone) {
 }
 
 TEST(Sgd, StateGoesToAndFromTheHostExactly) {
-  const model::ParamTable table(tiny_config());
+  const model::ParamTable table(optim_test_model());
   Sgd a(table, SgdConfig{0.5}, cpu_backend()), b(table, SgdConfig{0.5}, cpu_backend());
   std::vector<float> params(table.total(), 0.25f), grads(table.total(), 0.125f), state(table.total());
   a.step(params.data(), grads.data(), 0.1);
@@ -125,7 +111,7 @@ TEST(Sgd, StateGoesToAndFromTheHostExactly) {
 
 // What the memory plan and checkpoints are told of an optimizer without making one is what the one made says.
 TEST(Optimizers, StateNamesAreThoseTheOptimizerKeeps) {
-  const model::ParamTable table(tiny_config());
+  const model::ParamTable table(optim_test_model());
   OptimizerConfig adamw, momentum, plain;
   momentum.name = plain.name = OptimizerName::sgd;
   momentum.sgd.momentum = 0.9;

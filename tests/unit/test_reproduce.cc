@@ -1,6 +1,6 @@
 // replica reproduce's pieces without a model: revision names, series directories and CSVs, pairing by step and by
 // tokens, the verdict rule (tracking, drifting, diverged with what crossed first, the memorisation alarm), the
-// streaming sha256 and the file hashes remembered between runs.
+// streaming sha256, the file hashes remembered between runs, and the suite fingerprint that keys cached evaluations.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,6 +10,7 @@
 #include "replica/core/sha256.h"
 #include "replica/reproduce/checkpoint_series.h"
 #include "replica/reproduce/content_hash.h"
+#include "replica/reproduce/evaluation_cache.h"
 #include "replica/reproduce/file_hash_cache.h"
 #include "replica/reproduce/pairing.h"
 #include "replica/reproduce/verdict.h"
@@ -228,6 +229,32 @@ TEST(ReproduceFileHashes, AnHfDirectoryIsHashedOnceAcrossRuns) {
   EXPECT_EQ(checkpoint_content_hash((dir / "hf").string(), &again), uncached);
   EXPECT_EQ(again.computed(), 0);
   EXPECT_EQ(again.reused(), 2);
+}
+
+// Every file an enabled surface reads is in the fingerprint (eval::Surface::input_files), so that new bytes in any
+// of them mean evaluating again; a disabled surface's files are not.
+TEST(ReproduceSuiteFingerprint, CoversTheFilesOfEveryEnabledSurface) {
+  const fs::path dir = testing::scratch_dir("suite_fingerprint");
+  auto file = [&](const std::string& name) {
+    std::ofstream(dir / name) << "version 1";
+    return (dir / name).string();
+  };
+  eval::SuiteSpec spec;
+  spec.heldout.enabled = spec.perplexity.enabled = spec.tasks.enabled = spec.needle.enabled = true;
+  spec.heldout.files = {{"heldout", file("heldout.npy")}};
+  spec.perplexity.files = {{"wiki", file("wiki.npy")}};
+  spec.tasks.list = {{"piqa", file("piqa.jsonl"), file("piqa_train.jsonl")}};
+  spec.needle.files = {{"haystack", file("haystack.npy")}};
+  spec.kl.files = {{"kl", file("kl.npy")}};  // no kl.reference: the KL surface is off
+  std::string before = suite_fingerprint("suite.yaml", spec, "bf16");
+  for (const char* name : {"heldout.npy", "wiki.npy", "piqa.jsonl", "piqa_train.jsonl", "haystack.npy"}) {
+    std::ofstream(dir / name) << "version 2";
+    const std::string after = suite_fingerprint("suite.yaml", spec, "bf16");
+    EXPECT_NE(after, before) << name;
+    before = after;
+  }
+  std::ofstream(dir / "kl.npy") << "version 2";
+  EXPECT_EQ(suite_fingerprint("suite.yaml", spec, "bf16"), before);
 }
 
 }  // namespace

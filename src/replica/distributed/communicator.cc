@@ -1,10 +1,13 @@
 // The exchange that finishes at once (Communicator's start_exchange), the single-process communicator, the choice
-// between them by the launch, and the timeout setting.
+// between them by the launch, and the timeout setting and the wait it bounds.
 #include "replica/distributed/communicator.h"
 
 #include <fmt/core.h>
+#include <sched.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "replica/core/error.h"
 #include "replica/distributed/launch.h"
@@ -53,6 +56,26 @@ double dist_timeout_seconds() {
   const double seconds = std::strtod(text, &end);
   check(*end == '\0' && seconds > 0, "REPLICA_DIST_TIMEOUT='{}': expected a positive number of seconds", text);
   return seconds;
+}
+
+bool poll_until(const std::function<bool()>& done, double timeout_s, double& waited) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    if (done()) return true;
+    waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited > timeout_s) return false;
+    if (waited < 1.0)
+      sched_yield();
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+std::string no_progress_message(double waited, const std::string& what, double timeout_s) {
+  return fmt::format(
+      "no progress for {:.0f} s waiting for {} (REPLICA_DIST_TIMEOUT={:g}): a rank died or hangs; "
+      "ending the job. Restart it to resume from the last complete checkpoint.",
+      waited, what, timeout_s);
 }
 
 }  // namespace replica::distributed

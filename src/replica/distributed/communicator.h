@@ -3,6 +3,7 @@
 // and with CUDA Nccl (distributed/nccl.h: grouped ncclSend/ncclRecv over device buffers, bootstrapped over Mpi).
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,5 +76,13 @@ std::unique_ptr<Communicator> connect();
 // Seconds a rank waits for a message before it declares a peer dead and aborts the job:
 // REPLICA_DIST_TIMEOUT (seconds) or 600.
 double dist_timeout_seconds();
+
+// How a rank waits for its transfers (MpiCommunicator, NcclCommunicator): polls `done` until it returns true,
+// yielding the core for the first second (other ranks, and NCCL's proxy thread, may share it), then sleeping 1 ms
+// between polls. False once `timeout_s` has passed without it, with `waited` set: the caller then ends the job with
+// no_progress_message.
+bool poll_until(const std::function<bool()>& done, double timeout_s, double& waited);
+// A dead or hanging peer: no progress for `waited` seconds waiting for `what` ("a barrier"), and how to resume.
+std::string no_progress_message(double waited, const std::string& what, double timeout_s);
 
 }  // namespace replica::distributed

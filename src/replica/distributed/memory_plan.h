@@ -4,7 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "replica/kernels/types.h"
+#include "replica/kernels/adamw.h"
+#include "replica/kernels/precision.h"
 #include "replica/model/config.h"
 
 namespace replica::distributed {

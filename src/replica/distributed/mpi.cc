@@ -4,11 +4,9 @@
 
 #include <fmt/core.h>
 #include <mpi.h>
-#include <sched.h>
 
 #include <chrono>
 #include <set>
-#include <thread>
 
 #include "replica/core/error.h"
 
@@ -69,38 +67,30 @@ void MpiCommunicator::barrier() {
   comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Polls until every request completes: yielding the core for the first second (other ranks may share
-// it), then sleeping 1 ms between polls, and aborting the job once timeout_s_ has passed, naming the
-// ranks whose messages are still outstanding.
+// Polls until every request completes (poll_until), aborting the job once timeout_s_ has passed, naming the ranks
+// whose messages are still outstanding.
 void MpiCommunicator::wait(void* requests, const std::vector<int>& peers) {
   auto* reqs = static_cast<MPI_Request*>(requests);
   const int count = int(peers.size());
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    int done = 0;
-    check_mpi(MPI_Testall(count, reqs, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
-    if (done) return;
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (waited > timeout_s_) {
-      std::set<int> late;
-      for (int i = 0; i < count; i++) {
-        int complete = 0;
-        MPI_Request_get_status(reqs[i], &complete, MPI_STATUS_IGNORE);
-        if (!complete) late.insert(peers[size_t(i)]);
-      }
-      std::string who = late.count(-1) ? "a barrier" : "messages from/to rank(s)";
-      for (int p : late)
-        if (p >= 0) who += fmt::format(" {}", p);
-      abort(fmt::format("no progress for {:.0f} s waiting for {} (REPLICA_DIST_TIMEOUT={:g}): a rank died or "
-                        "hangs; ending the job. Restart it to resume from the last complete checkpoint.",
-                        waited, who, timeout_s_),
-            3);
-    }
-    if (waited < 1.0)
-      sched_yield();
-    else
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  double waited = 0;
+  const bool done = poll_until(
+      [&] {
+        int all = 0;
+        check_mpi(MPI_Testall(count, reqs, &all, MPI_STATUSES_IGNORE), "MPI_Testall");
+        return all != 0;
+      },
+      timeout_s_, waited);
+  if (done) return;
+  std::set<int> late;
+  for (int i = 0; i < count; i++) {
+    int complete = 0;
+    MPI_Request_get_status(reqs[i], &complete, MPI_STATUS_IGNORE);
+    if (!complete) late.insert(peers[size_t(i)]);
   }
+  std::string who = late.count(-1) ? "a barrier" : "messages from/to rank(s)";
+  for (int p : late)
+    if (p >= 0) who += fmt::format(" {}", p);
+  abort(no_progress_message(waited, who, timeout_s_), 3);
 }
 
 void MpiCommunicator::abort(const std::string& message, int status) {

@@ -3,13 +3,11 @@
 #include "replica/distributed/nccl.h"
 
 #include <fmt/core.h>
-#include <sched.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include "replica/core/error.h"
@@ -142,37 +140,31 @@ void NcclCommunicator::barrier() {
   comm_seconds_ += seconds_since(start);
 }
 
-// Polls like MpiCommunicator::wait: yielding the core for the first second (NCCL's proxy thread and other
-// ranks may share it), then sleeping 1 ms between polls, and aborting the job on an asynchronous NCCL
-// error (a peer or link failed) or once timeout_s_ has passed.
+// Polls like MpiCommunicator::wait (poll_until), aborting the job on an asynchronous NCCL error (a peer or link
+// failed) or once timeout_s_ has passed.
 void NcclCommunicator::wait(cudaEvent_t done, const std::string& what) {
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    const cudaError_t state = cudaEventQuery(done);
-    if (state == cudaSuccess) {
-      cudaEventDestroy(done);
-      return;
-    }
-    if (state != cudaErrorNotReady)
-      abort(fmt::format("CUDA error while waiting for {}: {}; ending the job.", what, cudaGetErrorString(state)), 3);
-    ncclResult_t async = ncclSuccess;
-    require(ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
-    if (async != ncclSuccess)
-      abort(fmt::format("NCCL error while waiting for {}: {}: a rank died or its link failed; ending the job. "
-                        "Restart it to resume from the last complete checkpoint.",
-                        what, describe(async, comm_)),
-            3);
-    const double waited = seconds_since(start);
-    if (waited > timeout_s_)
-      abort(fmt::format("no progress for {:.0f} s waiting for {} (REPLICA_DIST_TIMEOUT={:g}): a rank died or "
-                        "hangs; ending the job. Restart it to resume from the last complete checkpoint.",
-                        waited, what, timeout_s_),
-            3);
-    if (waited < 1.0)
-      sched_yield();
-    else
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  double waited = 0;
+  const bool finished = poll_until(
+      [&] {
+        const cudaError_t state = cudaEventQuery(done);
+        if (state == cudaSuccess) {
+          cudaEventDestroy(done);
+          return true;
+        }
+        if (state != cudaErrorNotReady)
+          abort(fmt::format("CUDA error while waiting for {}: {}; ending the job.", what, cudaGetErrorString(state)),
+                3);
+        ncclResult_t async = ncclSuccess;
+        require(ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
+        if (async != ncclSuccess)
+          abort(fmt::format("NCCL error while waiting for {}: {}: a rank died or its link failed; ending the job. "
+                            "Restart it to resume from the last complete checkpoint.",
+                            what, describe(async, comm_)),
+                3);
+        return false;
+      },
+      timeout_s_, waited);
+  if (!finished) abort(no_progress_message(waited, what, timeout_s_), 3);
 }
 
 // A failed call between ncclGroupStart and the end of the wait leaves other ranks blocked on this one, so

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "replica/core/error.h"
-#include "replica/kernels/types.h"  // kSquareSumBlock
+#include "replica/kernels/sum_of_squares.h"
 
 namespace replica::distributed {
 

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "replica/kernels/types.h"  // kSquareSumBlock
+#include "replica/kernels/sum_of_squares.h"
 #include "replica/model/params.h"
 
 namespace replica::distributed {

@@ -49,6 +49,7 @@ class HeldoutSurface final : public Surface {
   }
 
   bool enabled(const SuiteSpec& spec) const override { return spec.heldout.enabled; }
+  std::vector<std::string> input_files(const SuiteSpec& spec) const override { return paths_of(spec.heldout.files); }
 
   std::unique_ptr<SurfaceResult> run(model::Transformer& model, model::WeightSource& weights,
                                      const SurfaceContext& ctx) const override {

@@ -51,6 +51,8 @@ class KlSurface final : public Surface {
   }
 
   bool enabled(const SuiteSpec& spec) const override { return !spec.kl.reference.empty(); }
+  // The token files; the reference model is a directory or checkpoint the suite names.
+  std::vector<std::string> input_files(const SuiteSpec& spec) const override { return paths_of(spec.kl.files); }
 
   std::unique_ptr<SurfaceResult> run(model::Transformer& model, model::WeightSource& weights,
                                      const SurfaceContext& ctx) const override {

@@ -86,6 +86,7 @@ class NeedleSurface final : public Surface {
   }
 
   bool enabled(const SuiteSpec& spec) const override { return spec.needle.enabled; }
+  std::vector<std::string> input_files(const SuiteSpec& spec) const override { return paths_of(spec.needle.files); }
 
   std::unique_ptr<SurfaceResult> run(model::Transformer& model, model::WeightSource& weights,
                                      const SurfaceContext& ctx) const override {

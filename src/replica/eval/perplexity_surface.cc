@@ -51,6 +51,7 @@ class PerplexitySurface final : public Surface {
   }
 
   bool enabled(const SuiteSpec& spec) const override { return spec.perplexity.enabled; }
+  std::vector<std::string> input_files(const SuiteSpec& spec) const override { return paths_of(spec.perplexity.files); }
 
   std::unique_ptr<SurfaceResult> run(model::Transformer& model, model::WeightSource& weights,
                                      const SurfaceContext& ctx) const override {

@@ -34,6 +34,12 @@ std::vector<data::MixEntry> labelled_files(const std::vector<std::string>& patte
   return files;
 }
 
+std::vector<std::string> paths_of(const std::vector<data::MixEntry>& files) {
+  std::vector<std::string> paths;
+  for (const data::MixEntry& e : files) paths.push_back(e.path);
+  return paths;
+}
+
 std::vector<data::MixEntry> section_files(const std::vector<std::string>& patterns, const std::string& where,
                                           const std::string& key) {
   check(!patterns.empty(), "{}: '{}' lists no token files", where, key);

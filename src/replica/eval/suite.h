@@ -56,6 +56,8 @@ struct SuiteSpec {
 // Token files from paths or glob patterns (a path ending in .mix is a mix file), labelled by stem, or by
 // directory when stems repeat (data/tokens/<domain>/heldout.npy → <domain>).
 std::vector<data::MixEntry> labelled_files(const std::vector<std::string>& patterns);
+// The paths of `files`, in order (a surface's input_files).
+std::vector<std::string> paths_of(const std::vector<data::MixEntry>& files);
 // labelled_files of a suite section's `key` (its `files`), which must name at least one file.
 std::vector<data::MixEntry> section_files(const std::vector<std::string>& patterns, const std::string& where,
                                           const std::string& key);

@@ -41,6 +41,9 @@ class Surface {
   // Reads its section into `spec` (which it enables); bad keys and values raise replica::Error naming `where`.
   virtual void parse(const YAML::Node& section, const std::string& where, SuiteSpec& spec) const = 0;
   virtual bool enabled(const SuiteSpec& spec) const = 0;
+  // The files it reads when enabled (token files, task files): their contents key the cached results of a suite
+  // (reproduce/evaluation_cache.h), so a surface that lists its own inputs needs no entry there.
+  virtual std::vector<std::string> input_files(const SuiteSpec& spec) const = 0;
   virtual std::unique_ptr<SurfaceResult> run(model::Transformer& model, model::WeightSource& weights,
                                              const SurfaceContext& ctx) const = 0;
 };

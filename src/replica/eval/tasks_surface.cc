@@ -85,6 +85,12 @@ class TasksSurface final : public Surface {
   }
 
   bool enabled(const SuiteSpec& spec) const override { return spec.tasks.enabled; }
+  // Each task's evaluation split and the split its shots come from.
+  std::vector<std::string> input_files(const SuiteSpec& spec) const override {
+    std::vector<std::string> paths;
+    for (const TaskSpec& t : spec.tasks.list) paths.insert(paths.end(), {t.path, t.fewshot_path});
+    return paths;
+  }
 
   std::unique_ptr<SurfaceResult> run(model::Transformer& model, model::WeightSource& weights,
                                      const SurfaceContext& ctx) const override {

@@ -4,8 +4,8 @@
 #pragma once
 #include <cstdint>
 
+#include "replica/kernels/attention.h"
 #include "replica/kernels/host_device.h"
-#include "replica/kernels/types.h"
 
 namespace replica::attention_mask {
 
@@ -48,7 +48,7 @@ struct RowMask {
   }
 };
 
-// The mask of a decoding step's queries (kernels/types.h, CachedAttentionShape): one sequence, no documents, its
+// The mask of a decoding step's queries (kernels/attention.h, CachedAttentionShape): one sequence, no documents, its
 // keys the cache's positions and the new ones up to `end`.
 REPLICA_HOST_DEVICE inline RowMask sequence_mask(int64_t end, int64_t window) { return RowMask(end, window, {}, 0); }
 

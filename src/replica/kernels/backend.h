@@ -15,7 +15,12 @@
 #include <utility>
 #include <vector>
 
-#include "replica/kernels/types.h"
+#include "replica/core/bf16.h"
+#include "replica/kernels/adamw.h"
+#include "replica/kernels/attention.h"
+#include "replica/kernels/float8.h"
+#include "replica/kernels/lm_head_loss.h"
+#include "replica/kernels/precision.h"
 
 namespace replica {
 

@@ -1,5 +1,6 @@
 // The two 8-bit float formats of float8 training (OCP 8-bit Floating Point Specification, as torch's float8_e4m3fn
-// and float8_e5m2) and torchao's tensorwise scaling, for the CPU and CUDA kernels alike (host and device code).
+// and float8_e5m2) and torchao's tensorwise scaling, for the CPU and CUDA kernels alike (host and device code), and
+// the float8 operand of their products.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -12,6 +13,15 @@ namespace replica {
 // e4m3: 4 exponent bits (bias 7), 3 mantissa bits, no infinities, NaN S.1111.111, max 448 (0x7E): inputs and weights.
 // e5m2: 5 exponent bits (bias 15), 2 mantissa bits, IEEE-style ±inf (0x7C) and NaNs, max 57344 (0x7B): gradients.
 enum class Float8Format : uint8_t { e4m3, e5m2 };
+
+// A float8 GEMM operand (train.float8): codes (backend memory) laid out as gemm's float operand would be, in one
+// format, and the inverse of the scale they were cast with (backend memory, one float), so that the operand's values
+// are codes · inverse_scale (torch._scaled_mm's scale_a and scale_b).
+struct Float8Matrix {
+  const uint8_t* codes;
+  Float8Format format;
+  const float* inverse_scale;
+};
 
 struct Float8Spec {
   int mantissa_bits;

@@ -8,7 +8,8 @@
 #pragma once
 #include <cstdint>
 
-#include "replica/kernels/types.h"
+#include "replica/kernels/attention.h"
+#include "replica/kernels/precision.h"
 
 namespace replica::model {
 

@@ -1,5 +1,5 @@
 // Packed rows' documents as attention takes them: the rows' document lengths (data::Batch::doc_lens) turned into
-// the cumulative offsets of kernels/types.h (flash-attn's cu_seqlens), checked on the host.
+// the cumulative offsets of kernels/attention.h (flash-attn's cu_seqlens), checked on the host.
 #pragma once
 #include <cstdint>
 #include <span>

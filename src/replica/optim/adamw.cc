@@ -1,11 +1,11 @@
-// AdamW: the chunks of the shard, the step's scalars (kernels/adamw_scalars.h) and the backend's update.
+// AdamW: the chunks of the shard, the step's scalars (kernels/adamw.h) and the backend's update.
 #include "replica/optim/adamw.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "replica/core/error.h"
-#include "replica/kernels/adamw_scalars.h"
+#include "replica/kernels/adamw.h"
 
 namespace replica::optim {
 

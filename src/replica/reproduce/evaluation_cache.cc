@@ -7,6 +7,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/sha256.h"
+#include "replica/eval/surface.h"
 #include "replica/reproduce/content_hash.h"
 
 namespace replica::reproduce {
@@ -50,9 +51,9 @@ std::string suite_fingerprint(const std::string& identity, const eval::SuiteSpec
   auto add = [&](const std::string& path) {
     if (!path.empty() && fs::exists(path)) files.push_back({path, ckpt::digest_file(path).xxh3_128});
   };
-  for (const auto* list : {&spec.heldout.files, &spec.perplexity.files, &spec.needle.files})
-    for (const data::MixEntry& e : *list) add(e.path);
-  for (const eval::TaskSpec& t : spec.tasks.list) add(t.path), add(t.fewshot_path);
+  for (const eval::Surface* surface : eval::surfaces())
+    if (surface->enabled(spec))
+      for (const std::string& path : surface->input_files(spec)) add(path);
   const std::string text = json{{"suite", identity}, {"precision", precision}, {"files", files}}.dump();
   return sha256_hex(text.data(), text.size());
 }

@@ -18,8 +18,8 @@
 namespace replica::reproduce {
 
 // sha256 over `identity` (the suite YAML's text, or the built-in suite's name and caps), the precision, and the
-// XXH3-128 of every file the suite reads (held-out and perplexity token files, task and few-shot exports, haystacks),
-// so that editing a token file invalidates like editing the YAML.
+// XXH3-128 of every file the suite reads (each enabled surface's input_files, in the order of eval::surfaces(): token
+// files, task and few-shot exports, haystacks), so that editing a token file invalidates like editing the YAML.
 std::string suite_fingerprint(const std::string& identity, const eval::SuiteSpec& spec, const std::string& precision);
 
 class EvaluationCache {

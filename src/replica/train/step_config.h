@@ -6,7 +6,8 @@
 
 #include "replica/distributed/context_parallel.h"
 #include "replica/distributed/data_parallel.h"
-#include "replica/kernels/types.h"
+#include "replica/kernels/attention.h"
+#include "replica/kernels/precision.h"
 #include "replica/model/transformer.h"
 #include "replica/optim/optimizers.h"
 #include "replica/optim/schedule.h"

@@ -1,9 +1,9 @@
-// AdamW's element update on the CPU (the step's scalars: kernels/adamw_scalars.h; the optimizer: optim/adamw.h).
+// AdamW's element update on the CPU (the step's scalars: kernels/adamw.h; the optimizer: optim/adamw.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
-#include "replica/kernels/types.h"
+#include "replica/kernels/adamw.h"
 
 namespace replica::cpu {
 

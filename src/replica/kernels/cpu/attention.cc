@@ -191,14 +191,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                         const DocumentOffsets& docs) {
   const int64_t B = s.B, T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
   const float scale = 1.0f / std::sqrt(float(D));
-  // With GQA each query head writes its own dk/dv slice, summed over the group below.
-  std::vector<float> dk_heads, dv_heads;
-  if (group > 1) {
-    dk_heads.assign(size_t(B * T * H * D), 0.0f);
-    dv_heads.assign(size_t(B * T * H * D), 0.0f);
-  }
-  float* dk_h = group > 1 ? dk_heads.data() : dk;
-  float* dv_h = group > 1 ? dv_heads.data() : dv;
+  attention_tiles::KeyGradients key_gradients(dk, dv, s);
 
 #pragma omp parallel
   {
@@ -256,17 +249,11 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
             for (int64_t d = 0; d < D; d++) dst[d] = dQ[size_t(r * D + d)] * scale;
           }
         }
-        // Write this head's dK/dV: straight into dk/dv for MHA, into its own slice for GQA.
-        const int64_t heads_out = group > 1 ? H : K, slot = group > 1 ? h : g;
-        for (int64_t t = 0; t < T; t++)
-          for (int64_t d = 0; d < D; d++) {
-            dk_h[((b * T + t) * heads_out + slot) * D + d] = dK[size_t(t * D + d)];
-            dv_h[((b * T + t) * heads_out + slot) * D + d] = dV[size_t(t * D + d)];
-          }
+        key_gradients.write(b, h, dK.data(), dV.data(), 1.0f);
       }
   }
 
-  if (group > 1) attention_tiles::sum_query_head_groups(dk, dv, dk_heads.data(), dv_heads.data(), B * T, H, K, D);
+  key_gradients.finish();
 }
 
 }  // namespace replica::cpu

@@ -1,17 +1,18 @@
 // Causal self-attention with optional sliding window and GQA, tiled with an online softmax (flash style):
 // memory is O(T) per head and work O(T · min(T, W)); no T×T matrix is ever formed.
 // Query i attends keys j with max(0, i − W + 1) ≤ j ≤ i (W = window; 0 means full causal attention) and, with
-// documents (kernels/types.h), s_i ≤ j, s_i the start of i's document; query head h reads key/value head h / (H / K).
+// documents (kernels/attention.h), s_i ≤ j, s_i the start of i's document; query head h reads key/value head
+// h / (H / K).
 // Only key tiles a query tile sees are visited, so packed rows cost O(Σ_documents min(len, W) · len).
 #pragma once
 #include <cstdint>
 
-#include "replica/kernels/types.h"
+#include "replica/kernels/attention.h"
 
 namespace replica::cpu {
 
 // q, out: [B, Tq, H, D]; k, v: [B, T, K, D]; lse: [B, H, Tq] (log-sum-exp of the scaled scores, saved), with
-// Tq = s.rows_q() the last queries of each row (kernels/types.h). Query tiles start at the first query, so a slice
+// Tq = s.rows_q() the last queries of each row (kernels/attention.h). Query tiles start at the first query, so a slice
 // whose offset is a multiple of 64 visits the same tiles in the same order as the whole row: the same bits per query.
 // `docs`: host memory here; valid offsets (model/document_offsets.h checks them), or none.
 void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,

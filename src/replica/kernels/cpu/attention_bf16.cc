@@ -326,14 +326,7 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
   bf16* v_rows = scratch<bf16, 2>(size_t(B * K * T * D));
   round_keys(k_rows, k_columns, k, s, Tp);
   round_keys(v_rows, nullptr, v, s, Tp);
-  // With GQA each query head writes its own dk/dv slice, summed over the group below.
-  std::vector<float> dk_heads, dv_heads;
-  if (group > 1) {
-    dk_heads.assign(size_t(B * T * H * D), 0.0f);
-    dv_heads.assign(size_t(B * T * H * D), 0.0f);
-  }
-  float* dk_h = group > 1 ? dk_heads.data() : dk;
-  float* dv_h = group > 1 ? dv_heads.data() : dv;
+  attention_tiles::KeyGradients key_gradients(dk, dv, s);
 
 #pragma omp parallel
   {
@@ -407,17 +400,11 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
             for (int64_t d = 0; d < D; d++) dst[d] = dQT[size_t(d * BQ + r)] * scale;
           }
         }
-        // Write this head's dK/dV: straight into dk/dv for MHA, into its own slice for GQA.
-        const int64_t heads_out = group > 1 ? H : K, slot = group > 1 ? h : g;
-        for (int64_t t = 0; t < T; t++)
-          for (int64_t d = 0; d < D; d++) {
-            dk_h[((b * T + t) * heads_out + slot) * D + d] = dK[t * D + d] * scale;
-            dv_h[((b * T + t) * heads_out + slot) * D + d] = dV[t * D + d];
-          }
+        key_gradients.write(b, h, dK, dV, scale);
       }
   }
 
-  if (group > 1) attention_tiles::sum_query_head_groups(dk, dv, dk_heads.data(), dv_heads.data(), B * T, H, K, D);
+  key_gradients.finish();
 }
 
 }  // namespace replica::cpu

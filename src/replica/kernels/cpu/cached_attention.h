@@ -1,8 +1,8 @@
-// Attention of a few new queries over a key/value cache, the decoding step of generation (kernels/types.h,
+// Attention of a few new queries over a key/value cache, the decoding step of generation (kernels/attention.h,
 // CachedAttentionShape, says which keys each query sees and where they are). Forward only: nothing is trained here.
 // Query head h reads key/value head h / (H / K); scores are q·k / √D, softmax in fp32.
 #pragma once
-#include "replica/kernels/types.h"
+#include "replica/kernels/attention.h"
 
 namespace replica::cpu {
 

@@ -4,7 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "replica/kernels/types.h"
+#include "replica/core/bf16.h"
+#include "replica/kernels/float8.h"
 
 namespace replica::cpu {
 

@@ -4,7 +4,8 @@
 #pragma once
 #include <cstdint>
 
-#include "replica/kernels/types.h"
+#include "replica/core/bf16.h"
+#include "replica/kernels/precision.h"
 
 namespace replica::cpu {
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/simd.h"
 
 namespace replica::cpu {

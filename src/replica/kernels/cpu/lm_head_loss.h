@@ -4,7 +4,8 @@
 #pragma once
 #include <cstdint>
 
-#include "replica/kernels/cpu/gemm.h"
+#include "replica/kernels/lm_head_loss.h"
+#include "replica/kernels/precision.h"
 
 namespace replica::cpu {
 

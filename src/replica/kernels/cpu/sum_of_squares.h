@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "replica/kernels/types.h"
+#include "replica/kernels/sum_of_squares.h"
 
 namespace replica::cpu {
 

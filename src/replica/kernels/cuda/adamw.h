@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <span>
 
+#include "replica/kernels/adamw.h"
 #include "replica/kernels/cuda/context.h"
-#include "replica/kernels/types.h"
 
 namespace replica::cuda {
 

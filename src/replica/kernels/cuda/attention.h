@@ -1,19 +1,20 @@
 // Causal self-attention with optional sliding window and GQA on the GPU, same contract as
 // kernels/cpu/attention.h: query i sees keys max(0, i − W + 1) ≤ j ≤ i (W = window, 0 = full causal) of its own
-// document (`docs`, device memory, or none: kernels/types.h), query head h reads KV head h / (H / K), lse saved.
+// document (`docs`, device memory, or none: kernels/attention.h), query head h reads KV head h / (H / K), lse saved.
 // Flash style: tiles of queries and keys in shared memory, an online softmax, and only the key tiles a query tile
 // can see are visited (O(Σ_documents len · min(len, W))). Variants with the same arguments: fp32 on CUDA cores
 // (the baseline) and bf16 operands on tensor cores (mma.sync, and wgmma).
 #pragma once
 #include <cstdint>
 
-#include "replica/kernels/types.h"
+#include "replica/kernels/attention.h"
 #include "replica/kernels/cuda/context.h"
+#include "replica/kernels/precision.h"
 
 namespace replica::cuda {
 
 // q, out: [B, Tq, H, D]; k, v: [B, T, K, D]; lse: [B, H, Tq], Tq = s.rows_q() (a slice of the last queries,
-// kernels/types.h; every variant below takes one). D ≤ 256.
+// kernels/attention.h; every variant below takes one). D ≤ 256.
 void attention_forward(Context& ctx, float* out, float* lse, const float* q, const float* k, const float* v,
                        const AttentionShape& s, const DocumentOffsets& docs);
 

@@ -154,7 +154,7 @@ __device__ inline void store_rows(float* y, const float (&acc)[kCols / 8][4], fl
 // The query tiles a dK/dV block of keys [j0, j0 + nk) visits: for each of its KV head's `group` query heads in
 // order, the tiles of kTile queries from the one holding query j0 to the last query that sees one of the keys (that
 // of the last key: j0 + nk − 1 + W − 1, or its document's end). Query tiles start at the first query, Q0 (0 unless
-// the row holds only its last queries, kernels/types.h), so a block of keys before Q0 starts at Q0's tile, and one
+// the row holds only its last queries, kernels/attention.h), so a block of keys before Q0 starts at Q0's tile, and one
 // whose keys no query sees has none (count = 0, and then no index may be asked for). They are numbered 0 … count − 1
 // so that one loop can fetch the next tile while it works on this one.
 struct QueryTiles {

@@ -11,10 +11,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "replica/kernels/cuda/attention.h"
+#include "replica/kernels/attention.h"
 #include "replica/kernels/attention_mask.h"
+#include "replica/kernels/cuda/attention.h"
 #include "replica/kernels/cuda/common.cuh"
-#include "replica/kernels/types.h"
+#include "replica/kernels/precision.h"
 
 namespace replica::cuda::attention_tiles {
 

@@ -1,8 +1,8 @@
 // Attention of a few new queries over a key/value cache on the GPU (decoding), same contract as
 // kernels/cpu/cached_attention.h. D ≤ 256 and H a multiple of K (std::runtime_error otherwise).
 #pragma once
+#include "replica/kernels/attention.h"
 #include "replica/kernels/cuda/context.h"
-#include "replica/kernels/types.h"
 
 namespace replica::cuda {
 

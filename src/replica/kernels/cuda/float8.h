@@ -3,8 +3,9 @@
 #pragma once
 #include <cstdint>
 
+#include "replica/core/bf16.h"
 #include "replica/kernels/cuda/context.h"
-#include "replica/kernels/types.h"
+#include "replica/kernels/float8.h"
 
 namespace replica::cuda {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "replica/core/bf16.h"
-#include "replica/kernels/types.h"
 #include "replica/kernels/cuda/context.h"
+#include "replica/kernels/precision.h"
 
 namespace replica::cuda {
 

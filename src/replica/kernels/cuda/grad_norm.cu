@@ -1,7 +1,7 @@
 // Blocked sums of squares (a fixed tree inside each block) and the clipping scale.
 #include "replica/kernels/cuda/common.cuh"
 #include "replica/kernels/cuda/grad_norm.h"
-#include "replica/kernels/types.h"  // kSquareSumBlock
+#include "replica/kernels/sum_of_squares.h"
 
 namespace replica::cuda {
 

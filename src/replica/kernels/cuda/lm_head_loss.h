@@ -4,8 +4,9 @@
 #pragma once
 #include <cstdint>
 
-#include "replica/kernels/types.h"
 #include "replica/kernels/cuda/context.h"
+#include "replica/kernels/lm_head_loss.h"
+#include "replica/kernels/precision.h"
 
 namespace replica::cuda {
 

@@ -2,8 +2,8 @@
 #pragma once
 #include <cstdint>
 
+#include "replica/core/bf16.h"
 #include "replica/kernels/cuda/context.h"
-#include "replica/kernels/types.h"
 
 namespace replica::cuda {
 

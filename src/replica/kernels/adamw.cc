@@ -1,5 +1,5 @@
 // adamw_scalars: torch's fp32 scalar math for one AdamW step.
-#include "replica/kernels/adamw_scalars.h"
+#include "replica/kernels/adamw.h"
 
 #include <cmath>
 
@@ -8,8 +8,7 @@
 
 namespace replica {
 
-AdamWScalars adamw_scalars(double beta1, double beta2, double eps, double weight_decay, int64_t step_count,
-                           double lr) {
+AdamWScalars adamw_scalars(double beta1, double beta2, double eps, double weight_decay, int64_t step_count, double lr) {
   AdamWScalars s;
   s.decay = 1.0f - float(lr * weight_decay);
   s.w1 = float(1 - beta1);
