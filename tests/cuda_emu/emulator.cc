@@ -579,6 +579,13 @@ void wgmma_wait(int pending_groups) {
   f.products = std::move(still);
 }
 
+void wait_for_turn(const int* counter, int turn) {
+  const int value = *counter;
+  if (value != turn)
+    fail_block("waits for turn " + std::to_string(turn) + " of a counter that holds " + std::to_string(value) +
+               ": no block launched before it passes that turn (on a GPU: a spin on a later block, or forever)");
+}
+
 void fail(const char* what) { throw std::runtime_error(what); }
 
 }  // namespace cuda_emu

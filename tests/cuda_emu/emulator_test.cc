@@ -196,18 +196,20 @@ TEST(CudaEmulator, MmaSyncComputesThePtxFragmentsProduct) {
 // One m64n64k16 warpgroup product (ptx.cc): each warp's A fragment holds its 16 rows of a [64][16] A, as for
 // mma.sync; B [16][64] is staged in shared memory in core matrices (8 × 8, 128 contiguous bytes), those along K
 // 128 bytes apart and those along N 256 bytes apart, K-major (each core-matrix row an n, k contiguous) or
-// MN-major (each row a k, n contiguous). With a_shared (mode 2), A comes K-major from shared memory too, laid
-// out as B's K-major form. D is written row-major [64][64], on top of C = 1. mode: 0 K-major B, 1 MN-major B,
-// 2 A and B from shared memory. Each thread also writes, after D, its first accumulator as read before the wait.
+// MN-major (each row a k, n contiguous). In modes 2 and 3, A comes from shared memory too, laid out as B's K-major
+// form (2) or its MN-major form (3: each row a k, A's rows m contiguous). D is written row-major [64][64], on top of
+// C = 1. mode: 0 K-major B, 1 MN-major B, 2 A and B from shared memory, K-major, 3 both MN-major (the backward's
+// dQ = dS·K). Each thread also writes, after D, its first accumulator as read before the wait.
 __global__ void wgmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float* d, int mode) {
   auto* smem = reinterpret_cast<__nv_bfloat16*>(cuda_emu::dynamic_shared_memory());
   const int thread = int(threadIdx.x), warp = thread / 32, g = thread % 32 / 4, t = thread % 4;
-  const bool transpose = mode == 1;
+  const bool transpose = mode == 1 || mode == 3, transpose_a = mode == 3;
   for (int e = thread; e < 16 * 64; e += 128) {
     const int k = e / 64, n = e % 64, m = e / 16, ka = e % 16;
     const int inside = transpose ? (k % 8) * 8 + n % 8 : (n % 8) * 8 + k % 8;
     smem[(k / 8) * 64 + (n / 8) * 128 + inside] = b[e];
-    smem[1024 + (ka / 8) * 64 + (m / 8) * 128 + (m % 8) * 8 + ka % 8] = a[e];  // A [64][16], K-major
+    const int inside_a = transpose_a ? (ka % 8) * 8 + m % 8 : (m % 8) * 8 + ka % 8;
+    smem[1024 + (ka / 8) * 64 + (m / 8) * 128 + inside_a] = a[e];  // A [64][16]
   }
   __syncthreads();
   const __nv_bfloat16* rows = a + warp * 16 * 16;
@@ -217,8 +219,8 @@ __global__ void wgmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float
   float acc[32];
   for (float& x : acc) x = 1.0f;
   const uint64_t descriptor = uint64_t(128 >> 4) << 16 | uint64_t(256 >> 4) << 32;  // B at offset 0
-  if (mode == 2) {
-    cuda_emu::wgmma_m64n64k16_bf16_ss(acc, descriptor | (2048 >> 4), descriptor, true);  // A at byte 2048
+  if (mode >= 2) {
+    cuda_emu::wgmma_m64n64k16_bf16_ss(acc, descriptor | (2048 >> 4), descriptor, transpose_a, transpose, true);
   } else {
     cuda_emu::wgmma_m64n64k16_bf16(acc, fa, descriptor, transpose, true);
   }
@@ -245,7 +247,7 @@ TEST(CudaEmulator, WgmmaComputesTheWarpgroupProductFromADescriptor) {
   DeviceBuffer<float> dd(64 * 64 + 128);
   cudaMemcpy(da.p, a.data(), a.size() * 2, cudaMemcpyHostToDevice);
   cudaMemcpy(db.p, b.data(), b.size() * 2, cudaMemcpyHostToDevice);
-  for (int mode = 0; mode < 3; mode++) {
+  for (int mode = 0; mode < 4; mode++) {
     ASSERT_EQ(run(wgmma_tile, 1, 128, 2 * 16 * 64 * 2, da.p, db.p, dd.p, mode), cudaSuccess);
     std::vector<float> d(64 * 64 + 128);
     cudaMemcpy(d.data(), dd.p, d.size() * sizeof(float), cudaMemcpyDeviceToHost);
@@ -329,6 +331,33 @@ TEST(CudaEmulator, AsyncCopiesLandAtTheirWait) {
   EXPECT_EQ(got, (std::vector<float>{-1, 10, -1, 14}));
   EXPECT_EQ(run(async_copy_to_global, 1, 1, 0, src.p, out.p), cudaErrorLaunchFailure)
       << "cp.async writes shared memory only";
+}
+
+// Turns at an ordered sum (kernels/cuda/turns.cuh): block x adds when turn x + offset comes, then passes it on.
+// Blocks run in launch order here, so with offset 0 each finds its turn come; with offset 1 block 0 waits for a
+// turn that only a later block could pass, and the launch fails.
+__global__ void ordered_adds(int* counter, float* sum, int offset) {
+  if (threadIdx.x == 0) cuda_emu::wait_for_turn(counter, int(blockIdx.x) + offset);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    *sum = *sum * 2.0f + float(blockIdx.x);
+    *counter = int(blockIdx.x) + offset + 1;
+  }
+}
+
+TEST(CudaEmulator, TurnsMustFollowTheLaunchOrder) {
+  DeviceBuffer<int> counter(1);
+  DeviceBuffer<float> sum(1);
+  const int zero = 0;
+  const float no_sum = 0.0f;
+  cudaMemcpy(counter.p, &zero, sizeof zero, cudaMemcpyHostToDevice);
+  cudaMemcpy(sum.p, &no_sum, sizeof no_sum, cudaMemcpyHostToDevice);
+  ASSERT_EQ(run(ordered_adds, 4, 32, 0, counter.p, sum.p, 0), cudaSuccess);
+  float got = 0.0f;
+  cudaMemcpy(&got, sum.p, sizeof got, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(got, ((0.0f * 2 + 1) * 2 + 2) * 2 + 3) << "the adds in block order";
+  cudaMemcpy(counter.p, &zero, sizeof zero, cudaMemcpyHostToDevice);
+  EXPECT_EQ(run(ordered_adds, 4, 32, 0, counter.p, sum.p, 1), cudaErrorLaunchFailure) << "a turn no earlier block passes";
 }
 
 __global__ void touch_shared(float* out) { out[0] = float(cuda_emu::dynamic_shared_memory()[0]); }

@@ -64,8 +64,14 @@ const float* wgmma_in_flight(const float* d);  // the latest result in flight fo
 void wgmma_issue(float (&d)[32], const float (&result)[32]);
 void wgmma_commit();
 void wgmma_wait(int pending_groups);
-// The same with A read through descriptor `a` too (K-major; warp w of the warpgroup takes rows 16w … 16w + 15).
-void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t a, uint64_t b, bool accumulate);
+// The same with A read through descriptor `a` too (K-major, or MN-major with transpose_a; warp w of the warpgroup
+// takes rows 16w … 16w + 15).
+void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t a, uint64_t b, bool transpose_a, bool transpose_b,
+                             bool accumulate);
+// Turns at an ordered sum (kernels/cuda/turns.cuh): blocks run in launch order here, so the turn a block waits for
+// must already have been passed by a block before it; otherwise the launch fails (a wrong order, which on a GPU
+// spins on a block that is not yet running, or forever).
+void wait_for_turn(const int* counter, int turn);
 int lane();
 // Waits until every lane of the warp performs the same warp-wide operation `op` (a wmma load, store or
 // product: collective on a GPU, so no lane stores a tile before every lane has loaded what it overwrites).
