@@ -13,15 +13,16 @@
 //
 //   forward   per visible tile of 64 keys: S = Q·Kᵀ (A = Q's fragments, B = K, K-major), online softmax,
 //             O += P·V (A = P repacked, B = V, MN-major; 64 head dims a product), the next tile's S computed
-//             while this tile's softmax runs (FlashAttention-3's intra-warpgroup pipelining)
+//             while this tile's softmax runs (FlashAttention-3's intra-warpgroup pipelining); a producer warp loads
+//             Q, K and V with bulk copies onto mbarriers, the consumer warpgroup computes (warp specialisation)
 //   backward  per key tile, per query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (A = K, V and B = Q, dO, all from shared
 //             memory), dV += Pᵀ·dO and dK += dSᵀ·Q (A = Pᵀ, dSᵀ repacked; B = dO, Q, MN-major), and dQ's share
 //             dS·K (A = dS from shared memory, B = K, both MN-major) added to dq in key-tile order: five products,
 //             one pass, deterministic
 //
-// Not yet FlashAttention-3's: TMA copies with mbarriers and a producer warpgroup (here every thread issues 16-byte
-// cp.async into a two-stage ring), setmaxnreg, two consumer warpgroups (128-row tiles), swizzled layouts
-// (docs/gpu.md, "FlashAttention-3's design").
+// Not yet FlashAttention-3's: tensor copies (cp.async.bulk.tensor; the forward's producer issues 16-byte 1-D bulk
+// copies, the backward's threads 16-byte cp.async), a producer in the backward, two consumer warpgroups (128-row
+// tiles), swizzled layouts (docs/gpu.md, "FlashAttention-3's design").
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -29,6 +30,7 @@
 
 #include "replica/kernels/cuda/attention.h"
 #include "replica/kernels/cuda/attention_fragments.cuh"
+#include "replica/kernels/cuda/bulk_copy.cuh"
 #include "replica/kernels/cuda/common.cuh"
 #include "replica/kernels/cuda/core_tile_fill.cuh"
 #include "replica/kernels/cuda/turns.cuh"
@@ -118,27 +120,90 @@ class RowOperand {
 // Eight consecutive 16 × 8 accumulator tiles of a warp (64 columns) as one wgmma operand: the same 32 floats.
 __device__ inline float (&wgmma_tiles(float (*tiles)[4]))[32] { return *reinterpret_cast<float(*)[32]>(tiles); }
 
-// Shared memory: Q (kRowTileBytes), then K of stages 0 and 1, then V of stages 0 and 1.
-template <int D>
-constexpr size_t kWgmmaForwardBytes = kRowTileBytes<D> + 4 * kCoreTileBytes<D>;
+// ---- Forward: a producer warp and a consumer warpgroup -----------------------------------------------------------
 
-// FlashAttention-3's intra-warpgroup pipelining: the tensor cores compute S_{t+1} = Q·K_{t+1}ᵀ and O += P_t·V_t
-// while the warps do tile t + 1's softmax, which would otherwise leave them idle (about 300 cycles of the 800 a
-// tile takes at D = 128; the review of 2026-12-03, §2.5). Per tile t, with P_t in registers:
+// FlashAttention-3's warp specialisation: the block is two warpgroups. Warpgroup 0 (the consumers, threads 0-127)
+// computes, as before; warpgroup 1 is the producer, of which one warp issues every copy of the block (Q once, then
+// K and V tile by tile, into two-stage rings) as bulk asynchronous copies (cp.async.bulk, the copy engine's 1-D
+// form), each completing its bytes on the "full" barrier of its slot; the consumers wait there, and after their
+// products have read a slot arrive on its "empty" barrier, which the producer waits on before refilling it. No
+// __syncthreads in the loop: each side waits only for what it needs.
 //
-//   issue S_{t+1} = Q·K_{t+1}ᵀ (commit), issue O += P_t·V_t (commit)
-//   wait until only one batch runs (S_{t+1} has landed): maxima, rescaled sums, exponentials of S_{t+1}
-//   wait for the last batch (O has landed): O rescaled, P_{t+1} packed from the exponentials
+// Why 1-D bulk copies of 16 bytes and not one tensor copy a tile: wgmma reads these tiles without swizzling, as core
+// matrices of 8 tokens × 16 bytes whose rows are different tokens, so no run of shared memory longer than 16 bytes is
+// contiguous in global memory (a token's D values are 2D contiguous bytes there, 128 bytes apart here). A tensor
+// copy (cp.async.bulk.tensor with a host-made CUtensorMap, a 5-D box of 8 dims × 8 tokens × D / 8 pieces × 8 token
+// groups × 1 head) would land the layout in one instruction; it needs the driver's cuTensorMapEncodeTiled and
+// tensor maps in the emulator (docs/gpu.md, "FlashAttention-3's design"). At D ≤ 128 Q is row-major (its fragments
+// go to registers once), one 2D-byte copy a row.
+//
+// setmaxnreg: at D ≤ 128 the block is compiled for two blocks an SM (128 registers a thread at entry); the
+// producer warpgroup gives registers up (24 a thread) and the consumers take them (232), the 32,768 of each block.
+// At D = 256 shared memory allows one block an SM anyway, and every thread may have 255 registers: no setmaxnreg.
+constexpr int kForwardThreads = 256;
+constexpr int kProducerWarp = 4;  // the first warp of warpgroup 1
+template <int D>
+constexpr int kForwardBlocksPerSm = D <= 128 ? 2 : 1;
+constexpr int kProducerRegisters = 24, kConsumerRegisters = 232;
+static_assert(128 * (kProducerRegisters + kConsumerRegisters) == 65536 / 2, "two blocks' registers an SM");
+
+// Shared memory: Q (kRowTileBytes), then K of stages 0 and 1, then V of stages 0 and 1, then the barriers.
+struct ForwardBarriers {
+  uint64_t q_full, k_full[2], k_empty[2], v_full[2], v_empty[2];
+};
+template <int D>
+constexpr size_t kForwardBarriersAt = kRowTileBytes<D> + 4 * kCoreTileBytes<D>;
+template <int D>
+constexpr size_t kWgmmaForwardBytes = kForwardBarriersAt<D> + 128;
+static_assert(sizeof(ForwardBarriers) <= 128, "the barriers' room");
+
+// A producer lane's share of loading rows [t0, t0 + n) of head `head` of x [T, heads, D] into a tile: core
+// matrices (or, with kRowMajor, rows of ld_head<D>), rows ≥ n zeroed. The lane zeroes its rows past n, fences them
+// for the async proxy (wgmma reads the tile through it), arrives on `full` with the bytes its copies will land, then
+// issues them; `full` expects one arrival per lane of the warp.
+template <int D, bool kRowMajor>
+__device__ void load_rows(bf16_t* tile, const bf16_t* x, int64_t t0, int64_t n, int64_t heads, int64_t head,
+                          uint64_t* full, int lane) {
+  constexpr int kPieces = kRowMajor ? 1 : D / 8;  // copies a row
+  constexpr uint32_t kPieceBytes = kRowMajor ? D * 2 : 16;
+  auto destination = [&](int token, int piece) {
+    return kRowMajor ? tile + token * ld_head<D> : tile + core_piece_offset<D>({token, piece});
+  };
+  uint32_t bytes = 0;
+  for (int e = lane; e < kTile * kPieces; e += 32) {
+    const int token = e / kPieces, piece = e % kPieces;
+    if (token < n) {
+      bytes += kPieceBytes;
+    } else {
+      auto* dst = reinterpret_cast<float4*>(destination(token, piece));
+      for (uint32_t i = 0; i < kPieceBytes / 16; i++) dst[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  }
+  fence_proxy_async();
+  mbarrier_arrive_expect_tx(full, bytes);
+  for (int e = lane; e < kTile * kPieces; e += 32) {
+    const int token = e / kPieces, piece = e % kPieces;
+    if (token < n) bulk_copy(destination(token, piece), x + ((t0 + token) * heads + head) * D + piece * 8, kPieceBytes, full);
+  }
+}
+
+// FlashAttention-3's intra-warpgroup pipelining in the consumers: the tensor cores compute S_{t+1} = Q·K_{t+1}ᵀ and
+// O += P_t·V_t while the warps do tile t + 1's softmax, which would otherwise leave them idle (about 300 cycles of the
+// 800 a tile takes at D = 128; the review of 2026-12-03, §2.5). Per tile t, with P_t in registers:
+//
+//   wait for K_{t+1}, issue S_{t+1} = Q·K_{t+1}ᵀ (commit); wait for V_t, issue O += P_t·V_t (commit)
+//   wait until only one batch runs (S_{t+1} has landed): release K_{t+1}'s slot; maxima, rescaled sums, exponentials
+//   wait for the last batch (O has landed): release V_t's slot; O rescaled, P_{t+1} packed from the exponentials
 //
 // O and P_t are read by the product in flight, so they change only after its wait (the emulator gives NaN for
-// accumulators read before it). K and V have rings of two stages each, refilled one tile apart: tile t's step
-// issues K_{t+2} (its stage's K_t was read by S_t, one step earlier) and V_{t+1} (V_{t−1}'s stage, read by the P·V
-// that the last step waited for), then waits for K_{t+1} and V_t, issued one step earlier, so every copy has a
-// whole step to land. The arithmetic, and so every output bit, is that of the unpipelined loop. Each batch has its
-// own wgmma.fence, as in FlashAttention-3, and the last step is outside the loop: with one fence before both batches
-// and S issued under a condition in the loop, ptxas serialised the products (C7515).
+// accumulators read before it). The producer fills K_0, then K_{t+1} and V_t for t = 0, 1, … (the order the consumers
+// need them), each into the slot of tile t − 2 once the consumers have released it; a slot's use n completes phase n
+// of its full barrier and, when released, of its empty one, so the consumers wait on parity n & 1 and the producer
+// on (n & 1) ^ 1 (a fresh barrier's). The arithmetic, and so every output bit, is that of the unpipelined loop. Each
+// batch has its own wgmma.fence, as in FlashAttention-3, and the last step is outside the loop: with one fence before
+// both batches and S issued under a condition in the loop, ptxas serialised the products (C7515).
 template <int D>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kForwardThreads, kForwardBlocksPerSm<D>)
     attention_forward_wgmma_kernel(float* out, float* lse, const bf16_t* q, const bf16_t* k, const bf16_t* v, int64_t T,
                                    int64_t Q0, int64_t H, int64_t K, int64_t window, DocumentOffsets docs,
                                    float scale) {
@@ -148,36 +213,58 @@ __global__ void __launch_bounds__(kThreads)
   auto core = [&](int index) { return reinterpret_cast<bf16_t*>(smem + kRowTileBytes<D> + index * kCoreTileBytes<D>); };
   auto k_stage = [&](int64_t tile) { return core(int(tile % 2)); };
   auto v_stage = [&](int64_t tile) { return core(2 + int(tile % 2)); };
-  const QueryBlock block(T, Q0, H, K, window, docs);  // the warp's rows as in the warpgroup's products
+  auto* bars = reinterpret_cast<ForwardBarriers*>(smem + kForwardBarriersAt<D>);
+  const QueryBlock block(T, Q0, H, K, window, docs);  // the consumer warp's rows as in the warpgroup's products
   const bf16_t* kb = block.key_rows<D>(k);
   const bf16_t* vb = block.key_rows<D>(v);
   const int64_t tiles = ceil_div(block.j_end - block.j_begin, int64_t(kTile));
   auto first_key = [&](int64_t tile) { return block.j_begin + tile * kTile; };
-  auto fetch = [&](const bf16_t* x, bf16_t* stage, int64_t tile) {  // keys of `tile` of K or V, if there is one
-    if (tile < tiles)
-      copy_core_rows_async<D>(stage, x, first_key(tile), block.keys(first_key(tile)), K, block.kv_head);
-  };
+  auto use = [](int64_t tile) { return uint32_t(tile / 2) & 1; };  // the parity of a slot's use by `tile`
 
-  // Q and K_0, then K_1 and V_0 a group later; S_0 and its softmax before the loop.
-  copy_query_rows_async<D>(Qs, block.query_rows<D>(q), block.first_row(), block.nq, H, block.h);
-  fetch(kb, k_stage(0), 0);
-  cp_async_commit();
-  fetch(kb, k_stage(1), 1);
-  fetch(vb, v_stage(0), 0);
-  cp_async_commit();
-  cp_async_wait<1>();
-  fence_shared_for_wgmma();
-  __syncthreads();
+  if (threadIdx.x == 0) {
+    mbarrier_init(&bars->q_full, 32);  // full barriers: one arrival per producer lane, with its bytes
+    for (int s = 0; s < 2; s++) {
+      mbarrier_init(&bars->k_full[s], 32);
+      mbarrier_init(&bars->v_full[s], 32);
+      mbarrier_init(&bars->k_empty[s], kThreads);  // empty barriers: every consumer thread releases
+      mbarrier_init(&bars->v_empty[s], kThreads);
+    }
+  }
+  fence_mbarrier_init();
+  __syncthreads();  // the only block barrier: from here each side waits on the mbarriers
 
+  if (threadIdx.x >= kThreads) {  // the producer warpgroup
+    if constexpr (kForwardBlocksPerSm<D> == 2) setmaxnreg<false, kProducerRegisters>();
+    if (int(threadIdx.x) / 32 != kProducerWarp) return;
+    const int lane = int(threadIdx.x % 32);
+    auto load_keys = [&](const bf16_t* x, bf16_t* stage, uint64_t* full, uint64_t* empty, int64_t tile) {
+      mbarrier_wait(empty, use(tile) ^ 1);  // the consumers are done with the slot's previous tile
+      load_rows<D, false>(stage, x, first_key(tile), block.keys(first_key(tile)), K, block.kv_head, full, lane);
+    };
+    load_rows<D, kRowsInRegisters<D>>(Qs, block.query_rows<D>(q), block.first_row(), block.nq, H, block.h,
+                                      &bars->q_full, lane);
+    load_keys(kb, k_stage(0), &bars->k_full[0], &bars->k_empty[0], 0);
+    for (int64_t t = 0; t < tiles; t++) {
+      if (t + 1 < tiles) load_keys(kb, k_stage(t + 1), &bars->k_full[(t + 1) % 2], &bars->k_empty[(t + 1) % 2], t + 1);
+      load_keys(vb, v_stage(t), &bars->v_full[t % 2], &bars->v_empty[t % 2], t);
+    }
+    return;
+  }
+
+  // The consumer warpgroup.
+  if constexpr (kForwardBlocksPerSm<D> == 2) setmaxnreg<true, kConsumerRegisters>();
   RowOperand<D> qa(Qs);
+  mbarrier_wait(&bars->q_full, 0);
   qa.hold(block.row0, block.lane);
   float o[D / 8][4] = {};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
   float s[kTile / 8][4];  // S_t's scores, then its probabilities in fp32
   uint32_t pa[kTile / 16][4];  // P_t as P·V's A fragments
   float alpha[2], base[2];
-  // S = Q·Kᵀ: B(k = d, n = key) is K-major, 16 dims (two core matrices) per product.
+  // S = Q·Kᵀ: B(k = d, n = key) is K-major, 16 dims (two core matrices) per product, once K_tile has landed.
   auto issue_scores = [&](int64_t tile) {
+    mbarrier_wait(&bars->k_full[tile % 2], use(tile));
+    wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; kk++) qa.multiply(wgmma_tiles(s), kk, k_major<D>(k_stage(tile), kk));
     wgmma_commit();
@@ -194,6 +281,8 @@ __global__ void __launch_bounds__(kThreads)
 
   // O += P_t·V_t: B(k = key, n = d) is MN-major, 16 keys (two 8-token groups) by 64 dims per product.
   auto issue_values = [&](int64_t tile) {
+    mbarrier_wait(&bars->v_full[tile % 2], use(tile));
+    wgmma_fence();
 #pragma unroll
     for (int j = 0; j < kTile / 16; j++)
 #pragma unroll
@@ -201,39 +290,24 @@ __global__ void __launch_bounds__(kThreads)
         wgmma_m64n64k16<true>(wgmma_tiles(o + 8 * half), pa[j], mn_major<D>(v_stage(tile), j, half), true);
     wgmma_commit();
   };
-  // The top of step t: K_{t+2} and V_{t+1} start (when there are such tiles), K_{t+1} and V_t, started a step
-  // earlier, land.
-  auto advance = [&](int64_t t) {
-    fetch(kb, k_stage(t + 2), t + 2);
-    fetch(vb, v_stage(t + 1), t + 1);
-    cp_async_commit();   // possibly empty: one group a step keeps the count of groups in flight
-    cp_async_wait<1>();  // K_{t+1} and V_t
-    fence_shared_for_wgmma();
-    __syncthreads();
-  };
 
-  wgmma_fence();
   issue_scores(0);
   wgmma_wait<0>();
+  mbarrier_arrive(&bars->k_empty[0]);  // S_0 has read K_0
   softmax(0);
   pack_probabilities();  // O is still 0: no rescaling
-  __syncthreads();       // every warp is done with K_0's stage, which the first step refills
 
   for (int64_t t = 0; t + 1 < tiles; t++) {
-    advance(t);
-    wgmma_fence();
     issue_scores(t + 1);
-    wgmma_fence();
     issue_values(t);
     wgmma_wait<1>();  // S_{t+1} has landed; P_t·V_t may still run
+    mbarrier_arrive(&bars->k_empty[(t + 1) % 2]);
     softmax(t + 1);
     wgmma_wait<0>();
+    mbarrier_arrive(&bars->v_empty[t % 2]);
     rescale_rows<D>(o, alpha);
     pack_probabilities();
-    __syncthreads();  // every warp is done with K_{t+1} and V_t before the next step refills their stages
   }
-  advance(tiles - 1);
-  wgmma_fence();
   issue_values(tiles - 1);
   wgmma_wait<0>();
 
@@ -425,7 +499,7 @@ void attention_forward_wgmma(Context& ctx, float* out, float* lse, WeightRef q, 
     constexpr int D = decltype(head_dim)::value;
     static const size_t bytes =
         prepare_kernel(attention_forward_wgmma_kernel<D>, kWgmmaForwardBytes<D>, "attention_forward_wgmma");
-    launch("attention_forward_wgmma", attention_forward_wgmma_kernel<D>, in.grid, kThreads, bytes, ctx.stream(), out,
+    launch("attention_forward_wgmma", attention_forward_wgmma_kernel<D>, in.grid, kForwardThreads, bytes, ctx.stream(), out,
            lse, in.q.get(), in.k.get(), in.v.get(), s.T, s.q_offset(), s.H, s.K, s.window, docs, in.scale);
   });
 }
