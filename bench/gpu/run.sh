@@ -54,7 +54,7 @@ declare -A expected=(
   [preflight]="H200, driver 580.x, CUDA 13.0; HGMMA > 0 in check_kernels"
   [checks]="every row ok; bf16 attention errors <= ~6e-3 (as on 11-30); float8 GEMMs 1e-4..1e-3, inside the 14-bit bound"
   [checks_wgmma]="errors like mma's; reruns bitwise"
-  [attention]="mma: forward 185-195, fwd+bwd 125-135 TFLOP/s on every mask; wgmma (fill fixed): forward 280-400, fwd+bwd 170-240, >= 1.15x mma fwd+bwd to become auto; D=256 (1 block/SM): mma forward ~100-150 (the review's estimate), wgmma not estimated"
+  [attention]="mma: forward 185-195, fwd+bwd 125-135 TFLOP/s on every mask; wgmma (fill fixed, softmax overlapped, one-pass backward; 12-04 est.): forward 310-440 (+10-15 % overlap), fwd+bwd 190-270 (5 of 7 matmuls, less 10-20 % for the dQ turns), >= 1.15x mma fwd+bwd to become auto; D=256 (1 block/SM): mma forward ~100-150 (the review's estimate), wgmma not estimated"
   [sdpa]="cuDNN forward ~450-550, fwd+bwd ~330-420 TFLOP/s (replica's count) at D=128; D=256 similar or higher"
   [step_1b]="32-34k tokens/s, 29-31 % MFU (11-30: 31.75k); ~55 GiB"
   [step_1b_wgmma]="34-38k tokens/s, above the mma row"

@@ -4,6 +4,8 @@
 // (__syncwarp, a shuffle, a wmma load or store) opens when every lane of the warp waits at it; the block
 // barrier opens when every thread that has not exited waits at it. When nothing can run and threads remain,
 // the kernel has barriers that cannot all open: the launch fails with a description of who waits where.
+// A thread waiting on an mbarrier phase that has not completed blocks too, and runs again (in the next round) when
+// the phase completes; bulk copies land when nothing else can run (the latest schedule a GPU allows).
 #include <pthread.h>
 #include <sys/mman.h>
 #ifndef __x86_64__
@@ -41,6 +43,8 @@ constexpr int kMaxThreadsPerBlock = 1024;
 constexpr size_t kDefaultSharedBytes = 48 << 10;   // dynamic shared memory allowed without the attribute
 constexpr size_t kMaxSharedBytes = 227 << 10;      // sharedMemPerBlockOptin on Hopper
 constexpr size_t kSharedAlignment = 128;
+constexpr int64_t kMaxTransactionBytes = (int64_t(1) << 20) - 1;  // an mbarrier's tx-count range, either sign
+constexpr uint32_t kMaxArrivals = (uint32_t(1) << 20) - 1;
 
 // ---- Fiber contexts --------------------------------------------------------------------------------------------
 // A switch happens at every barrier of every thread, so it must be cheap: on x86-64 it pushes the callee-saved
@@ -143,12 +147,32 @@ void switch_context(Context& from, Context& to) { raw_switch(from, to); }
 
 // ---- Blocks of fibers ---------------------------------------------------------------------------------------
 
-enum class State { runnable, at_block_barrier, at_warp_barrier, exited };
+enum class State { runnable, at_block_barrier, at_warp_barrier, at_mbarrier, exited };
 
 struct AsyncCopy {
   void* dst;
   const void* src;
   size_t bytes;
+};
+
+// PTX mbarrier (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier"): a 64-bit object in
+// shared memory with an expected arrival count, the pending arrivals of its current phase, a transaction count
+// (bytes that asynchronous copies still have to complete: expect-tx adds, complete-tx subtracts) and the phase.
+// The current phase completes when both the pending arrivals and the transaction count are zero: the phase number
+// advances and the pending count is reset to the expected count. A wait on parity P returns once the phase with
+// parity P has completed, i.e. while the current phase's parity differs from P. The emulator keeps this state beside
+// the object's address; the bulk copies that complete on the barrier wait in `in_flight` until they land.
+struct BulkCopy {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+
+struct MBarrier {
+  uint32_t expected = 0, pending = 0;
+  int64_t tx = 0;
+  uint32_t phase = 0;
+  std::deque<BulkCopy> in_flight;
 };
 
 // A wgmma product issued and not yet waited for: its result, and the commit group it belongs to (-1: open).
@@ -173,6 +197,8 @@ struct Fiber {
   // wgmma: the products in flight and the number of commit groups closed so far.
   std::vector<PendingProduct> products;
   int64_t product_groups = 0;
+  // mbarrier: the barrier (offset in shared memory) and parity it waits on.
+  uint32_t mbarrier = 0, parity = 0;
 };
 
 struct Emulator {
@@ -202,6 +228,8 @@ struct Emulator {
   std::vector<size_t> at_warp_barrier;
   size_t at_block_barrier = 0, exited = 0;
   std::vector<std::vector<unsigned char>> gathered;  // per warp: every lane's payload at its last gather
+  std::map<uint32_t, MBarrier> mbarriers;  // the block's initialised mbarriers, by offset in shared memory
+  size_t at_mbarrier = 0;
   // CUDA_EMU_ORDER=reverse: threads start, and leave each barrier, in reverse order. A missing barrier
   // between a write and a read by another thread shows in one of the two orders (the reader runs first, and
   // reads NaN poison or a stale value), so CI runs the kernel checks in both.
@@ -267,14 +295,18 @@ const char* state_name(const Fiber& f) {
     case State::runnable: return "runnable";
     case State::at_block_barrier: return "__syncthreads";
     case State::at_warp_barrier: return f.warp_op;
+    case State::at_mbarrier: return "an mbarrier wait";
     case State::exited: return "exited";
   }
   return "?";
 }
 
 std::string describe(const Fiber& f) {
+  std::string at = state_name(f);
+  if (f.state == State::at_mbarrier)
+    at += " (barrier at shared offset " + std::to_string(f.mbarrier) + ", parity " + std::to_string(f.parity) + ")";
   return "thread (" + std::to_string(f.index.x) + "," + std::to_string(f.index.y) + "," + std::to_string(f.index.z) +
-         ") at " + state_name(f);
+         ") at " + at;
 }
 
 [[noreturn]] void fail_block(const std::string& what) {
@@ -312,6 +344,7 @@ void release_warp(Emulator& e, size_t w) {
 void account(Emulator& e, Fiber& f) {
   if (f.state == State::exited) e.exited++;
   if (f.state == State::at_block_barrier) e.at_block_barrier++;
+  if (f.state == State::at_mbarrier) e.at_mbarrier++;
   if (f.state == State::at_warp_barrier) {
     const size_t w = size_t(f.linear) / kWarpSize;
     if (++e.at_warp_barrier[w] == std::min(e.threads, (w + 1) * kWarpSize) - w * kWarpSize) {
@@ -319,6 +352,45 @@ void account(Emulator& e, Fiber& f) {
       release_warp(e, w);
     }
   }
+}
+
+// Completes the current phase of `bar` if nothing is pending: the waiting threads join the next round.
+void complete_phase_if_done(Emulator& e, uint32_t offset, MBarrier& bar) {
+  if (bar.pending != 0 || bar.tx != 0) return;
+  bar.phase++;
+  bar.pending = bar.expected;
+  const size_t first = e.next.size();
+  for (size_t i = 0; i < e.threads; i++) {
+    Fiber& f = e.fibers[i];
+    if (f.state == State::at_mbarrier && f.mbarrier == offset) {  // waited on the parity that just completed
+      f.state = State::runnable;
+      e.at_mbarrier--;
+      e.next.push_back(&f);
+    }
+  }
+  if (e.reversed) std::reverse(e.next.begin() + std::ptrdiff_t(first), e.next.end());
+}
+
+// When no thread can run: the bulk copies in flight to barriers that threads wait on land, in issue order, each
+// barrier's until its phase completes. True if that released a thread.
+bool land_bulk_copies(Emulator& e) {
+  if (e.at_mbarrier == 0) return false;
+  for (auto& [offset, bar] : e.mbarriers) {
+    bool waited = false;
+    for (size_t i = 0; i < e.threads && !waited; i++)
+      waited = e.fibers[i].state == State::at_mbarrier && e.fibers[i].mbarrier == offset;
+    const uint32_t phase = bar.phase;
+    while (waited && bar.phase == phase && !bar.in_flight.empty()) {
+      const BulkCopy c = bar.in_flight.front();
+      bar.in_flight.pop_front();
+      std::memcpy(c.dst, c.src, c.bytes);
+      bar.tx -= int64_t(c.bytes);
+      complete_phase_if_done(e, offset, bar);
+    }
+  }
+  e.ready.swap(e.next);
+  e.next.clear();
+  return !e.ready.empty();
 }
 
 // Runs the block's threads in rounds: each ready thread runs until it blocks or exits; the threads a barrier
@@ -330,7 +402,8 @@ void run_block(Emulator& e, size_t threads) {
   e.next.clear();
   e.at_warp_barrier.assign((threads + kWarpSize - 1) / kWarpSize, 0);
   e.gathered.resize(e.at_warp_barrier.size());
-  e.at_block_barrier = e.exited = 0;
+  e.at_block_barrier = e.exited = e.at_mbarrier = 0;
+  e.mbarriers.clear();
   for (size_t i = 0; i < threads; i++) {
     Fiber& f = fibers[i];
     f.linear = int(i);
@@ -354,7 +427,14 @@ void run_block(Emulator& e, size_t threads) {
     e.ready.swap(e.next);
     e.next.clear();
     if (!e.ready.empty()) continue;
-    if (e.exited == threads) break;
+    if (e.exited == threads) {
+      for (const auto& [offset, bar] : e.mbarriers)
+        if (!bar.in_flight.empty())
+          fail_block("the block exited with bulk copies in flight to the mbarrier at shared offset " +
+                     std::to_string(offset) + " (on a GPU: writes into shared memory no longer its own)");
+      break;
+    }
+    if (land_bulk_copies(e)) continue;  // the waits that only copies in flight can satisfy
     if (e.exited + e.at_block_barrier == threads) {  // exited threads count as arrived
       for (size_t i = 0; i < threads; i++)
         if (fibers[i].state == State::at_block_barrier) {
@@ -577,6 +657,123 @@ void wgmma_wait(int pending_groups) {
     }
   }
   f.products = std::move(still);
+}
+
+namespace {
+
+MBarrier& mbarrier_at(const void* bar, const char* op, uint32_t* offset_out = nullptr) {
+  Emulator& e = emulator();
+  const auto* c = static_cast<const unsigned char*>(bar);
+  if (c < e.shared || c + 8 > e.shared + e.shared_bytes)
+    fail((std::string(op) + ": the mbarrier is not in the launch's dynamic shared memory").c_str());
+  if (reinterpret_cast<uintptr_t>(bar) % 8 != 0) fail((std::string(op) + ": the mbarrier is not 8-byte aligned").c_str());
+  const uint32_t offset = uint32_t(c - e.shared);
+  if (offset_out) *offset_out = offset;
+  const auto it = e.mbarriers.find(offset);
+  if (it == e.mbarriers.end())
+    fail((std::string(op) + ": the mbarrier was not initialised (mbarrier.init) in this block").c_str());
+  return it->second;
+}
+
+// Arrivals and transactions on the current phase; the phase completes when both reach zero.
+void arrive_on(MBarrier& bar, uint32_t offset, uint32_t count, int64_t tx, const char* op) {
+  Emulator& e = emulator();
+  bar.tx += tx;
+  if (bar.tx > kMaxTransactionBytes || bar.tx < -kMaxTransactionBytes)
+    fail((std::string(op) + ": the mbarrier's transaction count leaves its range (2^20 - 1 bytes)").c_str());
+  if (count > bar.pending)
+    fail((std::string(op) + ": more arrivals than the mbarrier's current phase expects").c_str());
+  bar.pending -= count;
+  complete_phase_if_done(e, offset, bar);
+}
+
+}  // namespace
+
+void mbarrier_init(void* bar, uint32_t count) {
+  Emulator& e = emulator();
+  const auto* c = static_cast<const unsigned char*>(bar);
+  if (c < e.shared || c + 8 > e.shared + e.shared_bytes || reinterpret_cast<uintptr_t>(bar) % 8 != 0)
+    fail("mbarrier.init: the mbarrier is not 8-byte aligned in the launch's dynamic shared memory");
+  if (count < 1 || count > kMaxArrivals) fail("mbarrier.init: the count must be in [1, 2^20 - 1]");
+  const uint32_t offset = uint32_t(c - e.shared);
+  const auto it = e.mbarriers.find(offset);
+  if (it != e.mbarriers.end() && !it->second.in_flight.empty())
+    fail("mbarrier.init: the mbarrier has bulk copies in flight");
+  for (size_t i = 0; i < e.threads; i++)
+    if (e.fibers[i].state == State::at_mbarrier && e.fibers[i].mbarrier == offset)
+      fail("mbarrier.init: threads wait on the mbarrier");
+  MBarrier fresh;
+  fresh.expected = fresh.pending = count;
+  e.mbarriers[offset] = fresh;
+  const uint64_t opaque = count;  // the object's bytes: no longer the shared memory's NaN poison
+  std::memcpy(bar, &opaque, sizeof opaque);
+}
+
+uint64_t mbarrier_arrive(void* bar, uint32_t count) {
+  uint32_t offset = 0;
+  MBarrier& b = mbarrier_at(bar, "mbarrier.arrive", &offset);
+  const uint64_t state = b.phase;
+  arrive_on(b, offset, count, 0, "mbarrier.arrive");
+  return state;
+}
+
+uint64_t mbarrier_arrive_expect_tx(void* bar, uint32_t bytes) {
+  uint32_t offset = 0;
+  MBarrier& b = mbarrier_at(bar, "mbarrier.arrive.expect_tx", &offset);
+  const uint64_t state = b.phase;
+  arrive_on(b, offset, 1, int64_t(bytes), "mbarrier.arrive.expect_tx");
+  return state;
+}
+
+void mbarrier_expect_tx(void* bar, uint32_t bytes) {
+  uint32_t offset = 0;
+  MBarrier& b = mbarrier_at(bar, "mbarrier.expect_tx", &offset);
+  arrive_on(b, offset, 0, int64_t(bytes), "mbarrier.expect_tx");
+}
+
+bool mbarrier_test_wait_parity(void* bar, uint32_t parity) {
+  return (mbarrier_at(bar, "mbarrier.test_wait.parity").phase & 1) != (parity & 1);
+}
+
+void mbarrier_wait_parity(void* bar, uint32_t parity) {
+  uint32_t offset = 0;
+  const MBarrier& b = mbarrier_at(bar, "mbarrier.try_wait.parity", &offset);
+  if ((b.phase & 1) != (parity & 1)) return;
+  Fiber& f = self();
+  f.mbarrier = offset;
+  f.parity = parity & 1;
+  yield(State::at_mbarrier);  // back when the phase completes
+}
+
+void bulk_copy(void* shared_dst, const void* global_src, uint32_t bytes, void* bar) {
+  Emulator& e = emulator();
+  const auto* d = static_cast<unsigned char*>(shared_dst);
+  if (d < e.shared || d + bytes > e.shared + e.shared_bytes)
+    fail("cp.async.bulk: the destination is not in the launch's dynamic shared memory");
+  if (reinterpret_cast<uintptr_t>(shared_dst) % 16 != 0 || reinterpret_cast<uintptr_t>(global_src) % 16 != 0)
+    fail("cp.async.bulk: the source and destination must be 16-byte aligned");
+  if (bytes == 0 || bytes % 16 != 0) fail("cp.async.bulk: the size must be a nonzero multiple of 16");
+  if (static_cast<const unsigned char*>(global_src) >= e.shared &&
+      static_cast<const unsigned char*>(global_src) < e.shared + e.shared_bytes)
+    fail("cp.async.bulk: the source must be global memory");
+  MBarrier& b = mbarrier_at(bar, "cp.async.bulk");
+  // Until the copy completes the destination holds nothing a thread may read or count on: NaN bytes now, so that
+  // a read before the wait (or a copy into a slot another thread still reads) shows, the data when it lands.
+  std::memset(shared_dst, 0xff, bytes);
+  b.in_flight.push_back({shared_dst, global_src, bytes});
+}
+
+void setmaxnreg(uint32_t registers) {
+  if (registers < 24 || registers > 256 || registers % 8 != 0)
+    fail("setmaxnreg: the register count must be a multiple of 8 in [24, 256]");
+  warp_collective("setmaxnreg");  // .sync.aligned: every thread of the warpgroup executes it (checked per warp)
+}
+
+void wait_for_turn(const int* counter, int turn) {
+  const int value = *counter;
+  if (value != turn)
+    fail_block("waits for turn " + std::to_string(turn) + " of a counter that holds " + std::to_string(value) +
+               ": no block launched before it passes that turn (on a GPU: a spin on a later block, or forever)");
 }
 
 void fail(const char* what) { throw std::runtime_error(what); }

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <mma.h>
 
+#include "replica/kernels/cuda/bulk_copy.cuh"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -196,18 +198,20 @@ TEST(CudaEmulator, MmaSyncComputesThePtxFragmentsProduct) {
 // One m64n64k16 warpgroup product (ptx.cc): each warp's A fragment holds its 16 rows of a [64][16] A, as for
 // mma.sync; B [16][64] is staged in shared memory in core matrices (8 × 8, 128 contiguous bytes), those along K
 // 128 bytes apart and those along N 256 bytes apart, K-major (each core-matrix row an n, k contiguous) or
-// MN-major (each row a k, n contiguous). With a_shared (mode 2), A comes K-major from shared memory too, laid
-// out as B's K-major form. D is written row-major [64][64], on top of C = 1. mode: 0 K-major B, 1 MN-major B,
-// 2 A and B from shared memory. Each thread also writes, after D, its first accumulator as read before the wait.
+// MN-major (each row a k, n contiguous). In modes 2 and 3, A comes from shared memory too, laid out as B's K-major
+// form (2) or its MN-major form (3: each row a k, A's rows m contiguous). D is written row-major [64][64], on top of
+// C = 1. mode: 0 K-major B, 1 MN-major B, 2 A and B from shared memory, K-major, 3 both MN-major (the backward's
+// dQ = dS·K). Each thread also writes, after D, its first accumulator as read before the wait.
 __global__ void wgmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float* d, int mode) {
   auto* smem = reinterpret_cast<__nv_bfloat16*>(cuda_emu::dynamic_shared_memory());
   const int thread = int(threadIdx.x), warp = thread / 32, g = thread % 32 / 4, t = thread % 4;
-  const bool transpose = mode == 1;
+  const bool transpose = mode == 1 || mode == 3, transpose_a = mode == 3;
   for (int e = thread; e < 16 * 64; e += 128) {
     const int k = e / 64, n = e % 64, m = e / 16, ka = e % 16;
     const int inside = transpose ? (k % 8) * 8 + n % 8 : (n % 8) * 8 + k % 8;
     smem[(k / 8) * 64 + (n / 8) * 128 + inside] = b[e];
-    smem[1024 + (ka / 8) * 64 + (m / 8) * 128 + (m % 8) * 8 + ka % 8] = a[e];  // A [64][16], K-major
+    const int inside_a = transpose_a ? (ka % 8) * 8 + m % 8 : (m % 8) * 8 + ka % 8;
+    smem[1024 + (ka / 8) * 64 + (m / 8) * 128 + inside_a] = a[e];  // A [64][16]
   }
   __syncthreads();
   const __nv_bfloat16* rows = a + warp * 16 * 16;
@@ -217,8 +221,8 @@ __global__ void wgmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float
   float acc[32];
   for (float& x : acc) x = 1.0f;
   const uint64_t descriptor = uint64_t(128 >> 4) << 16 | uint64_t(256 >> 4) << 32;  // B at offset 0
-  if (mode == 2) {
-    cuda_emu::wgmma_m64n64k16_bf16_ss(acc, descriptor | (2048 >> 4), descriptor, true);  // A at byte 2048
+  if (mode >= 2) {
+    cuda_emu::wgmma_m64n64k16_bf16_ss(acc, descriptor | (2048 >> 4), descriptor, transpose_a, transpose, true);
   } else {
     cuda_emu::wgmma_m64n64k16_bf16(acc, fa, descriptor, transpose, true);
   }
@@ -245,7 +249,7 @@ TEST(CudaEmulator, WgmmaComputesTheWarpgroupProductFromADescriptor) {
   DeviceBuffer<float> dd(64 * 64 + 128);
   cudaMemcpy(da.p, a.data(), a.size() * 2, cudaMemcpyHostToDevice);
   cudaMemcpy(db.p, b.data(), b.size() * 2, cudaMemcpyHostToDevice);
-  for (int mode = 0; mode < 3; mode++) {
+  for (int mode = 0; mode < 4; mode++) {
     ASSERT_EQ(run(wgmma_tile, 1, 128, 2 * 16 * 64 * 2, da.p, db.p, dd.p, mode), cudaSuccess);
     std::vector<float> d(64 * 64 + 128);
     cudaMemcpy(d.data(), dd.p, d.size() * sizeof(float), cudaMemcpyDeviceToHost);
@@ -329,6 +333,179 @@ TEST(CudaEmulator, AsyncCopiesLandAtTheirWait) {
   EXPECT_EQ(got, (std::vector<float>{-1, 10, -1, 14}));
   EXPECT_EQ(run(async_copy_to_global, 1, 1, 0, src.p, out.p), cudaErrorLaunchFailure)
       << "cp.async writes shared memory only";
+}
+
+// mbarrier phases (PTX ISA): a fresh barrier is in phase 0, whose preceding phase (parity 1) counts as complete; a
+// phase completes when its expected arrivals have all arrived and its transaction count is zero.
+__global__ void mbarrier_phases(int* out) {
+  auto* bar = reinterpret_cast<uint64_t*>(cuda_emu::dynamic_shared_memory());
+  replica::cuda::mbarrier_init(bar, 2);
+  int* o = out;
+  *o++ = cuda_emu::mbarrier_test_wait_parity(bar, 1);  // 1: the phase before phase 0
+  *o++ = cuda_emu::mbarrier_test_wait_parity(bar, 0);  // 0: phase 0 runs
+  *o++ = int(cuda_emu::mbarrier_arrive(bar));          // 0: the state token is the phase arrived on
+  *o++ = cuda_emu::mbarrier_test_wait_parity(bar, 0);  // 0: one arrival of two
+  *o++ = int(cuda_emu::mbarrier_arrive(bar));          // 0, and phase 0 completes
+  *o++ = cuda_emu::mbarrier_test_wait_parity(bar, 0);  // 1
+  *o++ = cuda_emu::mbarrier_test_wait_parity(bar, 1);  // 0: phase 1 runs, with its count reset to 2
+  cuda_emu::mbarrier_arrive(bar, 2);
+  *o++ = cuda_emu::mbarrier_test_wait_parity(bar, 1);  // 1
+  // The transaction count holds a phase whose arrivals are all in: expect 48 bytes, then 16 + 32 complete.
+  cuda_emu::mbarrier_arrive_expect_tx(bar, 48);
+  cuda_emu::mbarrier_arrive(bar);
+  *o++ = cuda_emu::mbarrier_test_wait_parity(bar, 0);  // 0: 48 bytes outstanding
+}
+
+__global__ void mbarrier_copies(const float* src, float* out, int mode) {
+  unsigned char* smem = cuda_emu::dynamic_shared_memory();
+  auto* bar = reinterpret_cast<uint64_t*>(smem);
+  float* data = reinterpret_cast<float*>(smem + 128);
+  replica::cuda::mbarrier_init(bar, 1);
+  replica::cuda::mbarrier_arrive_expect_tx(bar, 48);
+  replica::cuda::bulk_copy(data, src, 16, bar);
+  if (mode == 1) return;  // exits with a copy in flight
+  replica::cuda::bulk_copy(data + 4, src + 4, 32, bar);
+  out[0] = cuda_emu::mbarrier_test_wait_parity(bar, 0);  // 0: issued, not landed
+  out[1] = data[0];                                      // NaN: read before the wait
+  replica::cuda::mbarrier_wait(bar, 0);                  // the only thread: the copies land
+  for (int i = 0; i < 12; i++) out[2 + i] = data[i];
+  if (mode == 2) {  // a copy into the buffer just read, with no wait: its old contents are gone at once
+    replica::cuda::mbarrier_arrive_expect_tx(bar, 16);
+    replica::cuda::bulk_copy(data, src + 8, 16, bar);
+    out[14] = data[0];
+    replica::cuda::mbarrier_wait(bar, 1);
+    out[15] = data[0];
+  }
+}
+
+// A ring of two slots between a producer warp (warp 1) and a consumer warp (warp 0): the producer waits for a slot
+// to be empty, copies a tile of 32 floats into it (lanes 0-7, 16 bytes each),
+// the consumer waits for it to be full, sums it into out[tile], and releases it. Six tiles, so each slot has three
+// phases on each barrier. `skip_empty`: the producer refills without waiting for the consumer (a race the poisoned
+// destination shows).
+__global__ void mbarrier_ring(const float* src, float* out, int tiles, int skip_empty) {
+  unsigned char* smem = cuda_emu::dynamic_shared_memory();
+  auto* full = reinterpret_cast<uint64_t*>(smem);
+  auto* empty = full + 2;
+  float* slots = reinterpret_cast<float*>(smem + 128);
+  const int warp = int(threadIdx.x / 32), lane = int(threadIdx.x % 32);
+  if (threadIdx.x == 0)
+    for (int s = 0; s < 2; s++) {
+      replica::cuda::mbarrier_init(&full[s], 8);    // the producer's lanes 0-7 arrive with their bytes
+      replica::cuda::mbarrier_init(&empty[s], 32);  // every consumer lane releases
+    }
+  replica::cuda::fence_mbarrier_init();
+  __syncthreads();
+  for (int t = 0; t < tiles; t++) {
+    const int s = t % 2;
+    const uint32_t use = uint32_t(t / 2);
+    if (warp == 1) {
+      if (!skip_empty) replica::cuda::mbarrier_wait(&empty[s], (use & 1) ^ 1);
+      if (lane < 8) {
+        replica::cuda::mbarrier_arrive_expect_tx(&full[s], 16);
+        replica::cuda::bulk_copy(slots + 32 * s + 4 * lane, src + 32 * t + 4 * lane, 16, &full[s]);
+      }
+    } else {
+      replica::cuda::mbarrier_wait(&full[s], use & 1);
+      float x = slots[32 * s + lane];
+      for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(0xffffffffu, x, offset);
+      if (lane == 0) out[t] = x;
+      replica::cuda::mbarrier_arrive(&empty[s]);
+    }
+  }
+}
+
+__global__ void mbarrier_misuse(int mode) {
+  auto* bar = reinterpret_cast<uint64_t*>(cuda_emu::dynamic_shared_memory());
+  if (mode == 0) replica::cuda::mbarrier_arrive(bar);  // never initialised
+  if (threadIdx.x == 0) replica::cuda::mbarrier_init(bar, 1);
+  __syncthreads();
+  if (mode == 1 && threadIdx.x == 0) cuda_emu::mbarrier_arrive(bar, 2);  // more arrivals than the phase expects
+  if (mode == 2) replica::cuda::mbarrier_wait(bar, 0);  // nobody arrives: a deadlock, not a hang
+  if (mode == 3) cuda_emu::bulk_copy(bar + 2, bar + 4, 16, bar);  // from shared memory
+  if (mode == 4) cuda_emu::setmaxnreg(20);
+}
+
+TEST(CudaEmulator, MbarrierPhasesFollowThePtxIsa) {
+  DeviceBuffer<int> out(16);
+  ASSERT_EQ(run(mbarrier_phases, 1, 1, 64, out.p), cudaSuccess);
+  std::vector<int> got(9);
+  cudaMemcpy(got.data(), out.p, got.size() * sizeof(int), cudaMemcpyDeviceToHost);
+  EXPECT_EQ(got, (std::vector<int>{1, 0, 0, 0, 0, 1, 0, 1, 0}));
+}
+
+TEST(CudaEmulator, BulkCopiesCompleteTransactionsWhenTheyLand) {
+  std::vector<float> host(16);
+  std::iota(host.begin(), host.end(), 100.0f);
+  DeviceBuffer<float> src(16), out(16);
+  cudaMemcpy(src.p, host.data(), 64, cudaMemcpyHostToDevice);
+  ASSERT_EQ(run(mbarrier_copies, 1, 1, 256, src.p, out.p, 2), cudaSuccess);
+  std::vector<float> got(16);
+  cudaMemcpy(got.data(), out.p, 64, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(got[0], 0.0f) << "the phase waits for 48 bytes";
+  EXPECT_TRUE(std::isnan(got[1])) << "the destination before its copy lands";
+  for (int i = 0; i < 12; i++) EXPECT_EQ(got[2 + i], host[i]) << i;
+  EXPECT_TRUE(std::isnan(got[14])) << "a copy in flight overwrites what was there";
+  EXPECT_EQ(got[15], host[8]);
+  EXPECT_EQ(run(mbarrier_copies, 1, 1, 256, src.p, out.p, 1), cudaErrorLaunchFailure)
+      << "a block that ends with a copy in flight";
+}
+
+TEST(CudaEmulator, MbarrierWaitsBlockUntilTheProducerFillsTheSlot) {
+  const int tiles = 6;
+  std::vector<float> host(32 * tiles);
+  std::iota(host.begin(), host.end(), 1.0f);
+  DeviceBuffer<float> src(host.size()), out(tiles);
+  cudaMemcpy(src.p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice);
+  ASSERT_EQ(run(mbarrier_ring, 1, 64, 512, src.p, out.p, tiles, 0), cudaSuccess);
+  std::vector<float> got(tiles);
+  cudaMemcpy(got.data(), out.p, tiles * sizeof(float), cudaMemcpyDeviceToHost);
+  for (int t = 0; t < tiles; t++) EXPECT_EQ(got[t], float(32 * (64 * t + 33) / 2)) << "tile " << t;
+  // Without the empty barriers the producer overwrites slots the consumer has not read, or arrives more often
+  // than a phase expects: the sums, or the launch, fail (which, depends on the thread order).
+  const cudaError_t status = run(mbarrier_ring, 1, 64, 512, src.p, out.p, tiles, 1);
+  if (status == cudaSuccess) {
+    cudaMemcpy(got.data(), out.p, tiles * sizeof(float), cudaMemcpyDeviceToHost);
+    bool all_right = true;
+    for (int t = 0; t < tiles; t++) all_right &= got[t] == float(32 * (64 * t + 33) / 2);
+    EXPECT_FALSE(all_right) << "a refill without waiting for the slot to be empty";
+  }
+}
+
+TEST(CudaEmulator, MbarrierMisuseFailsTheLaunch) {
+  EXPECT_EQ(run(mbarrier_misuse, 1, 32, 64, 0), cudaErrorLaunchFailure) << "an uninitialised barrier";
+  EXPECT_EQ(run(mbarrier_misuse, 1, 32, 64, 1), cudaErrorLaunchFailure) << "more arrivals than expected";
+  EXPECT_EQ(run(mbarrier_misuse, 1, 32, 64, 2), cudaErrorLaunchFailure) << "a phase that never completes";
+  EXPECT_EQ(run(mbarrier_misuse, 1, 32, 64, 3), cudaErrorLaunchFailure) << "a bulk copy from shared memory";
+  EXPECT_EQ(run(mbarrier_misuse, 1, 32, 64, 4), cudaErrorLaunchFailure) << "setmaxnreg below 24";
+  EXPECT_EQ(run(mbarrier_misuse, 1, 32, 64, 5), cudaSuccess);
+}
+
+// Turns at an ordered sum (kernels/cuda/turns.cuh): block x adds when turn x + offset comes, then passes it on.
+// Blocks run in launch order here, so with offset 0 each finds its turn come; with offset 1 block 0 waits for a
+// turn that only a later block could pass, and the launch fails.
+__global__ void ordered_adds(int* counter, float* sum, int offset) {
+  if (threadIdx.x == 0) cuda_emu::wait_for_turn(counter, int(blockIdx.x) + offset);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    *sum = *sum * 2.0f + float(blockIdx.x);
+    *counter = int(blockIdx.x) + offset + 1;
+  }
+}
+
+TEST(CudaEmulator, TurnsMustFollowTheLaunchOrder) {
+  DeviceBuffer<int> counter(1);
+  DeviceBuffer<float> sum(1);
+  const int zero = 0;
+  const float no_sum = 0.0f;
+  cudaMemcpy(counter.p, &zero, sizeof zero, cudaMemcpyHostToDevice);
+  cudaMemcpy(sum.p, &no_sum, sizeof no_sum, cudaMemcpyHostToDevice);
+  ASSERT_EQ(run(ordered_adds, 4, 32, 0, counter.p, sum.p, 0), cudaSuccess);
+  float got = 0.0f;
+  cudaMemcpy(&got, sum.p, sizeof got, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(got, ((0.0f * 2 + 1) * 2 + 2) * 2 + 3) << "the adds in block order";
+  cudaMemcpy(counter.p, &zero, sizeof zero, cudaMemcpyHostToDevice);
+  EXPECT_EQ(run(ordered_adds, 4, 32, 0, counter.p, sum.p, 1), cudaErrorLaunchFailure) << "a turn no earlier block passes";
 }
 
 __global__ void touch_shared(float* out) { out[0] = float(cuda_emu::dynamic_shared_memory()[0]); }

@@ -17,7 +17,8 @@
 // Matrix Multiply-Accumulate"): warp w of the warpgroup holds rows 16w … 16w + 15 of A in the m16n8k16 A layout
 // and the same rows of D as eight m16n8 accumulator tiles; B comes from shared memory through a matrix descriptor
 // (start address, leading byte offset between core matrices along K, stride byte offset along N, each >> 4;
-// no swizzling), K-major or, transposed, MN-major. Each warp computes its rows when it issues the product.
+// no swizzling), K-major or, transposed, MN-major. Each warp computes its rows when it issues the product. With A
+// from shared memory too, A's descriptor is read as B's (A's rows are B's columns), K-major or MN-major.
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -121,11 +122,13 @@ void wgmma_m64n64k16_bf16(float (&d)[32], const uint32_t (&a)[4], uint64_t b, bo
   wgmma_rows(d, [&](int row, int k) { return A[row][k]; }, b, transpose_b, accumulate);
 }
 
-void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t a, uint64_t b, bool accumulate) {
+// A read through its descriptor as B is (A's M is B's N): K-major, or MN-major with transpose_a.
+void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t a, uint64_t b, bool transpose_a, bool transpose_b,
+                             bool accumulate) {
   warp_collective("wgmma.mma_async");
   const int first_row = int(thread_index().x / 32 % 4) * 16;  // the warp's rows in the warpgroup's 64
-  wgmma_rows(d, [&](int row, int k) { return descriptor_element(a, false, k, first_row + row); }, b, false,
-             accumulate);
+  wgmma_rows(d, [&](int row, int k) { return descriptor_element(a, transpose_a, k, first_row + row); }, b,
+             transpose_b, accumulate);
 }
 
 }  // namespace cuda_emu

@@ -510,6 +510,19 @@ void check_attention_bf16(Context& ctx, CheckTable& t, AttentionKernel kernel) {
     attention_rows(t, tag, attention_shape_text(s), attention_gpu(ctx, in, s, kernel), attention_cpu(in, s),
                    kAttentionBf16Bound, relative);
   }
+  // wgmma's one-pass backward adds each key tile's share of dQ in key order, taking turns (turns.cuh): longer rows,
+  // where up to 9 key tiles add to a query tile, the first of them, under a window over several tiles, not the row's
+  // first, and 4 query heads share a KV head's key tiles; the same bits again on a rerun.
+  if (kernel == AttentionKernel::wgmma) {
+    for (const AttentionShape& s : {AttentionShape{1, 520, 8, 2, 128, 200}, AttentionShape{1, 530, 4, 1, 64, 0}}) {
+      const AttentionInputs in(s);
+      const AttentionResult got = attention_gpu(ctx, in, s, kernel);
+      attention_rows(t, tag, attention_shape_text(s) + " dQ turns", got, attention_cpu(in, s), kAttentionBf16Bound,
+                     relative);
+      t.row("attention_backward" + tag, attention_shape_text(s) + " dQ turns, rerun", "dq",
+            bitwise(attention_gpu(ctx, in, s, kernel).dq, got.dq), kExact);
+    }
+  }
   // A single token: out = v, and dq = dk = 0 exactly in real arithmetic, so what the bf16 kernel returns there is
   // rounding noise (dO·V from bf16 operands minus delta from fp32 ones) that no relative bound can judge. The
   // row checks that every output is finite and out matches.

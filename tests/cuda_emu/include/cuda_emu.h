@@ -64,8 +64,37 @@ const float* wgmma_in_flight(const float* d);  // the latest result in flight fo
 void wgmma_issue(float (&d)[32], const float (&result)[32]);
 void wgmma_commit();
 void wgmma_wait(int pending_groups);
-// The same with A read through descriptor `a` too (K-major; warp w of the warpgroup takes rows 16w … 16w + 15).
-void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t a, uint64_t b, bool accumulate);
+// The same with A read through descriptor `a` too (K-major, or MN-major with transpose_a; warp w of the warpgroup
+// takes rows 16w … 16w + 15).
+void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t a, uint64_t b, bool transpose_a, bool transpose_b,
+                             bool accumulate);
+// PTX mbarrier (shared-memory barrier objects, 8 bytes, 8-byte aligned, in the launch's dynamic shared memory) with
+// transaction counts. init: `count` arrivals expected per phase, phase 0, no transactions. arrive: `count` arrivals
+// (returns the phase it arrived on, the state token). arrive_expect_tx: the same with `bytes` added to the
+// transaction count first (one arrival). expect_tx: bytes only. A phase completes when its pending arrivals and its
+// transaction count are both zero. test_wait_parity: whether the phase of parity `parity` has completed (the current
+// phase's parity differs), at once; wait_parity: mbarrier.try_wait.parity in a loop, which here blocks the thread
+// until then (other threads run meanwhile). Misuse fails the launch: an uninitialised barrier, more arrivals than
+// the phase expects, a transaction count outside ±(2^20 − 1).
+void mbarrier_init(void* bar, uint32_t count);
+uint64_t mbarrier_arrive(void* bar, uint32_t count = 1);
+uint64_t mbarrier_arrive_expect_tx(void* bar, uint32_t bytes);
+void mbarrier_expect_tx(void* bar, uint32_t bytes);
+bool mbarrier_test_wait_parity(void* bar, uint32_t parity);
+void mbarrier_wait_parity(void* bar, uint32_t parity);
+// PTX cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes: `bytes` (a nonzero multiple of 16, both
+// addresses 16-byte aligned) from global to shared memory, completing `bytes` transactions on `bar` when it lands.
+// The destination reads NaN from the issue until the copy lands, which is when no thread of the block can run
+// otherwise and one waits on `bar` (copies land in issue order until the waited phase completes): the latest a GPU
+// allows. A block that ends with copies in flight fails.
+void bulk_copy(void* shared_dst, const void* global_src, uint32_t bytes, void* bar);
+// PTX setmaxnreg.{inc,dec}.sync.aligned.u32: accepted and ignored (registers are not emulated), with the count's
+// range checked and every lane of the warp required to execute it.
+void setmaxnreg(uint32_t registers);
+// Turns at an ordered sum (kernels/cuda/turns.cuh): blocks run in launch order here, so the turn a block waits for
+// must already have been passed by a block before it; otherwise the launch fails (a wrong order, which on a GPU
+// spins on a block that is not yet running, or forever).
+void wait_for_turn(const int* counter, int turn);
 int lane();
 // Waits until every lane of the warp performs the same warp-wide operation `op` (a wmma load, store or
 // product: collective on a GPU, so no lane stores a tile before every lane has loaded what it overwrites).

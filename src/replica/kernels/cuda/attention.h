@@ -44,7 +44,8 @@ void attention_backward_mma(Context& ctx, float* dq, float* dk, float* dv, const
 // sm_90 GPU, and the mma.sync kernels for everything else.
 void attention_forward_wgmma(Context& ctx, float* out, float* lse, WeightRef q, WeightRef k, WeightRef v,
                              const AttentionShape& s, const DocumentOffsets& docs);
-// The backward on warpgroup products: the same as attention_backward_mma, and the same two-pass split.
+// The backward on warpgroup products: the same contract as attention_backward_mma, in one pass of five products per
+// tile pair (dQ's shares added in key order, so reruns give the same bits; not the mma.sync kernels' bits).
 void attention_backward_wgmma(Context& ctx, float* dq, float* dk, float* dv, const float* dout, const float* out,
                               const float* lse, WeightRef q, WeightRef k, WeightRef v, const AttentionShape& s,
                               const DocumentOffsets& docs);

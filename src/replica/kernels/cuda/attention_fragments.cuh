@@ -134,10 +134,11 @@ __device__ inline void row_stats(float (&row_lse)[2], float (&row_delta)[2], con
 
 // Writes a warp's 16 × kCols accumulators, times `scale`, to rows [t0 + row0, t0 + row0 + 16) and head dims
 // [col0, col0 + kCols) of head `head` of y [T, heads, D] (offset to the batch), those below n only; row0 + g +
-// 8·(e / 2) is element e's row.
+// 8·(e / 2) is element e's row. `add`: added to what y holds there instead.
 template <int D, int kCols = D>
 __device__ inline void store_rows(float* y, const float (&acc)[kCols / 8][4], float scale, int64_t t0, int row0,
-                                  int64_t n, int64_t heads, int64_t head, int g, int t, int col0 = 0) {
+                                  int64_t n, int64_t heads, int64_t head, int g, int t, int col0 = 0,
+                                  bool add = false) {
 #pragma unroll
   for (int r = 0; r < 2; r++) {
     const int row = row0 + g + 8 * r;
@@ -145,8 +146,9 @@ __device__ inline void store_rows(float* y, const float (&acc)[kCols / 8][4], fl
     float* dst = y + ((t0 + row) * heads + head) * D + col0 + 2 * t;
 #pragma unroll
     for (int dn = 0; dn < kCols / 8; dn++) {
-      dst[dn * 8] = acc[dn][2 * r] * scale;
-      dst[dn * 8 + 1] = acc[dn][2 * r + 1] * scale;
+      const float x0 = acc[dn][2 * r] * scale, x1 = acc[dn][2 * r + 1] * scale;
+      dst[dn * 8] = add ? dst[dn * 8] + x0 : x0;
+      dst[dn * 8 + 1] = add ? dst[dn * 8 + 1] + x1 : x1;
     }
   }
 }
@@ -158,9 +160,10 @@ __device__ inline void store_rows(float* y, const float (&acc)[kCols / 8][4], fl
 // whose keys no query sees has none (count = 0, and then no index may be asked for). They are numbered 0 … count − 1
 // so that one loop can fetch the next tile while it works on this one.
 struct QueryTiles {
-  int64_t i_first, T, first_head, per_head, count;
-  __device__ QueryTiles(int64_t j0, int64_t nk, const RowMask& row_mask, int64_t kv_head, int64_t group, int64_t Q0)
-      : i_first(Q0 + max(j0 - Q0, int64_t(0)) / kTile * kTile), T(row_mask.T), first_head(kv_head * group) {
+  int64_t i_first, T, first_head, group, per_head, count;
+  __device__ QueryTiles(int64_t j0, int64_t nk, const RowMask& row_mask, int64_t kv_head, int64_t group_, int64_t Q0)
+      : i_first(Q0 + max(j0 - Q0, int64_t(0)) / kTile * kTile), T(row_mask.T), first_head(kv_head * group_),
+        group(group_) {
     const int64_t i_end = row_mask.query_end(j0 + nk - 1);
     per_head = i_end > i_first ? ceil_div(i_end - i_first, kTile) : 0;
     count = per_head * group;
@@ -168,6 +171,13 @@ struct QueryTiles {
   __device__ int64_t head(int64_t index) const { return first_head + index / per_head; }
   __device__ int64_t first_query(int64_t index) const { return i_first + (index % per_head) * kTile; }
   __device__ int64_t rows(int64_t index) const { return min(int64_t(kTile), T - first_query(index)); }
+  // The same tiles numbered last first, each tile for every head before the one in front of it: the order in which
+  // the wgmma backward's blocks of consecutive key tiles meet each query tile at the same step (attention_wgmma.cu).
+  // (32-bit division: a block visits far fewer than 2³¹ tiles, and 64-bit division costs the kernel registers.)
+  __device__ int64_t head_from_last(int64_t index) const { return first_head + int(index) % int(group); }
+  __device__ int64_t first_query_from_last(int64_t index) const {
+    return i_first + (per_head - 1 - int(index) / int(group)) * kTile;
+  }
 };
 
 // What a thread of a block of 64 queries (forward, dQ; blockIdx: query tile, head, batch) knows before its tile
@@ -330,10 +340,9 @@ __device__ inline void backward_scores(float (&st)[N][4], float (&dpt)[N][4], co
 
 // One tile's step for a warp's rows g and g + 8, with s its scores against the tile's kTile keys from j0: scale,
 // mask (QueryBlock::visible), the rows' new maxima m (over the quad of lanes holding a row), and the running sums l
-// and the output accumulators o rescaled by how much the maxima grew. `base` receives what the probabilities
-// subtract.
-template <int D>
-__device__ inline void online_softmax(float (&s)[kTile / 8][4], float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
+// rescaled by how much the maxima grew. alpha receives that factor, for the output accumulators, and `base` what
+// the probabilities subtract.
+__device__ inline void softmax_maxima(float (&s)[kTile / 8][4], float (&m)[2], float (&l)[2], float (&alpha)[2],
                                       float (&base)[2], const QueryBlock& block, bool mask, int64_t j0, int64_t nk,
                                       float scale) {
   const int row0 = block.row0, g = block.g, t = block.t;
@@ -354,15 +363,44 @@ __device__ inline void online_softmax(float (&s)[kTile / 8][4], float (&o)[D / 8
   for (int r = 0; r < 2; r++) {
     const float m_new = fmaxf(m[r], quad_max(row_max[r]));
     base[r] = m_new == -INFINITY ? 0.0f : m_new;
-    const float alpha = __expf(m[r] - base[r]);
-    l[r] *= alpha;
+    alpha[r] = __expf(m[r] - base[r]);
+    l[r] *= alpha[r];
     m[r] = m_new;
+  }
+}
+
+// The output accumulators of the rows times alpha (softmax_maxima).
+template <int D>
+__device__ inline void rescale_rows(float (&o)[D / 8][4], const float (&alpha)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; r++)
 #pragma unroll
     for (int dn = 0; dn < D / 8; dn++) {
-      o[dn][2 * r] *= alpha;
-      o[dn][2 * r + 1] *= alpha;
+      o[dn][2 * r] *= alpha[r];
+      o[dn][2 * r + 1] *= alpha[r];
     }
-  }
+}
+
+// softmax_maxima, then O rescaled at once: the step of kernels with no product in flight on O.
+template <int D>
+__device__ inline void online_softmax(float (&s)[kTile / 8][4], float (&o)[D / 8][4], float (&m)[2], float (&l)[2],
+                                      float (&base)[2], const QueryBlock& block, bool mask, int64_t j0, int64_t nk,
+                                      float scale) {
+  float alpha[2];
+  softmax_maxima(s, m, l, alpha, base, block, mask, j0, nk, scale);
+  rescale_rows<D>(o, alpha);
+}
+
+// The scores of softmax_maxima become their probabilities in place, in fp32, and join the running sums l in the
+// order probabilities() adds them (so both give the same bits); pack_columns then makes P·V's A fragments.
+__device__ inline void exponentiate(float (&s)[kTile / 8][4], const float (&base)[2], float (&l)[2]) {
+#pragma unroll
+  for (int n = 0; n < kTile / 8; n++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      s[n][e] = __expf(s[n][e] - base[e / 2]);
+      l[e / 2] += s[n][e];
+    }
 }
 
 // The probabilities of keys [16j, 16j + 16) as the bf16 A fragment of P·V (the accumulators of n-tiles 2j and
