@@ -1,7 +1,7 @@
-# make: configure + build everything.  make test: build + all tests.  make test-quick: build + the unit and parity
+# make: configure + build everything.  make test: install the test tools, build, run all tests.  make test-quick: build + the unit and parity
 # tests only (no end-to-end, fuzz or CUDA-emulation tests), for a contributor's inner loop.  make train: the tiny
-# recipe's run (configs/recipes/tiny.yaml), building only the replica binary it runs (not the tests, benchmarks or
-# CUDA checks).
+# recipe's run (configs/recipes/tiny.yaml), installing only what building needs and building only the replica binary
+# it runs (not the tests, benchmarks or CUDA checks).
 # make test SANITIZE=1: everything under ASan + UBSan in build-sanitize/ (any report fails the test).
 # make fuzz: every libFuzzer harness of tests/fuzz for FUZZ_SECONDS each, in build/fuzz/ (clang).
 BUILD ?= build
@@ -35,13 +35,17 @@ binary: $(BUILD)/build.ninja
 deps:
 	scripts/install-deps.sh
 
-test: build
+# The tests need the test tools `make train` leaves out (PyTorch, Chromium, clang, Slurm, nginx): installed here first.
+test: deps
+	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test-quick: build
+test-quick: deps
+	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -E '^(integration|fuzz|sanitize|cuda_emu)\.'
 
-train: deps
+train:
+	scripts/install-deps.sh --build
 	$(MAKE) binary
 	scripts/train-default.sh
 
