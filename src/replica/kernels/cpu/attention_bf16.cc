@@ -246,6 +246,14 @@ void mask_tile(float* S, const QueryLanes& lanes, int64_t j0, int64_t nk) {
 
 }  // namespace
 
+const char* attention_bf16_products() {
+#if defined(__AVX512BF16__)
+  return "AVX512-BF16";
+#else
+  return "fp32 emulation";
+#endif
+}
+
 void attention_forward_bf16(float* out, float* lse, const float* q, const float* k, const float* v,
                             const AttentionShape& s, const DocumentOffsets& docs) {
   const int64_t T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
