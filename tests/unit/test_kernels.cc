@@ -462,6 +462,63 @@ TEST(AttentionBf16, AQuerySliceOnATileBoundaryGivesTheBitsOfTheWholeRow) {
       << "dq";
 }
 
+// Each vector of 16 queries reads only the keys it sees (TileSpans): random packings with short and long documents,
+// with and without windows, against the fp32 kernel, which computes every tile densely.
+TEST(AttentionBf16, RandomPackingsAndWindowsMatchTheFp32Kernel) {
+  std::mt19937 g(7);
+  for (int rep = 0; rep < 8; rep++) {
+    const int64_t T = 70 + int64_t(g() % 250), longest = rep % 2 ? 20 : 150;
+    std::vector<int32_t> lens;
+    for (int64_t left = T; left > 0;) {
+      const int32_t n = int32_t(std::min<int64_t>(left, 1 + int64_t(g() % uint32_t(longest))));
+      lens.push_back(n);
+      left -= n;
+    }
+    const int64_t window = std::vector<int64_t>{0, 3, 5, 70}[size_t(rep % 4)];  // 1: dq = dk = 0 but for rounding
+    const PackedRows p({1, T, 4, 2, rep % 3 ? 32 : 16, window}, {lens});
+    SCOPED_TRACE("T " + std::to_string(T) + " window " + std::to_string(window) + " documents " +
+                 std::to_string(lens.size()));
+    expect_bf16_close_to_fp32(p.s, p.docs(), 90 + uint32_t(rep));
+  }
+}
+
+// Documents starting on tile boundaries: each gets the bits it gets as a row of its own (what a tile skips for the
+// other documents' queries and keys leaves nothing behind).
+TEST(AttentionBf16, ADocumentOnTileBoundariesGivesTheBitsOfItsOwnRow) {
+  const int64_t H = 2, K = 1, D = 32, window = 40;
+  const std::vector<int32_t> lens{64, 128, 50};
+  const PackedRows packed({1, 242, H, K, D, window}, {lens});
+  const AttentionShape& s = packed.s;
+  const auto q = random_floats(size_t(s.T * H * D), 91), k = random_floats(size_t(s.T * K * D), 92),
+             v = random_floats(k.size(), 93), dout = random_floats(q.size(), 94);
+  const std::vector<float> whole =
+      KernelPair::outputs(s, packed.docs(), q, k, v, dout, attention_forward_bf16, attention_backward_bf16);
+  int64_t start = 0;
+  for (int32_t n : lens) {
+    const AttentionShape one{1, n, H, K, D, window};
+    const auto rows = [&](const std::vector<float>& x, int64_t width) {
+      return std::vector<float>(x.begin() + start * width, x.begin() + (start + n) * width);
+    };
+    const std::vector<float> alone = KernelPair::outputs(one, {}, rows(q, H * D), rows(k, K * D), rows(v, K * D),
+                                                         rows(dout, H * D), attention_forward_bf16,
+                                                         attention_backward_bf16);
+    // The whole row's outputs: out [T, H, D], lse [H, T], dq [T, H, D], dk and dv [T, K, D].
+    std::vector<float> expected = rows(std::vector<float>(whole.begin(), whole.begin() + s.T * H * D), H * D);
+    for (int64_t h = 0; h < H; h++)
+      expected.insert(expected.end(), whole.begin() + s.T * H * D + h * s.T + start,
+                      whole.begin() + s.T * H * D + h * s.T + start + n);
+    size_t at = size_t(s.T * H * D + H * s.T);
+    for (int64_t width : {H * D, K * D, K * D}) {
+      const std::vector<float> part(whole.begin() + long(at), whole.begin() + long(at + size_t(s.T * width)));
+      const std::vector<float> mine = rows(part, width);
+      expected.insert(expected.end(), mine.begin(), mine.end());
+      at += size_t(s.T * width);
+    }
+    EXPECT_EQ(alone, expected) << "the document at " << start;
+    start += n;
+  }
+}
+
 // ---- RMSNorm, RoPE, SwiGLU, embedding ---------------------------------------------------------------
 
 TEST(RmsNorm, ForwardAndBackward) {
