@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -18,6 +19,7 @@
 #include "replica/kernels/cpu/lm_head_loss.h"
 #include "replica/kernels/cpu/rmsnorm.h"
 #include "replica/kernels/cpu/rope.h"
+#include "replica/kernels/cpu/simd.h"
 #include "replica/kernels/cpu/swiglu.h"
 #include "replica/kernels/rope_table.h"
 
@@ -516,6 +518,24 @@ TEST(AttentionBf16, ADocumentOnTileBoundariesGivesTheBitsOfItsOwnRow) {
     }
     EXPECT_EQ(alone, expected) << "the document at " << start;
     start += n;
+  }
+}
+
+// simd.h: on AVX2 without AVX-512, max and exp have their own code; it gives the portable code's bits.
+TEST(Simd, MaxAndExpGiveThePortableBits) {
+  std::vector<uint32_t> patterns{0u,          0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+                                 0x7f800001u, 1u,          0x80000001u, 0x3f800000u, 0xc2ae6666u, 0x42b16666u};
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 40961) patterns.push_back(uint32_t(u));
+  while (patterns.size() % simd::kWidth) patterns.push_back(0);
+  std::mt19937 g(5);
+  for (size_t i = 0; i < patterns.size(); i += simd::kWidth) {
+    simd::f16v x, y;
+    std::memcpy(&x, patterns.data() + i, sizeof(x));
+    for (int lane = 0; lane < simd::kWidth; lane++) y[lane] = g() % 3 ? -x[lane] : std::bit_cast<float>(uint32_t(g()));
+    const simd::f16v e = simd::exp(x), e_portable = simd::portable::exp(x);
+    const simd::f16v m = simd::max(x, y), m_portable = simd::portable::max(x, y);
+    ASSERT_EQ(std::memcmp(&e, &e_portable, sizeof(e)), 0) << "exp of the vector at " << i;
+    ASSERT_EQ(std::memcmp(&m, &m_portable, sizeof(m)), 0) << "max of the vector at " << i;
   }
 }
 

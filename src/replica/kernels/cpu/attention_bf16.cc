@@ -1,6 +1,6 @@
 // Attention with bf16 products on the CPU (attention.h, "bf16 products"): the fp32 kernel's tiles and online
 // softmax, with every product a bf16 dot product accumulated in fp32 (AVX512-BF16's vdpbf16ps, one instruction per
-// 32 multiply-adds; an fp32 emulation of it elsewhere).
+// 32 multiply-adds; elsewhere the same products as fp32 FMAs, with AVX2 or portable code of the same bits).
 //
 // Tiles are held transposed, keys by queries (Sᵀ = K·Qᵀ), so that the 16 lanes of a vector are 16 queries: the
 // softmax's running max and sum, the lse and delta of a query are lanes, not horizontal reductions, and every
@@ -21,7 +21,7 @@
 #include "replica/kernels/cpu/attention_tiles.h"
 #include "replica/kernels/cpu/simd.h"
 
-#if defined(__AVX512BF16__)
+#if defined(__AVX512BF16__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
@@ -77,6 +77,50 @@ void dot_columns(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* 
         c[v] = _mm512_dpbf16_ps(c[v], a, (__m512bh)_mm512_loadu_si512(B + (p * ldb + v * 16) * 2));
     }
     for (int v = 0; v < CV; v++) _mm512_storeu_ps(C + r * ldc + v * 16, c[v]);
+  }
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+// AVX2 without AVX512-BF16: the same products as fp32 FMAs, odd element of the pair first as vdpbf16ps sums them (the
+// product of two bf16 values is exact in fp32): the bits of the portable emulation below. A pair of bf16 read as
+// one 32-bit word holds both operands: the even one is the word shifted left by 16, the odd one its high half.
+inline __m256 even_halves(__m256i w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); }
+inline __m256 odd_halves(__m256i w) { return _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(-65536))); }
+
+// R rows of C and 16 columns (two registers): R · 2 accumulators, each pair of B expanded once for the R rows.
+template <int R>
+inline void dot_block(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, int64_t pairs,
+                      bool accumulate) {
+  __m256 c[R][2];
+  for (int i = 0; i < R; i++)
+    for (int h = 0; h < 2; h++)
+      c[i][h] = accumulate ? _mm256_loadu_ps(C + i * ldc + h * 8) : _mm256_setzero_ps();
+  for (int64_t p = 0; p < pairs; p++) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + p * 2 * ldb));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + p * 2 * ldb + 16));
+    const __m256 b_odd[2] = {odd_halves(w0), odd_halves(w1)}, b_even[2] = {even_halves(w0), even_halves(w1)};
+    for (int i = 0; i < R; i++) {
+      int32_t bits;
+      std::memcpy(&bits, A + i * lda + 2 * p, sizeof(bits));
+      const __m256i a = _mm256_set1_epi32(bits);
+      const __m256 a_odd = odd_halves(a), a_even = even_halves(a);
+      for (int h = 0; h < 2; h++) {
+        c[i][h] = _mm256_fmadd_ps(a_odd, b_odd[h], c[i][h]);
+        c[i][h] = _mm256_fmadd_ps(a_even, b_even[h], c[i][h]);
+      }
+    }
+  }
+  for (int i = 0; i < R; i++)
+    for (int h = 0; h < 2; h++) _mm256_storeu_ps(C + i * ldc + h * 8, c[i][h]);
+}
+
+template <int CV>
+void dot_columns(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, int64_t rows,
+                 int64_t pairs, bool accumulate) {
+  for (int v = 0; v < CV; v++) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4)
+      dot_block<4>(C + r * ldc + v * 16, ldc, A + r * lda, lda, B + v * 32, ldb, pairs, accumulate);
+    for (; r < rows; r++) dot_block<1>(C + r * ldc + v * 16, ldc, A + r * lda, lda, B + v * 32, ldb, pairs, accumulate);
   }
 }
 #else
@@ -193,6 +237,17 @@ void row_dots(float* dots, const float* a, const float* b, int64_t ld, int64_t n
 
 // ---- rounding to bf16 in the products' layouts ----------------------------------------------------------------
 
+#if !defined(__AVX512BF16__) && defined(__AVX2__)
+// to_bf16 (core/bf16.h) of 8 lanes, in the low 16 bits of each 32-bit lane: round to nearest even, NaN stays quiet.
+inline __m256i rounded_bf16(__m256 x) {
+  const __m256i u = _mm256_castps_si256(x), high = _mm256_srli_epi32(u, 16);
+  const __m256i even = _mm256_and_si256(high, _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), even), 16);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+  return _mm256_blendv_epi8(rounded, _mm256_or_si256(high, _mm256_set1_epi32(0x40)), nan);
+}
+#endif
+
 // 16 lanes each of x0 and x1 into out[0:32] interleaved (x0[0], x1[0], x0[1], …): one vector of a row pair.
 inline void store_pair(bf16* out, f16v x0, f16v x1) {
 #if defined(__AVX512BF16__)
@@ -200,6 +255,13 @@ inline void store_pair(bf16* out, f16v x0, f16v x1) {
   const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
                                          5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   _mm512_storeu_si512(out, _mm512_permutexvar_epi16(order, both));
+#elif defined(__AVX2__)
+  __m256 h0[2], h1[2];
+  std::memcpy(h0, &x0, sizeof(h0));
+  std::memcpy(h1, &x1, sizeof(h1));
+  for (int h = 0; h < 2; h++)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16 * h),
+                        _mm256_or_si256(rounded_bf16(h0[h]), _mm256_slli_epi32(rounded_bf16(h1[h]), 16)));
 #else
   for (int lane = 0; lane < 16; lane++) {
     out[2 * lane] = to_bf16(x0[lane]);
@@ -212,6 +274,14 @@ inline void store_pair(bf16* out, f16v x0, f16v x1) {
 inline void store_row(bf16* out, f16v x0, f16v x1) {
 #if defined(__AVX512BF16__)
   _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh((__m512)x1, (__m512)x0));
+#elif defined(__AVX2__)
+  __m256 h[4];
+  std::memcpy(h, &x0, 2 * sizeof(__m256));
+  std::memcpy(h + 2, &x1, 2 * sizeof(__m256));
+  for (int i = 0; i < 2; i++) {  // packus interleaves the 128-bit halves of its operands; the permute restores order
+    const __m256i packed = _mm256_packus_epi32(rounded_bf16(h[2 * i]), rounded_bf16(h[2 * i + 1]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16 * i), _mm256_permute4x64_epi64(packed, 0xd8));
+  }
 #else
   for (int lane = 0; lane < 16; lane++) {
     out[lane] = to_bf16(x0[lane]);
@@ -423,6 +493,8 @@ f16v column_max(const float* S, int64_t c, int64_t lo, int64_t hi) {
 const char* attention_bf16_products() {
 #if defined(__AVX512BF16__)
   return "AVX512-BF16";
+#elif defined(__AVX2__) && defined(__FMA__)
+  return "fp32 emulation, AVX2";
 #else
   return "fp32 emulation";
 #endif
