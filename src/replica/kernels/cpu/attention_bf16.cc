@@ -173,7 +173,7 @@ void dot(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64
 typedef float f8v __attribute__((vector_size(32)));
 
 // The 8 × 8 block a[k][j] → t[j][k] (rows of 8 lanes), by shuffles: moves of bits, so any 32-bit words.
-inline void transpose8(f8v t[8], const f8v a[8]) {
+__attribute__((always_inline)) inline void transpose8(f8v t[8], const f8v a[8]) {
   typedef int32_t i8v __attribute__((vector_size(32)));
   const i8v lo2 = {0, 8, 1, 9, 4, 12, 5, 13}, hi2 = {2, 10, 3, 11, 6, 14, 7, 15};
   const i8v lo4 = {0, 1, 8, 9, 4, 5, 12, 13}, hi4 = {2, 3, 10, 11, 6, 7, 14, 15};
@@ -196,7 +196,7 @@ inline void transpose8(f8v t[8], const f8v a[8]) {
 }
 
 // dst[j · ldd + k] = src[k · lds + j] for an 8 × 8 block of 32-bit words (floats, or pairs of bf16), strides in words.
-inline void transpose8(void* dst, int64_t ldd, const void* src, int64_t lds) {
+__attribute__((always_inline)) inline void transpose8(void* dst, int64_t ldd, const void* src, int64_t lds) {
   f8v a[8], t[8];
   for (int k = 0; k < 8; k++) std::memcpy(&a[k], static_cast<const char*>(src) + 4 * k * lds, sizeof(f8v));
   transpose8(t, a);
