@@ -4,7 +4,7 @@
 3x that with the backward). F.scaled_dot_product_attention where this torch has it, else (torch < 2.0, Debian's
 1.13) the explicit attention a user of that torch writes: q·kᵀ, masked softmax, ·v over [B, H, T, T] scores.
 Prints one JSON line per precision.
-  attention_ref.py B T H K D [--window W] [--documents N] [--threads N] [--reps R]
+  attention_ref.py B T H K D [--window W] [--documents N] [--threads N] [--reps R] [--clock wall|cpu]
 """
 import argparse
 import json
@@ -38,13 +38,13 @@ def attend(q, k, v, mask):
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1) @ v
 
 
-def median_seconds(fn, reps):
+def median_seconds(fn, reps, clock=time.perf_counter):
     fn()
     times = []
     for _ in range(reps):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times)
 
 
@@ -56,6 +56,9 @@ def main():
     parser.add_argument("--documents", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: the process's CPU time (time.process_time), as bench_kernels_cpu_time times ours, "
+                        "for a machine shared with other jobs (run it with --threads 1)")
     a = parser.parse_args()
     torch.set_num_threads(a.threads)
     mask, pairs = visible(a.T, a.window, a.documents)
@@ -74,7 +77,8 @@ def main():
         def both():
             attend(q, k, v, mask).backward(dout)
 
-        fwd, fb = median_seconds(forward, a.reps), median_seconds(both, a.reps)
+        clock = time.process_time if a.clock == "cpu" else time.perf_counter
+        fwd, fb = median_seconds(forward, a.reps, clock), median_seconds(both, a.reps, clock)
         print(json.dumps({"torch": torch.__version__, "sdpa": hasattr(F, "scaled_dot_product_attention"),
                           "precision": "bf16" if dtype == torch.bfloat16 else "fp32", "forward_s": fwd,
                           "forward_gflops": flops / fwd / 1e9, "forward_backward_s": fb,

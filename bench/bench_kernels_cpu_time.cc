@@ -2,12 +2,17 @@
 // timed the same way in the same process: on a machine shared with other jobs, CPU time is what this process got of
 // the cores, so the ratios hold where wall-clock rates (bench_kernels) measure the other jobs. Run it with
 // OMP_NUM_THREADS=1 (with more threads, threads waiting at a barrier for a descheduled partner count as busy).
-// Usage: bench_kernels_cpu_time [reps=3]   → one Markdown row per kernel and mask.
+// Usage: bench_kernels_cpu_time [reps=3] [lm_head|attention|attention_bf16 ...]   → one Markdown row per kernel and
+// mask (all kernels without names; attention_bf16: the bf16-product kernel alone), the masked attention rows also as
+// a ratio to the causal row's rate (FLOPs are per visible pair, so 1.00: as fast per visible pair). On a
+// CPU where oneDNN has no bf16 matmul (no AVX-512) the peak is the fp32 GEMM's, marked "(fp32)".
 #include <fmt/core.h>
 #include <time.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,20 +46,37 @@ double best_seconds(int reps, Call&& call) {
   return best;
 }
 
+// The GEMM peak in bf16; in fp32 where oneDNN has no bf16 matmul for this CPU (no AVX-512), said in each row.
+bool peak_is_fp32 = false;
+
 double bf16_peak(int reps) {
   const int64_t n = 2048;
   std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), c(size_t(n * n));
-  const double s = best_seconds(
-      reps, [&] { gemm(false, true, n, n, n, a.data(), n, b.data(), n, c.data(), n, false, Precision::bf16); });
+  const auto time = [&](Precision precision) {
+    return best_seconds(
+        reps, [&] { gemm(false, true, n, n, n, a.data(), n, b.data(), n, c.data(), n, false, precision); });
+  };
+  double s = 0;
+  if (!peak_is_fp32) try {
+      s = time(Precision::bf16);
+    } catch (const std::exception&) {
+      peak_is_fp32 = true;
+    }
+  if (peak_is_fp32) s = time(Precision::fp32);
   return 2.0 * double(n * n * n) / s;
 }
 
-void row(const std::string& what, double flops, double seconds, double peak) {
-  fmt::print("| {} | {:.1f} | {:.1f} | {:.0f}% |\n", what, flops / seconds / 1e9, peak / 1e9,
-             100 * flops / seconds / peak);
+// One row; `causal`: the rate (FLOP/s) of the same kernel and pass with the causal mask, for the masked rows.
+void row(const std::string& what, double flops, double seconds, double peak, double causal = 0) {
+  const double rate = flops / seconds;
+  fmt::print("| {} | {:.1f} | {:.1f}{} | {:.0f}% | {} |\n", what, rate / 1e9, peak / 1e9,
+             peak_is_fp32 ? " (fp32)" : "", 100 * rate / peak, causal > 0 ? fmt::format("{:.2f}", rate / causal) : "–");
 }
 
-void attention(int reps, int64_t window, int64_t documents) {
+// The causal rows' rates per kernel and pass, for the masked rows' ratio.
+std::map<std::string, double> causal_rate;
+
+void attention(int reps, int64_t window, int64_t documents, bool with_fp32) {
   const AttentionShape s{1, 2048, 12, 12, 64, window};
   const int64_t length = s.T / documents;
   std::vector<int32_t> offsets{0};
@@ -74,6 +96,7 @@ void attention(int reps, int64_t window, int64_t documents) {
                            : documents > 1 ? fmt::format("{} documents", documents)
                                            : "causal";
   for (const bool bf16 : {false, true}) {
+    if (!bf16 && !with_fp32) continue;
     const auto forward = bf16 ? attention_forward_bf16 : attention_forward;
     const auto backward = bf16 ? attention_backward_bf16 : attention_backward;
     const double peak = bf16_peak(reps);
@@ -84,9 +107,16 @@ void attention(int reps, int64_t window, int64_t documents) {
       backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(), v.data(), s,
                docs);
     });
-    const char* kernel = bf16 ? "cpu_bf16" : "fp32";
-    row(fmt::format("attention {} T=2048 H=12 D=64 {}, forward", kernel, mask), flops, fwd, peak);
-    row(fmt::format("attention {} T=2048 H=12 D=64 {}, forward + backward", kernel, mask), 3 * flops, both, peak);
+    const std::string kernel = bf16 ? fmt::format("cpu_bf16 ({})", attention_bf16_products()) : "fp32";
+    const bool causal = window == 0 && documents == 1;
+    if (causal) {
+      causal_rate[kernel + " forward"] = flops / fwd;
+      causal_rate[kernel + " both"] = 3 * flops / both;
+    }
+    row(fmt::format("attention {} T=2048 H=12 D=64 {}, forward", kernel, mask), flops, fwd, peak,
+        causal ? 0 : causal_rate[kernel + " forward"]);
+    row(fmt::format("attention {} T=2048 H=12 D=64 {}, forward + backward", kernel, mask), 3 * flops, both, peak,
+        causal ? 0 : causal_rate[kernel + " both"]);
   }
 }
 
@@ -103,6 +133,10 @@ void lm_head(int reps) {
   const WeightRef w(weight.data(), weight16.data());
   const double flops = 2.0 * double(N * C * V);
   double peak = bf16_peak(reps);
+  if (peak_is_fp32) {  // its products are oneDNN's bf16 GEMMs
+    fmt::print("| LM head + loss bf16: no bf16 GEMM on this CPU | – | {:.1f} (fp32) | – | – |\n", peak / 1e9);
+    return;
+  }
   row("LM head + loss bf16 512×768×100,352, forward", flops,
       best_seconds(reps,
                    [&] { lm_head_loss(hidden.data(), w, targets.data(), N, C, V, 1e-5f, Precision::bf16, nullptr); }),
@@ -118,12 +152,20 @@ void lm_head(int reps) {
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  std::vector<std::string> kernels(argv + std::min(argc, 2), argv + argc);
+  if (kernels.empty()) kernels = {"lm_head", "attention"};
+  const auto wanted = [&](const char* name) { return std::find(kernels.begin(), kernels.end(), name) != kernels.end(); };
   fmt::print(
-      "| kernel | GFLOP/s (CPU time) | bf16 GEMM peak GFLOP/s (CPU time, same process) | share of peak |\n"
-      "|---|---|---|---|\n");
-  lm_head(reps);
-  attention(reps, 0, 1);
-  attention(reps, 512, 1);
-  attention(reps, 0, 4);
+      "| kernel | GFLOP/s (CPU time) | bf16 GEMM peak GFLOP/s (CPU time, same process) | share of peak | per visible "
+      "pair, vs causal |\n"
+      "|---|---|---|---|---|\n");
+  if (wanted("lm_head")) lm_head(reps);
+  if (wanted("attention") || wanted("attention_bf16")) {
+    const bool fp32 = wanted("attention");
+    attention(reps, 0, 1, fp32);
+    attention(reps, 512, 1, fp32);
+    attention(reps, 0, 4, fp32);
+    attention(reps, 0, 5, fp32);  // documents of 409–412 tokens: boundaries inside the 64-query tiles
+  }
   return 0;
 }

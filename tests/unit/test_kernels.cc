@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -18,6 +19,7 @@
 #include "replica/kernels/cpu/lm_head_loss.h"
 #include "replica/kernels/cpu/rmsnorm.h"
 #include "replica/kernels/cpu/rope.h"
+#include "replica/kernels/cpu/simd.h"
 #include "replica/kernels/cpu/swiglu.h"
 #include "replica/kernels/rope_table.h"
 
@@ -460,6 +462,81 @@ TEST(AttentionBf16, AQuerySliceOnATileBoundaryGivesTheBitsOfTheWholeRow) {
   EXPECT_EQ(std::vector<float>(slice.begin() + long(dq_at), slice.begin() + long(dq_at + nq)),
             std::vector<float>(whole.begin() + long(whole_dq_at) + Q0 * HD, whole.begin() + long(whole_dq_at) + s.T * HD))
       << "dq";
+}
+
+// Each vector of 16 queries reads only the keys it sees (TileSpans): random packings with short and long documents,
+// with and without windows, against the fp32 kernel, which computes every tile densely.
+TEST(AttentionBf16, RandomPackingsAndWindowsMatchTheFp32Kernel) {
+  std::mt19937 g(7);
+  for (int rep = 0; rep < 8; rep++) {
+    const int64_t T = 70 + int64_t(g() % 250), longest = rep % 2 ? 20 : 150;
+    std::vector<int32_t> lens;
+    for (int64_t left = T; left > 0;) {
+      const int32_t n = int32_t(std::min<int64_t>(left, 1 + int64_t(g() % uint32_t(longest))));
+      lens.push_back(n);
+      left -= n;
+    }
+    const int64_t window = std::vector<int64_t>{0, 3, 5, 70}[size_t(rep % 4)];  // 1: dq = dk = 0 but for rounding
+    const PackedRows p({1, T, 4, 2, rep % 3 ? 32 : 16, window}, {lens});
+    SCOPED_TRACE("T " + std::to_string(T) + " window " + std::to_string(window) + " documents " +
+                 std::to_string(lens.size()));
+    expect_bf16_close_to_fp32(p.s, p.docs(), 90 + uint32_t(rep));
+  }
+}
+
+// Documents starting on tile boundaries: each gets the bits it gets as a row of its own (what a tile skips for the
+// other documents' queries and keys leaves nothing behind).
+TEST(AttentionBf16, ADocumentOnTileBoundariesGivesTheBitsOfItsOwnRow) {
+  const int64_t H = 2, K = 1, D = 32, window = 40;
+  const std::vector<int32_t> lens{64, 128, 50};
+  const PackedRows packed({1, 242, H, K, D, window}, {lens});
+  const AttentionShape& s = packed.s;
+  const auto q = random_floats(size_t(s.T * H * D), 91), k = random_floats(size_t(s.T * K * D), 92),
+             v = random_floats(k.size(), 93), dout = random_floats(q.size(), 94);
+  const std::vector<float> whole =
+      KernelPair::outputs(s, packed.docs(), q, k, v, dout, attention_forward_bf16, attention_backward_bf16);
+  int64_t start = 0;
+  for (int32_t n : lens) {
+    const AttentionShape one{1, n, H, K, D, window};
+    const auto rows = [&](const std::vector<float>& x, int64_t width) {
+      return std::vector<float>(x.begin() + start * width, x.begin() + (start + n) * width);
+    };
+    const std::vector<float> alone = KernelPair::outputs(one, {}, rows(q, H * D), rows(k, K * D), rows(v, K * D),
+                                                         rows(dout, H * D), attention_forward_bf16,
+                                                         attention_backward_bf16);
+    // The whole row's outputs: out [T, H, D], lse [H, T], dq [T, H, D], dk and dv [T, K, D].
+    std::vector<float> expected = rows(std::vector<float>(whole.begin(), whole.begin() + s.T * H * D), H * D);
+    for (int64_t h = 0; h < H; h++)
+      expected.insert(expected.end(), whole.begin() + s.T * H * D + h * s.T + start,
+                      whole.begin() + s.T * H * D + h * s.T + start + n);
+    size_t at = size_t(s.T * H * D + H * s.T);
+    for (int64_t width : {H * D, K * D, K * D}) {
+      const std::vector<float> part(whole.begin() + long(at), whole.begin() + long(at + size_t(s.T * width)));
+      const std::vector<float> mine = rows(part, width);
+      expected.insert(expected.end(), mine.begin(), mine.end());
+      at += size_t(s.T * width);
+    }
+    EXPECT_EQ(alone, expected) << "the document at " << start;
+    start += n;
+  }
+}
+
+// simd.h: on AVX2 without AVX-512, max and exp have their own code; it gives the portable code's bits.
+TEST(Simd, MaxAndExpGiveThePortableBits) {
+  std::vector<uint32_t> patterns{0u,          0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+                                 0x7f800001u, 1u,          0x80000001u, 0x3f800000u, 0xc2ae6666u, 0x42b16666u};
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 40961) patterns.push_back(uint32_t(u));
+  while (patterns.size() % simd::kWidth) patterns.push_back(0);
+  std::mt19937 g(5);
+  for (size_t i = 0; i < patterns.size(); i += simd::kWidth) {
+    simd::f16v x, y;
+    std::memcpy(&x, patterns.data() + i, sizeof(x));
+    for (int lane = 0; lane < simd::kWidth; lane++) y[lane] = g() % 3 ? -x[lane] : std::bit_cast<float>(uint32_t(g()));
+    const simd::f16v e = simd::exp(x), e_portable = simd::portable::exp(x);
+    const simd::f16v m = simd::max(x, y), m_portable = simd::portable::max(x, y);
+    ASSERT_EQ(std::memcmp(&e, &e_portable, sizeof(e)), 0) << "exp of the vector at " << i;
+    ASSERT_EQ(std::memcmp(&m, &m_portable, sizeof(m)), 0) << "max of the vector at " << i;
+  }
 }
 
 // ---- RMSNorm, RoPE, SwiGLU, embedding ---------------------------------------------------------------

@@ -34,5 +34,8 @@ void attention_forward_bf16(float* out, float* lse, const float* q, const float*
 void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout, const float* out, const float* lse,
                              const float* q, const float* k, const float* v, const AttentionShape& s,
                              const DocumentOffsets& docs);
+// How this build computes the bf16 kernel's products: "AVX512-BF16" (vdpbf16ps), or the same products as fp32 FMAs
+// where the compiler's target lacks AVX512-BF16: "fp32 emulation, AVX2" or "fp32 emulation" (the same bits).
+const char* attention_bf16_products();
 
 }  // namespace replica::cpu

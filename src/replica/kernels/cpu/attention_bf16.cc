@@ -1,12 +1,14 @@
 // Attention with bf16 products on the CPU (attention.h, "bf16 products"): the fp32 kernel's tiles and online
 // softmax, with every product a bf16 dot product accumulated in fp32 (AVX512-BF16's vdpbf16ps, one instruction per
-// 32 multiply-adds; an fp32 emulation of it elsewhere).
+// 32 multiply-adds; elsewhere the same products as fp32 FMAs, with AVX2 or portable code of the same bits).
 //
 // Tiles are held transposed, keys by queries (Sᵀ = K·Qᵀ), so that the 16 lanes of a vector are 16 queries: the
 // softmax's running max and sum, the lse and delta of a query are lanes, not horizontal reductions, and every
 // product is one shape, C[M, N] (+)= A[M, 2P] · B[2P, N] with A's rows in bf16 and B in pairs of rows (B's rows 2p
 // and 2p + 1 interleaved, the operand layout of vdpbf16ps). Before the tiles, k and v are rounded once into the
-// layouts the products read (key rows, and transposed), shared by all query heads of a KV head.
+// layouts the products read (key rows, and transposed), shared by all query heads of a KV head. Within a tile each
+// vector of 16 queries reads only the keys its queries see (TileSpans): the tiles on the diagonal and on a window's
+// or a document's first keys cost about what they hold, so masked rows run as fast per visible pair as causal ones.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,7 +21,7 @@
 #include "replica/kernels/cpu/attention_tiles.h"
 #include "replica/kernels/cpu/simd.h"
 
-#if defined(__AVX512BF16__)
+#if defined(__AVX512BF16__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
@@ -77,6 +79,50 @@ void dot_columns(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* 
     for (int v = 0; v < CV; v++) _mm512_storeu_ps(C + r * ldc + v * 16, c[v]);
   }
 }
+#elif defined(__AVX2__) && defined(__FMA__)
+// AVX2 without AVX512-BF16: the same products as fp32 FMAs, odd element of the pair first as vdpbf16ps sums them (the
+// product of two bf16 values is exact in fp32): the bits of the portable emulation below. A pair of bf16 read as
+// one 32-bit word holds both operands: the even one is the word shifted left by 16, the odd one its high half.
+inline __m256 even_halves(__m256i w) { return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); }
+inline __m256 odd_halves(__m256i w) { return _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(-65536))); }
+
+// R rows of C and 16 columns (two registers): R · 2 accumulators, each pair of B expanded once for the R rows.
+template <int R>
+inline void dot_block(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, int64_t pairs,
+                      bool accumulate) {
+  __m256 c[R][2];
+  for (int i = 0; i < R; i++)
+    for (int h = 0; h < 2; h++)
+      c[i][h] = accumulate ? _mm256_loadu_ps(C + i * ldc + h * 8) : _mm256_setzero_ps();
+  for (int64_t p = 0; p < pairs; p++) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + p * 2 * ldb));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + p * 2 * ldb + 16));
+    const __m256 b_odd[2] = {odd_halves(w0), odd_halves(w1)}, b_even[2] = {even_halves(w0), even_halves(w1)};
+    for (int i = 0; i < R; i++) {
+      int32_t bits;
+      std::memcpy(&bits, A + i * lda + 2 * p, sizeof(bits));
+      const __m256i a = _mm256_set1_epi32(bits);
+      const __m256 a_odd = odd_halves(a), a_even = even_halves(a);
+      for (int h = 0; h < 2; h++) {
+        c[i][h] = _mm256_fmadd_ps(a_odd, b_odd[h], c[i][h]);
+        c[i][h] = _mm256_fmadd_ps(a_even, b_even[h], c[i][h]);
+      }
+    }
+  }
+  for (int i = 0; i < R; i++)
+    for (int h = 0; h < 2; h++) _mm256_storeu_ps(C + i * ldc + h * 8, c[i][h]);
+}
+
+template <int CV>
+void dot_columns(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, int64_t rows,
+                 int64_t pairs, bool accumulate) {
+  for (int v = 0; v < CV; v++) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4)
+      dot_block<4>(C + r * ldc + v * 16, ldc, A + r * lda, lda, B + v * 32, ldb, pairs, accumulate);
+    for (; r < rows; r++) dot_block<1>(C + r * ldc + v * 16, ldc, A + r * lda, lda, B + v * 32, ldb, pairs, accumulate);
+  }
+}
 #else
 // Without AVX512-BF16: the same products in fp32 (the products of two bf16 values are exact in fp32).
 template <int CV>
@@ -122,7 +168,85 @@ void dot(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64
   }
 }
 
+// ---- transposing 8 × 8 blocks of 32-bit words ------------------------------------------------------------------
+
+typedef float f8v __attribute__((vector_size(32)));
+
+// The 8 × 8 block a[k][j] → t[j][k] (rows of 8 lanes), by shuffles: moves of bits, so any 32-bit words.
+__attribute__((always_inline)) inline void transpose8(f8v t[8], const f8v a[8]) {
+  typedef int32_t i8v __attribute__((vector_size(32)));
+  const i8v lo2 = {0, 8, 1, 9, 4, 12, 5, 13}, hi2 = {2, 10, 3, 11, 6, 14, 7, 15};
+  const i8v lo4 = {0, 1, 8, 9, 4, 5, 12, 13}, hi4 = {2, 3, 10, 11, 6, 7, 14, 15};
+  const i8v lo8 = {0, 1, 2, 3, 8, 9, 10, 11}, hi8 = {4, 5, 6, 7, 12, 13, 14, 15};
+  f8v u[8], w[8];
+  for (int k = 0; k < 8; k += 2) {
+    u[k] = __builtin_shuffle(a[k], a[k + 1], lo2);
+    u[k + 1] = __builtin_shuffle(a[k], a[k + 1], hi2);
+  }
+  for (int k = 0; k < 8; k += 4)
+    for (int i = 0; i < 2; i++) {
+      w[k + 2 * i] = __builtin_shuffle(u[k + i], u[k + i + 2], lo4);
+      w[k + 2 * i + 1] = __builtin_shuffle(u[k + i], u[k + i + 2], hi4);
+    }
+  // w[0..3]: lanes j and j + 4 of rows 0–3, w[4..7] of rows 4–7, for j = 0, 1, 2, 3.
+  for (int j = 0; j < 4; j++) {
+    t[j] = __builtin_shuffle(w[j], w[j + 4], lo8);
+    t[j + 4] = __builtin_shuffle(w[j], w[j + 4], hi8);
+  }
+}
+
+// dst[j · ldd + k] = src[k · lds + j] for an 8 × 8 block of 32-bit words (floats, or pairs of bf16), strides in words.
+__attribute__((always_inline)) inline void transpose8(void* dst, int64_t ldd, const void* src, int64_t lds) {
+  f8v a[8], t[8];
+  for (int k = 0; k < 8; k++) std::memcpy(&a[k], static_cast<const char*>(src) + 4 * k * lds, sizeof(f8v));
+  transpose8(t, a);
+  for (int j = 0; j < 8; j++) std::memcpy(static_cast<char*>(dst) + 4 * j * ldd, &t[j], sizeof(f8v));
+}
+
+// The rows of a tile held transposed, Xᵀ[D, 64] (a query per lane), into rows r < n of x (stride ldx): x[r][d] =
+// Xᵀ[d][r].
+void store_rows(float* x, int64_t ldx, const float* XT, int64_t n, int64_t D) {
+  int64_t r = 0;
+  for (; r + 8 <= n; r += 8)
+    for (int64_t d = 0; d < D; d += 8) transpose8(x + r * ldx + d, ldx, XT + d * BQ + r, BQ);
+  for (; r < n; r++)
+    for (int64_t d = 0; d < D; d++) x[r * ldx + d] = XT[d * BQ + r];
+}
+
+// dots[r] = Σ_d a[r][d] · b[r][d] for rows r < n (stride ld), in order of d, 8 rows at a time as lanes; 0 for
+// r in [n, 64).
+void row_dots(float* dots, const float* a, const float* b, int64_t ld, int64_t n, int64_t D) {
+  int64_t r = 0;
+  for (; r + 8 <= n; r += 8) {
+    f8v sum = {};
+    for (int64_t d = 0; d < D; d += 8) {
+      f8v at[8], bt[8];
+      transpose8(at, 8, a + r * ld + d, ld);
+      transpose8(bt, 8, b + r * ld + d, ld);
+      for (int k = 0; k < 8; k++) sum += bt[k] * at[k];
+    }
+    std::memcpy(dots + r, &sum, sizeof(sum));
+  }
+  for (; r < BQ; r++) {
+    float sum = 0.0f;
+    if (r < n)
+      for (int64_t d = 0; d < D; d++) sum += b[r * ld + d] * a[r * ld + d];
+    dots[r] = sum;
+  }
+}
+
 // ---- rounding to bf16 in the products' layouts ----------------------------------------------------------------
+
+#if !defined(__AVX512BF16__) && defined(__AVX2__)
+// to_bf16 (core/bf16.h) of 8 lanes, in the low 16 bits of each 32-bit lane: round to nearest even, NaN stays quiet.
+inline __m256i rounded_bf16(__m256 x) {
+  const __m256i u = _mm256_castps_si256(x), high = _mm256_srli_epi32(u, 16);
+  const __m256i even = _mm256_and_si256(high, _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), even), 16);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+  return _mm256_blendv_epi8(rounded, _mm256_or_si256(high, _mm256_set1_epi32(0x40)), nan);
+}
+#endif
 
 // 16 lanes each of x0 and x1 into out[0:32] interleaved (x0[0], x1[0], x0[1], …): one vector of a row pair.
 inline void store_pair(bf16* out, f16v x0, f16v x1) {
@@ -131,6 +255,13 @@ inline void store_pair(bf16* out, f16v x0, f16v x1) {
   const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
                                          5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   _mm512_storeu_si512(out, _mm512_permutexvar_epi16(order, both));
+#elif defined(__AVX2__)
+  __m256 h0[2], h1[2];
+  std::memcpy(h0, &x0, sizeof(h0));
+  std::memcpy(h1, &x1, sizeof(h1));
+  for (int h = 0; h < 2; h++)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16 * h),
+                        _mm256_or_si256(rounded_bf16(h0[h]), _mm256_slli_epi32(rounded_bf16(h1[h]), 16)));
 #else
   for (int lane = 0; lane < 16; lane++) {
     out[2 * lane] = to_bf16(x0[lane]);
@@ -143,6 +274,14 @@ inline void store_pair(bf16* out, f16v x0, f16v x1) {
 inline void store_row(bf16* out, f16v x0, f16v x1) {
 #if defined(__AVX512BF16__)
   _mm512_storeu_si512(out, (__m512i)_mm512_cvtne2ps_pbh((__m512)x1, (__m512)x0));
+#elif defined(__AVX2__)
+  __m256 h[4];
+  std::memcpy(h, &x0, 2 * sizeof(__m256));
+  std::memcpy(h + 2, &x1, 2 * sizeof(__m256));
+  for (int i = 0; i < 2; i++) {  // packus interleaves the 128-bit halves of its operands; the permute restores order
+    const __m256i packed = _mm256_packus_epi32(rounded_bf16(h[2 * i]), rounded_bf16(h[2 * i + 1]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16 * i), _mm256_permute4x64_epi64(packed, 0xd8));
+  }
 #else
   for (int lane = 0; lane < 16; lane++) {
     out[lane] = to_bf16(x0[lane]);
@@ -167,39 +306,66 @@ void round_row(bf16* out, const float* x, int64_t n) {
 // and/or in pairs of rows, out[(r / 2) · D + d][r % 2] (the B operand of dK = dSᵀ·Q).
 void load_query_tile(bf16* by_columns, bf16* by_rows, const float* x, int64_t t0, int64_t n, int64_t heads,
                      int64_t head, int64_t D) {
-  if (by_columns) std::memset(by_columns, 0, size_t(D * BQ) * sizeof(bf16));
   if (by_rows) std::memset(by_rows, 0, size_t(BQ * D) * sizeof(bf16));
-  bf16 row[256];
-  for (int64_t r = 0; r < n; r++) {
-    const float* src = x + ((t0 + r) * heads + head) * D;
-    if (by_columns) {
-      round_row(row, src, D);
-      for (int64_t dp = 0; dp < D / 2; dp++)
-        std::memcpy(by_columns + (dp * BQ + r) * 2, row + 2 * dp, 2 * sizeof(bf16));
+  if (by_columns) {  // the rows rounded, then their pairs of columns (32-bit words) transposed 8 × 8
+    bf16 rows[BQ * 256];
+    for (int64_t r = 0; r < BQ; r++) {
+      if (r < n) round_row(rows + r * D, x + ((t0 + r) * heads + head) * D, D);
+      else std::memset(rows + r * D, 0, size_t(D) * sizeof(bf16));
     }
-    if (by_rows && r % 2 == 0) {
+    for (int64_t r = 0; r < BQ; r += 8)
+      for (int64_t dp = 0; dp < D / 2; dp += 8)
+        transpose8(by_columns + (dp * BQ + r) * 2, BQ, rows + r * D + 2 * dp, D / 2);
+  }
+  if (by_rows)
+    for (int64_t r = 0; r < n; r += 2) {
+      const float* src = x + ((t0 + r) * heads + head) * D;
       const float* next = r + 1 < n ? src + heads * D : nullptr;
       for (int64_t d = 0; d < D; d += 16)
         store_pair(by_rows + ((r / 2) * D + d) * 2, simd::load(src + d), next ? simd::load(next + d) : f16v{});
     }
-  }
 }
 
-// k or v [B, T, K, D] rounded into rows [B, K, T, D] and, if `columns`, also transposed [B, K, D, Tp] (Tp ≥ T + 1:
-// a product over pairs of keys may read the key after the last, which is zero).
+// Asks for rows [t0, t0 + n) of head `head` of x [T, heads, D] to be brought into the cache: the rows of a head are
+// a stride of heads · D apart, a cache miss each, so the next query tile's are fetched while this one computes.
+void prefetch_rows(const float* x, int64_t t0, int64_t n, int64_t heads, int64_t head, int64_t D) {
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t d = 0; d < D; d += 16) __builtin_prefetch(x + ((t0 + r) * heads + head) * D + d);
+}
+
+// k or v [B, T, K, D] rounded into rows [B, K, T, D] (if `rows`) and/or transposed [B, K, D, Tp] (if `columns`;
+// Tp ≥ T + 1: a product over pairs of keys may read the key after the last, which is zero). Read in memory order, 64
+// positions of all heads at a time (head by head, the rows are a stride of K · D apart: a cache miss each).
 void round_keys(bf16* rows, bf16* columns, const float* x, const AttentionShape& s, int64_t Tp) {
-  const int64_t T = s.T, K = s.K, D = s.D;
+  const int64_t T = s.T, K = s.K, D = s.D, blocks = (T + 63) / 64;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < s.B; b++)
-    for (int64_t g = 0; g < K; g++) {
-      bf16* r = rows + (b * K + g) * T * D;
-      for (int64_t t = 0; t < T; t++) round_row(r + t * D, x + ((b * T + t) * K + g) * D, D);
+    for (int64_t tb = 0; tb < blocks; tb++) {
+      const int64_t t0 = tb * 64, t1 = std::min(T, t0 + 64);
+      for (int64_t t = t0; t < t1 && rows; t++)
+        for (int64_t g = 0; g < K; g++) round_row(rows + ((b * K + g) * T + t) * D, x + ((b * T + t) * K + g) * D, D);
       if (!columns) continue;
-      bf16* c = columns + (b * K + g) * D * Tp;
-      for (int64_t d = 0; d < D; d++) std::memset(c + d * Tp + T, 0, size_t(Tp - T) * sizeof(bf16));
-      for (int64_t t0 = 0; t0 < T; t0 += 64)
-        for (int64_t d = 0; d < D; d++)
-          for (int64_t t = t0; t < std::min(T, t0 + 64); t++) c[d * Tp + t] = r[t * D + d];
+      // Pairs of positions as 32-bit words, pairs[t / 2][d] = (x[t][d], x[t + 1][d]) rounded (zeros past T), then
+      // transposed 8 × 8 into the rows of columns: two positions of a column per word (Tp and t0 are even).
+      const int64_t words = (t1 - t0 + 1) / 2, Tw = Tp / 2;
+      alignas(64) bf16 pairs[32 * 2 * 256];
+      for (int64_t g = 0; g < K; g++) {
+        for (int64_t w = 0; w < words; w++) {
+          const float* x0 = x + ((b * T + t0 + 2 * w) * K + g) * D;
+          const bool odd = t0 + 2 * w + 1 < T;
+          for (int64_t d = 0; d < D; d += 16)
+            store_pair(pairs + (w * D + d) * 2, simd::load(x0 + d), odd ? simd::load(x0 + K * D + d) : f16v{});
+        }
+        bf16* c = columns + (b * K + g) * D * Tp;
+        int64_t w = 0;
+        for (; w + 8 <= words; w += 8)
+          for (int64_t d = 0; d < D; d += 8) transpose8(c + (d * Tw + t0 / 2 + w) * 2, Tw, pairs + (w * D + d) * 2, D);
+        for (; w < words; w++)
+          for (int64_t d = 0; d < D; d++) std::memcpy(c + (d * Tw + t0 / 2 + w) * 2, pairs + (w * D + d) * 2, 4);
+        if (t1 == T)
+          for (int64_t d = 0; d < D; d++)
+            std::memset(c + d * Tp + 2 * (t0 / 2 + words), 0, size_t(Tp - 2 * (t0 / 2 + words)) * sizeof(bf16));
+      }
     }
 }
 
@@ -213,49 +379,136 @@ T* scratch(size_t n) {
 }
 
 // ---- masks ----------------------------------------------------------------------------------------------------
+//
+// A tile's 64 query lanes are four vectors of 16. The keys a vector's queries see form one run of the tile (the
+// union of the runs [first_key(i), i] of consecutive queries, each starting no later than the next query): what a
+// vector reads of a tile is that run, rounded out to multiples of 4 keys. Everything outside it is masked for all
+// 16 of its queries: its scores would be −inf and its probabilities exact zeros, so it is neither computed nor
+// read, and a vector whose queries see no key of the tile skips the tile (its running max, sum and output would be
+// rescaled by exactly 1). What is skipped was an exact zero in the dense tile, and adding a zero product leaves an
+// fp32 sum as it is, so the outputs keep the dense tile's bits (but for the sign of a sum that is zero, which adding
+// +0 turns positive, and a subnormal sum that vdpbf16ps flushes to zero). The mask itself is applied only to the
+// vectors whose run holds an entry some of its queries do not see (the diagonal, a window's or a document's edge).
 
 // The queries of a tile as lanes: their positions and first visible keys (as floats: exact below 2²⁴), 64 lanes;
-// lanes past the last query repeat it.
+// lanes past the last query repeat it. And per vector of 16 lanes: its first and last query, the first key of each.
 struct QueryLanes {
   float position[BQ], first[BQ];
-  QueryLanes(const RowMask& mask, int64_t i0, int64_t nq) {
+  int64_t vectors;  // the vectors that hold a query of the tile: ⌈nq / 16⌉ (the rest is padding, skipped)
+  int64_t first_query[NV], last_query[NV], first_key_of_first[NV], first_key_of_last[NV];
+  QueryLanes(const RowMask& mask, int64_t i0, int64_t nq) : vectors((nq + simd::kWidth - 1) / simd::kWidth) {
+    int64_t first_key[BQ];
     for (int64_t r = 0; r < BQ; r++) {
       const int64_t i = i0 + std::min(r, nq - 1);
+      first_key[r] = r < nq ? mask.first_key(i) : first_key[nq - 1];
       position[r] = float(i);
-      first[r] = float(mask.first_key(i));
+      first[r] = float(first_key[r]);
+    }
+    for (int64_t c = 0; c < NV; c++) {
+      const int64_t r0 = c * simd::kWidth, r1 = std::min(r0 + simd::kWidth, nq) - 1;
+      first_query[c] = i0 + std::min(r0, nq - 1);
+      last_query[c] = i0 + std::max(r1, int64_t(0));
+      first_key_of_first[c] = first_key[std::min(r0, nq - 1)];
+      first_key_of_last[c] = first_key[std::max(r1, int64_t(0))];
     }
   }
 };
 
-// Whether some query of the tile does not see some key of [j0, j0 + nk): the tile then needs its mask.
-bool tile_is_masked(const RowMask& mask, int64_t i0, int64_t nq, int64_t j0, int64_t nk) {
-  return j0 + nk - 1 > i0 || j0 < mask.first_key(i0 + nq - 1);
-}
+// What the vectors of query lanes read of the tile of keys [j0, j0 + nk): vector c the keys [lo[c], hi[c]) of the
+// tile (multiples of 4, hi ≤ nk), for the vectors c in [begin, end) (those whose queries see a key of the tile: a
+// contiguous range); masked[c] where some query of c does not see some key of its run.
+struct TileSpans {
+  int64_t lo[NV] = {}, hi[NV] = {}, begin = NV, end = 0;
+  bool masked[NV] = {};
+  TileSpans(const QueryLanes& lanes, int64_t j0, int64_t nk) {
+    for (int64_t c = 0; c < lanes.vectors; c++) {
+      const int64_t first = std::max(lanes.first_key_of_first[c], j0) - j0;
+      const int64_t last = std::min(lanes.last_query[c], j0 + nk - 1) - j0;
+      if (last < first) continue;
+      lo[c] = first & ~int64_t(3);
+      hi[c] = std::min(nk, (last + 4) & ~int64_t(3));
+      masked[c] = lanes.first_key_of_last[c] > j0 + lo[c] || lanes.first_query[c] < j0 + hi[c] - 1;
+      begin = std::min(begin, c);
+      end = c + 1;
+    }
+  }
+  // Calls run(r0, r1, c0, c1) for the runs of keys [r0, r1) of the tile that the same vectors [c0, c1) read, in
+  // order. lo and hi do not decrease from one vector to the next, so the vectors reading a key are contiguous.
+  template <typename Run>
+  void for_each_run(Run&& run) const {
+    int64_t bounds[2 * NV], n = 0;
+    for (int64_t a = begin, b = begin; a < end || b < end;) {  // merge the sorted lo and hi, without repeats
+      const int64_t next = b == end || (a < end && lo[a] <= hi[b]) ? lo[a++] : hi[b++];
+      if (n == 0 || bounds[n - 1] != next) bounds[n++] = next;
+    }
+    for (int64_t b = 0; b + 1 < n; b++) {
+      const int64_t r0 = bounds[b];
+      int64_t c0 = begin, c1 = end;
+      while (c0 < end && hi[c0] <= r0) c0++;
+      while (c1 > c0 && lo[c1 - 1] > r0) c1--;
+      if (c0 < c1) run(r0, bounds[b + 1], c0, c1);
+    }
+  }
+};
 
-// Sets the entries of Sᵀ[nk, 64] whose key j0 + j a query does not see to −inf.
-void mask_tile(float* S, const QueryLanes& lanes, int64_t j0, int64_t nk) {
-  for (int64_t c = 0; c < NV; c++) {
-    const f16v position = simd::load(lanes.position + c * 16), first = simd::load(lanes.first + c * 16);
-    for (int64_t j = 0; j < nk; j++) {
-      const f16v key = simd::splat(float(j0 + j));
-      const f16v s = simd::load(S + j * BQ + c * 16);
-      simd::store(S + j * BQ + c * 16, (key >= first && key <= position) ? s : simd::splat(kNegInf));
+// Sets the entries of keys [lo, hi) of vector c of Sᵀ[nk, 64] (keys j0 + j) that its queries do not see to −inf.
+// Without AVX-512 in halves of 8 lanes: GCC lowers a conditional on 16 lanes lane by lane there.
+#if defined(__AVX512F__)
+using MaskVector = f16v;
+#else
+using MaskVector = f8v;
+#endif
+void mask_vector(float* S, const QueryLanes& lanes, int64_t c, int64_t j0, int64_t lo, int64_t hi) {
+  constexpr int64_t width = sizeof(MaskVector) / sizeof(float);
+  for (int64_t part = c * 16; part < c * 16 + 16; part += width) {
+    MaskVector position, first;
+    std::memcpy(&position, lanes.position + part, sizeof(MaskVector));
+    std::memcpy(&first, lanes.first + part, sizeof(MaskVector));
+    for (int64_t j = lo; j < hi; j++) {
+      const MaskVector key = MaskVector{} + float(j0 + j);
+      MaskVector s;
+      std::memcpy(&s, S + j * BQ + part, sizeof(MaskVector));
+      s = (key >= first && key <= position) ? s : MaskVector{} + kNegInf;
+      std::memcpy(S + j * BQ + part, &s, sizeof(MaskVector));
     }
   }
 }
 
+// The largest of rows [lo, hi) of vector c of Sᵀ[nk, 64] per lane, −inf for none: four running maxima, then theirs,
+// not one chain of hi − lo dependent instructions. The largest of a set: only the sign of a zero maximum and which
+// NaN wins can depend on the order, and neither reaches an output (a shift of ±0 leaves every exp argument's value,
+// m ± 0 + log l is the same sum, and a lane with a NaN score gets NaN outputs in any order).
+f16v column_max(const float* S, int64_t c, int64_t lo, int64_t hi) {
+  f16v top[4];
+  for (f16v& t : top) t = simd::splat(kNegInf);
+  int64_t j = lo;
+  for (; j + 4 <= hi; j += 4)
+    for (int u = 0; u < 4; u++) top[u] = simd::max(top[u], simd::load(S + (j + u) * BQ + c * 16));
+  for (; j < hi; j++) top[0] = simd::max(top[0], simd::load(S + j * BQ + c * 16));
+  return simd::max(simd::max(top[0], top[1]), simd::max(top[2], top[3]));
+}
+
 }  // namespace
+
+const char* attention_bf16_products() {
+#if defined(__AVX512BF16__)
+  return "AVX512-BF16";
+#elif defined(__AVX2__) && defined(__FMA__)
+  return "fp32 emulation, AVX2";
+#else
+  return "fp32 emulation";
+#endif
+}
 
 void attention_forward_bf16(float* out, float* lse, const float* q, const float* k, const float* v,
                             const AttentionShape& s, const DocumentOffsets& docs) {
   const int64_t T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
-  const int64_t q_tiles = (Tq + BQ - 1) / BQ, Tp = T + 2;
+  const int64_t q_tiles = (Tq + BQ - 1) / BQ, Tp = (T + 2) & ~int64_t(1);  // even: rows of 32-bit words
   const float scale = 1.0f / std::sqrt(float(D));
   bf16* k_rows = scratch<bf16, 0>(size_t(s.B * K * T * D));
-  bf16* v_rows = scratch<bf16, 2>(size_t(s.B * K * T * D));
   bf16* v_columns = scratch<bf16, 1>(size_t(s.B * K * D * Tp));
   round_keys(k_rows, nullptr, k, s, Tp);
-  round_keys(v_rows, v_columns, v, s, Tp);
+  round_keys(nullptr, v_columns, v, s, Tp);
 
 #pragma omp parallel
   {
@@ -271,25 +524,29 @@ void attention_forward_bf16(float* out, float* lse, const float* q, const float*
           const RowMask mask(T, s.window, docs, b);  // keys [first_key(i), i] for query i
           const QueryLanes lanes(mask, i0, nq);
           load_query_tile(QT.data(), nullptr, q + b * Tq * H * D, i0 - Q0, nq, H, h, D);
+          if (i0 + BQ < T) prefetch_rows(q + b * Tq * H * D, i0 + BQ - Q0, std::min(BQ, T - i0 - BQ), H, h, D);
           std::fill(OT.begin(), OT.end(), 0.0f);
           f16v m[NV], l[NV];
           for (int64_t c = 0; c < NV; c++) m[c] = simd::splat(kNegInf), l[c] = f16v{};
 
           for (int64_t j0 = mask.first_key(i0); j0 < i0 + nq; j0 += BK) {
-            const int64_t nk = std::min(BK, i0 + nq - j0), pairs = (nk + 1) / 2;
-            dot(S.data(), BQ, kg + j0 * D, D, QT.data(), BQ, BQ, nk, D / 2, false);  // Sᵀ = K · Qᵀ
-            if (tile_is_masked(mask, i0, nq, j0, nk)) mask_tile(S.data(), lanes, j0, nk);
+            const int64_t nk = std::min(BK, i0 + nq - j0);
+            const TileSpans spans(lanes, j0, nk);
+            spans.for_each_run([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {  // Sᵀ = K · Qᵀ
+              dot(S.data() + r0 * BQ + c0 * 16, BQ, kg + (j0 + r0) * D, D, QT.data() + c0 * 32, BQ, (c1 - c0) * 16,
+                  r1 - r0, D / 2, false);
+            });
             // Online softmax per query lane: rescale what was accumulated when the running max grows.
-            for (int64_t c = 0; c < NV; c++) {
-              f16v top = simd::splat(kNegInf);
-              for (int64_t j = 0; j < nk; j++) top = simd::max(top, simd::load(S.data() + j * BQ + c * 16));
-              const f16v m_new = simd::max(m[c], top * scale);
+            for (int64_t c = spans.begin; c < spans.end; c++) {
+              const int64_t lo = spans.lo[c], hi = spans.hi[c];
+              if (spans.masked[c]) mask_vector(S.data(), lanes, c, j0, lo, hi);
+              const f16v m_new = simd::max(m[c], column_max(S.data(), c, lo, hi) * scale);
               const f16v shift = m_new == kNegInf ? f16v{} : m_new;  // no visible key yet: p = 0, not NaN
               const f16v alpha = simd::exp(m[c] - shift);            // 0 while m was −inf
               f16v sum = {};
-              for (int64_t jp = 0; jp < pairs; jp++) {
+              for (int64_t jp = lo / 2; jp < (hi + 1) / 2; jp++) {
                 const f16v p0 = simd::exp(simd::load(S.data() + 2 * jp * BQ + c * 16) * scale - shift);
-                const f16v p1 = 2 * jp + 1 < nk
+                const f16v p1 = 2 * jp + 1 < hi
                                     ? simd::exp(simd::load(S.data() + (2 * jp + 1) * BQ + c * 16) * scale - shift)
                                     : f16v{};
                 sum += p0;
@@ -301,16 +558,21 @@ void attention_forward_bf16(float* out, float* lse, const float* q, const float*
               for (int64_t d = 0; d < D; d++)
                 simd::store(OT.data() + d * BQ + c * 16, simd::load(OT.data() + d * BQ + c * 16) * alpha);
             }
-            dot(OT.data(), BQ, vg + j0, Tp, PT.data(), BQ, BQ, D, pairs, true);  // Oᵀ += Vᵀ · Pᵀ
+            spans.for_each_run([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {  // Oᵀ += Vᵀ · Pᵀ
+              const int64_t p0 = r0 / 2, p1 = (r1 + 1) / 2;
+              dot(OT.data() + c0 * 16, BQ, vg + j0 + r0, Tp, PT.data() + (p0 * BQ + c0 * 16) * 2, BQ, (c1 - c0) * 16,
+                  D, p1 - p0, true);
+            });
           }
           float m_lanes[BQ], l_lanes[BQ];
           for (int64_t c = 0; c < NV; c++) simd::store(m_lanes + c * 16, m[c]), simd::store(l_lanes + c * 16, l[c]);
-          for (int64_t r = 0; r < nq; r++) {
-            float* o = out + ((b * Tq + i0 - Q0 + r) * H + h) * D;
-            const float inv = 1.0f / l_lanes[r];
-            for (int64_t d = 0; d < D; d++) o[d] = OT[size_t(d * BQ + r)] * inv;
-            lse[(b * H + h) * Tq + i0 - Q0 + r] = m_lanes[r] + std::log(l_lanes[r]);
+          for (int64_t c = 0; c < lanes.vectors; c++) {  // Oᵀ / l, then transposed into the rows of out
+            const f16v inv = simd::splat(1.0f) / l[c];
+            for (int64_t d = 0; d < D; d++)
+              simd::store(OT.data() + d * BQ + c * 16, simd::load(OT.data() + d * BQ + c * 16) * inv);
           }
+          store_rows(out + ((b * Tq + i0 - Q0) * H + h) * D, H * D, OT.data(), nq, D);
+          for (int64_t r = 0; r < nq; r++) lse[(b * H + h) * Tq + i0 - Q0 + r] = m_lanes[r] + std::log(l_lanes[r]);
         }
   }
 }
@@ -319,7 +581,7 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
                              const float* q, const float* k, const float* v, const AttentionShape& s,
                              const DocumentOffsets& docs) {
   const int64_t B = s.B, T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
-  const int64_t Tp = T + 2;
+  const int64_t Tp = (T + 2) & ~int64_t(1);  // even: rows of 32-bit words
   const float scale = 1.0f / std::sqrt(float(D));
   bf16* k_rows = scratch<bf16, 0>(size_t(B * K * T * D));
   bf16* k_columns = scratch<bf16, 1>(size_t(B * K * D * Tp));
@@ -354,51 +616,59 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
           const QueryLanes lanes(mask, i0, nq);
           load_query_tile(QT.data(), Qr.data(), q + b * Tq * H * D, i0 - Q0, nq, H, h, D);
           load_query_tile(dOT.data(), dOr.data(), dout + b * Tq * H * D, i0 - Q0, nq, H, h, D);
+          if (i0 + BQ < T)
+            for (const float* x : {q + b * Tq * H * D, dout + b * Tq * H * D, ob})
+              prefetch_rows(x, i0 + BQ - Q0, std::min(BQ, T - i0 - BQ), H, h, D);
           // Per query lane: lse (+inf past the last query, so that p = 0 there) and delta = Σ_d dO·O (= Σ_j P·dP).
           float lse_lanes[BQ], delta_lanes[BQ];
-          for (int64_t r = 0; r < BQ; r++) {
+          for (int64_t r = 0; r < BQ; r++)
             lse_lanes[r] = r < nq ? lse_bh[i0 - Q0 + r] : std::numeric_limits<float>::infinity();
-            float sum = 0.0f;
-            if (r < nq) {
-              const float* o = ob + ((i0 - Q0 + r) * H + h) * D;
-              const float* g_o = dout + ((b * Tq + i0 - Q0 + r) * H + h) * D;
-              for (int64_t d = 0; d < D; d++) sum += g_o[d] * o[d];
-            }
-            delta_lanes[r] = sum;
-          }
+          row_dots(delta_lanes, ob + ((i0 - Q0) * H + h) * D, dout + ((b * Tq + i0 - Q0) * H + h) * D, H * D, nq, D);
           std::fill(dQT.begin(), dQT.end(), 0.0f);
 
           for (int64_t j0 = mask.first_key(i0); j0 < i0 + nq; j0 += BK) {
-            const int64_t nk = std::min(BK, i0 + nq - j0), pairs = (nk + 1) / 2;
-            dot(S.data(), BQ, kg + j0 * D, D, QT.data(), BQ, BQ, nk, D / 2, false);    // Sᵀ = K · Qᵀ
-            dot(dP.data(), BQ, vg + j0 * D, D, dOT.data(), BQ, BQ, nk, D / 2, false);  // dPᵀ = V · dOᵀ
-            if (tile_is_masked(mask, i0, nq, j0, nk)) mask_tile(S.data(), lanes, j0, nk);
+            const int64_t nk = std::min(BK, i0 + nq - j0);
+            const TileSpans spans(lanes, j0, nk);
+            spans.for_each_run([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+              dot(S.data() + r0 * BQ + c0 * 16, BQ, kg + (j0 + r0) * D, D, QT.data() + c0 * 32, BQ, (c1 - c0) * 16,
+                  r1 - r0, D / 2, false);  // Sᵀ = K · Qᵀ
+              dot(dP.data() + r0 * BQ + c0 * 16, BQ, vg + (j0 + r0) * D, D, dOT.data() + c0 * 32, BQ,
+                  (c1 - c0) * 16, r1 - r0, D / 2, false);  // dPᵀ = V · dOᵀ
+            });
             // P = exp(S − lse), dS = P ∘ (dP − delta), rounded: as rows of Pᵀ and dSᵀ, and dSᵀ in pairs of keys.
-            for (int64_t c = 0; c < NV; c++) {
+            for (int64_t c = spans.begin; c < spans.end; c++) {
+              const int64_t lo = spans.lo[c], hi = spans.hi[c];
+              if (spans.masked[c]) mask_vector(S.data(), lanes, c, j0, lo, hi);
               const f16v lse_c = simd::load(lse_lanes + c * 16), delta_c = simd::load(delta_lanes + c * 16);
               f16v p[2], ds[2];
-              for (int64_t j = 0; j < 2 * pairs; j++) {
+              for (int64_t j = lo; j < 2 * ((hi + 1) / 2); j++) {
                 const int64_t at = j * BQ + c * 16;
-                p[j & 1] = j < nk ? simd::exp(simd::load(S.data() + at) * scale - lse_c) : f16v{};
-                ds[j & 1] = j < nk ? p[j & 1] * (simd::load(dP.data() + at) - delta_c) : f16v{};
+                p[j & 1] = j < hi ? simd::exp(simd::load(S.data() + at) * scale - lse_c) : f16v{};
+                ds[j & 1] = j < hi ? p[j & 1] * (simd::load(dP.data() + at) - delta_c) : f16v{};
                 if (j & 1) store_pair(dSp.data() + ((j / 2) * BQ + c * 16) * 2, ds[0], ds[1]);
-                if (j < nk) simd::store(S.data() + at, p[j & 1]), simd::store(dP.data() + at, ds[j & 1]);
+                if (j < hi) simd::store(S.data() + at, p[j & 1]), simd::store(dP.data() + at, ds[j & 1]);
               }
             }
-            for (int64_t j = 0; j < nk; j++)
-              for (int64_t c = 0; c < NV; c += 2) {
-                const int64_t at = j * BQ + c * 16;
-                store_row(P16.data() + at, simd::load(S.data() + at), simd::load(S.data() + at + 16));
-                store_row(dS16.data() + at, simd::load(dP.data() + at), simd::load(dP.data() + at + 16));
-              }
-            dot(dV + j0 * D, D, P16.data(), BQ, dOr.data(), D, D, nk, BQ / 2, true);  // dV += Pᵀ · dO
-            dot(dK + j0 * D, D, dS16.data(), BQ, Qr.data(), D, D, nk, BQ / 2, true);  // dK += dSᵀ · Q
-            dot(dQT.data(), BQ, ktg + j0, Tp, dSp.data(), BQ, BQ, D, pairs, true);    // dQᵀ += Kᵀ · dSᵀ
+            spans.for_each_run([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+              // Rounded in pairs of vectors: a neighbour outside [c0, c1) is rounded too, and never read.
+              for (int64_t j = r0; j < r1; j++)
+                for (int64_t c = c0 & ~int64_t(1); c < c1; c += 2) {
+                  const int64_t at = j * BQ + c * 16;
+                  store_row(P16.data() + at, simd::load(S.data() + at), simd::load(S.data() + at + 16));
+                  store_row(dS16.data() + at, simd::load(dP.data() + at), simd::load(dP.data() + at + 16));
+                }
+              dot(dV + (j0 + r0) * D, D, P16.data() + r0 * BQ + c0 * 16, BQ, dOr.data() + c0 * 16 * D, D, D, r1 - r0,
+                  (c1 - c0) * 8, true);  // dV += Pᵀ · dO
+              dot(dK + (j0 + r0) * D, D, dS16.data() + r0 * BQ + c0 * 16, BQ, Qr.data() + c0 * 16 * D, D, D, r1 - r0,
+                  (c1 - c0) * 8, true);  // dK += dSᵀ · Q
+              const int64_t p0 = r0 / 2, p1 = (r1 + 1) / 2;
+              dot(dQT.data() + c0 * 16, BQ, ktg + j0 + r0, Tp, dSp.data() + (p0 * BQ + c0 * 16) * 2, BQ,
+                  (c1 - c0) * 16, D, p1 - p0, true);  // dQᵀ += Kᵀ · dSᵀ
+            });
           }
-          for (int64_t r = 0; r < nq; r++) {
-            float* dst = dq + ((b * Tq + i0 - Q0 + r) * H + h) * D;
-            for (int64_t d = 0; d < D; d++) dst[d] = dQT[size_t(d * BQ + r)] * scale;
-          }
+          for (int64_t i = 0; i < D * BQ; i += simd::kWidth)
+            simd::store(dQT.data() + i, simd::load(dQT.data() + i) * scale);
+          store_rows(dq + ((b * Tq + i0 - Q0) * H + h) * D, H * D, dQT.data(), nq, D);
         }
         key_gradients.write(b, h, dK, dV, scale);
       }

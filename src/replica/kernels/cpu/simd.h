@@ -4,6 +4,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__AVX2__) && !defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace replica::cpu::simd {
 
 typedef float f16v __attribute__((vector_size(64)));
@@ -28,6 +32,12 @@ inline float max(f16v v) {
   for (int i = 1; i < kWidth; i++) m = v[i] > m ? v[i] : m;
   return m;
 }
+
+// The portable definitions. On AVX2 without AVX-512 GCC splits a 16-lane vector's arithmetic into two 8-lane
+// registers but lowers a conditional (`a > b ? a : b`) on it lane by lane, so max and exp below do their
+// conditionals per 8-lane half with the AVX2 instructions of the same meaning: the same results, bit for bit
+// (Simd.Avx2MaxAndExpAreThePortableOnes).
+namespace portable {
 inline f16v max(f16v a, f16v b) { return a > b ? a : b; }
 
 // exp(x) to ~1 ulp (Cephes expf): x = n·ln2 + r with |r| ≤ ln2/2, exp(r) by a degree-6 polynomial,
@@ -47,5 +57,49 @@ inline f16v exp(f16v x) {
   const f16v result = p * (f16v)bits;  // same-size vector cast: reinterprets the bits
   return x < -87.3f ? f16v{} : result;
 }
+}  // namespace portable
+
+#if defined(__AVX2__) && !defined(__AVX512F__)
+// f(a, b) on each 8-lane half.
+template <typename F>
+inline f16v per_half(f16v a, f16v b, F f) {
+  __m256 x[2], y[2];
+  std::memcpy(x, &a, sizeof(x));
+  std::memcpy(y, &b, sizeof(y));
+  for (int h = 0; h < 2; h++) x[h] = f(x[h], y[h]);
+  f16v out;
+  std::memcpy(&out, x, sizeof(out));
+  return out;
+}
+
+// vmaxps(a, b) is a > b ? a : b, and vminps(a, b) a < b ? a : b, NaN operands included.
+inline f16v max(f16v a, f16v b) {
+  return per_half(a, b, [](__m256 x, __m256 y) { return _mm256_max_ps(x, y); });
+}
+
+inline f16v exp(f16v x) {
+  // x < −87.3 ? −87.3 : (x > 88.7 ? 88.7 : x): the inner choice is x whenever x < −87.3.
+  const f16v clamped = per_half(x, x, [](__m256 v, __m256) {
+    return _mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.7f), v));
+  });
+  const f16v n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+  const f16v r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
+  f16v p = splat(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const i16v bits = (__builtin_convertvector(n, i16v) + 127) << 23;
+  const f16v result = p * (f16v)bits;  // same-size vector cast: reinterprets the bits
+  return per_half(x, result, [](__m256 v, __m256 e) {  // x < −87.3 ? 0 : result
+    return _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_set1_ps(-87.3f), _CMP_LT_OQ), e);
+  });
+}
+#else
+using portable::exp;
+using portable::max;
+#endif
 
 }  // namespace replica::cpu::simd
