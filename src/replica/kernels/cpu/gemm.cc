@@ -4,8 +4,9 @@
 // oneDNN (Debian's 2.6) runs bf16 matmuls only on CPUs with AVX-512; on an AVX2 machine it has no bf16 kernel at
 // all. There bf16 precision keeps its meaning (operands rounded to bf16, products summed in fp32) through the fp32
 // matmul over the rounded values: a product of two bf16 values is exact in fp32, so only the order of the fp32 sums
-// differs from the bf16 kernel's, as it differs between any two ISAs oneDNN picks kernels for. Same machine, same
-// bits; the speed is the fp32 matmul's.
+// differs from the bf16 kernel's, as it differs between any two ISAs oneDNN picks kernels for. Same machine and
+// thread count, same bits (the fp32 matmul may split its sums across threads, so unlike the bf16 kernel's here the
+// bits can depend on the count); the speed is the fp32 matmul's.
 #include "replica/kernels/cpu/gemm.h"
 
 #include <algorithm>
