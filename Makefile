@@ -1,5 +1,6 @@
-# make: configure + build everything.  make test: install the test tools, build, run all tests.  make test-quick: build + the unit and parity
-# tests only (no end-to-end, fuzz or CUDA-emulation tests), for a contributor's inner loop.  make train: the tiny
+# make: configure + build everything.  make test: install the test tools, build, run all tests.  make test-quick:
+# the same, but only the unit and parity tests (no end-to-end, fuzz or CUDA-emulation tests), for a contributor's
+# inner loop.  make train: the tiny
 # recipe's run (configs/recipes/tiny.yaml), installing only what building needs and building only the replica binary
 # it runs (not the tests, benchmarks or CUDA checks).
 # make test SANITIZE=1: everything under ASan + UBSan in build-sanitize/ (any report fails the test).
