@@ -174,24 +174,21 @@ typedef float f8v __attribute__((vector_size(32)));
 
 // The 8 × 8 block a[k][j] → t[j][k] (rows of 8 lanes), by shuffles: moves of bits, so any 32-bit words.
 __attribute__((always_inline)) inline void transpose8(f8v t[8], const f8v a[8]) {
-  typedef int32_t i8v __attribute__((vector_size(32)));
-  const i8v lo2 = {0, 8, 1, 9, 4, 12, 5, 13}, hi2 = {2, 10, 3, 11, 6, 14, 7, 15};
-  const i8v lo4 = {0, 1, 8, 9, 4, 5, 12, 13}, hi4 = {2, 3, 10, 11, 6, 7, 14, 15};
-  const i8v lo8 = {0, 1, 2, 3, 8, 9, 10, 11}, hi8 = {4, 5, 6, 7, 12, 13, 14, 15};
+  // __builtin_shufflevector (GCC 12 and clang alike) takes constant lane indices: 0–7 the first operand, 8–15 the second.
   f8v u[8], w[8];
   for (int k = 0; k < 8; k += 2) {
-    u[k] = __builtin_shuffle(a[k], a[k + 1], lo2);
-    u[k + 1] = __builtin_shuffle(a[k], a[k + 1], hi2);
+    u[k] = __builtin_shufflevector(a[k], a[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    u[k + 1] = __builtin_shufflevector(a[k], a[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
   }
   for (int k = 0; k < 8; k += 4)
     for (int i = 0; i < 2; i++) {
-      w[k + 2 * i] = __builtin_shuffle(u[k + i], u[k + i + 2], lo4);
-      w[k + 2 * i + 1] = __builtin_shuffle(u[k + i], u[k + i + 2], hi4);
+      w[k + 2 * i] = __builtin_shufflevector(u[k + i], u[k + i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      w[k + 2 * i + 1] = __builtin_shufflevector(u[k + i], u[k + i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
     }
   // w[0..3]: lanes j and j + 4 of rows 0–3, w[4..7] of rows 4–7, for j = 0, 1, 2, 3.
   for (int j = 0; j < 4; j++) {
-    t[j] = __builtin_shuffle(w[j], w[j + 4], lo8);
-    t[j + 4] = __builtin_shuffle(w[j], w[j + 4], hi8);
+    t[j] = __builtin_shufflevector(w[j], w[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    t[j + 4] = __builtin_shufflevector(w[j], w[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
   }
 }
 
