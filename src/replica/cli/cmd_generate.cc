@@ -67,8 +67,7 @@ static Command generate_command(
         check(hf.config.eos_token_id < int64_t(tokenizer.vocab_size()),
               "{}: eos_token_id is {}, not an id generate can produce (dolma2's are 0 to {}): the text could never "
               "end at it", source, hf.config.eos_token_id, tokenizer.vocab_size() - 1);
-        const std::vector<uint32_t> encoded = tokenizer.encode_ordinary(o->prompt);
-        const std::vector<int32_t> prompt(encoded.begin(), encoded.end());
+        const std::vector<int32_t> prompt = tokenizer.encode_model_input(o->prompt);
         model::GenerationConfig config;
         config.max_new_tokens = o->max_new_tokens;
         config.eos = int32_t(hf.config.eos_token_id);

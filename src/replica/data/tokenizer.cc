@@ -445,6 +445,11 @@ std::vector<uint32_t> Tokenizer::encode_ordinary(std::string_view text) const {
   return out;
 }
 
+std::vector<int32_t> Tokenizer::encode_model_input(std::string_view text) const {
+  const std::vector<uint32_t> ids = encode_ordinary(text);
+  return {ids.begin(), ids.end()};
+}
+
 std::string_view Tokenizer::token_bytes(uint32_t id) const {
   if (id < num_ranks()) return impl_->token(id);
   check(id >= kCl100kRanks && id < kDolma2VocabSize, "token id {} is outside the vocabulary (size {})", id,

@@ -47,6 +47,8 @@ class Tokenizer {
   // Ids of `text` with added tokens' text (e.g. "<|endoftext|>") encoded as ordinary text.
   std::vector<uint32_t> encode_ordinary(std::string_view text) const;
   void encode_ordinary(std::string_view text, std::vector<uint32_t>& out) const;  // appends
+  // encode_ordinary's ids as the model reads them (int32: every id of a vocabulary below 2³¹).
+  std::vector<int32_t> encode_model_input(std::string_view text) const;
   // Appends the ids of `text` as AI2's `dolma tokens --tokenizer.encode_special_tokens` encodes it (Hugging Face
   // tokenizers over allenai_dolma2.json): the added tokens that are not special — <|extra_id_N|> and Dolma's PII
   // masks |||PHONE_NUMBER|||, |||EMAIL_ADDRESS|||, |||IP_ADDRESS||| — are matched and get their ids; the special ones

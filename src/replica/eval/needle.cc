@@ -42,11 +42,6 @@ std::vector<TrialDraw> draw_trials(const NeedleTask& task) {
   return trials;
 }
 
-std::vector<int32_t> encode(const data::Tokenizer& tokenizer, const std::string& text) {
-  const std::vector<uint32_t> ids = tokenizer.encode_ordinary(text);
-  return {ids.begin(), ids.end()};
-}
-
 }  // namespace
 
 std::vector<NeedleCase> needle_cases(const NeedleTask& task, std::span<const int32_t> haystack,
@@ -60,13 +55,12 @@ std::vector<NeedleCase> needle_cases(const NeedleTask& task, std::span<const int
       for (size_t t = 0; t < trials.size(); t++) {
         const TrialDraw& draw = trials[t];
         NeedleCase c{length, depth, int64_t(t), draw.key, 0, 0, {}, {}};
-        for (int64_t v : draw.values) c.values.push_back(encode(tokenizer, fmt::format(" {}", v)));
+        for (int64_t v : draw.values) c.values.push_back(tokenizer.encode_model_input(fmt::format(" {}", v)));
         for (const std::vector<int32_t>& v : c.values)
           check(v.size() == c.values[0].size(), "needle: the tokenizer splits 7-digit values unevenly");
-        const std::vector<int32_t> needle =
-            encode(tokenizer, fmt::format(" The special magic number for {} is {}.", draw.key, draw.values[0]));
-        const std::vector<int32_t> question = encode(
-            tokenizer,
+        const std::vector<int32_t> needle = tokenizer.encode_model_input(
+            fmt::format(" The special magic number for {} is {}.", draw.key, draw.values[0]));
+        const std::vector<int32_t> question = tokenizer.encode_model_input(
             fmt::format("\nWhat is the special magic number for {0}? The special magic number for {0} is", draw.key));
         const int64_t fixed = int64_t(needle.size() + question.size() + c.values[0].size());
         check(length > fixed, "needle.lengths: {} tokens cannot hold the needle, question and value ({} tokens)",

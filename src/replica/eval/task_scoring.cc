@@ -15,11 +15,6 @@
 namespace replica::eval {
 namespace {
 
-std::vector<int32_t> encode(const data::Tokenizer& tok, const std::string& text) {
-  std::vector<uint32_t> ids = tok.encode_ordinary(text);
-  return std::vector<int32_t>(ids.begin(), ids.end());
-}
-
 int64_t argmax(const std::vector<double>& x) { return std::max_element(x.begin(), x.end()) - x.begin(); }
 
 MetricValue mean_with_stderr(const std::string& name, const std::vector<double>& x) {
@@ -33,11 +28,11 @@ MetricValue mean_with_stderr(const std::string& name, const std::vector<double>&
 }  // namespace
 
 TokenPair encode_pair(const data::Tokenizer& tok, const Request& r, TaskFormat format, int32_t prefix) {
-  if (format == TaskFormat::olmes) return {encode(tok, r.context), encode(tok, r.continuation)};
+  if (format == TaskFormat::olmes) return {tok.encode_model_input(r.context), tok.encode_model_input(r.continuation)};
   std::string ctx = py::rstrip(r.context);
   const std::string cont = r.context.substr(ctx.size()) + r.continuation;
-  if (ctx.empty()) return {{prefix}, encode(tok, cont)};
-  std::vector<int32_t> whole = encode(tok, ctx + cont), context = encode(tok, ctx);
+  if (ctx.empty()) return {{prefix}, tok.encode_model_input(cont)};
+  std::vector<int32_t> whole = tok.encode_model_input(ctx + cont), context = tok.encode_model_input(ctx);
   const size_t split = std::min(context.size(), whole.size());
   return {context, std::vector<int32_t>(whole.begin() + int64_t(split), whole.end())};
 }
