@@ -31,32 +31,37 @@ namespace {
 
 struct MmaOperands {
   uint32_t a[4], b[2];
-  float c[4];
 };
 
 float bf16_half(uint32_t word, int half) { return std::bit_cast<float>(half ? word & 0xffff0000u : word << 16); }
 
+// Element [row][k] of the 16 × 16 A and [k][col] of the 16 × 8 B, from the lanes' registers as the layout above
+// places them.
+float a_element(const MmaOperands* lanes, int row, int k) {
+  return bf16_half(lanes[4 * (row % 8) + k % 8 / 2].a[row / 8 + 2 * (k / 8)], k % 2);
+}
+float b_element(const MmaOperands* lanes, int k, int col) {
+  return bf16_half(lanes[4 * col + k % 8 / 2].b[k / 8], k % 2);
+}
+
 }  // namespace
 
+// Each lane decodes from the gathered registers only the two rows of A and two columns of B its four elements of D
+// need (decoding all of A and B in every lane was most of the emulation's time). C's fragment has D's layout, so
+// the input to a lane's element r of D is its own d[r].
 void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  MmaOperands mine{{a[0], a[1], a[2], a[3]}, {b[0], b[1]}, {d[0], d[1], d[2], d[3]}};
-  MmaOperands lanes[32];
-  gather(&mine, sizeof mine, lanes);
-  float A[16][16], B[16][8], C[16][8];
-  for (int l = 0; l < 32; l++) {
-    const int g = l / 4, t = l % 4;
-    for (int r = 0; r < 4; r++)
-      for (int half = 0; half < 2; half++)
-        A[g + 8 * (r % 2)][2 * t + 8 * (r / 2) + half] = bf16_half(lanes[l].a[r], half);
-    for (int r = 0; r < 2; r++)
-      for (int half = 0; half < 2; half++) B[2 * t + 8 * r + half][g] = bf16_half(lanes[l].b[r], half);
-    for (int r = 0; r < 4; r++) C[g + 8 * (r / 2)][2 * t + r % 2] = lanes[l].c[r];
-  }
+  const MmaOperands mine{{a[0], a[1], a[2], a[3]}, {b[0], b[1]}};
+  const auto* lanes = static_cast<const MmaOperands*>(gather(&mine, sizeof mine));
   const int g = lane() / 4, t = lane() % 4;
+  float rows[2][16], cols[2][16];  // A[g + 8i][k], B[k][2t + i]
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < 16; k++) {
+      rows[i][k] = a_element(lanes, g + 8 * i, k);
+      cols[i][k] = b_element(lanes, k, 2 * t + i);
+    }
   for (int r = 0; r < 4; r++) {
-    const int row = g + 8 * (r / 2), col = 2 * t + r % 2;
-    float acc = C[row][col];  // fp32 accumulation of exact bf16 products
-    for (int k = 0; k < 16; k++) acc += A[row][k] * B[k][col];
+    float acc = d[r];  // C[g + 8(r / 2)][2t + r % 2]; fp32 accumulation of exact bf16 products
+    for (int k = 0; k < 16; k++) acc += rows[r / 2][k] * cols[r % 2][k];
     d[r] = acc;
   }
 }
@@ -64,8 +69,7 @@ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b
 // ldmatrix (cuda_emu.h): the warp's row addresses gathered, then each lane reads its pairs from the rows.
 void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transpose) {
   check_shared(row, 16, "ldmatrix");
-  const void* rows[32];
-  gather(&row, sizeof row, rows);
+  const auto* rows = static_cast<const void* const*>(gather(&row, sizeof row));
   const int g = lane() / 4, t = lane() % 4;
   auto element = [&](int matrix, int i, int j) {  // element [i][j] of a matrix, as bits
     uint16_t bits;
@@ -77,34 +81,52 @@ void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool transpose) {
                      : element(m, g, 2 * t) | element(m, g, 2 * t + 1) << 16;
 }
 
-// Element [k][mn] of a wgmma operand from its shared-memory descriptor (no swizzling): core matrices of 8 rows
-// × 16 bytes, `mn` along the rows and k contiguous (K-major) or k along the rows (MN-major, `transpose`).
-float descriptor_element(uint64_t descriptor, bool transpose, int k, int mn) {
-  if (descriptor >> 62 != 0 || (descriptor >> 49 & 7) != 0)
-    fail("wgmma: the emulator models descriptors without swizzling only");
-  const uint32_t start = uint32_t(descriptor & 0x3FFF) << 4, k_stride = uint32_t(descriptor >> 16 & 0x3FFF) << 4,
-                 mn_stride = uint32_t(descriptor >> 32 & 0x3FFF) << 4;
-  const uint32_t inside = transpose ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2;
-  const unsigned char* p = dynamic_shared_memory() + start + (k / 8) * k_stride + (mn / 8) * mn_stride + inside;
-  shared_offset(p + 1);  // fails past the end of shared memory
-  uint16_t bits;
-  std::memcpy(&bits, p, sizeof bits);
-  return bf16_half(bits, 0);
-}
+// A wgmma operand's shared-memory descriptor (no swizzling), decoded once per instruction: element [k][mn] lies in
+// core matrices of 8 rows × 16 bytes, `mn` along the rows and k contiguous (K-major) or k along the rows (MN-major,
+// `transpose`).
+class Descriptor {
+ public:
+  Descriptor(uint64_t descriptor, bool transpose)
+      : start_(uint32_t(descriptor & 0x3FFF) << 4),
+        k_stride_(uint32_t(descriptor >> 16 & 0x3FFF) << 4),
+        mn_stride_(uint32_t(descriptor >> 32 & 0x3FFF) << 4),
+        transpose_(transpose),
+        shared_(dynamic_shared_memory()) {
+    if (descriptor >> 62 != 0 || (descriptor >> 49 & 7) != 0)
+      fail("wgmma: the emulator models descriptors without swizzling only");
+  }
+  float element(int k, int mn) const {
+    const uint32_t inside = transpose_ ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2;
+    const unsigned char* p = shared_ + start_ + (k / 8) * k_stride_ + (mn / 8) * mn_stride_ + inside;
+    shared_offset(p + 1);  // fails past the end of shared memory
+    uint16_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    return bf16_half(bits, 0);
+  }
 
-// The warp's 16 rows of D = A·B (+ D), A given per element, issued: D's input is the latest result in flight for
-// d (chained products), else d; the result lands at the wait (emulator.cc).
-template <typename ElementA>
-void wgmma_rows(float (&d)[32], ElementA&& a, uint64_t b, bool transpose_b, bool accumulate) {
+ private:
+  uint32_t start_, k_stride_, mn_stride_;
+  bool transpose_;
+  const unsigned char* shared_;
+};
+
+// The lane's share of the warp's 16 rows of D = A·B (+ D), given its rows g and g + 8 of A: its 32 accumulators
+// (rows g and g + 8, columns 8j + 2t and 8j + 2t + 1 of the eight m16n8 tiles), each column of B decoded once.
+// D's input is the latest result in flight for d (chained products), else d; the result lands at the wait
+// (emulator.cc).
+void wgmma_rows(float (&d)[32], const float (&a)[2][16], uint64_t b, bool transpose_b, bool accumulate) {
   const float* in_flight = wgmma_in_flight(d);
   const float* input = in_flight ? in_flight : d;
-  const int g = lane() / 4, t = lane() % 4;
+  const Descriptor b_operand(b, transpose_b);
+  const int t = lane() % 4;
+  float cols[16][16];  // B[k][8j + 2t + i] at cols[2j + i][k]
+  for (int c = 0; c < 16; c++)
+    for (int k = 0; k < 16; k++) cols[c][k] = b_operand.element(k, 8 * (c / 2) + 2 * t + c % 2);
   float result[32];
   for (int j = 0; j < 8; j++)
     for (int e = 0; e < 4; e++) {
-      const int row = g + 8 * (e / 2), col = 8 * j + 2 * t + e % 2;
       float acc = accumulate ? input[4 * j + e] : 0.0f;
-      for (int k = 0; k < 16; k++) acc += a(row, k) * descriptor_element(b, transpose_b, k, col);
+      for (int k = 0; k < 16; k++) acc += a[e / 2][k] * cols[2 * j + e % 2][k];
       result[4 * j + e] = acc;
     }
   wgmma_issue(d, result);
@@ -112,23 +134,25 @@ void wgmma_rows(float (&d)[32], ElementA&& a, uint64_t b, bool transpose_b, bool
 
 // wgmma (cuda_emu.h): the warp's A fragments gathered as for mma.sync, B decoded from the descriptor.
 void wgmma_m64n64k16_bf16(float (&d)[32], const uint32_t (&a)[4], uint64_t b, bool transpose_b, bool accumulate) {
-  uint32_t lanes[32][4];
-  gather(a, sizeof a, lanes);
-  float A[16][16];
-  for (int l = 0; l < 32; l++)
-    for (int r = 0; r < 4; r++)
-      for (int half = 0; half < 2; half++)
-        A[l / 4 + 8 * (r % 2)][2 * (l % 4) + 8 * (r / 2) + half] = bf16_half(lanes[l][r], half);
-  wgmma_rows(d, [&](int row, int k) { return A[row][k]; }, b, transpose_b, accumulate);
+  const MmaOperands mine{{a[0], a[1], a[2], a[3]}, {}};
+  const auto* lanes = static_cast<const MmaOperands*>(gather(&mine, sizeof mine));
+  const int g = lane() / 4;
+  float rows[2][16];
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < 16; k++) rows[i][k] = a_element(lanes, g + 8 * i, k);
+  wgmma_rows(d, rows, b, transpose_b, accumulate);
 }
 
 // A read through its descriptor as B is (A's M is B's N): K-major, or MN-major with transpose_a.
 void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t a, uint64_t b, bool transpose_a, bool transpose_b,
                              bool accumulate) {
   warp_collective("wgmma.mma_async");
-  const int first_row = int(thread_index().x / 32 % 4) * 16;  // the warp's rows in the warpgroup's 64
-  wgmma_rows(d, [&](int row, int k) { return descriptor_element(a, transpose_a, k, first_row + row); }, b,
-             transpose_b, accumulate);
+  const Descriptor a_operand(a, transpose_a);
+  const int first_row = int(thread_index().x / 32 % 4) * 16 + lane() / 4;  // row g of the warp's 16 in the 64
+  float rows[2][16];
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < 16; k++) rows[i][k] = a_operand.element(k, first_row + 8 * i);
+  wgmma_rows(d, rows, b, transpose_b, accumulate);
 }
 
 }  // namespace cuda_emu

@@ -35,8 +35,9 @@ void sync_block();
 void sync_warp(unsigned mask);
 // A full-warp exchange: every lane offers `value` and receives the value offered by lane `source(lane)`.
 uint64_t exchange(unsigned mask, uint64_t value, int source_lane);
-// A full-warp gather: every lane offers `bytes` and receives all 32 lanes' offers, in lane order, in `all`.
-void gather(const void* mine, size_t bytes, void* all);
+// A full-warp gather: every lane offers `bytes` and receives all 32 lanes' offers, in lane order (read in place:
+// valid until the lane's next warp barrier).
+const void* gather(const void* mine, size_t bytes);
 // PTX mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (ptx.cc): d += a·b over the warp's fragments.
 void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
 // PTX ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 (ptx.cc): lane l names row l % 8 of 8 × 8 matrix l / 8
