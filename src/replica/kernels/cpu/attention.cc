@@ -1,6 +1,6 @@
 // Tiled attention forward and backward on the CPU. For each (batch, head) and block of 64 queries, the
 // visible key blocks are copied into small contiguous tiles (K and V transposed where the inner loop runs
-// over keys) and multiplied by two register-blocked micro-kernels; every sum has a fixed order.
+// over keys) and multiplied by one register-blocked micro-kernel (multiply); every sum has a fixed order.
 #include "replica/kernels/cpu/attention.h"
 
 #include <algorithm>
@@ -20,99 +20,127 @@ using attention_mask::RowMask;
 using simd::f16v;
 using attention_tiles::BK;
 using attention_tiles::BQ;
-constexpr int64_t NV = BK / simd::kWidth;  // vectors per key row
+constexpr int64_t NV = BK / simd::kWidth;  // 16-lane vectors per key row (the softmax)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// S[r, 0:BK] = Σ_d A[r, d] · BT[d, 0:BK] for r < rows. Four rows at a time share each BT load.
+// The products' register blocks: kRows rows by kBlock vectors of kLanes floats, sized to the vector registers.
+// AVX-512 (32 registers of 16 floats) holds 4 rows × 64 columns: 16 accumulators and 4 vectors of B. With 16
+// registers of 8 floats (AVX2) that block of 16-float vectors is 32 registers, spilled on every multiply-add
+// (~3 GFLOP/s); 6 rows × 16 columns of 8-float vectors take 12 accumulators, 2 vectors of B and a broadcast.
+// Each accumulator sums its own element in the same order either way, so the block changes no bit, given that each
+// `acc += x * b` stays one fused multiply-add (-ffp-contract=fast), as it always was. GCC tuned for Zen leaves them
+// unfused in a loop with a single accumulator of at most 256 bits (its avoid-fma-max-bits), so no block is one
+// 8-lane vector: widths come in multiples of 16 floats (kStep vectors), so a block of one row has two with AVX2.
+#if defined(__AVX512F__)
+using vec = f16v;
+constexpr int kLanes = 16, kRows = 4, kBlock = 4;
+#else
+using vec = simd::f8v;
+constexpr int kLanes = 8, kRows = 6, kBlock = 2;
+#endif
+constexpr int kStep = simd::kWidth / kLanes;
+
+// The operands of C[i, 0:cols] = C (or 0 without kAccumulate) + Σ_{k<n} A(i, k) · B[k, 0:cols] for i < rows, each
+// sum one multiply-add per k in order. A(i, k) = A[i · ai + k · ak]: the rows of a row-major matrix (ak = 1) or its
+// columns (ai = 1, the backward's Pᵀ and dSᵀ). B and C are row-major (strides ldb, ldc). Passed by value: read
+// through a pointer, the operands would be read again after every store to C, which might have changed them.
+template <bool kAccumulate>
+struct Product {
+  float* C;
+  int64_t ldc;
+  const float* A;
+  int64_t ai, ak;
+  const float* B;
+  int64_t ldb, n;
+};
+
+// Rows [r, r + R) and vectors [c, c + CV) of C: R · CV accumulators, each B load shared by R rows.
+template <int R, int CV, bool kAccumulate>
+void multiply_block(const Product<kAccumulate> p, int64_t r, int64_t c) {
+  vec acc[R][CV];
+  for (int i = 0; i < R; i++)
+    for (int v = 0; v < CV; v++)
+      acc[i][v] = kAccumulate ? simd::load<vec>(p.C + (r + i) * p.ldc + (c + v) * kLanes) : vec{};
+  const float* a = p.A + r * p.ai;
+  int64_t k = 0;
+  do {  // n ≥ 1; a loop that might not run leaves GCC keeping the accumulators in memory for its exit
+    vec b[CV];
+    for (int v = 0; v < CV; v++) b[v] = simd::load<vec>(p.B + k * p.ldb + (c + v) * kLanes);
+    for (int i = 0; i < R; i++) {
+      const float x = a[i * p.ai + k * p.ak];
+      for (int v = 0; v < CV; v++) acc[i][v] += x * b[v];
+    }
+  } while (++k < p.n);
+  for (int i = 0; i < R; i++)
+    for (int v = 0; v < CV; v++) simd::store(p.C + (r + i) * p.ldc + (c + v) * kLanes, acc[i][v]);
+}
+
+// Vectors [c, c + CV) of all rows: kRows at a time, then 4 (AVX2: 64 = 10 · 6 + 4), then one.
+template <int CV, bool kAccumulate>
+void multiply_columns(const Product<kAccumulate> p, int64_t rows, int64_t c) {
+  int64_t r = 0;
+  for (; r + kRows <= rows; r += kRows) multiply_block<kRows, CV>(p, r, c);
+  if constexpr (kRows > 4)
+    for (; r + 4 <= rows; r += 4) multiply_block<4, CV>(p, r, c);
+  for (; r < rows; r++) multiply_block<1, CV>(p, r, c);
+}
+
+// The last `vectors` (< kBlock, a multiple of kStep) vectors of columns, from c: none with AVX2.
+template <int CV, bool kAccumulate>
+void multiply_last_columns(const Product<kAccumulate> p, int64_t rows, int64_t c, int64_t vectors) {
+  if constexpr (CV > 0) {
+    if (vectors == CV) return multiply_columns<CV>(p, rows, c);
+    multiply_last_columns<CV - kStep>(p, rows, c, vectors);
+  }
+}
+
+// cols: a multiple of 16.
+template <bool kAccumulate>
+void multiply(const Product<kAccumulate> p, int64_t rows, int64_t cols) {
+  int64_t c = 0;
+  for (; (c + kBlock) * kLanes <= cols; c += kBlock) multiply_columns<kBlock>(p, rows, c);
+  multiply_last_columns<kBlock - kStep>(p, rows, c, cols / kLanes - c);
+}
+
+// S[r, 0:BK] = Σ_d A[r, d] · BT[d, 0:BK] for r < rows.
 void scores_kernel(float* S, const float* A, const float* BT, int64_t rows, int64_t D) {
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    f16v acc[4][NV] = {};
-    for (int64_t d = 0; d < D; d++) {
-      f16v b[NV];
-      for (int64_t c = 0; c < NV; c++) b[c] = simd::load(BT + d * BK + c * simd::kWidth);
-      for (int64_t i = 0; i < 4; i++) {
-        const float a = A[(r + i) * D + d];
-        for (int64_t c = 0; c < NV; c++) acc[i][c] += a * b[c];
-      }
-    }
-    for (int64_t i = 0; i < 4; i++)
-      for (int64_t c = 0; c < NV; c++) simd::store(S + (r + i) * BK + c * simd::kWidth, acc[i][c]);
-  }
-  for (; r < rows; r++) {
-    f16v acc[NV] = {};
-    for (int64_t d = 0; d < D; d++)
-      for (int64_t c = 0; c < NV; c++) acc[c] += A[r * D + d] * simd::load(BT + d * BK + c * simd::kWidth);
-    for (int64_t c = 0; c < NV; c++) simd::store(S + r * BK + c * simd::kWidth, acc[c]);
-  }
+  multiply(Product<false>{S, BK, A, D, 1, BT, BK, D}, rows, BK);
 }
 
-// O[r, 0:D] += Σ_{j<n} P[r, j] · X[j, 0:D] for r < rows (P has row stride BK). D is covered in chunks of
-// CV vectors, four rows at a time; widths that are not a multiple of 16 take the scalar path.
-template <int CV>
-void accumulate_chunk(float* O, const float* P, const float* X, int64_t rows, int64_t n, int64_t D, int64_t d0) {
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    f16v acc[4][CV];
-    for (int64_t i = 0; i < 4; i++)
-      for (int64_t c = 0; c < CV; c++) acc[i][c] = simd::load(O + (r + i) * D + d0 + c * simd::kWidth);
-    for (int64_t j = 0; j < n; j++) {
-      f16v x[CV];
-      for (int64_t c = 0; c < CV; c++) x[c] = simd::load(X + j * D + d0 + c * simd::kWidth);
-      for (int64_t i = 0; i < 4; i++) {
-        const float p = P[(r + i) * BK + j];
-        for (int64_t c = 0; c < CV; c++) acc[i][c] += p * x[c];
-      }
-    }
-    for (int64_t i = 0; i < 4; i++)
-      for (int64_t c = 0; c < CV; c++) simd::store(O + (r + i) * D + d0 + c * simd::kWidth, acc[i][c]);
-  }
-  for (; r < rows; r++) {
-    f16v acc[CV];
-    for (int64_t c = 0; c < CV; c++) acc[c] = simd::load(O + r * D + d0 + c * simd::kWidth);
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t c = 0; c < CV; c++) acc[c] += P[r * BK + j] * simd::load(X + j * D + d0 + c * simd::kWidth);
-    for (int64_t c = 0; c < CV; c++) simd::store(O + r * D + d0 + c * simd::kWidth, acc[c]);
-  }
-}
-
-void accumulate_kernel(float* O, const float* P, const float* X, int64_t rows, int64_t n, int64_t D) {
+// O[r, 0:D] += Σ_{j<n} P(r, j) · X[j, 0:D] for r < rows, with P(r, j) = P[r · pr + j · pj]; widths that are not a
+// multiple of 16 take the scalar path, whose bits a block of one 8-lane vector would not keep (above).
+void accumulate_kernel(float* O, const float* P, int64_t pr, int64_t pj, const float* X, int64_t rows, int64_t n,
+                       int64_t D) {
   if (D % simd::kWidth != 0) {
     for (int64_t r = 0; r < rows; r++)
       for (int64_t j = 0; j < n; j++)
-        for (int64_t d = 0; d < D; d++) O[r * D + d] += P[r * BK + j] * X[j * D + d];
+        for (int64_t d = 0; d < D; d++) O[r * D + d] += P[r * pr + j * pj] * X[j * D + d];
     return;
   }
-  int64_t d0 = 0;
-  for (; d0 + 4 * simd::kWidth <= D; d0 += 4 * simd::kWidth) accumulate_chunk<4>(O, P, X, rows, n, D, d0);
-  switch ((D - d0) / simd::kWidth) {
-    case 3: accumulate_chunk<3>(O, P, X, rows, n, D, d0); break;
-    case 2: accumulate_chunk<2>(O, P, X, rows, n, D, d0); break;
-    case 1: accumulate_chunk<1>(O, P, X, rows, n, D, d0); break;
-    default: break;
-  }
+  multiply(Product<true>{O, D, P, pr, pj, X, D, n}, rows, D);
 }
 
-// Copies rows [t0, t0 + n) of head `head` of x [T, heads, D] (already offset to batch b), times `scale`,
-// into rows[n, D] and/or the transpose cols[D, BK] (columns ≥ n zeroed).
-void load_tile(float* rows, float* cols, const float* x, int64_t t0, int64_t n, int64_t heads, int64_t head,
-               int64_t D, float scale) {
-  if (cols && n < BK)
-    for (int64_t d = 0; d < D; d++) std::fill(cols + d * BK + n, cols + (d + 1) * BK, 0.0f);
+// Rows [t0, t0 + n) of head `head` of x [T, heads, D] (already offset to batch b), times `scale`, into rows[n, D].
+void load_rows(float* rows, const float* x, int64_t t0, int64_t n, int64_t heads, int64_t head, int64_t D,
+               float scale) {
   for (int64_t r = 0; r < n; r++) {
     const float* src = x + ((t0 + r) * heads + head) * D;
-    for (int64_t d = 0; d < D; d++) {
-      const float value = src[d] * scale;
-      if (rows) rows[r * D + d] = value;
-      if (cols) cols[d * BK + r] = value;
-    }
+    for (int64_t d = 0; d < D; d++) rows[r * D + d] = src[d] * scale;
   }
 }
 
-// out[j, r] = in[r, j] for r < rows, j < BK (row strides BK).
-void transpose_tile(float* out, const float* in, int64_t rows) {
-  for (int64_t j = 0; j < BK; j++)
-    for (int64_t r = 0; r < rows; r++) out[j * BK + r] = in[r * BK + j];
+// The same rows, unscaled, transposed into cols[D, BK] (columns ≥ n zeroed): by 8 × 8 blocks where D allows.
+void load_columns(float* cols, const float* x, int64_t t0, int64_t n, int64_t heads, int64_t head, int64_t D) {
+  if (n < BK)
+    for (int64_t d = 0; d < D; d++) std::fill(cols + d * BK + n, cols + (d + 1) * BK, 0.0f);
+  const float* src = x + (t0 * heads + head) * D;
+  const int64_t ld = heads * D;
+  int64_t r = 0;
+  if (D % 8 == 0)
+    for (; r + 8 <= n; r += 8)
+      for (int64_t d = 0; d < D; d += 8) simd::transpose8(cols + d * BK + r, BK, src + r * ld + d, ld);
+  for (; r < n; r++)
+    for (int64_t d = 0; d < D; d++) cols[d * BK + r] = src[r * ld + d];
 }
 
 // Sets row entries outside the visible keys [lo, hi) to −inf.
@@ -141,15 +169,15 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
           const float* kb = k + b * T * K * D;
           const float* vb = v + b * T * K * D;
           const RowMask row_mask(T, s.window, docs, b);  // keys [first_key(i), i] for query i
-          load_tile(Q.data(), nullptr, q + b * Tq * H * D, i0 - Q0, nq, H, h, D, scale);
+          load_rows(Q.data(), q + b * Tq * H * D, i0 - Q0, nq, H, h, D, scale);
           std::fill(acc.begin(), acc.end(), 0.0f);
           std::fill(m.begin(), m.end(), kNegInf);
           std::fill(l.begin(), l.end(), 0.0f);
 
           for (int64_t j0 = row_mask.first_key(i0); j0 < i0 + nq; j0 += BK) {
             const int64_t nk = std::min(BK, i0 + nq - j0);
-            load_tile(nullptr, KT.data(), kb, j0, nk, K, g, D, 1.0f);
-            load_tile(V.data(), nullptr, vb, j0, nk, K, g, D, 1.0f);
+            load_columns(KT.data(), kb, j0, nk, K, g, D);
+            load_rows(V.data(), vb, j0, nk, K, g, D, 1.0f);
             scores_kernel(S.data(), Q.data(), KT.data(), nq, D);
             // Online softmax: rescale what was accumulated when the running max grows.
             for (int64_t r = 0; r < nq; r++) {
@@ -174,7 +202,7 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
               m[r] = m_new;
               for (int64_t d = 0; d < D; d++) acc[size_t(r * D + d)] *= alpha;
             }
-            accumulate_kernel(acc.data(), S.data(), V.data(), nq, nk, D);
+            accumulate_kernel(acc.data(), S.data(), BK, 1, V.data(), nq, nk, D);
           }
           for (int64_t r = 0; r < nq; r++) {
             float* o = out + ((b * Tq + i0 - Q0 + r) * H + h) * D;
@@ -196,7 +224,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
 #pragma omp parallel
   {
     std::vector<float> Q(BQ * D), dO(BQ * D), KT(D * BK), Kr(BK * D), VT(D * BK), P(BQ * BK), dS(BQ * BK),
-        PT(BK * BK), dST(BK * BK), dQ(BQ * D), delta(BQ), dK(size_t(T * D)), dV(size_t(T * D));
+        dQ(BQ * D), delta(BQ), dK(size_t(T * D)), dV(size_t(T * D));
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; b++)
       for (int64_t h = 0; h < H; h++) {
@@ -211,8 +239,8 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
 
         for (int64_t i0 = Q0; i0 < T; i0 += BQ) {
           const int64_t nq = std::min(BQ, T - i0);
-          load_tile(Q.data(), nullptr, q + b * Tq * H * D, i0 - Q0, nq, H, h, D, scale);
-          load_tile(dO.data(), nullptr, dout + b * Tq * H * D, i0 - Q0, nq, H, h, D, 1.0f);
+          load_rows(Q.data(), q + b * Tq * H * D, i0 - Q0, nq, H, h, D, scale);
+          load_rows(dO.data(), dout + b * Tq * H * D, i0 - Q0, nq, H, h, D, 1.0f);
           for (int64_t r = 0; r < nq; r++) {  // delta_i = Σ_d dO·O  (= Σ_j P·dP)
             const float* o = ob + ((i0 - Q0 + r) * H + h) * D;
             float sum = 0.0f;
@@ -223,8 +251,9 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
 
           for (int64_t j0 = row_mask.first_key(i0); j0 < i0 + nq; j0 += BK) {
             const int64_t nk = std::min(BK, i0 + nq - j0);
-            load_tile(Kr.data(), KT.data(), kb, j0, nk, K, g, D, 1.0f);
-            load_tile(nullptr, VT.data(), vb, j0, nk, K, g, D, 1.0f);
+            load_rows(Kr.data(), kb, j0, nk, K, g, D, 1.0f);
+            load_columns(KT.data(), kb, j0, nk, K, g, D);
+            load_columns(VT.data(), vb, j0, nk, K, g, D);
             scores_kernel(P.data(), Q.data(), KT.data(), nq, D);    // scaled scores
             scores_kernel(dS.data(), dO.data(), VT.data(), nq, D);  // dP = dO · Vᵀ
             for (int64_t r = 0; r < nq; r++) {  // P = exp(S − lse), dS = P ∘ (dP − delta)
@@ -238,11 +267,9 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                 simd::store(ds + c * simd::kWidth, pc * (simd::load(ds + c * simd::kWidth) - delta[size_t(r)]));
               }
             }
-            accumulate_kernel(dQ.data(), dS.data(), Kr.data(), nq, nk, D);  // dQ += dS · K
-            transpose_tile(PT.data(), P.data(), nq);
-            transpose_tile(dST.data(), dS.data(), nq);
-            accumulate_kernel(dV.data() + j0 * D, PT.data(), dO.data(), nk, nq, D);  // dV += Pᵀ · dO
-            accumulate_kernel(dK.data() + j0 * D, dST.data(), Q.data(), nk, nq, D);  // dK += dSᵀ · (scale·Q)
+            accumulate_kernel(dQ.data(), dS.data(), BK, 1, Kr.data(), nq, nk, D);          // dQ += dS · K
+            accumulate_kernel(dV.data() + j0 * D, P.data(), 1, BK, dO.data(), nk, nq, D);  // dV += Pᵀ · dO
+            accumulate_kernel(dK.data() + j0 * D, dS.data(), 1, BK, Q.data(), nk, nq, D);  // dK += dSᵀ · (scale·Q)
           }
           for (int64_t r = 0; r < nq; r++) {
             float* dst = dq + ((b * Tq + i0 - Q0 + r) * H + h) * D;

@@ -33,7 +33,9 @@ using attention_tiles::BK;
 using attention_tiles::BQ;
 using attention_mask::RowMask;
 using simd::f16v;
+using simd::f8v;
 using simd::i16v;
+using simd::transpose8;
 constexpr int64_t NV = BQ / simd::kWidth;  // vectors per row of a [keys, queries] tile
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -168,37 +170,7 @@ void dot(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64
   }
 }
 
-// ---- transposing 8 × 8 blocks of 32-bit words ------------------------------------------------------------------
-
-typedef float f8v __attribute__((vector_size(32)));
-
-// The 8 × 8 block a[k][j] → t[j][k] (rows of 8 lanes), by shuffles: moves of bits, so any 32-bit words.
-__attribute__((always_inline)) inline void transpose8(f8v t[8], const f8v a[8]) {
-  // __builtin_shufflevector (GCC 12 and clang alike) takes constant lane indices: 0–7 the first operand, 8–15 the second.
-  f8v u[8], w[8];
-  for (int k = 0; k < 8; k += 2) {
-    u[k] = __builtin_shufflevector(a[k], a[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    u[k + 1] = __builtin_shufflevector(a[k], a[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  }
-  for (int k = 0; k < 8; k += 4)
-    for (int i = 0; i < 2; i++) {
-      w[k + 2 * i] = __builtin_shufflevector(u[k + i], u[k + i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-      w[k + 2 * i + 1] = __builtin_shufflevector(u[k + i], u[k + i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-    }
-  // w[0..3]: lanes j and j + 4 of rows 0–3, w[4..7] of rows 4–7, for j = 0, 1, 2, 3.
-  for (int j = 0; j < 4; j++) {
-    t[j] = __builtin_shufflevector(w[j], w[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    t[j + 4] = __builtin_shufflevector(w[j], w[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-  }
-}
-
-// dst[j · ldd + k] = src[k · lds + j] for an 8 × 8 block of 32-bit words (floats, or pairs of bf16), strides in words.
-__attribute__((always_inline)) inline void transpose8(void* dst, int64_t ldd, const void* src, int64_t lds) {
-  f8v a[8], t[8];
-  for (int k = 0; k < 8; k++) std::memcpy(&a[k], static_cast<const char*>(src) + 4 * k * lds, sizeof(f8v));
-  transpose8(t, a);
-  for (int j = 0; j < 8; j++) std::memcpy(static_cast<char*>(dst) + 4 * j * ldd, &t[j], sizeof(f8v));
-}
+// ---- transposing 8 × 8 blocks of 32-bit words (simd::transpose8) -----------------------------------------------
 
 // The rows of a tile held transposed, Xᵀ[D, 64] (a query per lane), into rows r < n of x (stride ldx): x[r][d] =
 // Xᵀ[d][r].

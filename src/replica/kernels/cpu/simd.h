@@ -1,5 +1,6 @@
 // 16-wide float vectors (GCC vector extensions: one AVX-512 register, or split on narrower ISAs) and a
-// vectorisable exp. Kernels use these where the compiler cannot keep accumulators in registers by itself.
+// vectorisable exp; 8-wide ones (one AVX2 register) and 8 × 8 transposes. Kernels use these where the compiler
+// cannot keep accumulators in registers by itself.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -13,13 +14,28 @@ namespace replica::cpu::simd {
 typedef float f16v __attribute__((vector_size(64)));
 typedef int32_t i16v __attribute__((vector_size(64)));
 constexpr int kWidth = 16;
+typedef float f8v __attribute__((vector_size(32)));
 
-inline f16v load(const float* p) {
-  f16v v;
+// Unaligned loads and stores of either width: load(p) a 16-lane vector, load<f8v>(p) an 8-lane one.
+template <typename V = f16v>
+inline V load(const void* p) {
+  V v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
-inline void store(float* p, f16v v) { std::memcpy(p, &v, sizeof(v)); }
+inline void store(void* p, f8v v) { std::memcpy(p, &v, sizeof(v)); }
+#if defined(__AVX2__) && !defined(__AVX512F__)
+// GCC holds a 16-lane vector in two AVX2 registers but copies it to memory (memcpy) in 16-byte pieces through the
+// stack and general registers; two 8-lane stores instead.
+inline void store(void* p, f16v v) {
+  __m256 h[2];
+  std::memcpy(h, &v, sizeof(h));
+  _mm256_storeu_ps(static_cast<float*>(p), h[0]);
+  _mm256_storeu_ps(static_cast<float*>(p) + 8, h[1]);
+}
+#else
+inline void store(void* p, f16v v) { std::memcpy(p, &v, sizeof(v)); }
+#endif
 inline f16v splat(float x) { return f16v{} + x; }
 
 inline float sum(f16v v) {
@@ -97,5 +113,34 @@ inline f16v exp(f16v x) {
 using portable::exp;
 using portable::max;
 #endif
+
+// The 8 × 8 block a[k][j] → t[j][k] (rows of 8 lanes), by shuffles: moves of bits, so any 32-bit words.
+__attribute__((always_inline)) inline void transpose8(f8v t[8], const f8v a[8]) {
+  // __builtin_shufflevector (GCC 12 and clang alike) takes constant lane indices: 0–7 the first operand, 8–15 the
+  // second.
+  f8v u[8], w[8];
+  for (int k = 0; k < 8; k += 2) {
+    u[k] = __builtin_shufflevector(a[k], a[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    u[k + 1] = __builtin_shufflevector(a[k], a[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int k = 0; k < 8; k += 4)
+    for (int i = 0; i < 2; i++) {
+      w[k + 2 * i] = __builtin_shufflevector(u[k + i], u[k + i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+      w[k + 2 * i + 1] = __builtin_shufflevector(u[k + i], u[k + i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  // w[0..3]: lanes j and j + 4 of rows 0–3, w[4..7] of rows 4–7, for j = 0, 1, 2, 3.
+  for (int j = 0; j < 4; j++) {
+    t[j] = __builtin_shufflevector(w[j], w[j + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    t[j + 4] = __builtin_shufflevector(w[j], w[j + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+// dst[j · ldd + k] = src[k · lds + j] for an 8 × 8 block of 32-bit words (floats, or pairs of bf16), strides in words.
+__attribute__((always_inline)) inline void transpose8(void* dst, int64_t ldd, const void* src, int64_t lds) {
+  f8v a[8], t[8];
+  for (int k = 0; k < 8; k++) a[k] = load<f8v>(static_cast<const char*>(src) + 4 * k * lds);
+  transpose8(t, a);
+  for (int j = 0; j < 8; j++) store(static_cast<char*>(dst) + 4 * j * ldd, t[j]);
+}
 
 }  // namespace replica::cpu::simd
