@@ -8,6 +8,7 @@
 #include <functional>
 #include <tuple>
 
+#include "error_of.h"
 #include "replica/ckpt/checkpoint.h"
 #include "replica/ckpt/manifest.h"
 #include "replica/ckpt/model_source.h"
@@ -16,6 +17,7 @@
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/train/checkpointing.h"
+#include "scratch_dir.h"
 
 namespace replica::ckpt {
 namespace {
@@ -28,13 +30,6 @@ model::ModelConfig tiny_config() {
   c.head_dim = 8, c.sliding_window = 4, c.sliding = {true, false};
   return c;
 }
-
-struct Dir {
-  fs::path path = fs::temp_directory_path() / ("ckpt_test_" + std::to_string(::getpid()) + "_" +
-                                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  Dir() { fs::remove_all(path), fs::create_directories(path); }
-  ~Dir() { fs::remove_all(path); }
-};
 
 const std::vector<std::string> kAdamW = {"exp_avg", "exp_avg_sq"};
 
@@ -74,17 +69,8 @@ void flip_byte(const fs::path& file, size_t offset) {
   f.write(&c, 1);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(CkptCheckpoint, RoundTripIsExact) {
-  Dir d;
+  testing::TestDir d;
   const Tensors t(0.25f);
   const std::string dir = t.write(d.path, 7);
   EXPECT_EQ(fs::path(dir).filename(), "step00000007");
@@ -119,7 +105,7 @@ TEST(CkptCheckpoint, RoundTripIsExact) {
 // AdamW's optim.safetensors is what it was before optimizers named their state: every exp_avg.<parameter> in table
 // order, then every exp_avg_sq.<parameter>, each at the offset the previous one ends, with the step in the metadata.
 TEST(CkptCheckpoint, AdamWStateKeepsItsLayout) {
-  Dir d;
+  testing::TestDir d;
   const Tensors t(0.5f);
   const std::string dir = t.write(d.path, 3);
   std::vector<StTensorOut> before;
@@ -134,7 +120,7 @@ TEST(CkptCheckpoint, AdamWStateKeepsItsLayout) {
 // The state of an optimizer is whatever it names: one tensor (SGD's momentum_buffer) or none (plain SGD, which still
 // writes an optim.safetensors, with no tensors, so that every resume reads and verifies the same files).
 TEST(CkptCheckpoint, OptimizerStateIsTakenByName) {
-  Dir d;
+  testing::TestDir d;
   const Tensors t(0.5f);
   OptimizerState one({"momentum_buffer"}, t.table.total()), none;
   for (size_t i = 0; i < t.table.total(); i++) one.tensors[0][i] = 0.25f * float(i) - 3.0f;
@@ -182,7 +168,7 @@ TEST(CkptCheckpoint, OptimizerStateIsTakenByName) {
 // converted to int64 (undefined behaviour); a fraction was truncated and -1 wrapped into the uint64 epoch.
 // eval and generate run a checkpoint's model with the attention kernel its run recorded, where the device has it.
 TEST(CkptCheckpoint, RecordedAttentionIsTheRunsWhereTheDeviceHasIt) {
-  const Dir d;
+  const testing::TestDir d;
   const Tensors t(0.5f);
   auto checkpoint = [&](const std::string& name, const std::string& recipe) {
     TrainState s = t.state(1);
@@ -226,7 +212,7 @@ TEST(CkptCheckpoint, TrainStateIntegersMustBeIntegersInRange) {
 }
 
 TEST(CkptCheckpoint, ManifestNamesTheBadFile) {
-  Dir d;
+  testing::TestDir d;
   const std::string dir = Tensors(1.0f).write(d.path, 3);
   verify_manifest(dir, {"model.safetensors"});
   flip_byte(fs::path(dir) / "optim.safetensors", 4000);
@@ -244,7 +230,7 @@ TEST(CkptCheckpoint, ManifestNamesTheBadFile) {
 // Review 2026-12-03, case 89: step 6's weights copied into step 4 with their manifest lines resumed silently. The
 // tensor files name their step; the copy is refused by name, while a manifest-consistent checkpoint still reads.
 TEST(CkptCheckpoint, TensorsOfAnotherStepAreRefusedEvenWithTheirManifestLines) {
-  Dir d;
+  testing::TestDir d;
   const Tensors t(1.0f);
   const std::string four = t.write(d.path, 4), six = Tensors(2.0f).write(d.path, 6);
   const fs::path manifest = fs::path(four) / "MANIFEST.json";
@@ -269,7 +255,7 @@ TEST(CkptCheckpoint, TensorsOfAnotherStepAreRefusedEvenWithTheirManifestLines) {
 
 // Review 2026-12-03, W3 (cases 86-88): a manifest that leaves a file out, or of another format, verified nothing.
 TEST(CkptCheckpoint, ManifestMustListWhatIsReadAndBeOfThisFormat) {
-  Dir d;
+  testing::TestDir d;
   const std::string dir = Tensors(1.0f).write(d.path, 3);
   const fs::path path = fs::path(dir) / "MANIFEST.json";
   const nlohmann::json good = nlohmann::json::parse(read_text_file(path.string()));
@@ -301,7 +287,7 @@ TEST(CkptCheckpoint, ManifestMustListWhatIsReadAndBeOfThisFormat) {
 // Review 2026-12-03, W1 (case 90): a step directory linked in from another run was counted as this run's, and
 // rotation deleted that run's MANIFEST.json through the link.
 TEST(CkptCheckpoint, RotationNeverFollowsALinkedStepDirectory) {
-  Dir d;
+  testing::TestDir d;
   const fs::path mine = d.path / "mine", theirs = d.path / "theirs";
   const std::string victim = Tensors(2.0f).write(theirs, 4);
   fs::create_directories(mine);
@@ -321,7 +307,7 @@ TEST(CkptCheckpoint, RotationNeverFollowsALinkedStepDirectory) {
 }
 
 TEST(CkptCheckpoint, RefusesBf16TensorsAndOtherModels) {
-  Dir d;
+  testing::TestDir d;
   const Tensors t(1.0f);
   const std::string dir = t.write(d.path, 2);
   std::vector<StTensorOut> bf16;
@@ -339,7 +325,7 @@ TEST(CkptCheckpoint, RefusesBf16TensorsAndOtherModels) {
 }
 
 TEST(CkptCheckpoint, RetentionKeepsTheNewest) {
-  Dir d;
+  testing::TestDir d;
   const Tensors t(1.0f);
   for (int64_t step = 1; step <= 5; step++) t.write(d.path, step, 2);
   std::vector<std::string> names;
@@ -354,7 +340,7 @@ TEST(CkptCheckpoint, RetentionKeepsTheNewest) {
 }
 
 TEST(CkptCheckpoint, LatestAndIncompleteCheckpoints) {
-  Dir d;
+  testing::TestDir d;
   EXPECT_EQ(find_latest_checkpoint(d.path.string()), "");
   const Tensors t(1.0f);
   t.write(d.path, 4);
@@ -390,7 +376,7 @@ TEST(CkptCheckpoint, LatestAndIncompleteCheckpoints) {
 
 // Reliability review #17: `latest` naming another run's checkpoint was followed silently.
 TEST(CkptCheckpoint, LatestNamingAnotherRunIsRefused) {
-  Dir d;
+  testing::TestDir d;
   const fs::path run = d.path / "run" / "checkpoints", other = d.path / "other" / "checkpoints";
   fs::create_directories(run);
   fs::create_directories(other);
@@ -410,7 +396,7 @@ TEST(CkptCheckpoint, LatestNamingAnotherRunIsRefused) {
 }
 
 TEST(CkptCheckpoint, SaverWritesTheSnapshot) {
-  Dir d;
+  testing::TestDir d;
   Tensors t(1.0f);
   std::vector<float> m = t.m;
   CheckpointSaver saver(d.path.string(), 0, kAdamW);
@@ -439,7 +425,7 @@ TEST(CkptCheckpoint, SaverWritesTheSnapshot) {
 }
 
 TEST(CkptCheckpoint, MetricsTruncatedToTheResumedStep) {
-  Dir d;
+  testing::TestDir d;
   const std::string path = (d.path / "metrics.jsonl").string();
   write_text_file_atomic(path, "{\"step\":0,\"eval\":{}}\n{\"step\":1,\"loss\":2.5}\n{\"step\":2,\"loss\":2.25}\n"
                                "{\"step\":2,\"eval\":{}}\n{\"step\":3,\"loss\":2.0}\n{\"step\":4,\"lo");
@@ -454,7 +440,7 @@ TEST(CkptCheckpoint, MetricsTruncatedToTheResumedStep) {
 // Review 2026-12-03, cases 24-25: every line that did not parse was dropped, so a corrupt line in the middle (or a
 // metrics.jsonl replaced by an HTML page) lost the history without a word.
 TEST(CkptCheckpoint, MetricsTruncationRefusesACorruptLineBeforeTheLast) {
-  Dir d;
+  testing::TestDir d;
   const std::string path = (d.path / "metrics.jsonl").string();
   const std::string text = "{\"step\":1,\"loss\":2.5}\nGARBAGE{not json\n{\"step\":2,\"loss\":2.25}\n";
   write_text_file_atomic(path, text);

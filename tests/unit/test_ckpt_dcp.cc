@@ -67,7 +67,7 @@ std::string write_dcp(const std::string& name, const std::vector<TensorSpec>& te
   return dir;
 }
 
-std::string open_error(const std::string& dir) {
+std::string dcp_open_error(const std::string& dir) {
   try {
     DcpCheckpoint dcp(dir);
   } catch (const Error& e) {
@@ -111,22 +111,23 @@ TEST(DcpCheckpoint, AcceptsOlmoCoresStorageInfo) {
 }
 
 TEST(DcpCheckpoint, RefusesChunksThatDoNotTileTheTensor) {
-  EXPECT_NE(open_error(write_dcp("overlap", {{"w", {3}, {{{0}, {2}, {0, 1}}, {{1}, {2}, {1, 2}}}}}))
+  EXPECT_NE(dcp_open_error(write_dcp("overlap", {{"w", {3}, {{{0}, {2}, {0, 1}}, {{1}, {2}, {1, 2}}}}}))
                 .find("'w' has overlapping chunks at [0] and [1]"),
             std::string::npos);
-  EXPECT_NE(open_error(write_dcp("gap", {{"w", {3}, {{{0}, {2}, {0, 1}}}}})).find("cover 2 of its 3 elements"),
+  EXPECT_NE(dcp_open_error(write_dcp("gap", {{"w", {3}, {{{0}, {2}, {0, 1}}}}})).find("cover 2 of its 3 elements"),
             std::string::npos);
-  EXPECT_NE(open_error(write_dcp("beyond", {{"w", {3}, {{{2}, {2}, {0, 1}}, {{0}, {2}, {0, 1}}}}})).find("beyond it"),
-            std::string::npos);
+  EXPECT_NE(
+      dcp_open_error(write_dcp("beyond", {{"w", {3}, {{{2}, {2}, {0, 1}}, {{0}, {2}, {0, 1}}}}})).find("beyond it"),
+      std::string::npos);
 }
 
 TEST(DcpCheckpoint, RefusesWhatThePickleMustNotName) {
-  EXPECT_NE(open_error(write_dcp("foreign", {{"w", {1}, {{{0}, {1}, {3}}}}}, "mymodule.filesystem"))
+  EXPECT_NE(dcp_open_error(write_dcp("foreign", {{"w", {1}, {{{0}, {1}, {3}}}}}, "mymodule.filesystem"))
                 .find("'mymodule.filesystem._StorageInfo', which is not one of the classes"),
             std::string::npos);
   const std::string dir = write_dcp("escape", {{"w", {1}, {{{0}, {1}, {3}, "../w.distcp"}}}});
-  EXPECT_NE(open_error(dir).find("relative_path '../w.distcp' is not a file name"), std::string::npos);
-  EXPECT_NE(open_error(testing::scratch_dir("ckpt_dcp").string()).find("no .metadata file"), std::string::npos);
+  EXPECT_NE(dcp_open_error(dir).find("relative_path '../w.distcp' is not a file name"), std::string::npos);
+  EXPECT_NE(dcp_open_error(testing::scratch_dir("ckpt_dcp").string()).find("no .metadata file"), std::string::npos);
 }
 
 TEST(DcpCheckpoint, ReadsNameTheKeyAndTheFile) {

@@ -7,6 +7,7 @@
 #include "replica/ckpt/hf.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
+#include "scratch_dir.h"
 
 namespace replica::ckpt {
 namespace {
@@ -20,13 +21,6 @@ model::ModelConfig config_with_vocab(int64_t V) {
   return c;
 }
 
-struct Dir {
-  fs::path path = fs::temp_directory_path() / ("hf_test_" + std::to_string(::getpid()) + "_" +
-                                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  Dir() { fs::remove_all(path), fs::create_directories(path); }
-  ~Dir() { fs::remove_all(path); }
-};
-
 std::vector<float> ramp(const model::ParamTable& table) {
   std::vector<float> p(table.total(), 0.0f);
   for (const model::ParamEntry& e : table.entries())
@@ -35,7 +29,7 @@ std::vector<float> ramp(const model::ParamTable& table) {
 }
 
 TEST(CkptHf, TruncatedVocabIsPaddedBackWithZeros) {
-  Dir d;
+  testing::TestDir d;
   const model::ModelConfig padded = config_with_vocab(48);
   const model::ParamTable table(padded);
   const std::vector<float> params = ramp(table);
@@ -59,7 +53,7 @@ TEST(CkptHf, TruncatedVocabIsPaddedBackWithZeros) {
 }
 
 TEST(CkptHf, ShardedExportRoundTripsByteForByte) {
-  Dir d;
+  testing::TestDir d;
   const model::ModelConfig c = config_with_vocab(40);
   const model::ParamTable table(c);
   const std::vector<float> params = ramp(table);

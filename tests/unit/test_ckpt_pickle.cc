@@ -16,7 +16,7 @@ using Kind = PyValue::Kind;
 
 const std::set<std::string> kAllowed = {"pkg.Point", "torch.Size"};
 
-std::string read_error(const std::string& bytes, const std::set<std::string>& allowed = kAllowed) {
+std::string pickle_error(const std::string& bytes, const std::set<std::string>& allowed = kAllowed) {
   try {
     read_pickle(bytes, allowed, "test.pkl");
   } catch (const Error& e) {
@@ -82,28 +82,28 @@ TEST(Pickle, ReadsNegativeAndWideIntegersAndBigEndianFloats) {
 TEST(Pickle, RefusesAGlobalNotOnTheAllowListNamingIt) {
   // The classic exploit: os.system("...") on load.
   const std::string exploit = std::string("\x80\x02") + "cos\nsystem\nX\x04\x00\x00\x00true\x85R.";
-  const std::string error = read_error(exploit);
+  const std::string error = pickle_error(exploit);
   EXPECT_NE(error.find("'os.system'"), std::string::npos) << error;
   EXPECT_NE(error.find("test.pkl"), std::string::npos) << error;
-  EXPECT_NE(read_error(PickleBuilder().global("builtins", "eval").done()).find("'builtins.eval'"), std::string::npos);
+  EXPECT_NE(pickle_error(PickleBuilder().global("builtins", "eval").done()).find("'builtins.eval'"), std::string::npos);
 }
 
 TEST(Pickle, RefusesTruncatedAndTrailingBytesAndUnknownOpcodes) {
-  EXPECT_NE(read_error(PickleBuilder().str("abc").done().substr(0, 5)).find("truncated"), std::string::npos);
-  EXPECT_NE(read_error(PickleBuilder().none().done() + "N").find("after the STOP"), std::string::npos);
-  EXPECT_NE(read_error(PickleBuilder().raw("\x8f").done()).find("opcode 0x8f at byte 2"), std::string::npos);
-  EXPECT_NE(read_error("\x80\x06N.").find("protocol 6"), std::string::npos);
-  EXPECT_NE(read_error(PickleBuilder().raw("\x8a\x09" + std::string(8, '\0') + "\x01").done()).find("64 bits"),
+  EXPECT_NE(pickle_error(PickleBuilder().str("abc").done().substr(0, 5)).find("truncated"), std::string::npos);
+  EXPECT_NE(pickle_error(PickleBuilder().none().done() + "N").find("after the STOP"), std::string::npos);
+  EXPECT_NE(pickle_error(PickleBuilder().raw("\x8f").done()).find("opcode 0x8f at byte 2"), std::string::npos);
+  EXPECT_NE(pickle_error("\x80\x06N.").find("protocol 6"), std::string::npos);
+  EXPECT_NE(pickle_error(PickleBuilder().raw("\x8a\x09" + std::string(8, '\0') + "\x01").done()).find("64 bits"),
             std::string::npos);
 }
 
 TEST(Pickle, RefusesAMalformedStackOrMemo) {
-  EXPECT_NE(read_error(PickleBuilder().op('a').done()).find("empty stack"), std::string::npos);
-  EXPECT_NE(read_error(PickleBuilder().none().tuple().done()).find("MARK"), std::string::npos);
-  EXPECT_NE(read_error(PickleBuilder().raw("h\x05").done()).find("memo entry 5"), std::string::npos);
-  EXPECT_NE(read_error(PickleBuilder().none().raw("K\x01").op('a').done()).find("not a list"), std::string::npos);
-  EXPECT_NE(read_error(PickleBuilder().str("f").op(')').reduce().done()).find("not a class"), std::string::npos);
-  EXPECT_NE(read_error(PickleBuilder().integer(1).none().build().done()).find("BUILD of"), std::string::npos);
+  EXPECT_NE(pickle_error(PickleBuilder().op('a').done()).find("empty stack"), std::string::npos);
+  EXPECT_NE(pickle_error(PickleBuilder().none().tuple().done()).find("MARK"), std::string::npos);
+  EXPECT_NE(pickle_error(PickleBuilder().raw("h\x05").done()).find("memo entry 5"), std::string::npos);
+  EXPECT_NE(pickle_error(PickleBuilder().none().raw("K\x01").op('a').done()).find("not a list"), std::string::npos);
+  EXPECT_NE(pickle_error(PickleBuilder().str("f").op(')').reduce().done()).find("not a class"), std::string::npos);
+  EXPECT_NE(pickle_error(PickleBuilder().integer(1).none().build().done()).find("BUILD of"), std::string::npos);
 }
 
 TEST(Pickle, ASelfContainingListIsHarmless) {

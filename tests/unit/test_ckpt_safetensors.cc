@@ -15,7 +15,7 @@ namespace replica::ckpt {
 namespace {
 
 // A safetensors file with `header` verbatim and `data_bytes` bytes of data (float i at byte 4i is i).
-std::string write_raw(const std::string& header, size_t data_bytes) {
+std::string write_safetensors(const std::string& header, size_t data_bytes) {
   const std::string path = (testing::scratch_dir("ckpt_safetensors") / "crafted.safetensors").string();
   std::ofstream out(path, std::ios::binary);
   const uint64_t n = header.size();
@@ -29,9 +29,9 @@ std::string write_raw(const std::string& header, size_t data_bytes) {
   return path;
 }
 
-std::string open_error(const std::string& header, size_t data_bytes) {
+std::string safetensors_open_error(const std::string& header, size_t data_bytes) {
   try {
-    SafetensorsReader reader(write_raw(header, data_bytes));
+    SafetensorsReader reader(write_safetensors(header, data_bytes));
   } catch (const Error& e) {
     return e.what();
   }
@@ -44,7 +44,7 @@ std::string tensor(const char* name, int64_t elements, size_t begin) {
 }
 
 TEST(SafetensorsReader, ReadsTensorsThatTileTheData) {
-  const std::string path = write_raw("{" + tensor("a", 2, 0) + ", " + tensor("b", 3, 8) + "}", 20);
+  const std::string path = write_safetensors("{" + tensor("a", 2, 0) + ", " + tensor("b", 3, 8) + "}", 20);
   const SafetensorsReader reader(path);
   std::vector<float> b(3);
   reader.read_f32("b", {3}, b.data());
@@ -53,22 +53,28 @@ TEST(SafetensorsReader, ReadsTensorsThatTileTheData) {
 
 TEST(SafetensorsReader, OverlapsGapsAndTrailingBytesAreRefused) {
   // lm_head given embed_tokens' range (the review's wrong-logits file), a window shifted into its neighbour, a gap.
-  EXPECT_NE(open_error("{" + tensor("embed", 2, 0) + ", " + tensor("lm_head", 2, 0) + "}", 16).find("overlaps"),
+  EXPECT_NE(
+      safetensors_open_error("{" + tensor("embed", 2, 0) + ", " + tensor("lm_head", 2, 0) + "}", 16).find("overlaps"),
+      std::string::npos);
+  EXPECT_NE(safetensors_open_error("{" + tensor("a", 2, 0) + ", " + tensor("b", 2, 4) + "}", 16).find("overlaps"),
             std::string::npos);
-  EXPECT_NE(open_error("{" + tensor("a", 2, 0) + ", " + tensor("b", 2, 4) + "}", 16).find("overlaps"),
+  EXPECT_NE(
+      safetensors_open_error("{" + tensor("a", 2, 0) + ", " + tensor("b", 2, 12) + "}", 20).find("a gap before it"),
+      std::string::npos);
+  EXPECT_NE(safetensors_open_error("{" + tensor("a", 2, 4) + "}", 12).find("tensor 'a' starts at byte 4"),
             std::string::npos);
-  EXPECT_NE(open_error("{" + tensor("a", 2, 0) + ", " + tensor("b", 2, 12) + "}", 20).find("a gap before it"),
+  EXPECT_NE(safetensors_open_error("{" + tensor("a", 2, 0) + "}", 12).find("4 bytes after the last tensor"),
             std::string::npos);
-  EXPECT_NE(open_error("{" + tensor("a", 2, 4) + "}", 12).find("tensor 'a' starts at byte 4"), std::string::npos);
-  EXPECT_NE(open_error("{" + tensor("a", 2, 0) + "}", 12).find("4 bytes after the last tensor"), std::string::npos);
-  EXPECT_NE(open_error("{" + tensor("a", 4, 0) + "}", 12).find("truncated: tensor 'a' ends at byte 16"),
+  EXPECT_NE(safetensors_open_error("{" + tensor("a", 4, 0) + "}", 12).find("truncated: tensor 'a' ends at byte 16"),
             std::string::npos);
 }
 
 TEST(SafetensorsReader, ARepeatedKeyIsRefused) {
-  EXPECT_NE(open_error("{" + tensor("a", 1, 0) + ", " + tensor("a", 1, 0) + "}", 4).find("key 'a' appears twice"),
-            std::string::npos);
-  EXPECT_NE(open_error("{\"a\": {\"dtype\": \"F32\", \"dtype\": \"F16\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4)
+  EXPECT_NE(
+      safetensors_open_error("{" + tensor("a", 1, 0) + ", " + tensor("a", 1, 0) + "}", 4).find("key 'a' appears twice"),
+      std::string::npos);
+  EXPECT_NE(safetensors_open_error(
+                "{\"a\": {\"dtype\": \"F32\", \"dtype\": \"F16\", \"shape\": [1], \"data_offsets\": [0, 4]}}", 4)
                 .find("key 'dtype' appears twice"),
             std::string::npos);
 }
@@ -87,7 +93,7 @@ TEST(SafetensorsReader, HeadersOfTheWrongShapeAreNamedErrors) {
       {"{\"a\": {\"dtype\": \"F32\", \"shape\": [4294967296, 4294967296], \"data_offsets\": [0, 0]}}",
        "does not fit in 64 bits"}};
   for (const auto& [header, expected] : cases) {
-    const std::string message = open_error(header, 4);
+    const std::string message = safetensors_open_error(header, 4);
     EXPECT_NE(message.find(expected), std::string::npos) << header << ": " << message;
     EXPECT_NE(message.find("crafted.safetensors"), std::string::npos) << message;
   }

@@ -3,7 +3,6 @@
 // replica checkpoint, while holding no more than its planned group of weights.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <vector>
@@ -14,18 +13,12 @@
 #include "replica/ckpt/streamed_weights.h"
 #include "replica/core/error.h"
 #include "replica/model/transformer.h"
+#include "scratch_dir.h"
 
 namespace replica::ckpt {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Dir {
-  fs::path path = fs::temp_directory_path() / ("streamed_test_" + std::to_string(::getpid()) + "_" +
-                                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  Dir() { fs::remove_all(path), fs::create_directories(path); }
-  ~Dir() { fs::remove_all(path); }
-};
 
 model::ModelConfig tiny(bool tied) {
   model::ModelConfig c;
@@ -83,7 +76,7 @@ std::vector<float> random_params(const model::ModelConfig& config) {
 }
 
 TEST(CkptStreamedWeights, AnHfDirectoryStreamsToTheSameNumbers) {
-  Dir d;
+  testing::TestDir d;
   for (bool tied : {false, true})
     for (StDtype dtype : {StDtype::F32, StDtype::BF16}) {
       const model::ModelConfig c = tiny(tied);
@@ -97,7 +90,7 @@ TEST(CkptStreamedWeights, AnHfDirectoryStreamsToTheSameNumbers) {
 }
 
 TEST(CkptStreamedWeights, ATruncatedVocabularyStreamsPaddedWithZeros) {
-  Dir d;
+  testing::TestDir d;
   const model::ModelConfig c = tiny(false);
   HfExportOptions o;
   o.vocab = 60;  // 64 rows in the model, 60 in the files
@@ -114,7 +107,7 @@ TEST(CkptStreamedWeights, ATruncatedVocabularyStreamsPaddedWithZeros) {
 }
 
 TEST(CkptStreamedWeights, AReplicaCheckpointStreamsToTheSameNumbers) {
-  Dir d;
+  testing::TestDir d;
   const model::ModelConfig c = tiny(false);
   const model::ParamTable table(c);
   const std::vector<float> params = random_params(c);
@@ -125,7 +118,7 @@ TEST(CkptStreamedWeights, AReplicaCheckpointStreamsToTheSameNumbers) {
 }
 
 TEST(CkptStreamedWeights, BadFilesAreNamedWhenOpened) {
-  Dir d;
+  testing::TestDir d;
   const model::ModelConfig c = tiny(false);
   export_hf(c, model::ParamTable(c), random_params(c).data(), (d.path / "hf").string(), {});
   model::ModelConfig other = c;

@@ -16,7 +16,7 @@ namespace {
 
 using namespace testing;
 
-std::string read_error(const std::string& archive) {
+std::string torch_save_error(const std::string& archive) {
   try {
     read_torch_save_tensor(archive, "chunk.distcp at byte 0");
   } catch (const Error& e) {
@@ -58,19 +58,19 @@ TEST(TorchSave, ReadsABfloat16TensorAndAScalar) {
 
 TEST(TorchSave, RefusesDamagedArchives) {
   std::string archive = saved_f32({1, 2, 3, 4}, {4});
-  EXPECT_NE(read_error(archive.substr(0, archive.size() - 10)).find("chunk.distcp at byte 0"), std::string::npos);
-  EXPECT_NE(read_error("not a zip at all, just some bytes").find("not a torch.save archive"), std::string::npos);
+  EXPECT_NE(torch_save_error(archive.substr(0, archive.size() - 10)).find("chunk.distcp at byte 0"), std::string::npos);
+  EXPECT_NE(torch_save_error("not a zip at all, just some bytes").find("not a torch.save archive"), std::string::npos);
   archive[archive.find("archive/data/0") + 14 + 5] ^= 0x10;  // a bit of the second float
-  EXPECT_NE(read_error(archive).find("'archive/data/0' fails its CRC-32 check"), std::string::npos);
+  EXPECT_NE(torch_save_error(archive).find("'archive/data/0' fails its CRC-32 check"), std::string::npos);
   const std::string deflated =
       zip({{"archive/data.pkl", tensor_pickle("FloatStorage", 1, 0, {1}, {1})}, {"archive/data/0", floats({1}), 8}});
-  EXPECT_NE(read_error(deflated).find("is compressed (method 8)"), std::string::npos);
+  EXPECT_NE(torch_save_error(deflated).find("is compressed (method 8)"), std::string::npos);
 }
 
 TEST(TorchSave, RefusesWhatIsNotOneDenseFloatTensor) {
   const std::string data = floats({1, 2, 3, 4, 5, 6});
   auto with = [&](const std::string& pickle, const std::string& storage_bytes) {
-    return read_error(zip({{"archive/data.pkl", pickle}, {"archive/data/0", storage_bytes}}));
+    return torch_save_error(zip({{"archive/data.pkl", pickle}, {"archive/data/0", storage_bytes}}));
   };
   EXPECT_NE(with(tensor_pickle("FloatStorage", 6, 0, {2, 3}, {1, 2}), data).find("non-contiguous"), std::string::npos);
   EXPECT_NE(with(tensor_pickle("FloatStorage", 6, 1, {2, 3}, {3, 1}), data).find("at offset 1 in a storage of 6"),
@@ -79,13 +79,13 @@ TEST(TorchSave, RefusesWhatIsNotOneDenseFloatTensor) {
   EXPECT_NE(with(tensor_pickle("HalfStorage", 6, 0, {6}, {1}), data).find("torch.HalfStorage"), std::string::npos);
   EXPECT_NE(with(PickleBuilder().integer(3).done(), data).find("not one tensor"), std::string::npos);
   EXPECT_NE(with(PickleBuilder().global("torch", "load").done(), data).find("'torch.load'"), std::string::npos);
-  EXPECT_NE(read_error(zip({{"archive/data.pkl", tensor_pickle("FloatStorage", 6, 0, {6}, {1})}}))
+  EXPECT_NE(torch_save_error(zip({{"archive/data.pkl", tensor_pickle("FloatStorage", 6, 0, {6}, {1})}}))
                 .find("storage entry 'archive/data/0' is missing"),
             std::string::npos);
   const std::string big_endian = zip({{"archive/data.pkl", tensor_pickle("FloatStorage", 6, 0, {6}, {1})},
                                       {"archive/byteorder", "big"},
                                       {"archive/data/0", data}});
-  EXPECT_NE(read_error(big_endian).find("big-endian"), std::string::npos);
+  EXPECT_NE(torch_save_error(big_endian).find("big-endian"), std::string::npos);
 }
 
 }  // namespace

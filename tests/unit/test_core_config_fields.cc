@@ -8,7 +8,7 @@ namespace replica {
 namespace {
 
 // The message of the replica::Error that reading `yaml` (the mapping of section "s") raises ("" if none).
-std::string read_error(const std::vector<config::Field>& fields, const char* yaml) {
+std::string mapping_error(const std::vector<config::Field>& fields, const char* yaml) {
   try {
     config::read_mapping(YAML::Load(yaml), "s.", fields, "f.yaml");
   } catch (const Error& e) {
@@ -23,7 +23,7 @@ TEST(CoreConfigFields, ReadsAMappingThroughItsFields) {
   std::vector<double> xs;
   const std::vector<config::Field> fields = {config::integer("s.n", n), config::text("s.name", name),
                                              config::list("s.xs", xs, "a list of numbers")};
-  auto read = [&](const char* yaml) { return read_error(fields, yaml); };
+  auto read = [&](const char* yaml) { return mapping_error(fields, yaml); };
   EXPECT_EQ(read("{n: 3, name: abc, xs: 1.5}"), "");
   EXPECT_EQ(n, 3);
   EXPECT_EQ(name, "abc");
@@ -43,7 +43,7 @@ TEST(CoreConfigFields, ReadsAMappingThroughItsFields) {
 TEST(CoreConfigFields, KeysMustBeNamesThatAppearOnce) {
   int64_t n = 0;
   const std::vector<config::Field> fields = {config::integer("s.n", n)};
-  auto read = [&](const char* yaml) { return read_error(fields, yaml); };
+  auto read = [&](const char* yaml) { return mapping_error(fields, yaml); };
   EXPECT_EQ(read("? [a, b]\n: 1\n"), "f.yaml: a key in 's' is not a name: [a, b]");
   EXPECT_EQ(read("n: 1\nn: 2\n"), "f.yaml: 's.n' appears twice");
 }
@@ -52,7 +52,7 @@ TEST(CoreConfigFields, NumbersAreFiniteAndBoundedIntegersRefuseWhatIsBelow) {
   double x = 0;
   int64_t window = 0;
   const std::vector<config::Field> fields = {config::number("s.x", x), config::integer("s.window", window, 1)};
-  auto read = [&](const char* yaml) { return read_error(fields, yaml); };
+  auto read = [&](const char* yaml) { return mapping_error(fields, yaml); };
   EXPECT_EQ(read("{x: .inf}"), "f.yaml: 's.x' expects a finite number, got .inf");
   EXPECT_EQ(read("{x: .nan}"), "f.yaml: 's.x' expects a finite number, got .nan");
   EXPECT_EQ(read("{x: 2.5, window: 3}"), "");

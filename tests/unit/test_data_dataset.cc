@@ -7,26 +7,25 @@
 #include <numeric>
 #include <random>
 
-#include "scratch_dir.h"
+#include "error_of.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/npy.h"
 #include "replica/data/dataset.h"
 #include "replica/data/instance_filter.h"
 #include "replica/data/tokenizer.h"
+#include "scratch_dir.h"
 
 using namespace replica;
 using namespace replica::data;
 
 namespace {
 
-std::string temp_dir() {
-  return replica::testing::scratch_dir("data_dataset").string() + "/";
-}
+std::string dataset_dir() { return replica::testing::scratch_dir("data_dataset").string() + "/"; }
 
 template <typename T>
-std::string write_raw(const std::string& name, const std::vector<T>& values) {
-  std::string path = temp_dir() + name;
+std::string write_token_file(const std::string& name, const std::vector<T>& values) {
+  std::string path = dataset_dir() + name;
   AtomicFile file(path);
   file.write(values.data(), values.size() * sizeof(T));
   file.commit();
@@ -39,20 +38,11 @@ std::vector<uint32_t> iota(uint32_t n, uint32_t start) {
   return v;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 }  // namespace
 
 TEST(DataDataset, ChunksEachFileAndDropsTails) {
-  std::string a = write_raw("a.npy", iota(10, 0)), b = write_raw("b.npy", iota(7, 100)),
-              c = write_raw("c.npy", iota(2, 500));
+  std::string a = write_token_file("a.npy", iota(10, 0)), b = write_token_file("b.npy", iota(7, 100)),
+              c = write_token_file("c.npy", iota(2, 500));
   FslDataset ds(mix_from_paths({a, b, c}), 3, TokenDtype::u32, 1000);
   EXPECT_EQ(ds.num_instances(), 3u + 2u + 0u);  // 10 // 3, 7 // 3, 2 // 3: instances never cross files
   EXPECT_EQ(ds.first_instance(1), 3u);
@@ -71,13 +61,13 @@ TEST(DataDataset, ChunksEachFileAndDropsTails) {
 
 TEST(DataDataset, NpyHeadersAndUint16) {
   std::vector<uint32_t> ids = iota(40, 65000);
-  std::string raw32 = write_raw("raw32.npy", ids);
-  std::string npy32 = temp_dir() + "real32.npy";
+  std::string raw32 = write_token_file("raw32.npy", ids);
+  std::string npy32 = dataset_dir() + "real32.npy";
   write_npy(npy32, NpyType::u32, {40}, ids.data());
   std::vector<uint16_t> small(40);
   for (int i = 0; i < 40; i++) small[i] = uint16_t(ids[i] - 65000 + 7);
-  std::string raw16 = write_raw("raw16.npy", small);
-  std::string npy16 = temp_dir() + "real16.npy";
+  std::string raw16 = write_token_file("raw16.npy", small);
+  std::string npy16 = dataset_dir() + "real16.npy";
   write_npy(npy16, NpyType::u16, {40}, small.data());
 
   TokenFile f32(raw32, TokenDtype::u32), h32(npy32, TokenDtype::u32), f16(raw16, TokenDtype::u16);
@@ -103,58 +93,59 @@ TEST(DataDataset, NpyHeadersAndUint16) {
 TEST(DataDataset, Uint32IdsReadAsUint16AreNamed) {
   std::vector<uint32_t> ids = iota(9000, 5);  // below 65,536 (their high uint16 halves 0), and dolma2's EOS (1)
   for (size_t i = 0; i < ids.size(); i += 37) ids[i] = kDolma2Eos;
-  std::string raw32 = write_raw("ids32.npy", ids);
+  std::string raw32 = write_token_file("ids32.npy", ids);
   const std::string hint = TokenFile(raw32, TokenDtype::u16).dtype_hint();
   EXPECT_NE(hint.find(raw32), std::string::npos) << hint;
   EXPECT_NE(hint.find("data.dtype=uint32"), std::string::npos) << hint;
   EXPECT_EQ(TokenFile(raw32, TokenDtype::u32).dtype_hint(), "");
   std::vector<uint16_t> text(9000);
   for (size_t i = 0; i < text.size(); i++) text[i] = uint16_t(i % 7 == 0 ? 0 : 1 + i % 5000);  // zeros are ids too
-  EXPECT_EQ(TokenFile(write_raw("ids16.npy", text), TokenDtype::u16).dtype_hint(), "");
-  std::string npy32 = temp_dir() + "ids32_header.npy";
+  EXPECT_EQ(TokenFile(write_token_file("ids16.npy", text), TokenDtype::u16).dtype_hint(), "");
+  std::string npy32 = dataset_dir() + "ids32_header.npy";
   write_npy(npy32, NpyType::u32, {9000}, ids.data());
   EXPECT_EQ(TokenFile(npy32, TokenDtype::u16).dtype_hint(), "");  // a header settles the dtype
 }
 
 TEST(DataDataset, MixFilesWithLabelsAndRelativePaths) {
-  write_raw("m1.npy", iota(8, 0));
-  write_raw("m2.npy", iota(8, 50));
-  std::string mix = temp_dir() + "train.mix";
-  write_text_file_atomic(mix, "# comment\nweb,m1.npy\n\n" + temp_dir() + "m2.npy\r\n");
+  write_token_file("m1.npy", iota(8, 0));
+  write_token_file("m2.npy", iota(8, 50));
+  std::string mix = dataset_dir() + "train.mix";
+  write_text_file_atomic(mix, "# comment\nweb,m1.npy\n\n" + dataset_dir() + "m2.npy\r\n");
   auto entries = read_mix_file(mix);
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_EQ(entries[0].label, "web");
-  EXPECT_EQ(entries[0].path, temp_dir() + "m1.npy");
+  EXPECT_EQ(entries[0].path, dataset_dir() + "m1.npy");
   EXPECT_EQ(entries[1].label, "m2");
   FslDataset ds(entries, 4, TokenDtype::u32, 100);
   EXPECT_EQ(ds.num_instances(), 4u);
-  write_text_file_atomic(temp_dir() + "empty.mix", "# nothing\n");
-  EXPECT_NE(error_of([&] { read_mix_file(temp_dir() + "empty.mix"); }).find("lists no token files"), std::string::npos);
+  write_text_file_atomic(dataset_dir() + "empty.mix", "# nothing\n");
+  EXPECT_NE(error_of([&] { read_mix_file(dataset_dir() + "empty.mix"); }).find("lists no token files"),
+            std::string::npos);
 }
 
 TEST(DataDataset, BadFilesGetClearErrors) {
-  std::string empty = write_raw("empty.npy", std::vector<uint32_t>{});
+  std::string empty = write_token_file("empty.npy", std::vector<uint32_t>{});
   EXPECT_NE(error_of([&] { TokenFile(empty, TokenDtype::u32); }).find("empty token file"), std::string::npos);
 
-  std::string truncated = write_raw("truncated.npy", std::vector<uint8_t>{1, 0, 0, 0, 2});
+  std::string truncated = write_token_file("truncated.npy", std::vector<uint8_t>{1, 0, 0, 0, 2});
   std::string message = error_of([&] { TokenFile(truncated, TokenDtype::u32); });
   EXPECT_NE(message.find("truncated"), std::string::npos) << message;
   EXPECT_NE(message.find("truncated.npy"), std::string::npos) << message;
 
   std::vector<uint32_t> ids = iota(16, 0);
-  std::string npy = temp_dir() + "cut.npy";
+  std::string npy = dataset_dir() + "cut.npy";
   write_npy(npy, NpyType::u32, {16}, ids.data());
   std::vector<char> bytes = read_file(npy);
   bytes.resize(bytes.size() - 6);
-  std::string cut = write_raw("cut_data.npy", bytes);
+  std::string cut = write_token_file("cut_data.npy", bytes);
   EXPECT_NE(error_of([&] { TokenFile(cut, TokenDtype::u32); }).find("truncated"), std::string::npos);
 
-  std::string floats = temp_dir() + "floats.npy";
+  std::string floats = dataset_dir() + "floats.npy";
   std::vector<float> f(4, 1.0f);
   write_npy(floats, NpyType::f32, {4}, f.data());
   EXPECT_NE(error_of([&] { TokenFile(floats, TokenDtype::u32); }).find("not a token dtype"), std::string::npos);
 
-  std::string big = write_raw("big_id.npy", std::vector<uint32_t>{1, 2, 3, 100278, 5, 6});
+  std::string big = write_token_file("big_id.npy", std::vector<uint32_t>{1, 2, 3, 100278, 5, 6});
   FslDataset ds(mix_from_paths({big}), 3, TokenDtype::u32, 100278);
   std::vector<int32_t> out(3);
   ds.read_instance(0, out.data());
@@ -162,7 +153,7 @@ TEST(DataDataset, BadFilesGetClearErrors) {
   EXPECT_NE(message.find("token 3 has id 100278 >= vocab size 100278"), std::string::npos) << message;
   EXPECT_NE(message.find("big_id.npy"), std::string::npos) << message;
 
-  EXPECT_NE(error_of([&] { TokenFile(temp_dir() + "missing.npy", TokenDtype::u32); }).find("cannot open"),
+  EXPECT_NE(error_of([&] { TokenFile(dataset_dir() + "missing.npy", TokenDtype::u32); }).find("cannot open"),
             std::string::npos);
   EXPECT_THROW(parse_token_dtype("int8"), Error);
 }
@@ -215,7 +206,7 @@ TEST(DataFilter, MatchesOlmoCoreAlgorithmViaNumpy) {
         block.insert(block.end(), data.begin() + r * width, data.begin() + r * width + n);
         which.push_back(r);
       }
-    std::string in = temp_dir() + fmt::format("rows_{}.npy", n), out = temp_dir() + fmt::format("keep_{}.npy", n);
+    std::string in = dataset_dir() + fmt::format("rows_{}.npy", n), out = dataset_dir() + fmt::format("keep_{}.npy", n);
     write_npy(in, NpyType::i64, {int64_t(which.size()), n}, block.data());
     std::string command = fmt::format("/usr/bin/python3 {}/tools/data/numpy_oracle.py ngram {} {} 13 1 32",
                                       REPLICA_SOURCE_DIR, in, out);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include "error_of.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/data/document_metadata.h"
@@ -29,17 +30,6 @@ std::string gzip(const std::string& text) {
 }
 
 std::string inflated(const std::string& bytes) { return gunzip(std::span(bytes.data(), bytes.size()), "m.csv.gz"); }
-
-// The message of the Error that `run` raises (empty if none).
-template <typename Run>
-std::string error_of(Run&& run) {
-  try {
-    run();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::string parse_error(const std::string& text, uint64_t total_tokens = 100) {
   return error_of([&] { parse_document_metadata(text, total_tokens, "m.csv.gz"); });

@@ -16,15 +16,13 @@ using namespace replica::data;
 
 namespace {
 
-std::string temp_dir() {
-  return replica::testing::scratch_dir("data_loader").string() + "/";
-}
+std::string loader_dir() { return replica::testing::scratch_dir("data_loader").string() + "/"; }
 
 // A token file whose token t is (base + t) % 100000, so any instance's content is predictable.
-std::string write_tokens(const std::string& name, uint32_t n, uint32_t base) {
+std::string write_shifted_tokens(const std::string& name, uint32_t n, uint32_t base) {
   std::vector<uint32_t> ids(n);
   for (uint32_t t = 0; t < n; t++) ids[t] = (base + t) % 100000;
-  std::string path = temp_dir() + name;
+  std::string path = loader_dir() + name;
   AtomicFile file(path);
   file.write(ids.data(), ids.size() * 4);
   file.commit();
@@ -33,8 +31,8 @@ std::string write_tokens(const std::string& name, uint32_t n, uint32_t base) {
 
 LoaderConfig small_config() {
   LoaderConfig config;
-  config.files = {{"web", write_tokens("web.npy", 16 * 700 + 5, 0)},
-                  {"code", write_tokens("code.npy", 16 * 300, 50000)}};
+  config.files = {{"web", write_shifted_tokens("web.npy", 16 * 700 + 5, 0)},
+                  {"code", write_shifted_tokens("code.npy", 16 * 300, 50000)}};
   config.seq_len = 16;
   config.seed = 34521;
   config.global_batch = 8;
@@ -104,7 +102,7 @@ TEST(DataLoader, InstanceFilterMarksRows) {
   std::vector<uint32_t> ids(64 * 4);
   std::iota(ids.begin(), ids.end(), 10u);
   for (int i = 64; i < 128; i++) ids[size_t(i)] = 5;  // instance 1 is one token 64 times
-  std::string path = temp_dir() + "repeat.npy";
+  std::string path = loader_dir() + "repeat.npy";
   AtomicFile file(path);
   file.write(ids.data(), ids.size() * 4);
   file.commit();
@@ -141,7 +139,7 @@ TEST(DataLoader, FingerprintCoversDataAndOrderSettings) {
   DataLoader(config).check_fingerprint(base, false);
   // Same name and size, one token different: the content hash notices, and resuming needs the override.
   LoaderConfig edited = small_config();
-  edited.files[1].path = write_tokens("code.npy", 16 * 300, 50001);
+  edited.files[1].path = write_shifted_tokens("code.npy", 16 * 300, 50001);
   EXPECT_NE(DataLoader(edited).fingerprint(), base);
   EXPECT_THROW(DataLoader(edited).check_fingerprint(base, false), Error);
   DataLoader(edited).check_fingerprint(base, true);

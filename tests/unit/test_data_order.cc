@@ -19,7 +19,7 @@ using namespace replica::data;
 
 namespace {
 
-std::string run_oracle(const std::string& args) {
+std::string numpy_oracle_output(const std::string& args) {
   std::string out = (replica::testing::scratch_dir("data_order") / "numpy_oracle.out").string();
   std::string command = "/usr/bin/python3 " + std::string(REPLICA_SOURCE_DIR) + "/tools/data/numpy_oracle.py " +
                         args + " > " + out;
@@ -42,7 +42,7 @@ TEST(Order, Pcg64SeedingAndDrawsMatchNumpy) {
   const std::vector<uint64_t> seeds = {0, 1, 42, 34522, 1337 + 1, 4294967296ull, 18446744073709551615ull};
   std::string args = "pcg";
   for (uint64_t s : seeds) args += " " + std::to_string(s);
-  std::istringstream lines(run_oracle(args));
+  std::istringstream lines(numpy_oracle_output(args));
   for (uint64_t seed : seeds) {
     std::string seed_text, state, inc;
     lines >> seed_text >> state >> inc;
@@ -80,7 +80,7 @@ TEST(Order, ShuffleMatchesNumpyGenerator) {
   std::string dir = replica::testing::scratch_dir("orders").string();
   std::string args = "order " + dir;
   for (const auto& c : cases) args += fmt::format(" {}:{}:{}:{}", c.n, c.seed, c.epoch, c.global_batch);
-  run_oracle(args);
+  numpy_oracle_output(args);
   for (const auto& c : cases) {
     NpyArray expected = read_npy(fmt::format("{}/order_{}_{}_{}_{}.npy", dir, c.n, c.seed, c.epoch, c.global_batch));
     GlobalOrder order(c.n, c.seed, c.epoch, c.global_batch);

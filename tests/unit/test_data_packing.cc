@@ -22,9 +22,9 @@ using namespace replica::data;
 
 namespace {
 
-std::filesystem::path dir() { return replica::testing::scratch_dir("packing"); }
+std::filesystem::path packing_dir() { return replica::testing::scratch_dir("packing"); }
 
-void run_oracle(const std::string& args) {
+void run_packing_oracle(const std::string& args) {
   const std::string command =
       "/usr/bin/python3 " + std::string(REPLICA_SOURCE_DIR) + "/tools/reference/packing_ref.py " + args;
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
@@ -32,7 +32,7 @@ void run_oracle(const std::string& args) {
 
 template <typename T>
 std::string write_file(const std::string& name, const std::vector<T>& tokens) {
-  const std::string path = (dir() / name).string();
+  const std::string path = (packing_dir() / name).string();
   AtomicFile file(path);
   file.write(tokens.data(), tokens.size() * sizeof(T));
   file.commit();
@@ -74,14 +74,14 @@ TEST(NumpyArgsort, TieOrderMatchesNumpy) {
   // The default kind, and the heapsort the introsort falls back to (only adversarial inputs reach it there).
   for (const char* kind : {"quicksort", "heapsort"}) {
     auto path = [&](const char* what, size_t c) {
-      return (dir() / (std::string(kind) + what + std::to_string(c) + ".npy")).string();
+      return (packing_dir() / (std::string(kind) + what + std::to_string(c) + ".npy")).string();
     };
     std::string args = std::string("argsort ") + kind;
     for (size_t c = 0; c < cases.size(); c++) {
       write_npy(path("keys", c), NpyType::i64, {int64_t(cases[c].size())}, cases[c].data());
       args += " " + path("keys", c) + " " + path("order", c);
     }
-    run_oracle(args);
+    run_packing_oracle(args);
     for (size_t c = 0; c < cases.size(); c++)
       EXPECT_EQ(kind == std::string("heapsort") ? numpy_argheapsort(cases[c]) : numpy_argsort(cases[c]),
                 read_npy_ids(path("order", c), nullptr))
@@ -185,7 +185,7 @@ TEST(PackedDataset, MatchesTheNumpyOracleOnRandomFiles) {
     if (k.permutation_seed) files = permute_mix(files, *k.permutation_seed);
     const PackedDataset set(files, k.seq_len, k.dtype, k.vocab(), {Packing::obfd, k.group_size, k.strategy}, eos,
                             k.pad());
-    expect_packing_oracle_matches(set, (dir() / ("oracle" + std::to_string(c))).string(),
+    expect_packing_oracle_matches(set, (packing_dir() / ("oracle" + std::to_string(c))).string(),
                                   k.oracle_arguments(paths, "eos"));
   }
 }

@@ -19,7 +19,7 @@ namespace {
 
 constexpr int64_t kSeqLen = 64, kGroupSize = 3;
 
-std::filesystem::path dir() { return replica::testing::scratch_dir("packing_cache"); }
+std::filesystem::path packing_cache_dir() { return replica::testing::scratch_dir("packing_cache"); }
 
 // Seven files of EOS-terminated documents with many equal lengths (numpy's tie order matters), some longer than
 // the sequence, some tails without an EOS.
@@ -35,7 +35,7 @@ std::vector<MixEntry> random_files(uint64_t seed) {
       tokens.push_back(kDolma2Eos);
     }
     if (f % 3 == 0) tokens.push_back(5);
-    paths.push_back((dir() / fmt::format("s{}_f{}.npy", seed, f)).string());
+    paths.push_back((packing_cache_dir() / fmt::format("s{}_f{}.npy", seed, f)).string());
     AtomicFile file(paths.back());
     file.write(tokens.data(), tokens.size() * sizeof(uint32_t));
     file.commit();
@@ -79,7 +79,7 @@ std::string cache_path_of_group(const std::vector<MixEntry>& files, size_t group
 
 TEST(PackingCache, ServesTheInstancesOfAFreshPacking) {
   const std::vector<MixEntry> files = random_files(1);
-  const std::string work_dir = (dir() / "same").string();
+  const std::string work_dir = (packing_cache_dir() / "same").string();
   const PackedDataset fresh = packed(files, "");
   const PackedDataset first = packed(files, work_dir);
   ASSERT_EQ(first.num_groups(), 3u);
@@ -106,19 +106,19 @@ TEST(PackingCache, IsKeyedByContentAndSettingsNotPaths) {
   EXPECT_NE(same, key({a, b, c}, kSeqLen, kDolma2Eos, LongDocStrategy::fragment));
   EXPECT_NE(same, key({a, b, c}, kSeqLen, 0));
   EXPECT_NE(same, key({b, a, c}));  // the order of a group's files is part of its packing
-  const std::string moved = (dir() / "moved.npy").string();
+  const std::string moved = (packing_cache_dir() / "moved.npy").string();
   std::filesystem::copy_file(a, moved);
   EXPECT_EQ(same, key({moved, b, c}));
   const std::vector<uint32_t> tokens = {1, 2, kDolma2Eos};
-  AtomicFile changed((dir() / "changed.npy").string());
+  AtomicFile changed((packing_cache_dir() / "changed.npy").string());
   changed.write(tokens.data(), tokens.size() * sizeof(uint32_t));
   changed.commit();
-  EXPECT_NE(same, key({(dir() / "changed.npy").string(), b, c}));
+  EXPECT_NE(same, key({(packing_cache_dir() / "changed.npy").string(), b, c}));
 }
 
 TEST(PackingCache, ACorruptCacheFileIsPackedAgainAndRewritten) {
   const std::vector<MixEntry> files = random_files(3);
-  const std::string work_dir = (dir() / "corrupt").string();
+  const std::string work_dir = (packing_cache_dir() / "corrupt").string();
   const std::vector<std::vector<int32_t>> expected = contents(packed(files, work_dir));
   const std::string path = cache_path_of_group(files, 1, work_dir);
   const std::vector<char> good = read_file(path);
@@ -142,7 +142,7 @@ TEST(PackingCache, ACorruptCacheFileIsPackedAgainAndRewritten) {
 // name is taken by a directory) is a warning and the instances are served all the same.
 TEST(PackingCache, ACacheThatCannotBeWrittenIsAWarningNotAnError) {
   const std::vector<MixEntry> files = random_files(4);
-  const std::string work_dir = (dir() / "unwritable").string();
+  const std::string work_dir = (packing_cache_dir() / "unwritable").string();
   const std::vector<std::vector<int32_t>> expected = contents(packed(files, ""));
   const std::string path = cache_path_of_group(files, 1, work_dir);
   std::filesystem::create_directories(path);
@@ -156,7 +156,7 @@ TEST(PackingCache, ACacheThatCannotBeWrittenIsAWarningNotAnError) {
 }
 
 TEST(PackingCache, ReadRefusesTablesThatAreNotAPacking) {
-  const std::string path = (dir() / "tables.bin").string();
+  const std::string path = (packing_cache_dir() / "tables.bin").string();
   const std::string key(32, 'a');
   // Two documents of 40 and 30 tokens cannot share an instance of 64.
   PackedInstances p{{{0, 40}, {40, 70}}, {0, 2}, {0, 1}};
@@ -176,7 +176,7 @@ TEST(PackingCache, ReadRefusesTablesThatAreNotAPacking) {
   p = {{{0, 40}, {40, 70}}, {0, 1, 2}, {1, 1}};
   write_packing_cache(path, key, p, 0);
   EXPECT_THROW(read_packing_cache(path, key, 70, kSeqLen), Error);  // a document in two instances
-  EXPECT_FALSE(read_packing_cache((dir() / "absent.bin").string(), key, 70, kSeqLen));
+  EXPECT_FALSE(read_packing_cache((packing_cache_dir() / "absent.bin").string(), key, 70, kSeqLen));
 }
 
 TEST(PackingCache, IsNotPartOfTheDataFingerprint) {
@@ -186,7 +186,7 @@ TEST(PackingCache, IsNotPartOfTheDataFingerprint) {
   config.global_batch = 2;
   config.packing = {Packing::obfd, kGroupSize, LongDocStrategy::truncate, ""};
   const std::string plain = DataLoader(config).fingerprint();
-  config.packing.work_dir = (dir() / "fingerprint").string();
+  config.packing.work_dir = (packing_cache_dir() / "fingerprint").string();
   EXPECT_EQ(DataLoader(config).fingerprint(), plain);  // written
   EXPECT_EQ(DataLoader(config).fingerprint(), plain);  // read
 }

@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
-#include <functional>
 #include <numeric>
 #include <random>
 
+#include "error_of.h"
 #include "packing_oracle.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
@@ -22,11 +22,11 @@ using namespace replica::data;
 
 namespace {
 
-std::filesystem::path dir() { return replica::testing::scratch_dir("packing_metadata"); }
+std::filesystem::path metadata_dir() { return replica::testing::scratch_dir("packing_metadata"); }
 
 template <typename T>
 std::string write_tokens(const std::string& name, const std::vector<T>& tokens) {
-  const std::string path = (dir() / name).string();
+  const std::string path = (metadata_dir() / name).string();
   AtomicFile file(path);
   file.write(tokens.data(), tokens.size() * sizeof(T));
   file.commit();
@@ -88,15 +88,6 @@ PackingConfig packing(int64_t group_size, LongDocStrategy strategy, DocumentBoun
   return config;
 }
 
-std::string error_of(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST(PackedDatasetMetadata, SidecarsAtTheEosPositionsPackExactlyAsEos) {
@@ -150,7 +141,7 @@ TEST(PackedDatasetMetadata, SidecarsThatDisagreeWithEosMatchTheNumpyOracle) {
     if (k.permutation_seed) files = permute_mix(files, *k.permutation_seed);
     const PackedDataset set(files, k.seq_len, k.dtype, k.vocab(),
                             packing(k.group_size, k.strategy, DocumentBoundaries::metadata), eos, k.pad());
-    expect_packing_oracle_matches(set, (dir() / ("oracle" + std::to_string(c))).string(),
+    expect_packing_oracle_matches(set, (metadata_dir() / ("oracle" + std::to_string(c))).string(),
                                   k.oracle_arguments(paths, "metadata"));
     bool masks_differ_from_documents = false;
     for (uint64_t i = 0; i < set.num_instances(); i++) {
@@ -174,7 +165,7 @@ TEST(PackedDatasetMetadata, FingerprintAndCacheFollowTheSidecars) {
     paths.push_back(write_tokens(fmt::format("cache_{}.npy", f), tokens.back()));
     write_sidecar(paths.back(), eos_documents(tokens.back(), kDolma2Eos));
   }
-  const std::string work_dir = (dir() / "work").string();
+  const std::string work_dir = (metadata_dir() / "work").string();
   LoaderConfig config;
   config.files = mix_from_paths(paths);
   config.seq_len = 16;

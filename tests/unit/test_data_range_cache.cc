@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<char> bytes_of(char c, size_t n) { return std::vector<char>(n, c); }
+std::vector<char> filled_bytes(char c, size_t n) { return std::vector<char>(n, c); }
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = replica::testing::scratch_dir("range_cache") / name;
@@ -25,10 +25,10 @@ fs::path fresh_dir(const std::string& name) {
 
 TEST(RangeCache, GivesBackWhatWasPutWithTheSameSizeOnly) {
   RangeCache cache(fresh_dir("roundtrip").string(), 1 << 20);
-  cache.put("a", bytes_of('a', 100));
+  cache.put("a", filled_bytes('a', 100));
   std::vector<char> out(100);
   ASSERT_TRUE(cache.get("a", out));
-  EXPECT_EQ(out, bytes_of('a', 100));
+  EXPECT_EQ(out, filled_bytes('a', 100));
   std::vector<char> other_size(99);
   EXPECT_FALSE(cache.get("a", other_size));
   EXPECT_FALSE(cache.get("b", out));
@@ -38,19 +38,19 @@ TEST(RangeCache, GivesBackWhatWasPutWithTheSameSizeOnly) {
 TEST(RangeCache, EvictsTheLeastRecentlyUsedPastTheBound) {
   const fs::path dir = fresh_dir("evict");
   RangeCache cache(dir.string(), 3 * (100 + 8));  // room for three entries of 100 bytes
-  cache.put("a", bytes_of('a', 100));
-  cache.put("b", bytes_of('b', 100));
-  cache.put("c", bytes_of('c', 100));
+  cache.put("a", filled_bytes('a', 100));
+  cache.put("b", filled_bytes('b', 100));
+  cache.put("c", filled_bytes('c', 100));
   std::vector<char> out(100);
   ASSERT_TRUE(cache.get("a", out));  // a is now the most recently used: b goes first
-  cache.put("d", bytes_of('d', 100));
+  cache.put("d", filled_bytes('d', 100));
   EXPECT_FALSE(cache.get("b", out));
   EXPECT_TRUE(cache.get("a", out));
   EXPECT_TRUE(cache.get("c", out));
   EXPECT_TRUE(cache.get("d", out));
   EXPECT_LE(cache.bytes(), 3u * 108);
   EXPECT_FALSE(fs::exists(dir / "b.range"));
-  cache.put("huge", bytes_of('h', 1000));  // larger than the whole cache: not kept, nothing evicted for it
+  cache.put("huge", filled_bytes('h', 1000));  // larger than the whole cache: not kept, nothing evicted for it
   std::vector<char> huge(1000);
   EXPECT_FALSE(cache.get("huge", huge));
   EXPECT_TRUE(cache.get("d", out));
@@ -59,7 +59,7 @@ TEST(RangeCache, EvictsTheLeastRecentlyUsedPastTheBound) {
 TEST(RangeCache, ADamagedEntryIsAMissAndIsRemoved) {
   const fs::path dir = fresh_dir("damaged");
   RangeCache cache(dir.string(), 1 << 20);
-  cache.put("a", bytes_of('a', 100));
+  cache.put("a", filled_bytes('a', 100));
   {
     std::fstream f(dir / "a.range", std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(10);
@@ -73,11 +73,11 @@ TEST(RangeCache, ADamagedEntryIsAMissAndIsRemoved) {
 
 TEST(RangeCache, ALaterCacheOnTheDirectoryFindsItsEntries) {
   const fs::path dir = fresh_dir("restart");
-  RangeCache(dir.string(), 1 << 20).put("a", bytes_of('a', 100));
+  RangeCache(dir.string(), 1 << 20).put("a", filled_bytes('a', 100));
   RangeCache again(dir.string(), 1 << 20);
   std::vector<char> out(100);
   ASSERT_TRUE(again.get("a", out));
-  EXPECT_EQ(out, bytes_of('a', 100));
+  EXPECT_EQ(out, filled_bytes('a', 100));
   EXPECT_EQ(again.bytes(), 108u);
 }
 

@@ -1,21 +1,22 @@
 // Tokenizer parity: ids equal to tiktoken's cl100k_base (golden TestPlans, a tiktoken-WASM sample, every code
 // point), byte-exact decode, the defined invalid-UTF-8 behaviour, and clear errors.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
-#include "scratch_dir.h"
+#include "cl100k_tokenizer.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/sha256.h"
 #include "replica/data/document_metadata.h"
 #include "replica/data/tokenize.h"
 #include "replica/data/tokenizer.h"
+#include "scratch_dir.h"
 
 using namespace replica;
 using namespace replica::data;
@@ -23,11 +24,6 @@ using namespace replica::data;
 namespace {
 
 const std::string kFixtures = std::string(REPLICA_SOURCE_DIR) + "/tests/fixtures/data/";
-
-const Tokenizer& tokenizer() {
-  static Tokenizer t = Tokenizer::load(kFixtures + "cl100k_base.tiktoken");
-  return t;
-}
 
 std::vector<uint32_t> parse_ids(const std::string& list) {  // "[1, 2, 3]"
   std::vector<uint32_t> ids;
@@ -59,7 +55,7 @@ std::string probe(uint32_t cp) {
 }  // namespace
 
 TEST(Tokenizer, LoadsPinnedRanks) {
-  const Tokenizer& t = tokenizer();
+  const Tokenizer& t = cl100k_tokenizer();
   EXPECT_EQ(t.vocab_size(), 100278u);
   EXPECT_EQ(t.token_bytes(0), "!");
   EXPECT_EQ(t.token_bytes(100255), " Conveyor");
@@ -96,7 +92,7 @@ TEST(Tokenizer, GoldenTestPlans) {
     if (line.rfind("Sample: ", 0) == 0) sample = line.substr(8);
     if (line.rfind("Sample:", 0) == 0 && line.size() == 7) sample.clear();
     if (line.rfind("Encoded: ", 0) == 0 && encoding == "cl100k_base") {
-      EXPECT_EQ(tokenizer().encode_ordinary(sample), parse_ids(line.substr(9))) << sample;
+      EXPECT_EQ(cl100k_tokenizer().encode_ordinary(sample), parse_ids(line.substr(9))) << sample;
       cases++;
     }
   }
@@ -111,9 +107,9 @@ TEST(Tokenizer, TiktokenWasmSample) {
     auto j = nlohmann::json::parse(line);
     std::string text = j["text"];
     std::vector<uint32_t> expected = j["ids"];
-    auto ids = tokenizer().encode_ordinary(text);
+    auto ids = cl100k_tokenizer().encode_ordinary(text);
     EXPECT_EQ(ids, expected) << j["name"];
-    EXPECT_EQ(tokenizer().decode(ids), text) << j["name"];
+    EXPECT_EQ(cl100k_tokenizer().decode(ids), text) << j["name"];
     cases++;
   }
   EXPECT_GE(cases, 40);
@@ -130,7 +126,7 @@ TEST(Tokenizer, EveryCodePointMatchesTiktoken) {
     for (uint32_t cp = first; cp <= last; cp++)
       if (cp < 0xd800 || cp > 0xdfff) text += probe(cp);
     ids.clear();
-    tokenizer().encode_ordinary(text, ids);
+    cl100k_tokenizer().encode_ordinary(text, ids);
     EXPECT_EQ(sha256_hex(ids.data(), ids.size() * 4), digest) << "code points " << first << ".." << last;
     blocks++;
   }
@@ -138,13 +134,13 @@ TEST(Tokenizer, EveryCodePointMatchesTiktoken) {
 }
 
 TEST(Tokenizer, AddedTokenTextIsOrdinary) {
-  auto ids = tokenizer().encode_ordinary("<|endoftext|>");
+  auto ids = cl100k_tokenizer().encode_ordinary("<|endoftext|>");
   EXPECT_EQ(ids, (std::vector<uint32_t>{27, 91, 8862, 728, 428, 91, 29}));
   EXPECT_EQ(std::find(ids.begin(), ids.end(), kDolma2Eos), ids.end());
 }
 
 TEST(Tokenizer, InvalidUtf8IsByteExactAndDefined) {
-  const Tokenizer& t = tokenizer();
+  const Tokenizer& t = cl100k_tokenizer();
   // A lone 0xff splits the word: "ab", <0xff>, "cd".
   auto ids = t.encode_ordinary("ab\xff" "cd");
   std::vector<uint32_t> expected = t.encode_ordinary("ab");
@@ -166,7 +162,7 @@ TEST(Tokenizer, InvalidUtf8IsByteExactAndDefined) {
 
 TEST(Tokenizer, LongPiecesUseTheSameMergeOrder) {
   // Pieces longer than 128 bytes take the heap merge; compare with the short-piece path piecewise.
-  const Tokenizer& t = tokenizer();
+  const Tokenizer& t = cl100k_tokenizer();
   std::string word;
   std::mt19937 rng(3);
   for (int i = 0; i < 2000; i++) word += "etaoinshrdlucmfw"[rng() % 16];
@@ -180,9 +176,9 @@ TEST(Tokenizer, HugeWhitespaceRunsAreNotARegexError) {
   // 6 MB of blanks is one piece; PCRE2's default match limit (10 M steps) would reject it.
   std::string blanks(6 << 20, ' ');
   blanks += "x";
-  auto ids = tokenizer().encode_ordinary(blanks);
-  EXPECT_EQ(tokenizer().decode(ids), blanks);
-  EXPECT_EQ(ids.back(), tokenizer().encode_ordinary(" x")[0]);  // the last blank goes with the word
+  auto ids = cl100k_tokenizer().encode_ordinary(blanks);
+  EXPECT_EQ(cl100k_tokenizer().decode(ids), blanks);
+  EXPECT_EQ(ids.back(), cl100k_tokenizer().encode_ordinary(" x")[0]);  // the last blank goes with the word
 }
 
 // Reliability review D14: an input with no documents wrote a 0-byte token file (exit 0) that every reader refuses.
@@ -191,7 +187,7 @@ TEST(Tokenize, InputsWithoutDocumentsWriteNothing) {
   const std::string input = (dir / "blank.jsonl").string(), output = (dir / "out.npy").string();
   std::ofstream(input) << "\n  \n";
   try {
-    tokenize_files(tokenizer(), {input}, output, {.jobs = 1});
+    tokenize_files(cl100k_tokenizer(), {input}, output, {.jobs = 1});
     FAIL() << "expected replica::Error";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), input + ": no documents to tokenize (every input is empty or blank)");
@@ -204,7 +200,7 @@ TEST(Tokenize, InputsWithoutDocumentsWriteNothing) {
 // dolma's encode (HF tokenizers, encode_special_tokens): plain added tokens are matched, special ones are text.
 // tests/integration/data_tokenize_dolma.sh checks the same rules against Hugging Face's own tokenizers.
 TEST(Tokenizer, DolmaEncodeMatchesPlainAddedTokensOnly) {
-  const Tokenizer& t = tokenizer();
+  const Tokenizer& t = cl100k_tokenizer();
   auto dolma = [&](std::string_view text) {
     std::vector<uint32_t> ids;
     t.encode_dolma(text, ids);
@@ -239,16 +235,16 @@ TEST(Tokenize, DolmaStripsSkipsEmptyAndWritesTheSidecar) {
                        << "{\"id\": \"b\", \"text\": \" \\u3000\\t\"}\n\n"
                        << "{\"text\": \"|||EMAIL_ADDRESS|||\"}\r"
                        << "{\"id\": \"say \\\"x\\\"\", \"text\": \"x\"}";
-  const TokenizeStats stats = tokenize_files(tokenizer(), {input}, output, {.jobs = 2});
+  const TokenizeStats stats = tokenize_files(cl100k_tokenizer(), {input}, output, {.jobs = 2});
   EXPECT_EQ(stats.documents, 3u);
   EXPECT_EQ(stats.empty, 1u);
   EXPECT_EQ(stats.without_id, 1u);
   const uint32_t eos = kDolma2Eos;
-  std::vector<uint32_t> expected = tokenizer().encode_ordinary("hi");
+  std::vector<uint32_t> expected = cl100k_tokenizer().encode_ordinary("hi");
   expected.push_back(eos);
-  expected.push_back(tokenizer().added_token_id("|||EMAIL_ADDRESS|||"));
+  expected.push_back(cl100k_tokenizer().added_token_id("|||EMAIL_ADDRESS|||"));
   expected.push_back(eos);
-  for (uint32_t id : tokenizer().encode_ordinary("x")) expected.push_back(id);
+  for (uint32_t id : cl100k_tokenizer().encode_ordinary("x")) expected.push_back(id);
   expected.push_back(eos);
   const std::vector<char> bytes = replica::read_file(output);
   ASSERT_EQ(bytes.size(), expected.size() * 4);

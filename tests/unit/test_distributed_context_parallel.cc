@@ -23,7 +23,7 @@ namespace {
 
 // The stage-3 shape in small: a sliding layer and a full one with YaRN, GQA, a window that ends inside a tile, and a
 // head dim the tensor-core attention takes (so bf16 on CUDA runs the mma.sync kernels with a query offset).
-model::ModelConfig model() {
+model::ModelConfig two_layer_model() {
   return model::model_config_from_json({{"model_type", "olmo3"},
                                         {"vocab_size", 256},
                                         {"hidden_size", 32},
@@ -80,7 +80,7 @@ struct TrainedRun {
 // the backend memory's exchanges through DeferredExchanges.
 TrainedRun train(RankDevice device, int world, int cp, Precision precision, int64_t head_stride = 0,
                  bool deferred = false) {
-  const model::ModelConfig config = model();
+  const model::ModelConfig config = two_layer_model();
   TrainedRun run;
   run_ranks(world, device, [&](Communicator& control, Communicator& device_data, Backend& backend) {
     DeferredExchanges deferred_data(device_data);

@@ -40,7 +40,7 @@ TEST(DistCollectives, AllGather) {
   });
 }
 
-model::ModelConfig model() {  // about 110k parameters: every rank of 4 gets a shard
+model::ModelConfig sharded_model() {  // about 110k parameters: every rank of 4 gets a shard
   return model::model_config_from_json({{"model_type", "olmo3"},
                                         {"vocab_size", 512},
                                         {"hidden_size", 64},
@@ -54,7 +54,8 @@ model::ModelConfig model() {  // about 110k parameters: every rank of 4 gets a s
 }
 
 TEST(DistShardLayout, EveryGroupIsSplitOverEveryRankInWholeNormBlocks) {
-  const model::ParamTable table(model());  // groups of 16,016 (head), ~49,000 (the block) and 32,768 (embedding) floats
+  // Groups of 16,016 (head), ~49,000 (the block) and 32,768 (embedding) floats.
+  const model::ParamTable table(sharded_model());
   for (int world : {1, 2, 3, 4}) {
     const ShardLayout layout(table, world);
     ASSERT_EQ(layout.groups(), table.groups().size());
@@ -106,7 +107,7 @@ struct RankResult {
 // weights: every rank's own copy, or with sharded weights rank 0's gather; moments: rank 0 only). A small
 // `sharding.receive_floats` splits each group's reduction into many pieces.
 std::vector<RankResult> run(int world, bool emulated = false, Sharding sharding = {}) {
-  const model::ParamTable table(model());
+  const model::ParamTable table(sharded_model());
   const size_t n = table.total();
   const int64_t G = 24, M = 2;
   const size_t n_ranks = size_t(world);
@@ -215,7 +216,7 @@ TEST(DistDataParallel, EmulatedDevicesGiveTheCpuBits) {
 // micro-batches of 2, at W ranks, with the weights whole or sharded, on the CPU or (`emulated`) each rank on its own
 // emulated device with an emulated NCCL between them: rank 0's loss sums, norm, weights and moments.
 RankResult train_model(int world, Precision precision, bool shard_weights, bool emulated = false, bool float8 = false) {
-  model::ModelConfig config = model();
+  model::ModelConfig config = sharded_model();
   config.tie_embeddings = true;
   const int64_t G = 12, M = 2, T = 16;
   RankResult result;
@@ -301,7 +302,7 @@ TEST(DistDataParallel, ShardedWeightsOnEmulatedDevicesGiveTheCpuBits) {
 TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
   // The sharded norm equals the norm's blocks (kSquareSumBlock floats from each group's start) summed in flat order
   // over the whole buffer, and the sharded update equals AdamW over the whole buffer.
-  const model::ParamTable table(model());
+  const model::ParamTable table(sharded_model());
   std::vector<float> grads(table.total());
   for (size_t i = 0; i < grads.size(); i++) grads[i] = row_gradient(3, i);
   std::vector<float> params_full(table.total(), 0.25f);
@@ -343,7 +344,7 @@ TEST(DistDataParallel, NormAndUpdateMatchTheUnshardedOnes) {
 // whole-buffer update, their state (momentum_buffer, or nothing) gathers to rank 0 by name, and a run resharded from
 // W = 3 to W = 2 after two steps takes the third to the bits of the unsharded one.
 TEST(DistDataParallel, SgdStateGathersAndReshardsByName) {
-  const model::ParamTable table(model());
+  const model::ParamTable table(sharded_model());
   const size_t n = table.total();
   auto gradient = [&](int step) {
     std::vector<float> g(n);
@@ -399,7 +400,7 @@ TEST(DistDataParallel, SgdStateGathersAndReshardsByName) {
 }
 
 TEST(DistDataParallel, RejectsBatchNotDivisibleByRanksTimesMicroBatch) {
-  const model::ParamTable table(model());
+  const model::ParamTable table(sharded_model());
   ThreadGroup group(2);
   group.run([&](Communicator& comm) { EXPECT_THROW(DataParallel dp(comm, table, 6, 2), Error); });
 }

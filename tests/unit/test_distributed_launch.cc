@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "error_of.h"
 #include "replica/core/error.h"
 #include "replica/distributed/launch.h"
 
@@ -19,15 +20,6 @@ Launch launch_in(const Variables& variables) {
     const auto it = variables.find(name);
     return it == variables.end() ? nullptr : it->second.c_str();
   });
-}
-
-std::string error_of(const auto& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(DistLaunch, ByHandIsOneProcess) {

@@ -12,7 +12,7 @@
 namespace replica::distributed {
 namespace {
 
-model::ModelConfig model() {  // untied: the head group (final norm + LM head 1000×16) is the largest group
+model::ModelConfig untied_model() {  // untied: the head group (final norm + LM head 1000×16) is the largest group
   return model::model_config_from_json({{"model_type", "olmo3"},
                                         {"vocab_size", 1000},
                                         {"hidden_size", 16},
@@ -28,7 +28,7 @@ model::ModelConfig model() {  // untied: the head group (final norm + LM head 10
 const OptimizerStateMemory kAdamW{{"exp_avg", "exp_avg_sq"}, false}, kAdamWOnHost{kAdamW.names, true};
 
 TEST(DistMemoryPlan, WholeWeightsAreTheOnlyReplicatedState) {
-  const model::ModelConfig c = model();
+  const model::ModelConfig c = untied_model();
   const model::ParamTable table(c);
   const double n = double(table.total()), group = double(table.largest_group());
   const std::vector<MemoryItem> one = data_parallel_memory(c, 1, 100.0, Precision::fp32, false, kAdamW),
@@ -52,7 +52,7 @@ TEST(DistMemoryPlan, WholeWeightsAreTheOnlyReplicatedState) {
 }
 
 TEST(DistMemoryPlan, ShardedWeightsKeepOnlyTheGroupInUseWhole) {
-  model::ModelConfig c = model();
+  model::ModelConfig c = untied_model();
   c.vocab_size = 40000;  // groups of 40 blocks: 4 ranks hold 10 each
   const model::ParamTable table(c);
   const double n = double(table.total()), group = double(table.largest_group());
@@ -68,7 +68,7 @@ TEST(DistMemoryPlan, ShardedWeightsKeepOnlyTheGroupInUseWhole) {
 }
 
 TEST(DistMemoryPlan, HostMomentsLeaveTheirStagingOnTheDevice) {
-  const model::ModelConfig c = model();
+  const model::ModelConfig c = untied_model();
   const std::vector<MemoryItem> on_device = data_parallel_memory(c, 2, 0.0, Precision::bf16, false, kAdamW),
                                  on_host = data_parallel_memory(c, 2, 0.0, Precision::bf16, false, kAdamWOnHost);
   ASSERT_EQ(on_host.size(), on_device.size());
@@ -80,7 +80,7 @@ TEST(DistMemoryPlan, HostMomentsLeaveTheirStagingOnTheDevice) {
 // The optimizer state is as many shard-sized fp32 arrays as the optimizer names: two for AdamW, one for SGD with
 // momentum, none for plain SGD; nothing else in the plan depends on the optimizer.
 TEST(DistMemoryPlan, OptimizerStateIsSizedByItsStateCount) {
-  const model::ModelConfig c = model();
+  const model::ModelConfig c = untied_model();
   const ShardLayout layout(model::ParamTable(c), 2);
   const double shard = double(std::max(layout.shard_size(0), layout.shard_size(1)));
   const std::vector<MemoryItem> adamw = data_parallel_memory(c, 2, 0.0, Precision::bf16, false, kAdamW),

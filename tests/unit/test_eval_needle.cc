@@ -6,6 +6,7 @@
 #include <fstream>
 #include <numeric>
 
+#include "cl100k_tokenizer.h"
 #include "replica/core/error.h"
 #include "replica/eval/needle.h"
 #include "replica/eval/suite.h"
@@ -14,15 +15,8 @@
 namespace replica::eval {
 namespace {
 
-const std::string kSource = REPLICA_SOURCE_DIR;
-
-const data::Tokenizer& tokenizer() {
-  static const data::Tokenizer t = data::Tokenizer::load(kSource + "/tests/fixtures/data/cl100k_base.tiktoken");
-  return t;
-}
-
 std::vector<int32_t> encode(const std::string& text) {
-  const std::vector<uint32_t> ids = tokenizer().encode_ordinary(text);
+  const std::vector<uint32_t> ids = cl100k_tokenizer().encode_ordinary(text);
   return {ids.begin(), ids.end()};
 }
 
@@ -45,8 +39,8 @@ NeedleTask small_task() {
 
 TEST(EvalNeedle, SameCasesOnEveryRun) {
   const std::vector<int32_t> hay = counting_haystack(1000);
-  const std::vector<NeedleCase> a = needle_cases(small_task(), hay, tokenizer());
-  const std::vector<NeedleCase> b = needle_cases(small_task(), hay, tokenizer());
+  const std::vector<NeedleCase> a = needle_cases(small_task(), hay, cl100k_tokenizer());
+  const std::vector<NeedleCase> b = needle_cases(small_task(), hay, cl100k_tokenizer());
   ASSERT_EQ(a.size(), 2u * 3u * 3u);
   for (size_t i = 0; i < a.size(); i++) {
     EXPECT_EQ(a[i].key, b[i].key);
@@ -55,11 +49,11 @@ TEST(EvalNeedle, SameCasesOnEveryRun) {
   }
   NeedleTask other = small_task();
   other.seed = 8;
-  EXPECT_NE(needle_cases(other, hay, tokenizer())[0].values, a[0].values);
+  EXPECT_NE(needle_cases(other, hay, cl100k_tokenizer())[0].values, a[0].values);
 }
 
 TEST(EvalNeedle, EveryCandidateSequenceIsExactlyItsLength) {
-  for (const NeedleCase& c : needle_cases(small_task(), counting_haystack(1000), tokenizer())) {
+  for (const NeedleCase& c : needle_cases(small_task(), counting_haystack(1000), cl100k_tokenizer())) {
     ASSERT_EQ(c.values.size(), 6u);
     for (const std::vector<int32_t>& v : c.values) EXPECT_EQ(int64_t(c.context.size() + v.size()), c.length);
   }
@@ -67,10 +61,10 @@ TEST(EvalNeedle, EveryCandidateSequenceIsExactlyItsLength) {
 
 TEST(EvalNeedle, NeedleSitsAtTheRequestedDepthOfItsHaystack) {
   const std::vector<int32_t> hay = counting_haystack(1000);
-  for (const NeedleCase& c : needle_cases(small_task(), hay, tokenizer())) {
+  for (const NeedleCase& c : needle_cases(small_task(), hay, cl100k_tokenizer())) {
     EXPECT_EQ(c.needle_at, std::llround(c.depth * double(c.haystack)));
     // The value the needle states is the first candidate, and every candidate is a distinct 7-digit number.
-    const std::string value = tokenizer().decode(std::vector<uint32_t>(c.values[0].begin(), c.values[0].end()));
+    const std::string value = cl100k_tokenizer().decode(std::vector<uint32_t>(c.values[0].begin(), c.values[0].end()));
     ASSERT_EQ(value.size(), 8u) << value;
     const std::vector<int32_t> needle = encode(" The special magic number for " + c.key + " is" + value + ".");
     for (size_t d = 1; d < c.values.size(); d++) EXPECT_NE(c.values[d], c.values[0]);
@@ -89,12 +83,12 @@ TEST(EvalNeedle, NeedleSitsAtTheRequestedDepthOfItsHaystack) {
 }
 
 TEST(EvalNeedle, ShortHaystackRepeatsAndTooShortLengthIsRefused) {
-  const std::vector<NeedleCase> cases = needle_cases(small_task(), counting_haystack(10), tokenizer());
+  const std::vector<NeedleCase> cases = needle_cases(small_task(), counting_haystack(10), cl100k_tokenizer());
   EXPECT_EQ(cases.back().context[0], (2 * 200) % 10);
   NeedleTask t = small_task();
   t.lengths = {20};
   try {
-    needle_cases(t, counting_haystack(10), tokenizer());
+    needle_cases(t, counting_haystack(10), cl100k_tokenizer());
     FAIL() << "a 20-token length was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("needle.lengths: 20 tokens cannot hold"), std::string::npos) << e.what();

@@ -10,13 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <numbers>
 
+#include "cl100k_tokenizer.h"
 #include "replica/ckpt/hf.h"
+#include "replica/core/pystr.h"
 #include "replica/data/tokenizer.h"
-#include "replica/eval/task_scoring.h"
 #include "replica/eval/heldout.h"
 #include "replica/eval/kl.h"
 #include "replica/eval/perplexity.h"
-#include "replica/core/pystr.h"
+#include "replica/eval/task_scoring.h"
 
 using namespace replica;
 using namespace replica::eval;
@@ -25,10 +26,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSource = REPLICA_SOURCE_DIR;
-
 void python(const std::string& args) {
-  const std::string cmd = "/usr/bin/python3 " + kSource + "/tools/reference/eval_ref.py " + args;
+  const std::string cmd = "/usr/bin/python3 " + kSourceDir + "/tools/reference/eval_ref.py " + args;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
@@ -63,7 +62,7 @@ TEST(EvalReference, AllSurfacesMatchPyTorch) {
   fs::create_directories(dir);
   python("model --out " + (dir / "a").string() + " --seed 1");
   python("model --out " + (dir / "b").string() + " --seed 2");
-  const data::Tokenizer tok = data::Tokenizer::load(kSource + "/tests/fixtures/data/cl100k_base.tiktoken");
+  const data::Tokenizer tok = data::Tokenizer::load(kSourceDir + "/tests/fixtures/data/cl100k_base.tiktoken");
   const uint32_t eos = data::kDolma2Eos;
   std::vector<uint32_t> tokens;
   int64_t bytes = 0;
@@ -106,8 +105,8 @@ TEST(EvalReference, AllSurfacesMatchPyTorch) {
     for (const std::string& name : task_names()) {
       TaskSpec s;
       s.name = name;
-      s.path = kSource + "/tests/fixtures/eval/" + name + ".jsonl";
-      if (name == "mmlu") s.fewshot_path = kSource + "/tests/fixtures/eval/mmlu_dev.jsonl", s.num_fewshot = 5;
+      s.path = kSourceDir + "/tests/fixtures/eval/" + name + ".jsonl";
+      if (name == "mmlu") s.fewshot_path = kSourceDir + "/tests/fixtures/eval/mmlu_dev.jsonl", s.num_fewshot = 5;
       const int64_t max_length = name == "mmlu" ? 64 : 0;  // 5-shot MMLU prompts are left-truncated to 64
       Task t = load_task(s, f);
       TaskResult r = evaluate_task(model, weights, tok, t, max_length, 256, progress);

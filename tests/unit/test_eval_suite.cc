@@ -4,14 +4,13 @@
 
 #include <fstream>
 
-#include "scratch_dir.h"
+#include "cl100k_tokenizer.h"
 #include "replica/core/error.h"
 #include "replica/eval/suite.h"
+#include "scratch_dir.h"
 
 namespace replica::eval {
 namespace {
-
-const std::string kSource = REPLICA_SOURCE_DIR;
 
 // A scratch directory holding two domains' token files (a/heldout.npy, b/heldout.npy).
 std::string token_dir() {
@@ -41,16 +40,24 @@ std::string load_error(const std::string& yaml) {
 
 TEST(EvalSuite, ReadsEverySection) {
   const std::string dir = token_dir();
-  const std::string path = write_suite("suite.yaml", "batch_tokens: 1024\n"
-                                                     "heldout: {files: [" + dir + "/*/heldout.npy], seq_len: 64}\n"
-                                                     "perplexity: {files: " + dir + "/a/heldout.npy, window: 32, "
-                                                     "max_docs: 3}\n"
-                                                     "tasks:\n"
-                                                     "  format: olmes\n"
-                                                     "  limit: 5\n"
-                                                     "  dir: " + kSource + "/tests/fixtures/eval\n"
-                                                     "  list: [{name: piqa, path: p.jsonl, limit: 2}]\n"
-                                                     "kl: {reference: ref, files: [" + dir + "/b/heldout.npy]}\n");
+  const std::string path = write_suite("suite.yaml",
+                                       "batch_tokens: 1024\n"
+                                       "heldout: {files: [" +
+                                           dir +
+                                           "/*/heldout.npy], seq_len: 64}\n"
+                                           "perplexity: {files: " +
+                                           dir +
+                                           "/a/heldout.npy, window: 32, "
+                                           "max_docs: 3}\n"
+                                           "tasks:\n"
+                                           "  format: olmes\n"
+                                           "  limit: 5\n"
+                                           "  dir: " +
+                                           kSourceDir +
+                                           "/tests/fixtures/eval\n"
+                                           "  list: [{name: piqa, path: p.jsonl, limit: 2}]\n"
+                                           "kl: {reference: ref, files: [" +
+                                           dir + "/b/heldout.npy]}\n");
   const SuiteSpec s = load_suite(path);
   EXPECT_EQ(s.batch_tokens, 1024);
   ASSERT_TRUE(s.heldout.enabled);
@@ -139,7 +146,7 @@ void in_data_dir(Body body) {
 
 TEST(EvalSuite, TheDefaultSuiteIsTheFullOneCappedAndFlagsOverrideBoth) {
   in_data_dir([] {
-    const std::string tasks = kSource + "/tests/fixtures/eval";
+    const std::string tasks = kSourceDir + "/tests/fixtures/eval";
     const SuiteSpec full = builtin_suite("full", tasks, ""), quick = builtin_suite("default", tasks, "");
     ASSERT_EQ(full.heldout.files.size(), 2u);
     EXPECT_EQ(full.heldout.max_docs, 0);
@@ -171,10 +178,13 @@ TEST(EvalSuite, TheDefaultSuiteIsTheFullOneCappedAndFlagsOverrideBoth) {
 }
 
 TEST(EvalSuite, TasksNumFewshotAppliesToTheDirectorysTasksAndListEntriesFindTheirTrainingSplit) {
-  const SuiteSpec s = load_suite(write_suite("shots.yaml", "tasks:\n"
-                                                           "  num_fewshot: 3\n"
-                                                           "  dir: " + kSource + "/tests/fixtures/eval\n"
-                                                           "  list: [{name: piqa, path: x/p.jsonl}]\n"));
+  const SuiteSpec s = load_suite(write_suite("shots.yaml",
+                                             "tasks:\n"
+                                             "  num_fewshot: 3\n"
+                                             "  dir: " +
+                                                 kSourceDir +
+                                                 "/tests/fixtures/eval\n"
+                                                 "  list: [{name: piqa, path: x/p.jsonl}]\n"));
   ASSERT_EQ(s.tasks.list.size(), 9u);
   for (size_t i = 0; i + 1 < s.tasks.list.size(); i++) EXPECT_EQ(s.tasks.list[i].num_fewshot, 3);
   EXPECT_EQ(s.tasks.list.back().num_fewshot, 0);  // its own, unset

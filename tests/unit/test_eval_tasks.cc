@@ -7,12 +7,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "scratch_dir.h"
+#include "cl100k_tokenizer.h"
 #include "replica/core/error.h"
+#include "replica/core/pystr.h"
 #include "replica/data/tokenizer.h"
 #include "replica/eval/task_scoring.h"
-#include "replica/core/pystr.h"
 #include "replica/eval/tasks.h"
+#include "scratch_dir.h"
 
 using namespace replica;
 using namespace replica::eval;
@@ -28,11 +29,6 @@ Task load(const std::string& name, TaskFormat f = TaskFormat::lm_eval, int64_t s
   s.fewshot_path = kTasks + name + "_" + fewshot_split(name) + ".jsonl";
   s.num_fewshot = shots;
   return load_task(s, f);
-}
-
-const data::Tokenizer& tokenizer() {
-  static data::Tokenizer t = data::Tokenizer::load(std::string(REPLICA_SOURCE_DIR) + "/tests/fixtures/data/cl100k_base.tiktoken");
-  return t;
 }
 
 std::vector<std::string> continuations(const TaskDoc& d) {
@@ -51,7 +47,7 @@ std::string task_error(const TaskSpec& spec) {
   return "";
 }
 
-std::string write_temp(const std::string& name, const std::string& text) {
+std::string write_task_file(const std::string& name, const std::string& text) {
   const std::string path = (replica::testing::scratch_dir("eval_tasks") / name).string();
   std::ofstream(path) << text;
   return path;
@@ -172,7 +168,7 @@ TEST(EvalTasks, MmluFiveShotFirstN) {
 }
 
 TEST(EvalTasks, EncodePairMovesTrailingSpaceAndSplitsTheWhole) {
-  const data::Tokenizer& tok = tokenizer();
+  const data::Tokenizer& tok = cl100k_tokenizer();
   auto ids = [&](const std::string& s) {
     std::vector<uint32_t> u = tok.encode_ordinary(s);
     return std::vector<int32_t>(u.begin(), u.end());
@@ -196,14 +192,15 @@ TEST(EvalTasks, EncodePairMovesTrailingSpaceAndSplitsTheWhole) {
 TEST(EvalTasks, ErrorsNameFileLineAndField) {
   TaskSpec s;
   s.name = "piqa";
-  s.path = write_temp("replica_bad_piqa.jsonl", "{\"goal\":\"g\",\"sol1\":\"a\",\"sol2\":\"b\",\"label\":0}\n{\"goal\":\"g\"}\n");
+  s.path = write_task_file("replica_bad_piqa.jsonl",
+                           "{\"goal\":\"g\",\"sol1\":\"a\",\"sol2\":\"b\",\"label\":0}\n{\"goal\":\"g\"}\n");
   try {
     load_task(s, TaskFormat::lm_eval);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("replica_bad_piqa.jsonl:2: missing field 'sol1'"), std::string::npos) << e.what();
   }
-  s.path = write_temp("replica_bad_json.jsonl", "\n{\"goal\": \n");
+  s.path = write_task_file("replica_bad_json.jsonl", "\n{\"goal\": \n");
   try {
     load_task(s, TaskFormat::lm_eval);
     FAIL() << "expected an error";
@@ -213,7 +210,8 @@ TEST(EvalTasks, ErrorsNameFileLineAndField) {
   s.path = kTasks + "missing.jsonl";
   EXPECT_THROW(load_task(s, TaskFormat::lm_eval), Error);
   s.name = "arc_easy";
-  s.path = write_temp("replica_bad_arc.jsonl",
+  s.path =
+      write_task_file("replica_bad_arc.jsonl",
                       "{\"question\":\"q\",\"choices\":{\"text\":[\"a\"],\"label\":[\"A\"]},\"answerKey\":\"B\"}\n");
   EXPECT_THROW(load_task(s, TaskFormat::lm_eval), Error);
 }
@@ -267,7 +265,7 @@ TEST(EvalTasks, FewshotNeedsItsSplitAndEnoughShots) {
 TEST(EvalTasks, ANumberBeyondDoubleIsInvalidJson) {
   TaskSpec s;
   s.name = "boolq";
-  s.path = write_temp("replica_huge_number.jsonl", "{\"passage\":\"p\",\"question\":\"q\",\"label\":1e999}\n");
+  s.path = write_task_file("replica_huge_number.jsonl", "{\"passage\":\"p\",\"question\":\"q\",\"label\":1e999}\n");
   const std::string e = task_error(s);
   EXPECT_NE(e.find("replica_huge_number.jsonl:1: invalid JSON"), std::string::npos) << e;
 }
@@ -277,8 +275,10 @@ TEST(EvalTasks, AnIntegerLabelTooLargeForInt64IsANamedError) {
   TaskSpec s;
   s.name = "hellaswag";
   for (const char* label : {"\"99999999999999999999\"", "18446744073709551615"}) {
-    s.path = write_temp("replica_huge_label.jsonl", std::string("{\"activity_label\":\"a\",\"ctx_a\":\"b\",\"ctx_b\":"
-                        "\"c\",\"endings\":[\"x\",\"y\"],\"label\":") + label + "}\n");
+    s.path =
+        write_task_file("replica_huge_label.jsonl", std::string("{\"activity_label\":\"a\",\"ctx_a\":\"b\",\"ctx_b\":"
+                                                                "\"c\",\"endings\":[\"x\",\"y\"],\"label\":") +
+                                                        label + "}\n");
     const std::string e = task_error(s);
     EXPECT_NE(e.find("replica_huge_label.jsonl:1: field 'label' must be an integer below 2^63"), std::string::npos)
         << e;

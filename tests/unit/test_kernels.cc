@@ -28,7 +28,7 @@ namespace {
 
 using Vec = std::vector<double>;
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+std::vector<float> normal_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, scale);
   std::vector<float> v(n);
@@ -100,7 +100,7 @@ Vec naive_attention(const Vec& q, const Vec& k, const Vec& v, const AttentionSha
 void expect_forward_matches_naive(const AttentionShape& s, const DocumentOffsets& docs,
                                   const std::vector<int64_t>& document, uint32_t seed) {
   const size_t nq = size_t(s.B * s.T * s.H * s.D), nk = size_t(s.B * s.T * s.K * s.D);
-  auto q = random_floats(nq, seed), k = random_floats(nk, seed + 1), v = random_floats(nk, seed + 2);
+  auto q = normal_floats(nq, seed), k = normal_floats(nk, seed + 1), v = normal_floats(nk, seed + 2);
   std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T));
   attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
   EXPECT_LE(max_rel(out, naive_attention(to_double(q), to_double(k), to_double(v), s, document)), 2e-6);
@@ -110,10 +110,15 @@ void expect_forward_matches_naive(const AttentionShape& s, const DocumentOffsets
 struct AttentionRun {
   std::vector<float> q, k, v, dout, out, lse, dq, dk, dv;
   AttentionRun(const AttentionShape& s, const DocumentOffsets& docs, uint32_t seed)
-      : q(random_floats(size_t(s.B * s.T * s.H * s.D), seed)),
-        k(random_floats(size_t(s.B * s.T * s.K * s.D), seed + 1)),
-        v(random_floats(k.size(), seed + 2)), dout(random_floats(q.size(), seed + 3)), out(q.size()),
-        lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size()) {
+      : q(normal_floats(size_t(s.B * s.T * s.H * s.D), seed)),
+        k(normal_floats(size_t(s.B * s.T * s.K * s.D), seed + 1)),
+        v(normal_floats(k.size(), seed + 2)),
+        dout(normal_floats(q.size(), seed + 3)),
+        out(q.size()),
+        lse(size_t(s.B * s.H * s.T)),
+        dq(q.size()),
+        dk(k.size()),
+        dv(v.size()) {
     attention_forward(out.data(), lse.data(), q.data(), k.data(), v.data(), s, docs);
     attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), out.data(), lse.data(), q.data(), k.data(),
                        v.data(), s, docs);
@@ -163,8 +168,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention,
 
 TEST(Attention, ThreadCountDoesNotChangeBits) {
   const AttentionShape s{2, 100, 4, 2, 8, 30};
-  auto q = random_floats(size_t(s.B * s.T * s.H * s.D), 8), k = random_floats(size_t(s.B * s.T * s.K * s.D), 9),
-       v = random_floats(size_t(s.B * s.T * s.K * s.D), 10), dout = random_floats(q.size(), 11);
+  auto q = normal_floats(size_t(s.B * s.T * s.H * s.D), 8), k = normal_floats(size_t(s.B * s.T * s.K * s.D), 9),
+       v = normal_floats(size_t(s.B * s.T * s.K * s.D), 10), dout = normal_floats(q.size(), 11);
   auto run = [&](int threads) {
     omp_set_num_threads(threads);
     std::vector<float> out(q.size()), lse(size_t(s.B * s.H * s.T)), dq(q.size()), dk(k.size()), dv(v.size());
@@ -194,8 +199,8 @@ TEST_P(CachedAttention, MatchesTheRowsOfFullAttention) {
   const CachedCase c = GetParam();
   const int64_t T = c.position + c.n, KD = c.K * c.D;
   const AttentionShape full{1, T, c.H, c.K, c.D, c.window};
-  auto q = random_floats(size_t(T * c.H * c.D), 40), k = random_floats(size_t(T * KD), 41),
-       v = random_floats(size_t(T * KD), 42);
+  auto q = normal_floats(size_t(T * c.H * c.D), 40), k = normal_floats(size_t(T * KD), 41),
+       v = normal_floats(size_t(T * KD), 42);
   const Vec want = naive_attention(to_double(q), to_double(k), to_double(v), full);
 
   const int64_t capacity = c.window > 0 ? c.window : std::max<int64_t>(c.position, 1);
@@ -360,9 +365,9 @@ TEST(AttentionQuerySlice, InsideATileMatchesTheWholeRow) { expect_query_slice_ma
 struct KernelPair {
   std::vector<float> fp32, bf16;
   KernelPair(const AttentionShape& s, const DocumentOffsets& docs, uint32_t seed) {
-    std::vector<float> q = random_floats(size_t(s.B * s.rows_q() * s.H * s.D), seed),
-                       k = random_floats(size_t(s.B * s.T * s.K * s.D), seed + 1),
-                       v = random_floats(k.size(), seed + 2), dout = random_floats(q.size(), seed + 3);
+    std::vector<float> q = normal_floats(size_t(s.B * s.rows_q() * s.H * s.D), seed),
+                       k = normal_floats(size_t(s.B * s.T * s.K * s.D), seed + 1),
+                       v = normal_floats(k.size(), seed + 2), dout = normal_floats(q.size(), seed + 3);
     for (std::vector<float>* x : {&q, &k, &v})
       for (float& value : *x) value = round_to_bf16(value);
     fp32 = outputs(s, docs, q, k, v, dout, attention_forward, attention_backward);
@@ -445,8 +450,8 @@ TEST(AttentionBf16, AQuerySliceOnATileBoundaryGivesTheBitsOfTheWholeRow) {
   const PackedRows p({1, 256, 4, 2, 32, 30}, {{1, 99, 64, 57, 35}});
   const AttentionShape& s = p.s;
   const int64_t Q0 = 128, Tq = s.T - Q0, HD = s.H * s.D;
-  const auto q = random_floats(size_t(s.T * HD), 84), k = random_floats(size_t(s.T * s.K * s.D), 85),
-             v = random_floats(k.size(), 86), dout = random_floats(q.size(), 87);
+  const auto q = normal_floats(size_t(s.T * HD), 84), k = normal_floats(size_t(s.T * s.K * s.D), 85),
+             v = normal_floats(k.size(), 86), dout = normal_floats(q.size(), 87);
   AttentionShape tail = s;
   tail.queries = Tq;
   const std::vector<float> q_tail(q.begin() + Q0 * HD, q.end()), dout_tail(dout.begin() + Q0 * HD, dout.end());
@@ -491,8 +496,8 @@ TEST(AttentionBf16, ADocumentOnTileBoundariesGivesTheBitsOfItsOwnRow) {
   const std::vector<int32_t> lens{64, 128, 50};
   const PackedRows packed({1, 242, H, K, D, window}, {lens});
   const AttentionShape& s = packed.s;
-  const auto q = random_floats(size_t(s.T * H * D), 91), k = random_floats(size_t(s.T * K * D), 92),
-             v = random_floats(k.size(), 93), dout = random_floats(q.size(), 94);
+  const auto q = normal_floats(size_t(s.T * H * D), 91), k = normal_floats(size_t(s.T * K * D), 92),
+             v = normal_floats(k.size(), 93), dout = normal_floats(q.size(), 94);
   const std::vector<float> whole =
       KernelPair::outputs(s, packed.docs(), q, k, v, dout, attention_forward_bf16, attention_backward_bf16);
   int64_t start = 0;
@@ -544,7 +549,7 @@ TEST(Simd, MaxAndExpGiveThePortableBits) {
 TEST(RmsNorm, ForwardAndBackward) {
   const int64_t rows = 70, C = 24;  // more rows than one reduction block
   const float eps = 1e-6f;
-  auto x = random_floats(size_t(rows * C), 12), w = random_floats(size_t(C), 13), dy = random_floats(x.size(), 14);
+  auto x = normal_floats(size_t(rows * C), 12), w = normal_floats(size_t(C), 13), dy = normal_floats(x.size(), 14);
   for (float& wi : w) wi += 1.0f;
   std::vector<float> y(x.size()), rstd(rows), dx(x.size()), dw(size_t(C), 0.0f);
   rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), rows, C, eps);
@@ -576,8 +581,8 @@ TEST(RmsNorm, ForwardAndBackward) {
 TEST(RmsNorm, AddForwardIsNormThenAddBitForBit) {
   const int64_t rows = 37, C = 200;
   const float eps = 1e-6f;
-  const auto x = random_floats(size_t(rows * C), 16), w = random_floats(size_t(C), 17),
-             residual = random_floats(x.size(), 18);
+  const auto x = normal_floats(size_t(rows * C), 16), w = normal_floats(size_t(C), 17),
+             residual = normal_floats(x.size(), 18);
   std::vector<float> y(x.size()), rstd(rows), want(x.size());
   rmsnorm_forward(y.data(), rstd.data(), x.data(), w.data(), rows, C, eps);
   for (size_t i = 0; i < x.size(); i++) want[i] = residual[i] + y[i];
@@ -594,7 +599,7 @@ TEST(Rope, RotatesHalvesAndInvertsExactly) {
   const int64_t B = 2, T = 9, heads = 3, D = 8;
   const double theta = 10000.0;
   RopeTable table(T, D, theta);
-  auto x = random_floats(size_t(B * T * heads * D), 15);
+  auto x = normal_floats(size_t(B * T * heads * D), 15);
   std::vector<float> y = x;
   rope_forward(y.data(), table.cos.data(), table.sin.data(), B, T, heads, D);
   for (int64_t b = 0; b < B; b++)
@@ -615,7 +620,7 @@ TEST(Rope, RotatesHalvesAndInvertsExactly) {
 TEST(Rope, AtAPositionRotatesAsTheFullSequenceDoes) {
   const int64_t T = 30, heads = 2, D = 16, position = 11, n = 5;
   const RopeTable table(T, D, 500000.0);
-  auto x = random_floats(size_t(T * heads * D), 16);
+  auto x = normal_floats(size_t(T * heads * D), 16);
   std::vector<float> full = x;
   rope_forward(full.data(), table.cos.data(), table.sin.data(), 1, T, heads, D);
   // Decoding rotates new rows at `position` with the tables' rows from there on.
@@ -627,7 +632,7 @@ TEST(Rope, AtAPositionRotatesAsTheFullSequenceDoes) {
 
 TEST(SwiGlu, ForwardAndBackward) {
   const int64_t n = 257;
-  auto g = random_floats(size_t(n), 16, 2.0f), u = random_floats(size_t(n), 17), ds = random_floats(size_t(n), 18);
+  auto g = normal_floats(size_t(n), 16, 2.0f), u = normal_floats(size_t(n), 17), ds = normal_floats(size_t(n), 18);
   std::vector<float> s(n), dg(n), du(n);
   swiglu_forward(s.data(), g.data(), u.data(), n);
   swiglu_backward(dg.data(), du.data(), ds.data(), g.data(), u.data(), n);
@@ -643,7 +648,7 @@ TEST(SwiGlu, ForwardAndBackward) {
 
 TEST(Embedding, GatherAndScatterAddWithRepeatedIds) {
   const int64_t V = 5, C = 70, N = 6;
-  auto table = random_floats(size_t(V * C), 19), dout = random_floats(size_t(N * C), 20);
+  auto table = normal_floats(size_t(V * C), 19), dout = normal_floats(size_t(N * C), 20);
   std::vector<int32_t> ids = {3, 1, 3, 0, 3, 4};
   std::vector<float> out(size_t(N * C)), dtable(size_t(V * C), 0.0f);
   embedding_forward(out.data(), ids.data(), table.data(), N, C);
@@ -661,7 +666,8 @@ TEST(Gemm, AllTransposesMatchNaive) {
   const int64_t M = 13, N = 17, K = 19;
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
-      auto A = random_floats(size_t(M * K), 21), B = random_floats(size_t(K * N), 22), C = random_floats(size_t(M * N), 23);
+      auto A = normal_floats(size_t(M * K), 21), B = normal_floats(size_t(K * N), 22),
+           C = normal_floats(size_t(M * N), 23);
       std::vector<float> out = C;
       gemm(ta, tb, M, N, K, A.data(), ta ? M : K, B.data(), tb ? K : N, out.data(), N, true, Precision::fp32);
       for (int64_t i = 0; i < M; i++)
@@ -676,7 +682,7 @@ TEST(Gemm, AllTransposesMatchNaive) {
 
 TEST(Gemm, Bf16RoundsOperandsAndAccumulatesInFp32) {
   const int64_t M = 4, N = 5, K = 300;
-  auto A = random_floats(size_t(M * K), 24), B = random_floats(size_t(N * K), 25);
+  auto A = normal_floats(size_t(M * K), 24), B = normal_floats(size_t(N * K), 25);
   std::vector<float> out(size_t(M * N));
   gemm(false, true, M, N, K, A.data(), K, B.data(), K, out.data(), N, false, Precision::bf16);
   for (int64_t i = 0; i < M; i++)
@@ -691,7 +697,7 @@ TEST(Gemm, Bf16RoundsOperandsAndAccumulatesInFp32) {
 TEST(LmHeadLoss, LossAndGradientsMatchNaive) {
   const int64_t N = 9, C = 12, V = 37;
   const float z_coef = 1e-2f;  // large, so the z-loss term is visible in the gradient
-  auto hidden = random_floats(size_t(N * C), 26), weight = random_floats(size_t(V * C), 27);
+  auto hidden = normal_floats(size_t(N * C), 26), weight = normal_floats(size_t(V * C), 27);
   std::vector<int32_t> targets = {3, 0, 36, kIgnoreLabel, 5, 5, 17, 2, kIgnoreLabel};
   const float scale = 1.0f / 7.0f;
   std::vector<float> dhidden(size_t(N * C)), dweight(size_t(V * C), 0.0f);
@@ -732,7 +738,7 @@ TEST(LmHeadLoss, LossAndGradientsMatchNaive) {
 // partial, with ignored rows on both sides of a boundary. Against the fp32 path: bf16 rounding of the operands only.
 TEST(LmHeadLoss, Bf16GroupsOfChunksMatchTheFp32Path) {
   const int64_t N = 150, C = 4, V = int64_t(1) << 20;
-  auto hidden = random_floats(size_t(N * C), 28), weight = random_floats(size_t(V * C), 29);
+  auto hidden = normal_floats(size_t(N * C), 28), weight = normal_floats(size_t(V * C), 29);
   std::vector<int32_t> targets(static_cast<size_t>(N));
   for (int64_t i = 0; i < N; i++)
     targets[size_t(i)] = (i % 37 == 5 || i == 63 || i == 64) ? kIgnoreLabel : int32_t(i * 7919 % V);

@@ -132,7 +132,7 @@ TEST(Float8, EveryFiniteCodeRoundTrips) {
     }
 }
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float spread) {
+std::vector<float> wide_range_floats(size_t n, uint32_t seed, float spread) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> x(n);
@@ -141,7 +141,7 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float spread) {
 }
 
 TEST(Float8Kernels, QuantizeCastsEveryValueWithTheScaleOfTheTensorsAmax) {
-  const std::vector<float> x = random_floats(1000, 1, 4.0f);
+  const std::vector<float> x = wide_range_floats(1000, 1, 4.0f);
   float amax = 0.0f;
   for (float v : x) amax = std::max(amax, std::fabs(v));
   for (Float8Format f : {kE4m3, kE5m2})
@@ -156,7 +156,7 @@ TEST(Float8Kernels, QuantizeCastsEveryValueWithTheScaleOfTheTensorsAmax) {
 }
 
 TEST(Float8Kernels, QuantizeReadsTheBf16CopyWhenGiven) {
-  const std::vector<float> x = random_floats(300, 2, 2.0f);
+  const std::vector<float> x = wide_range_floats(300, 2, 2.0f);
   std::vector<bf16> x16(x.size());
   convert_to_bf16(x.data(), x16.data(), x.size());
   std::vector<uint8_t> from16(x.size()), from32(x.size());
@@ -170,7 +170,7 @@ TEST(Float8Kernels, QuantizeReadsTheBf16CopyWhenGiven) {
 }
 
 TEST(Float8Kernels, ANanAnywhereMakesTheScaleNan) {
-  std::vector<float> x = random_floats(64, 3, 1.0f);
+  std::vector<float> x = wide_range_floats(64, 3, 1.0f);
   x[40] = NAN;
   std::vector<uint8_t> codes(x.size());
   float inverse = 0.0f;

@@ -82,7 +82,7 @@ TEST(ModelConfig, AbsentTensorsHaveNoOffset) {
   EXPECT_EQ(plain.lm_head_range().end, plain.embed_range().end);
 }
 
-void expect_error(nlohmann::json j, const std::string& fragment) {
+void expect_config_error(nlohmann::json j, const std::string& fragment) {
   try {
     model_config_from_json(j, "bad.json");
     FAIL() << "expected an error mentioning " << fragment;
@@ -101,14 +101,14 @@ TEST(ModelConfig, BadConfigsNameTheKey) {
     j[key] = value;
     return j;
   };
-  expect_error(with("hidden_sise", 32), "unknown model config key 'hidden_sise'");
-  expect_error(with("num_key_value_heads", 3), "num_key_value_heads");
-  expect_error(with("num_hidden_layers", 0), "num_hidden_layers");
-  expect_error(with("layer_types", {"full_attention"}), "layer_types has 1 entries");
-  expect_error(with("hidden_size", "big"), "'hidden_size'");
-  expect_error(with("sliding_window", 0), "sliding_window");
-  expect_error(with("norm_placement", "post"), "norm_placement");
-  expect_error(with("head_dim", 7), "head_dim");
+  expect_config_error(with("hidden_sise", 32), "unknown model config key 'hidden_sise'");
+  expect_config_error(with("num_key_value_heads", 3), "num_key_value_heads");
+  expect_config_error(with("num_hidden_layers", 0), "num_hidden_layers");
+  expect_config_error(with("layer_types", {"full_attention"}), "layer_types has 1 entries");
+  expect_config_error(with("hidden_size", "big"), "'hidden_size'");
+  expect_config_error(with("sliding_window", 0), "sliding_window");
+  expect_config_error(with("norm_placement", "post"), "norm_placement");
+  expect_config_error(with("head_dim", 7), "head_dim");
 }
 
 TEST(ModelConfig, Olmo3_7bStage3IsStage2WithYarnOnTheFullLayers) {
@@ -180,35 +180,38 @@ TEST(ModelConfig, BadRopeScalingNamesTheKey) {
     block[key] = value;
     return small_with({{"rope_scaling", block}});
   };
-  expect_error(yarn_with("rope_type", "linear"), "'rope_scaling.rope_type' is 'linear'");
-  expect_error(small_with({{"rope_scaling", {{"factor", 8.0}}}}), "'rope_scaling.rope_type' is ''");
-  expect_error(yarn_with("factor", 0.0), "rope_scaling.factor must be positive");
-  expect_error(yarn_with("factor", -2.0), "rope_scaling.factor must be positive");
-  expect_error(yarn_with("factor", nullptr), "'rope_scaling.factor' is required");
-  expect_error(yarn_with("original_max_position_embeddings", 0), "rope_scaling.original_max_position_embeddings");
-  expect_error(yarn_with("beta_slow", 0.0), "beta_slow");
-  expect_error(yarn_with("attention_factor", -1.0), "rope_scaling.attention_factor");
+  expect_config_error(yarn_with("rope_type", "linear"), "'rope_scaling.rope_type' is 'linear'");
+  expect_config_error(small_with({{"rope_scaling", {{"factor", 8.0}}}}), "'rope_scaling.rope_type' is ''");
+  expect_config_error(yarn_with("factor", 0.0), "rope_scaling.factor must be positive");
+  expect_config_error(yarn_with("factor", -2.0), "rope_scaling.factor must be positive");
+  expect_config_error(yarn_with("factor", nullptr), "'rope_scaling.factor' is required");
+  expect_config_error(yarn_with("original_max_position_embeddings", 0),
+                      "rope_scaling.original_max_position_embeddings");
+  expect_config_error(yarn_with("beta_slow", 0.0), "beta_slow");
+  expect_config_error(yarn_with("attention_factor", -1.0), "rope_scaling.attention_factor");
   // Review 2026-12-03 case 73: transformers' rope validation warns on these; replica refuses them.
-  expect_error(yarn_with("factor", 0.5), "expected a context extension in [1,");
-  expect_error(yarn_with("factor", 1e300), "expected a context extension in [1,");
-  expect_error(yarn_with("beta_fast", 1.0), "must be larger than beta_slow");
-  expect_error(yarn_with("original_max_position_embeddings", 1000000), "exceeds max_position_embeddings (65536)");
-  expect_error(small_with({{"max_position_embeddings", int64_t(1) << 62}}), "more than replica supports");
-  expect_error(small_with({{"eos_token_id", int64_t(1000000000000)}}), "'eos_token_id' is 1000000000000");
-  expect_error(yarn_with("mscale", 1.0), "unknown key 'rope_scaling.mscale'");
-  expect_error(yarn_with("truncate", false), "'rope_scaling.truncate' is false");
-  expect_error(yarn_with("factor", "eight"), "'factor'");
-  expect_error(small_with({{"rope_scaling", "yarn"}}), "'rope_scaling' must be a mapping");
-  expect_error(small_with({{"rope_parameters", {{"sliding_attention", kReleasedYarn}}}}),
-               "applies YaRN to the full-attention layers only");
-  expect_error(small_with({{"rope_parameters", {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e5}}},
-                                                {"sliding_attention", {{"rope_type", "default"}}}}}}),
-               "one rope_theta");
-  expect_error(small_with({{"rope_parameters", {{"global", kReleasedYarn}}}}), "'rope_parameters.global'");
+  expect_config_error(yarn_with("factor", 0.5), "expected a context extension in [1,");
+  expect_config_error(yarn_with("factor", 1e300), "expected a context extension in [1,");
+  expect_config_error(yarn_with("beta_fast", 1.0), "must be larger than beta_slow");
+  expect_config_error(yarn_with("original_max_position_embeddings", 1000000),
+                      "exceeds max_position_embeddings (65536)");
+  expect_config_error(small_with({{"max_position_embeddings", int64_t(1) << 62}}), "more than replica supports");
+  expect_config_error(small_with({{"eos_token_id", int64_t(1000000000000)}}), "'eos_token_id' is 1000000000000");
+  expect_config_error(yarn_with("mscale", 1.0), "unknown key 'rope_scaling.mscale'");
+  expect_config_error(yarn_with("truncate", false), "'rope_scaling.truncate' is false");
+  expect_config_error(yarn_with("factor", "eight"), "'factor'");
+  expect_config_error(small_with({{"rope_scaling", "yarn"}}), "'rope_scaling' must be a mapping");
+  expect_config_error(small_with({{"rope_parameters", {{"sliding_attention", kReleasedYarn}}}}),
+                      "applies YaRN to the full-attention layers only");
+  expect_config_error(small_with({{"rope_parameters",
+                                   {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e5}}},
+                                    {"sliding_attention", {{"rope_type", "default"}}}}}}),
+                      "one rope_theta");
+  expect_config_error(small_with({{"rope_parameters", {{"global", kReleasedYarn}}}}), "'rope_parameters.global'");
   nlohmann::json other = kReleasedYarn;
   other["factor"] = 4.0;
-  expect_error(small_with({{"rope_scaling", kReleasedYarn}, {"rope_parameters", other}}),
-               "rope_scaling and rope_parameters give different YaRN settings");
+  expect_config_error(small_with({{"rope_scaling", kReleasedYarn}, {"rope_parameters", other}}),
+                      "rope_scaling and rope_parameters give different YaRN settings");
 }
 
 // Reliability review D12 and D13: a config.json that leaves keys out gets transformers' defaults for its model_type,
@@ -239,16 +242,16 @@ TEST(ModelConfig, IntegersAreIntegralAndRequiredSizesAreNamedWhenMissing) {
                                {"num_hidden_layers", 4}, {"num_attention_heads", 4}};
   nlohmann::json j = good;
   j["hidden_size"] = 128.7;
-  expect_error(j, "bad.json: key 'hidden_size' has value 128.7 of the wrong type (expected an integer)");
+  expect_config_error(j, "bad.json: key 'hidden_size' has value 128.7 of the wrong type (expected an integer)");
   j = good;
   j["qk_norm"] = 1;
-  expect_error(j, "key 'qk_norm' has value 1 of the wrong type (expected true or false)");
+  expect_config_error(j, "key 'qk_norm' has value 1 of the wrong type (expected true or false)");
   j = good;
   j["rms_norm_eps"] = std::numeric_limits<double>::infinity();
-  expect_error(j, "rms_norm_eps");
+  expect_config_error(j, "rms_norm_eps");
   j = good;
   j.erase("hidden_size");
-  expect_error(j, "bad.json: missing 'hidden_size' (a positive integer)");
+  expect_config_error(j, "bad.json: missing 'hidden_size' (a positive integer)");
   j = good;
   j["_name_or_path"] = "allenai/Olmo-3-1025-7B";
   j["_commit_hash"] = "abc";

@@ -44,7 +44,8 @@ void check_greedy(const Case& c, Backend& backend) {
 // Instance 0 of the fixture appended as a prompt of a third of it, then a chunk of 3 tokens, then one token at a
 // time: after each call, the logits of its last position against the Transformer's full forward over the instance
 // (and against the reference's golden logits) in `precision`, within `bound` of the largest logit.
-void check_logits(const Case& c, Precision precision, const std::string& golden_file, double bound, Backend& backend) {
+void check_decoder_logits(const Case& c, Precision precision, const std::string& golden_file, double bound,
+                          Backend& backend) {
   const int64_t T = c.T, V = c.model.config.vocab_size;
   const OnBackend weights(backend, c.model.params);
   Transformer model(c.model.config, precision, Remat::none, backend);
@@ -69,12 +70,12 @@ void check_logits(const Case& c, Precision precision, const std::string& golden_
 TEST_P(DecoderParity, GreedyIdsEqualTheReferenceGreedyLoop) { check_greedy(Case(GetParam()), cpu_backend()); }
 
 TEST_P(DecoderParity, LogitsEqualTheFullForwardFp32) {
-  check_logits(Case(GetParam()), Precision::fp32, "logits_fp32.npy", 1e-5, cpu_backend());
+  check_decoder_logits(Case(GetParam()), Precision::fp32, "logits_fp32.npy", 1e-5, cpu_backend());
 }
 
 // bf16 GEMMs in both: the same rounding of every operand, fp32 sums in other orders (one row against many).
 TEST_P(DecoderParity, LogitsEqualTheFullForwardBf16) {
-  check_logits(Case(GetParam()), Precision::bf16, "logits_bf16.npy", 2e-2, cpu_backend());
+  check_decoder_logits(Case(GetParam()), Precision::bf16, "logits_bf16.npy", 2e-2, cpu_backend());
 }
 
 TEST_P(DecoderParity, GreedyIdsEqualTheReferenceGreedyLoopCuda) {
@@ -84,7 +85,7 @@ TEST_P(DecoderParity, GreedyIdsEqualTheReferenceGreedyLoopCuda) {
 
 TEST_P(DecoderParity, LogitsEqualTheFullForwardFp32Cuda) {
   SKIP_WITHOUT_CUDA();
-  check_logits(Case(GetParam()), Precision::fp32, "logits_fp32.npy", 1e-5, backend_for(Device::cuda));
+  check_decoder_logits(Case(GetParam()), Precision::fp32, "logits_fp32.npy", 1e-5, backend_for(Device::cuda));
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, DecoderParity, ::testing::ValuesIn(fixture_cases()),

@@ -13,7 +13,7 @@
 namespace replica::model {
 namespace {
 
-ModelConfig model(bool tied) {
+ModelConfig grouped_model(bool tied) {
   return model_config_from_json({{"model_type", "olmo3"}, {"vocab_size", 300}, {"hidden_size", 32},
                                  {"intermediate_size", 64}, {"num_hidden_layers", 3}, {"num_attention_heads", 4},
                                  {"num_key_value_heads", 2}, {"head_dim", 8}, {"sliding_window", 4},
@@ -78,7 +78,7 @@ class GradientGroups : public ::testing::TestWithParam<bool> {};
 
 TEST_P(GradientGroups, WeightsAndGradientsMoveGroupByGroupWithTheWholeBuffersBits) {
   const bool tied = GetParam();
-  const ModelConfig config = model(tied);
+  const ModelConfig config = grouped_model(tied);
   Transformer net(config, Precision::fp32, Remat::none, cpu_backend());
   const ParamTable& table = net.table();
   std::vector<float> params(table.total());

@@ -37,8 +37,9 @@ std::vector<float> to_host(Backend& backend, const DeviceArray<float>& a) {
   return host;
 }
 
-void check_logits(const Case& c, Precision precision, const std::string& golden, double tolerance,
-                  Backend& backend, bool float8 = false, AttentionKernel attention = AttentionKernel::automatic) {
+void check_parity_logits(const Case& c, Precision precision, const std::string& golden, double tolerance,
+                         Backend& backend, bool float8 = false,
+                         AttentionKernel attention = AttentionKernel::automatic) {
   Transformer model(c.model.config, precision, Remat::none, backend);
   model.use_float8(float8);
   model.use_attention(attention);
@@ -80,9 +81,13 @@ void check_gradients(const Case& c, Precision precision, const std::string& loss
   }
 }
 
-TEST_P(Parity, LogitsFp32) { check_logits(Case(GetParam()), Precision::fp32, "logits_fp32.npy", 1e-5, cpu_backend()); }
+TEST_P(Parity, LogitsFp32) {
+  check_parity_logits(Case(GetParam()), Precision::fp32, "logits_fp32.npy", 1e-5, cpu_backend());
+}
 
-TEST_P(Parity, LogitsBf16) { check_logits(Case(GetParam()), Precision::bf16, "logits_bf16.npy", 2e-2, cpu_backend()); }
+TEST_P(Parity, LogitsBf16) {
+  check_parity_logits(Case(GetParam()), Precision::bf16, "logits_bf16.npy", 2e-2, cpu_backend());
+}
 
 TEST_P(Parity, LossAndGradientsFp32) {
   check_gradients(Case(GetParam()), Precision::fp32, "loss.json", "grads.safetensors", 1e-5, 1e-4, cpu_backend());
@@ -100,12 +105,12 @@ TEST_P(Parity, LossAndGradientsBf16) {
 // attention in fp32: the CPU's bf16 bounds above hold with either CPU kernel).
 TEST_P(Parity, LogitsFp32Cuda) {
   SKIP_WITHOUT_CUDA();
-  check_logits(Case(GetParam()), Precision::fp32, "logits_fp32.npy", 1e-5, backend_for(Device::cuda));
+  check_parity_logits(Case(GetParam()), Precision::fp32, "logits_fp32.npy", 1e-5, backend_for(Device::cuda));
 }
 
 TEST_P(Parity, LogitsBf16Cuda) {
   SKIP_WITHOUT_CUDA();
-  check_logits(Case(GetParam()), Precision::bf16, "logits_bf16.npy", 3e-2, backend_for(Device::cuda));
+  check_parity_logits(Case(GetParam()), Precision::bf16, "logits_bf16.npy", 3e-2, backend_for(Device::cuda));
 }
 
 TEST_P(Parity, LossAndGradientsFp32Cuda) {
@@ -226,7 +231,7 @@ bool every_block_linear_in_float8(const ModelConfig& c) {
 }
 
 TEST_P(Float8Parity, LogitsFp32) {
-  check_logits(Case(GetParam()), Precision::fp32, "logits_float8_fp32.npy", 1e-5, cpu_backend(), true);
+  check_parity_logits(Case(GetParam()), Precision::fp32, "logits_float8_fp32.npy", 1e-5, cpu_backend(), true);
 }
 
 // The bf16 float8 cases run the CPU's fp32 attention, as the reference does: with attention's operands rounded to
@@ -234,8 +239,8 @@ TEST_P(Float8Parity, LogitsFp32) {
 // could no longer single out the casts.
 
 TEST_P(Float8Parity, LogitsBf16) {
-  check_logits(Case(GetParam()), Precision::bf16, "logits_float8_bf16.npy", 1e-5, cpu_backend(), true,
-               AttentionKernel::fp32);
+  check_parity_logits(Case(GetParam()), Precision::bf16, "logits_float8_bf16.npy", 1e-5, cpu_backend(), true,
+                      AttentionKernel::fp32);
 }
 
 TEST_P(Float8Parity, LossAndGradientsFp32) {
@@ -266,7 +271,8 @@ TEST_P(Float8Parity, RecomputationIsBitwiseIdentical) {
 // CPU's bounds; and bitwise recomputation in bf16.
 TEST_P(Float8Parity, LogitsFp32Cuda) {
   SKIP_WITHOUT_CUDA();
-  check_logits(Case(GetParam()), Precision::fp32, "logits_float8_fp32.npy", 1e-5, backend_for(Device::cuda), true);
+  check_parity_logits(Case(GetParam()), Precision::fp32, "logits_float8_fp32.npy", 1e-5, backend_for(Device::cuda),
+                      true);
 }
 
 TEST_P(Float8Parity, LossAndGradientsFp32Cuda) {

@@ -20,7 +20,7 @@ TEST(ReportCsv, ReadsQuotedFieldsEmptyCellsAndCrlf) {
   EXPECT_EQ(rows[3].line, 6);  // after the two-line field and a blank line
 }
 
-void expect_error(const std::string& text, const std::string& message) {
+void expect_csv_error(const std::string& text, const std::string& message) {
   try {
     parse_csv(text, "x.csv");
     ADD_FAILURE() << "no error for: " << text;
@@ -30,9 +30,9 @@ void expect_error(const std::string& text, const std::string& message) {
 }
 
 TEST(ReportCsv, RefusesStrayQuotesNamingTheLine) {
-  expect_error("a,b\n1,x\"y\n", "x.csv:2: a quote inside an unquoted field");
-  expect_error("a,b\n\"1\"2,3\n", "x.csv:2: text after a closing quote");
-  expect_error("a,b\n1,\"open\n", "x.csv:2: a quoted field is not closed");
+  expect_csv_error("a,b\n1,x\"y\n", "x.csv:2: a quote inside an unquoted field");
+  expect_csv_error("a,b\n\"1\"2,3\n", "x.csv:2: text after a closing quote");
+  expect_csv_error("a,b\n1,\"open\n", "x.csv:2: a quoted field is not closed");
 }
 
 }  // namespace

@@ -13,14 +13,14 @@
 namespace replica::report {
 namespace {
 
-std::string write_temp(const std::string& text) {
+std::string write_metrics_jsonl(const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_metrics.jsonl");
   std::ofstream(path) << text;
   return path.string();
 }
 
 TEST(ReportMetricsJsonl, ReadsTrainingAndEvaluationLines) {
-  const std::string path = write_temp(
+  const std::string path = write_metrics_jsonl(
       R"({"eval":{"files":{"a":11.5,"b":11.25},"heldout_loss":11.375,"heldout_tokens":10},"step":0})"
       "\n"
       R"({"batch":0,"ce":3.5,"comm_s":0.0,"epoch":1,"grad_norm":1.5,"loss":3.75,"lr":0.003,"mfu":null,)"
@@ -57,7 +57,7 @@ TEST(ReportMetricsJsonl, ReadsTrainingAndEvaluationLines) {
 }
 
 TEST(ReportMetricsJsonl, BadLineIsNamed) {
-  const std::string path = write_temp("{\"step\":1,\"loss\":2.0}\n{\"loss\":2.0}\nnot json\n");
+  const std::string path = write_metrics_jsonl("{\"step\":1,\"loss\":2.0}\n{\"loss\":2.0}\nnot json\n");
   RunHistory run;
   try {
     read_metrics_jsonl(path, run);

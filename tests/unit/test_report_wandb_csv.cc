@@ -13,7 +13,7 @@
 namespace replica::report {
 namespace {
 
-std::string write_temp(const std::string& name, const std::string& text) {
+std::string write_csv(const std::string& name, const std::string& text) {
   const auto path = std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name);
   std::ofstream(path) << text;
   return path.string();
@@ -35,12 +35,12 @@ TEST(ReportWandbCsv, MapsOlmoCoreMetricNames) {
 }
 
 TEST(ReportWandbCsv, ReadsAHistoryExport) {
-  const std::string path = write_temp("history.csv",
-                                      "_step,train/CE loss,train/Z loss,optim/LR (group 0),\"throughput/device/MFU\","
-                                      "eval/lm/c4/CE loss,_runtime\n"
-                                      "1,10.5,0.25,1e-4,40,,3.1\n"
-                                      "2,9.5,0.25,2e-4,50,,6.2\n"
-                                      "3,9.0,,3e-4,,8.75,9.3\n");
+  const std::string path = write_csv("history.csv",
+                                     "_step,train/CE loss,train/Z loss,optim/LR (group 0),\"throughput/device/MFU\","
+                                     "eval/lm/c4/CE loss,_runtime\n"
+                                     "1,10.5,0.25,1e-4,40,,3.1\n"
+                                     "2,9.5,0.25,2e-4,50,,6.2\n"
+                                     "3,9.0,,3e-4,,8.75,9.3\n");
   RunHistory run;
   read_wandb_csv(path, run);
   ASSERT_EQ(run.train.at("ce").size(), 3u);
@@ -55,8 +55,8 @@ TEST(ReportWandbCsv, ReadsAHistoryExport) {
   std::filesystem::remove(path);
 }
 
-void expect_error(const std::string& text, const std::string& message) {
-  const std::string path = write_temp("bad.csv", text);
+void expect_wandb_csv_error(const std::string& text, const std::string& message) {
+  const std::string path = write_csv("bad.csv", text);
   RunHistory run;
   try {
     read_wandb_csv(path, run);
@@ -68,24 +68,25 @@ void expect_error(const std::string& text, const std::string& message) {
 }
 
 TEST(ReportWandbCsv, BadInputNamesTheFileLineAndColumn) {
-  expect_error("train/CE loss\n1.0\n", ":1: no step column");
-  expect_error("Step,x\n1,2\n", ":1: no OLMo-core metric");
-  expect_error("Step,train/CE loss\n1,2.0\n2,abc\n", ":3:2: column 'train/CE loss': 'abc' is not a number");
-  expect_error("Step,train/CE loss\n1,2.0,3\n", ":2: 3 fields, expected 2");
-  expect_error("Step,train/CE loss\n1.5,2.0\n", ":2: column Step: '1.5' is not a step number");
-  expect_error("Step,train/CE loss\ninf,2.0\n", ":2: column Step: 'inf' is not a step number");
-  expect_error("Step,train/CE loss\n1e30,2.0\n", ":2: column Step: '1e30' is not a step number");
+  expect_wandb_csv_error("train/CE loss\n1.0\n", ":1: no step column");
+  expect_wandb_csv_error("Step,x\n1,2\n", ":1: no OLMo-core metric");
+  expect_wandb_csv_error("Step,train/CE loss\n1,2.0\n2,abc\n", ":3:2: column 'train/CE loss': 'abc' is not a number");
+  expect_wandb_csv_error("Step,train/CE loss\n1,2.0,3\n", ":2: 3 fields, expected 2");
+  expect_wandb_csv_error("Step,train/CE loss\n1.5,2.0\n", ":2: column Step: '1.5' is not a step number");
+  expect_wandb_csv_error("Step,train/CE loss\ninf,2.0\n", ":2: column Step: 'inf' is not a step number");
+  expect_wandb_csv_error("Step,train/CE loss\n1e30,2.0\n", ":2: column Step: '1e30' is not a step number");
 }
 
 // Review 2026-12-03, W5 (cases 39-40): nan and inf cells passed, and two runs' columns became one stitched curve.
 TEST(ReportWandbCsv, RefusesNonFiniteCellsAndTwoColumnsOfOneMetric) {
-  expect_error("_step,train/CE loss,train/Z loss\n1,nan,0.001\n",
-               ":2:2: column 'train/CE loss': 'nan' is not a finite number");
-  expect_error("_step,train/CE loss\n1,10.5\n2,-inf\n", ":3:2: column 'train/CE loss': '-inf' is not a finite number");
-  expect_error("Step,runA - train/CE loss,runB - train/CE loss\n1,11.0,\n2,10.0,4.0\n",
-               ":1: columns 'runA - train/CE loss' and 'runB - train/CE loss' both hold the metric ce");
-  expect_error("Step,train/CE loss,x,train/CE loss\n1,1,2,3\n",
-               ":1: columns 'train/CE loss' and 'train/CE loss' both hold the metric ce");
+  expect_wandb_csv_error("_step,train/CE loss,train/Z loss\n1,nan,0.001\n",
+                         ":2:2: column 'train/CE loss': 'nan' is not a finite number");
+  expect_wandb_csv_error("_step,train/CE loss\n1,10.5\n2,-inf\n",
+                         ":3:2: column 'train/CE loss': '-inf' is not a finite number");
+  expect_wandb_csv_error("Step,runA - train/CE loss,runB - train/CE loss\n1,11.0,\n2,10.0,4.0\n",
+                         ":1: columns 'runA - train/CE loss' and 'runB - train/CE loss' both hold the metric ce");
+  expect_wandb_csv_error("Step,train/CE loss,x,train/CE loss\n1,1,2,3\n",
+                         ":1: columns 'train/CE loss' and 'train/CE loss' both hold the metric ce");
 }
 
 TEST(ReportWandbCsv, ReadsAHeaderAfterAByteOrderMark) {

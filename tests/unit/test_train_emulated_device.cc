@@ -105,7 +105,7 @@ std::map<int64_t, std::string> metrics(const fs::path& run) {
   return out;
 }
 
-std::string bytes_of(const fs::path& file) {
+std::string file_bytes(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
@@ -160,9 +160,9 @@ TEST(EmulatedDevice, TrainingCheckpointsResumeAndEvaluationEqualTheCpu) {
     EXPECT_EQ(metrics(runs / "device"), metrics(runs / "cpu"));
     EXPECT_EQ(metrics(runs / "split"), metrics(runs / "cpu"));
     for (const char* file : {"model.safetensors", "optim.safetensors"}) {
-      const std::string want = bytes_of(runs / "cpu/checkpoints/step00000006" / file);
-      EXPECT_EQ(bytes_of(runs / "device/checkpoints/step00000006" / file), want) << file;
-      EXPECT_EQ(bytes_of(runs / "split/checkpoints/step00000006" / file), want) << file;
+      const std::string want = file_bytes(runs / "cpu/checkpoints/step00000006" / file);
+      EXPECT_EQ(file_bytes(runs / "device/checkpoints/step00000006" / file), want) << file;
+      EXPECT_EQ(file_bytes(runs / "split/checkpoints/step00000006" / file), want) << file;
     }
     EXPECT_EQ(device.live_allocations(), 0u);
   }

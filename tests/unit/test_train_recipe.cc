@@ -6,12 +6,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "scratch_dir.h"
+#include "error_of.h"
 #include "replica/core/error.h"
 #include "replica/train/rank_plan.h"
 #include "replica/train/recipe.h"
 #include "replica/train/resume_check.h"
 #include "replica/train/step.h"
+#include "scratch_dir.h"
 
 namespace replica::train {
 namespace {
@@ -27,20 +28,7 @@ model::ModelConfig model_of(const Recipe& r) {
                                                      : std::string(REPLICA_SOURCE_DIR) + "/" + r.model.config);
 }
 
-std::string temp_dir() {
-  return replica::testing::scratch_dir("recipe").string();
-}
-
-// The message of the replica::Error that f raises ("" if none).
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string recipe_dir() { return replica::testing::scratch_dir("recipe").string(); }
 
 const std::string kMinimal =
     "model: {config: m.yaml}\n"
@@ -165,7 +153,7 @@ TEST(Recipe, EveryShipped7BRecipeFitsAn80GBGpuAtAi2sLayout) {
 
 TEST(Recipe, TinyLoadsWithItsFilesAndExpandsGlobs) {
   namespace fs = std::filesystem;
-  std::string dir = temp_dir();
+  std::string dir = recipe_dir();
   for (std::string domain : {"/web", "/code"}) fs::create_directories(dir + domain);
   for (std::string f : {"/train.mix", "/web/heldout.npy", "/code/heldout.npy"}) std::ofstream(dir + f) << "x";
   Recipe r = load_recipe(recipe_path("tiny.yaml"),
@@ -297,7 +285,7 @@ TEST(Recipe, TheProgressStyleIsAKeyDefaultingToAuto) {
 }
 
 TEST(Recipe, TrainingFilesResolveWithoutTheHeldOutOnes) {
-  const std::string dir = temp_dir();
+  const std::string dir = recipe_dir();
   for (const char* f : {"/a.npy", "/m.yaml"}) std::ofstream(dir + f) << "x";
   Recipe r = load_recipe_text(kMinimal, "audit.yaml",
                               {"model.config=" + dir + "/m.yaml", "data.paths=[" + dir + "/*.npy]",
@@ -350,7 +338,7 @@ TEST(Recipe, RemoteDataKeysDefaultToNoCacheAndReachTheLoaderAndTheRemoteFiles) {
   // URLs need not exist locally: they are HEADed when the data is opened.
   Recipe urls = load_recipe_text(kMinimal, "minimal", {"data.paths=[https://olmo-data.org/a.npy]"}, false);
   urls.model.config = "";
-  urls.model.init_from = temp_dir();
+  urls.model.init_from = recipe_dir();
   EXPECT_EQ(error_of([&] { resolve_training_files(urls, "urls.yaml"); }), "");
   for (const char* key : {"data.base_dir", "data.cache_dir", "data.cache_bytes", "data.http_timeout",
                          "data.http_retries", "data.read_ahead"}) {
