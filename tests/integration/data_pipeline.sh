@@ -52,9 +52,10 @@ rows = [l for l in open(sys.argv[1]) if l[0].isalpha() and not l.startswith(("fi
 starts = {re.match(r"^.*?\S  +", l).end() for l in rows}
 assert len(rows) > 8 and len(starts) == 1, f"values start at columns {starts}"
 PY
-# The same plan read from a recipe (data files, seq_len, seed, batch sizes and steps).
+# The same plan read from a recipe (data files, seq_len, seed, batch sizes and steps). Its model has the dolma2 vocab
+# (the tokens go up to 99,999) and is narrow: the runs below are trained for the fingerprint their checkpoints record.
 cat > audit_recipe.yaml <<YAML
-model: {config: $2/configs/models/olmo3_tiny.yaml}
+model: {config: $src/tests/integration/dolma2_narrow.yaml}
 data: {paths: [tokens.npy], seq_len: 8, seed: 34521, global_batch_size: 64, micro_batch_size: 4}
 train: {max_steps: 312}
 YAML

@@ -27,24 +27,10 @@ np.save("rows.npy", raw[: 3 * 16].reshape(3, 16).astype(np.int64))
 PY
 echo "ok: --npy-header output equals the headerless one under np.load"
 
-# A model over the dolma2 vocab, one step on the tokenized text. Narrow: the commands below read its vocab, and
-# olmo3_tiny's 26.5M parameters made its checkpoint (320 MB, fsynced) most of this test's time on a busy disk.
-cat > model.yaml <<YAML
-model_type: olmo3
-vocab_size: 100352
-hidden_size: 16
-intermediate_size: 32
-num_hidden_layers: 2
-num_attention_heads: 2
-num_key_value_heads: 1
-head_dim: 8
-sliding_window: 8
-layer_types: [sliding_attention, full_attention]
-max_position_embeddings: 64
-YAML
+# A model over the dolma2 vocab (narrow: the commands below read only its vocab), one step on the tokenized text.
 cat > recipe.yaml <<YAML
 run: {dir: $work/run}
-model: {config: $work/model.yaml}
+model: {config: $src/tests/integration/dolma2_narrow.yaml}
 data: {paths: [raw.npy], seq_len: 16, global_batch_size: 2, micro_batch_size: 2, validation_paths: [held/*.npy]}
 train: {max_steps: 1, threads: 1, remat: keep_attention}
 checkpoint: {every: 0}

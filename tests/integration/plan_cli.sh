@@ -109,18 +109,18 @@ plan_recipe --config "$stage1" --ranks 64 train.precision=fp32 train.max_steps=1
 estimate fp32.txt 64 36 66.9 100
 
 # 5. --model takes a run directory, its checkpoints/ and a checkpoint, as generate and eval do: the same plan as
-# the model file the run was trained from.
+# the model file the run was trained from (a narrow one: each of its checkpoints is written and fsynced).
 mkdir data
 $py -c "import numpy as np; np.random.default_rng(0).integers(0, 1000, 4096).astype('<u4').tofile('data/t.npy')"
 cat > recipe.yaml <<YAML
 run: {dir: $work/run}
-model: {config: $src/configs/models/olmo3_tiny.yaml}
+model: {config: $src/tests/integration/dolma2_narrow.yaml}
 data: {paths: [data/t.npy], seq_len: 16, global_batch_size: 2, micro_batch_size: 2}
 train: {max_steps: 2, threads: 1}
 checkpoint: {every: 1}
 YAML
 "$replica" train --config recipe.yaml > train.log
-"$replica" plan --model "$src/configs/models/olmo3_tiny.yaml" --seq-len 64 > from_file.txt
+"$replica" plan --model "$src/tests/integration/dolma2_narrow.yaml" --seq-len 64 > from_file.txt
 for model in run run/checkpoints run/checkpoints/step00000002 run/checkpoints/step00000001; do
   "$replica" plan --model "$model" --seq-len 64 > from_dir.txt
   diff <(tail -n +2 from_file.txt) <(tail -n +2 from_dir.txt)
