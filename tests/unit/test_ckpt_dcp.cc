@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "error_of.h"
 #include "replica/ckpt/dcp.h"
 #include "replica/core/error.h"
 #include "scratch_dir.h"
@@ -68,12 +69,7 @@ std::string write_dcp(const std::string& name, const std::vector<TensorSpec>& te
 }
 
 std::string dcp_open_error(const std::string& dir) {
-  try {
-    DcpCheckpoint dcp(dir);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return error_of([&] { DcpCheckpoint dcp(dir); });
 }
 
 TEST(DcpCheckpoint, AssemblesATensorFromItsChunks) {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "error_of.h"
 #include "pickle_builder.h"
 #include "replica/ckpt/pickle.h"
 #include "replica/core/error.h"
@@ -17,12 +18,7 @@ using Kind = PyValue::Kind;
 const std::set<std::string> kAllowed = {"pkg.Point", "torch.Size"};
 
 std::string pickle_error(const std::string& bytes, const std::set<std::string>& allowed = kAllowed) {
-  try {
-    read_pickle(bytes, allowed, "test.pkl");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return error_of([&] { read_pickle(bytes, allowed, "test.pkl"); });
 }
 
 TEST(Pickle, ReadsADataclassAsACallWithItsState) {

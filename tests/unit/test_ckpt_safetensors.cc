@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "error_of.h"
 #include "replica/ckpt/safetensors.h"
 #include "replica/core/error.h"
 #include "scratch_dir.h"
@@ -30,12 +31,7 @@ std::string write_safetensors(const std::string& header, size_t data_bytes) {
 }
 
 std::string safetensors_open_error(const std::string& header, size_t data_bytes) {
-  try {
-    SafetensorsReader reader(write_safetensors(header, data_bytes));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return error_of([&] { SafetensorsReader reader(write_safetensors(header, data_bytes)); });
 }
 
 std::string tensor(const char* name, int64_t elements, size_t begin) {

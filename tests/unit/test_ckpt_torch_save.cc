@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "error_of.h"
 #include "replica/ckpt/torch_save.h"
 #include "replica/core/bf16.h"
 #include "replica/core/error.h"
@@ -17,12 +18,7 @@ namespace {
 using namespace testing;
 
 std::string torch_save_error(const std::string& archive) {
-  try {
-    read_torch_save_tensor(archive, "chunk.distcp at byte 0");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return error_of([&] { read_torch_save_tensor(archive, "chunk.distcp at byte 0"); });
 }
 
 std::string floats(const std::vector<float>& v) {

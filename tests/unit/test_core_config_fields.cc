@@ -1,6 +1,7 @@
 // core/config_fields: a mapping is read through a table of typed fields, refusing unknown keys.
 #include <gtest/gtest.h>
 
+#include "error_of.h"
 #include "replica/core/config_fields.h"
 #include "replica/core/error.h"
 
@@ -9,12 +10,7 @@ namespace {
 
 // The message of the replica::Error that reading `yaml` (the mapping of section "s") raises ("" if none).
 std::string mapping_error(const std::vector<config::Field>& fields, const char* yaml) {
-  try {
-    config::read_mapping(YAML::Load(yaml), "s.", fields, "f.yaml");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return error_of([&] { config::read_mapping(YAML::Load(yaml), "s.", fields, "f.yaml"); });
 }
 
 TEST(CoreConfigFields, ReadsAMappingThroughItsFields) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "error_of.h"
 #include "replica/core/error.h"
 #include "replica/core/file.h"
 #include "replica/core/npy.h"
@@ -31,12 +32,7 @@ std::string write_npy_with_shape(const std::string& name, const std::string& sha
 
 std::string header_error(const std::string& path) {
   const std::vector<char> bytes = read_file(path);
-  try {
-    parse_npy_header(bytes.data(), bytes.size(), path);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return error_of([&] { parse_npy_header(bytes.data(), bytes.size(), path); });
 }
 
 TEST(NpyHeader, ACountThatWrapsPast2To64IsRefused) {

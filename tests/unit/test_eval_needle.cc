@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "cl100k_tokenizer.h"
+#include "error_of.h"
 #include "replica/core/error.h"
 #include "replica/eval/needle.h"
 #include "replica/eval/suite.h"
@@ -98,12 +99,7 @@ TEST(EvalNeedle, ShortHaystackRepeatsAndTooShortLengthIsRefused) {
 std::string suite_error(const std::string& yaml) {
   const std::string path = replica::testing::scratch_dir("needle").string() + "/suite.yaml";
   std::ofstream(path) << yaml;
-  try {
-    load_suite(path);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return error_of([&] { load_suite(path); });
 }
 
 TEST(EvalNeedle, SuiteSectionValuesAndBadKeys) {

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "cl100k_tokenizer.h"
+#include "error_of.h"
 #include "replica/core/error.h"
 #include "replica/eval/suite.h"
 #include "scratch_dir.h"
@@ -30,12 +31,7 @@ std::string write_suite(const std::string& name, const std::string& yaml) {
 
 // The message of the replica::Error that loading `yaml` raises ("" if none).
 std::string load_error(const std::string& yaml) {
-  try {
-    load_suite(write_suite("bad.yaml", yaml));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return error_of([&] { load_suite(write_suite("bad.yaml", yaml)); });
 }
 
 TEST(EvalSuite, ReadsEverySection) {

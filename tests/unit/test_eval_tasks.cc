@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cl100k_tokenizer.h"
+#include "error_of.h"
 #include "replica/core/error.h"
 #include "replica/core/pystr.h"
 #include "replica/data/tokenizer.h"
@@ -39,12 +40,7 @@ std::vector<std::string> continuations(const TaskDoc& d) {
 
 // The message of the replica::Error that loading `spec` raises ("" if none).
 std::string task_error(const TaskSpec& spec) {
-  try {
-    load_task(spec, TaskFormat::lm_eval);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return error_of([&] { load_task(spec, TaskFormat::lm_eval); });
 }
 
 std::string write_task_file(const std::string& name, const std::string& text) {
