@@ -44,6 +44,13 @@ float b_element(const MmaOperands* lanes, int k, int col) {
   return bf16_half(lanes[4 * col + k % 8 / 2].b[k / 8], k % 2);
 }
 
+// This lane's rows of A, g and g + 8 (g = lane / 4): the rows of D its accumulators hold.
+void lane_rows_of_a(const MmaOperands* lanes, float (&rows)[2][16]) {
+  const int g = lane() / 4;
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < 16; k++) rows[i][k] = a_element(lanes, g + 8 * i, k);
+}
+
 }  // namespace
 
 // Each lane decodes from the gathered registers only the two rows of A and two columns of B its four elements of D
@@ -52,13 +59,11 @@ float b_element(const MmaOperands* lanes, int k, int col) {
 void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   const MmaOperands mine{{a[0], a[1], a[2], a[3]}, {b[0], b[1]}};
   const auto* lanes = static_cast<const MmaOperands*>(gather(&mine, sizeof mine));
-  const int g = lane() / 4, t = lane() % 4;
+  const int t = lane() % 4;
   float rows[2][16], cols[2][16];  // A[g + 8i][k], B[k][2t + i]
+  lane_rows_of_a(lanes, rows);
   for (int i = 0; i < 2; i++)
-    for (int k = 0; k < 16; k++) {
-      rows[i][k] = a_element(lanes, g + 8 * i, k);
-      cols[i][k] = b_element(lanes, k, 2 * t + i);
-    }
+    for (int k = 0; k < 16; k++) cols[i][k] = b_element(lanes, k, 2 * t + i);
   for (int r = 0; r < 4; r++) {
     float acc = d[r];  // C[g + 8(r / 2)][2t + r % 2]; fp32 accumulation of exact bf16 products
     for (int k = 0; k < 16; k++) acc += rows[r / 2][k] * cols[r % 2][k];
@@ -136,10 +141,8 @@ void wgmma_rows(float (&d)[32], const float (&a)[2][16], uint64_t b, bool transp
 void wgmma_m64n64k16_bf16(float (&d)[32], const uint32_t (&a)[4], uint64_t b, bool transpose_b, bool accumulate) {
   const MmaOperands mine{{a[0], a[1], a[2], a[3]}, {}};
   const auto* lanes = static_cast<const MmaOperands*>(gather(&mine, sizeof mine));
-  const int g = lane() / 4;
   float rows[2][16];
-  for (int i = 0; i < 2; i++)
-    for (int k = 0; k < 16; k++) rows[i][k] = a_element(lanes, g + 8 * i, k);
+  lane_rows_of_a(lanes, rows);
   wgmma_rows(d, rows, b, transpose_b, accumulate);
 }
 
