@@ -120,6 +120,8 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
   e.stream.wait();
 }
 
+bool native_bf16_gemm() { return engine().native_bf16; }
+
 double measure_gemm_peak(Precision precision) {
   const int64_t n = 2048;
   std::vector<float> a(size_t(n * n), 0.5f), b(size_t(n * n), 0.25f), c(size_t(n * n));

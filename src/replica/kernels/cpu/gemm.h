@@ -19,6 +19,10 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
           int64_t ldb, float* C, int64_t ldc, bool accumulate, Precision precision, const bf16* B16 = nullptr,
           const bf16* A16 = nullptr);
 
+// Whether oneDNN has a bf16 matmul for this CPU (AVX-512); without one, bf16 precision runs the fp32 matmul on the
+// rounded operands (gemm.cc), at the fp32 matmul's speed.
+bool native_bf16_gemm();
+
 // This machine's practical GEMM peak in FLOP/s for `precision`: the best of ten 2048³ matmuls.
 // MFU everywhere is measured against it.
 double measure_gemm_peak(Precision precision);
