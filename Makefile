@@ -1,8 +1,7 @@
 # make: configure + build everything.  make test: install the test tools, build, run all tests.  make test-quick:
 # the same, but only the unit and parity tests (no end-to-end, fuzz or CUDA-emulation tests), for a contributor's
-# inner loop.  make train: the tiny
-# recipe's run (configs/recipes/tiny.yaml), installing only what building needs and building only the replica binary
-# it runs (not the tests, benchmarks or CUDA checks).
+# inner loop.  make train: the tiny recipe's run (configs/recipes/tiny.yaml), installing only what building needs
+# and building only the replica binary it runs (not the tests, benchmarks or CUDA checks).
 # make test SANITIZE=1: everything under ASan + UBSan in build-sanitize/ (any report fails the test).
 # make fuzz: every libFuzzer harness of tests/fuzz for FUZZ_SECONDS each, in build/fuzz/ (clang).
 BUILD ?= build
