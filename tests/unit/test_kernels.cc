@@ -761,5 +761,65 @@ TEST(LmHeadLoss, Bf16GroupsOfChunksMatchTheFp32Path) {
   for (int64_t c = 0; c < C; c++) EXPECT_EQ(dh16[size_t(63 * C + c)], 0.0f) << "an ignored row has no gradient";
 }
 
+// bf16 on a CPU without oneDNN's bf16 matmul rounds the LM head's operands once per call instead of per product
+// (lm_head_loss.cc). Against the per-product path (gemm's widening there): the same loss and dhidden bits, and dW,
+// accumulated onto what dweight held, with the same bits for a wide head and in another fp32 sum order for a narrow
+// one (its dWᵀ form). The narrow case runs three groups of 64 rows (V = 2²⁰), the last partial, with ignored rows on
+// both sides of a group boundary; both cases the forward alone too. Where oneDNN has a bf16 matmul the per-product path
+// sums in its bf16 kernels' order, so there the results are compared within the sums' error only.
+void expect_rounded_once_matches_rounding_per_product(int64_t N, int64_t C, int64_t V, bool narrow) {
+  SCOPED_TRACE(::testing::Message() << "N " << N << ", C " << C << ", V " << V);
+  auto hidden = normal_floats(size_t(N * C), 30), weight = normal_floats(size_t(V * C), 31);
+  std::vector<int32_t> targets(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; i++)
+    targets[size_t(i)] = (i % 37 == 5 || i == 63 || i == 64) ? kIgnoreLabel : int32_t(i * 7919 % V);
+  std::vector<bf16> weight16(weight.size());
+  convert_to_bf16(weight.data(), weight16.data(), weight.size());
+  std::vector<float> dweight_before = normal_floats(size_t(V * C), 32);  // the gradient's scale, so that the sums
+  for (float& x : dweight_before) x *= 1e-3f;                            // differ by the sum order, not its ulps
+  struct Result {
+    LossSums sums, forward;
+    std::vector<float> dhidden, dweight;
+  };
+  auto run = [&](LmHeadBf16Path path, bool pre_rounded) {
+    Result r{.sums = {}, .forward = {}, .dhidden = std::vector<float>(size_t(N * C)), .dweight = dweight_before};
+    const LmHeadGrads grads{r.dhidden.data(), r.dweight.data(), 1.0f / float(N)};
+    const WeightRef w(weight.data(), pre_rounded ? weight16.data() : nullptr);
+    r.sums = lm_head_loss(hidden.data(), w, targets.data(), N, C, V, 1e-4f, Precision::bf16, &grads, path);
+    r.forward = lm_head_loss(hidden.data(), w, targets.data(), N, C, V, 1e-4f, Precision::bf16, nullptr, path);
+    return r;
+  };
+  const Result per_product = run(LmHeadBf16Path::per_product, true);
+  for (const bool pre_rounded : {true, false}) {
+    const Result once = run(LmHeadBf16Path::rounded_fp32, pre_rounded);
+    EXPECT_EQ(once.sums.n_labels, N - (N + 31) / 37 - 2);
+    EXPECT_EQ(once.forward.ce, once.sums.ce);
+    EXPECT_EQ(once.forward.z, once.sums.z);
+    if (!native_bf16_gemm()) {
+      EXPECT_EQ(once.sums.ce, per_product.sums.ce);
+      EXPECT_EQ(once.sums.z, per_product.sums.z);
+      EXPECT_EQ(once.dhidden, per_product.dhidden);
+      if (!narrow) {
+        EXPECT_EQ(once.dweight, per_product.dweight);
+      }
+    }
+    EXPECT_NEAR(once.sums.ce, per_product.sums.ce, 1e-5 * per_product.sums.ce);
+    EXPECT_LE(max_rel(once.dhidden, to_double(per_product.dhidden)), 1e-4);
+    double largest = 0, worst = 0;
+    for (size_t i = 0; i < once.dweight.size(); i++) {
+      largest = std::max(largest, double(std::fabs(per_product.dweight[i] - dweight_before[i])));
+      worst = std::max(worst, double(std::fabs(once.dweight[i] - per_product.dweight[i])));
+    }
+    EXPECT_GT(largest, 0.0);
+    EXPECT_LE(worst, 1e-5 * largest) << "dW differs beyond fp32 sum order";
+    for (int64_t c = 0; c < C; c++) EXPECT_EQ(once.dhidden[size_t(64 * C + c)], 0.0f) << "an ignored row";
+  }
+}
+
+TEST(LmHeadLoss, Bf16RoundedOnceMatchesRoundingPerProduct) {
+  expect_rounded_once_matches_rounding_per_product(150, 4, int64_t(1) << 20, true);
+  expect_rounded_once_matches_rounding_per_product(150, 260, 4096, false);
+}
+
 }  // namespace
 }  // namespace replica::cpu

@@ -21,106 +21,207 @@ float row_max(const float* x, int64_t n) {
   return m;
 }
 
-// x[i] = exp(x[i] − shift); returns Σ x[i] accumulated in 16 fp32 lanes, then in double (a fixed order).
+// Σ exp(x[i] − shift) accumulated in 16 fp32 lanes, then in double (a fixed order); with kKeep, x[i] becomes the
+// exponential (the backward's operand; the forward alone needs only the sum, and not writing the row saves a pass).
+template <bool kKeep>
 double exp_and_sum(float* x, int64_t n, float shift) {
   simd::f16v lanes = {};
   int64_t i = 0;
   for (; i + simd::kWidth <= n; i += simd::kWidth) {
     const simd::f16v e = simd::exp(simd::load(x + i) - shift);
-    simd::store(x + i, e);
+    if constexpr (kKeep) simd::store(x + i, e);
     lanes += e;
   }
   double sum = 0.0;
   for (; i < n; i++) {
-    x[i] = simd::exp(simd::splat(x[i] - shift))[0];
-    sum += x[i];
+    const float e = simd::exp(simd::splat(x[i] - shift))[0];
+    if constexpr (kKeep) x[i] = e;
+    sum += e;
   }
   for (int j = 0; j < simd::kWidth; j++) sum += lanes[j];
   return sum;
 }
 
+// One labelled row: its cross-entropy and z-loss terms from its logits l[0, V). For the backward (grads), leaves
+// exp(logit − max) in l and returns k, with which the gradient of (ce + z_coef·lse²) · grad_scale is
+// l_j · k − [j = target] · grad_scale: d/dlogit_j of (ce + z_coef·lse²) = p_j · (1 + 2·z_coef·lse) − [j = target].
+float softmax_row(float* l, int64_t V, int32_t target, float z_coef, const LmHeadGrads* grads, double* ce, double* z) {
+  const float target_logit = l[target];
+  const float m = row_max(l, V);
+  const double sum = grads ? exp_and_sum<true>(l, V, m) : exp_and_sum<false>(l, V, m);
+  const double lse = double(m) + std::log(sum);
+  *ce = lse - double(target_logit);
+  *z = lse * lse;
+  return grads ? float((1.0 + 2.0 * z_coef * lse) / sum) * grads->grad_scale : 0.0f;
+}
+
+// out [rows, cols] = srcᵀ for src [cols, rows] (added to out when accumulate), by 64 × 64 tiles.
+void transpose(const float* src, int64_t rows, int64_t cols, float* out, bool accumulate) {
+  constexpr int64_t kTile = 64;
+#pragma omp parallel for schedule(static)
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (int64_t r = r0; r < std::min(r0 + kTile, rows); r++)
+        for (int64_t c = c0; c < std::min(c0 + kTile, cols); c++) {
+          const float x = src[c * rows + r];
+          out[r * cols + c] = accumulate ? out[r * cols + c] + x : x;
+        }
+}
+
+// bf16 on a CPU where oneDNN has no bf16 matmul (gemm.cc runs it as the fp32 matmul over widened, rounded operands).
+// Here the operands are rounded once per call and kept in fp32: the weight and hidden states up front, each logit
+// gradient as it is written, in place. gemm would otherwise widen the 100,352-row weight for every product and the
+// logit gradients for both backward products. The same rounded values through the same fp32 matmuls, so the loss,
+// dhidden and (for wide heads) dW keep the bits gemm's widening gave them.
+//
+// A narrow head (C ≤ kNarrowHead) sums dW as dWᵀ = hiddenᵀ · dlogits into a [C, V] accumulator over the call's
+// groups, added into dweight once: oneDNN's AVX2 fp32 matmul runs dlogitsᵀ · hidden with 128 or 256 output columns at
+// ~35 GFLOP/s of its ~85 (1 thread), the transposed form with the final add at ~50, while from C = 384 the direct form
+// runs near the peak and the add would only cost (bench/RESULTS.md). Another fp32 sum order for dW, as deterministic.
+constexpr int64_t kNarrowHead = 256;
+
+void lm_head_loss_on_rounded_fp32(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C,
+                                  int64_t V, float z_coef, const LmHeadGrads* grads, int64_t chunk, int64_t group,
+                                  double* row_ce, double* row_z) {
+  static thread_local std::vector<float> hidden_buffer, weight_buffer, logits_buffer, dhidden_t_buffer,
+      dweight_t_buffer;
+  if (!grads) group = chunk;
+  hidden_buffer.resize(size_t(N * C));
+  weight_buffer.resize(size_t(V * C));
+  logits_buffer.resize(size_t(group * V));
+  float* hidden_r = hidden_buffer.data();
+  float* weight_r = weight_buffer.data();
+  float* logits = logits_buffer.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < N * C; i++) hidden_r[i] = round_to_bf16(hidden[i]);
+  if (weight.b16) {
+    convert_to_float(weight.b16, weight_r, size_t(V * C));
+  } else {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < V * C; i++) weight_r[i] = round_to_bf16(weight.f32[i]);
+  }
+  const bool narrow = C <= kNarrowHead;
+  if (grads) {
+    dhidden_t_buffer.resize(size_t(C * group));
+    if (narrow) dweight_t_buffer.resize(size_t(C * V));
+  }
+
+  for (int64_t g0 = 0; g0 < N; g0 += group) {
+    const int64_t rows = std::min(group, N - g0);
+    // logits = hidden · Wᵀ, by chunks as gemm's widening ran them (a chunk's bits depend on its row count)
+    for (int64_t n0 = 0; n0 < rows; n0 += chunk)
+      gemm(false, true, std::min(chunk, rows - n0), V, C, hidden_r + (g0 + n0) * C, C, weight_r, C, logits + n0 * V, V,
+           false, Precision::fp32);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+      const int32_t target = targets[g0 + r];
+      float* l = logits + r * V;
+      if (target == kIgnoreLabel) {
+        if (grads) std::fill(l, l + V, 0.0f);
+        continue;
+      }
+      const float k = softmax_row(l, V, target, z_coef, grads, &row_ce[g0 + r], &row_z[g0 + r]);
+      if (!grads) continue;
+      const float target_gradient = l[target] * k - grads->grad_scale;
+#pragma omp simd
+      for (int64_t j = 0; j < V; j++) l[j] = round_to_bf16(l[j] * k);
+      l[target] = round_to_bf16(target_gradient);
+    }
+    if (!grads) continue;
+    // dhiddenᵀ = Wᵀ · dlogitsᵀ, transposed into dhidden; dW += dlogitsᵀ · hidden, or dWᵀ (+)= hiddenᵀ · dlogits.
+    gemm(true, true, C, rows, V, weight_r, C, logits, V, dhidden_t_buffer.data(), rows, false, Precision::fp32);
+    transpose(dhidden_t_buffer.data(), rows, C, grads->dhidden + g0 * C, false);
+    if (narrow)
+      gemm(true, false, C, V, rows, hidden_r + g0 * C, C, logits, V, dweight_t_buffer.data(), V, g0 > 0,
+           Precision::fp32);
+    else
+      gemm(true, false, V, C, rows, logits, V, hidden_r + g0 * C, C, grads->dweight, C, true, Precision::fp32);
+  }
+  if (grads && narrow) transpose(dweight_t_buffer.data(), V, C, grads->dweight, true);
+}
+
 }  // namespace
 
-LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C,
-                      int64_t V, float z_coef, Precision precision, const LmHeadGrads* grads) {
+LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C, int64_t V,
+                      float z_coef, Precision precision, const LmHeadGrads* grads, LmHeadBf16Path bf16_path) {
   // Up to 16M logits (64 MB) per chunk.
   const int64_t chunk = std::clamp<int64_t>((int64_t(1) << 24) / V, 1, N);
   // In bf16 the logit gradients are written rounded, straight into the backward GEMMs' operand, and gathered over a
   // group of up to 64M (128 MB, four chunks) so that the backward GEMMs run once per group: dW's sum over rows then
   // reads and writes the [V, C] accumulator once per group instead of once per chunk, and the GEMMs reduce over
   // more rows per call (bench/RESULTS.md, issue 34). In fp32 the backward runs per chunk on the fp32 gradients.
-  const bool write_bf16 = grads && precision == Precision::bf16;
-  const int64_t group =
-      write_bf16 ? std::clamp<int64_t>((int64_t(1) << 26) / V / chunk * chunk, chunk, N) : chunk;
+  const bool bf = precision == Precision::bf16;
+  const bool write_bf16 = grads && bf;
+  const int64_t group = bf ? std::clamp<int64_t>((int64_t(1) << 26) / V / chunk * chunk, chunk, N) : chunk;
   // Kept between calls: the chunk is tens of MB and page-faulting it in every step costs more than a GEMM.
   // (Thread-local to the caller; OpenMP workers below use the plain pointers.)
   static thread_local std::vector<float> logits_buffer, dhidden_t_buffer;
   static thread_local std::vector<double> ce_buffer, z_buffer;
   static thread_local std::vector<bf16> grad16_buffer;
-  logits_buffer.resize(size_t(chunk * V));
-  if (write_bf16) {
-    grad16_buffer.resize(size_t(group * V));
-    dhidden_t_buffer.resize(size_t(C * group));
-  }
-  bf16* grad16 = write_bf16 ? grad16_buffer.data() : nullptr;
   ce_buffer.assign(size_t(N), 0.0);
   z_buffer.assign(size_t(N), 0.0);
-  float* logits = logits_buffer.data();
   double* row_ce = ce_buffer.data();
   double* row_z = z_buffer.data();
 
-  for (int64_t g0 = 0; g0 < N; g0 += group) {
-    const int64_t group_rows = std::min(group, N - g0);
-    for (int64_t n0 = g0; n0 < g0 + group_rows; n0 += chunk) {
-      const int64_t rows = std::min(chunk, g0 + group_rows - n0);
-      bf16* chunk16 = grad16 ? grad16 + (n0 - g0) * V : nullptr;
-      // logits = hidden · Wᵀ
-      gemm(false, true, rows, V, C, hidden + n0 * C, C, weight.f32, C, logits, V, false, precision, weight.b16);
-#pragma omp parallel for schedule(static)
-      for (int64_t r = 0; r < rows; r++) {
-        const int32_t target = targets[n0 + r];
-        float* l = logits + r * V;
-        if (target == kIgnoreLabel) {
-          if (chunk16) std::fill(chunk16 + r * V, chunk16 + (r + 1) * V, bf16{0});
-          else if (grads) std::fill(l, l + V, 0.0f);
-          continue;
-        }
-        const float target_logit = l[target];
-        const float m = row_max(l, V);
-        const double sum = exp_and_sum(l, V, m);  // l now holds exp(logit − m)
-        const double lse = double(m) + std::log(sum);
-        row_ce[size_t(n0 + r)] = lse - double(target_logit);
-        row_z[size_t(n0 + r)] = lse * lse;
-        if (!grads) continue;
-        // d/dlogit_j of (ce + z_coef·lse²) = p_j · (1 + 2·z_coef·lse) − [j = target]
-        const float k = float((1.0 + 2.0 * z_coef * lse) / sum) * grads->grad_scale;
-        if (chunk16) {
-          bf16* g = chunk16 + r * V;
-#pragma omp simd
-          for (int64_t j = 0; j < V; j++) g[j] = to_bf16(l[j] * k);
-          g[target] = to_bf16(l[target] * k - grads->grad_scale);
-        } else {
-#pragma omp simd
-          for (int64_t j = 0; j < V; j++) l[j] *= k;
-          l[target] -= grads->grad_scale;
-        }
-      }
-      if (!grads || write_bf16) continue;
-      // dhidden = dlogits · W,  dW += dlogitsᵀ · hidden
-      gemm(false, false, rows, C, V, logits, V, weight.f32, C, grads->dhidden + n0 * C, C, false, precision);
-      gemm(true, false, V, C, rows, logits, V, hidden + n0 * C, C, grads->dweight, C, true, precision);
+  if (bf16_path == LmHeadBf16Path::automatic)
+    bf16_path = native_bf16_gemm() ? LmHeadBf16Path::per_product : LmHeadBf16Path::rounded_fp32;
+  if (bf && bf16_path == LmHeadBf16Path::rounded_fp32) {
+    lm_head_loss_on_rounded_fp32(hidden, weight, targets, N, C, V, z_coef, grads, chunk, group, row_ce, row_z);
+  } else {
+    logits_buffer.resize(size_t(chunk * V));
+    if (write_bf16) {
+      grad16_buffer.resize(size_t(group * V));
+      dhidden_t_buffer.resize(size_t(C * group));
     }
-    if (!write_bf16) continue;
-    // The group's backward from the bf16 dlogits: dhiddenᵀ = Wᵀ · dlogitsᵀ (oneDNN runs this form faster than
-    // dlogits · W), transposed into dhidden; dW += dlogitsᵀ · hidden.
-    float* dhidden_t = dhidden_t_buffer.data();
-    gemm(true, true, C, group_rows, V, weight.f32, C, logits, V, dhidden_t, group_rows, false, precision, grad16,
-         weight.b16);
+    bf16* grad16 = write_bf16 ? grad16_buffer.data() : nullptr;
+    float* logits = logits_buffer.data();
+    const int64_t backward_group = write_bf16 ? group : chunk;
+    for (int64_t g0 = 0; g0 < N; g0 += backward_group) {
+      const int64_t group_rows = std::min(backward_group, N - g0);
+      for (int64_t n0 = g0; n0 < g0 + group_rows; n0 += chunk) {
+        const int64_t rows = std::min(chunk, g0 + group_rows - n0);
+        bf16* chunk16 = grad16 ? grad16 + (n0 - g0) * V : nullptr;
+        // logits = hidden · Wᵀ
+        gemm(false, true, rows, V, C, hidden + n0 * C, C, weight.f32, C, logits, V, false, precision, weight.b16);
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < group_rows; r++)
-      for (int64_t c = 0; c < C; c++) grads->dhidden[(g0 + r) * C + c] = dhidden_t[c * group_rows + r];
-    gemm(true, false, V, C, group_rows, logits, V, hidden + g0 * C, C, grads->dweight, C, true, precision, nullptr,
-         grad16);
+        for (int64_t r = 0; r < rows; r++) {
+          const int32_t target = targets[n0 + r];
+          float* l = logits + r * V;
+          if (target == kIgnoreLabel) {
+            if (chunk16)
+              std::fill(chunk16 + r * V, chunk16 + (r + 1) * V, bf16{0});
+            else if (grads)
+              std::fill(l, l + V, 0.0f);
+            continue;
+          }
+          const float k = softmax_row(l, V, target, z_coef, grads, &row_ce[n0 + r], &row_z[n0 + r]);
+          if (!grads) continue;
+          if (chunk16) {
+            bf16* g = chunk16 + r * V;
+#pragma omp simd
+            for (int64_t j = 0; j < V; j++) g[j] = to_bf16(l[j] * k);
+            g[target] = to_bf16(l[target] * k - grads->grad_scale);
+          } else {
+#pragma omp simd
+            for (int64_t j = 0; j < V; j++) l[j] *= k;
+            l[target] -= grads->grad_scale;
+          }
+        }
+        if (!grads || write_bf16) continue;
+        // dhidden = dlogits · W,  dW += dlogitsᵀ · hidden
+        gemm(false, false, rows, C, V, logits, V, weight.f32, C, grads->dhidden + n0 * C, C, false, precision);
+        gemm(true, false, V, C, rows, logits, V, hidden + n0 * C, C, grads->dweight, C, true, precision);
+      }
+      if (!write_bf16) continue;
+      // The group's backward from the bf16 dlogits: dhiddenᵀ = Wᵀ · dlogitsᵀ (oneDNN runs this form faster than
+      // dlogits · W), transposed into dhidden; dW += dlogitsᵀ · hidden.
+      float* dhidden_t = dhidden_t_buffer.data();
+      gemm(true, true, C, group_rows, V, weight.f32, C, logits, V, dhidden_t, group_rows, false, precision, grad16,
+           weight.b16);
+      transpose(dhidden_t, group_rows, C, grads->dhidden + g0 * C, false);
+      gemm(true, false, V, C, group_rows, logits, V, hidden + g0 * C, C, grads->dweight, C, true, precision, nullptr,
+           grad16);
+    }
   }
 
   LossSums sums;

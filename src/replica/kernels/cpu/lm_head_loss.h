@@ -9,9 +9,16 @@
 
 namespace replica::cpu {
 
+// How bf16 precision runs its GEMMs. per_product: gemm rounds (or takes the weight's bf16 copy) per product, for
+// oneDNN's bf16 matmul; rounded_fp32: the operands rounded once per call, held in fp32, through the fp32 matmul (the
+// loss and dhidden of per_product on a CPU without a bf16 matmul, bit for bit; dW in another sum order). automatic
+// takes rounded_fp32 exactly where oneDNN has no bf16 matmul (gemm.h); tests force either on any CPU.
+enum class LmHeadBf16Path { automatic, per_product, rounded_fp32 };
+
 // hidden [N, C] (after the final norm), weight [V, C], targets [N] (kIgnoreLabel = no label).
 // With grads, also computes the backward pass in the same sweep.
-LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C,
-                      int64_t V, float z_coef, Precision precision, const LmHeadGrads* grads);
+LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C, int64_t V,
+                      float z_coef, Precision precision, const LmHeadGrads* grads,
+                      LmHeadBf16Path bf16_path = LmHeadBf16Path::automatic);
 
 }  // namespace replica::cpu
