@@ -30,4 +30,7 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
     }
 }
 
+// It rounds bf16 operands itself, as a bf16 matmul does, so the CPU LM head takes its per-product path here.
+bool native_bf16_gemm() { return true; }
+
 }  // namespace replica::cpu
