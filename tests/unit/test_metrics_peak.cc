@@ -1,4 +1,5 @@
-// metrics/peak: the CPU peak is measured once and then read from the cache; an MFU above 100 % is not reported.
+// metrics/peak: the CPU peak is measured once and then read from the cache, measured again when a run exceeds it;
+// an MFU above 100 % is not reported.
 #include "replica/metrics/peak.h"
 
 #include <gtest/gtest.h>
@@ -58,6 +59,24 @@ TEST(MetricsPeak, TheCpuPeakIsMeasuredOnceThenReadFromTheCache) {
   std::ofstream(path) << "not json";  // a damaged cache is measured again
   CountingPeak third(2e11);
   EXPECT_EQ(stable_peak(third, Precision::bf16).flops, 2e11 + 3);
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
+TEST(MetricsPeak, APeakAStepExceededIsMeasuredAgainAndTheBetterCached) {
+  const std::filesystem::path dir = replica::testing::scratch_dir("peak_again");
+  std::filesystem::remove_all(dir);
+  ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  CountingPeak under_load(1e9);
+  const Peak low = stable_peak(under_load, Precision::bf16);
+  CountingPeak quiet(4e11);
+  const Peak again = remeasured_peak(quiet, Precision::bf16, low);
+  EXPECT_EQ(quiet.measurements, 3);
+  EXPECT_EQ(again.flops, 4e11 + 3);
+  EXPECT_EQ(again.source, "measured now, cached in " + peak_cache_path());
+  EXPECT_EQ(stable_peak(quiet, Precision::bf16).flops, 4e11 + 3) << "the next run reads the better peak";
+  CountingPeak busier(1e8);  // measured again lower still: the cache keeps the better
+  EXPECT_EQ(remeasured_peak(busier, Precision::bf16, again).flops, 4e11 + 3);
+  EXPECT_EQ(stable_peak(busier, Precision::bf16).flops, 4e11 + 3);
   ::unsetenv("XDG_CACHE_HOME");
 }
 

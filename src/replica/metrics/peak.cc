@@ -40,18 +40,20 @@ std::string peak_cache_path() {
   return (fs::path(home != nullptr ? home : ".") / ".cache" / "replica" / "peak.json").string();
 }
 
-Peak stable_peak(Backend& backend, Precision precision) {
-  if (backend.device() != Device::cpu)  // a GPU is not shared: its own number needs no cache
-    return {backend.peak_flops(precision), "the datasheet's, or measured on a GPU without one"};
+namespace {
+
+std::string cache_key(Precision precision) {
+  return fmt::format("{} | {} threads | {}", cpu_model(), num_threads(), precision_name(precision));
+}
+
+// Measures the CPU peak (the best of three measurements is the least disturbed one; a few seconds) and caches the
+// better of it and `floor`.
+Peak measure_and_cache(Backend& backend, Precision precision, double floor) {
   const std::string path = peak_cache_path();
-  const std::string key = fmt::format("{} | {} threads | {}", cpu_model(), num_threads(), precision_name(precision));
-  nlohmann::json cache = read_cache(path);
-  if (cache.contains(key) && cache[key].is_number() && cache[key].get<double>() > 0)
-    return {cache[key].get<double>(), fmt::format("cached in {}", path)};
-  // Measured once, so it may take a few seconds: the best of three measurements is the least disturbed one.
-  double best = 0;
+  double best = floor;
   for (int i = 0; i < 3; i++) best = std::max(best, backend.peak_flops(precision));
-  cache[key] = best;
+  nlohmann::json cache = read_cache(path);
+  cache[cache_key(precision)] = best;
   try {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     write_text_file_atomic(path, cache.dump(2) + "\n");
@@ -59,6 +61,24 @@ Peak stable_peak(Backend& backend, Precision precision) {
     return {best, fmt::format("measured now; not cached ({})", e.what())};
   }
   return {best, fmt::format("measured now, cached in {}", path)};
+}
+
+}  // namespace
+
+Peak stable_peak(Backend& backend, Precision precision) {
+  if (backend.device() != Device::cpu)  // a GPU is not shared: its own number needs no cache
+    return {backend.peak_flops(precision), "the datasheet's, or measured on a GPU without one"};
+  const std::string path = peak_cache_path();
+  const nlohmann::json cache = read_cache(path);
+  const std::string key = cache_key(precision);
+  if (cache.contains(key) && cache[key].is_number() && cache[key].get<double>() > 0)
+    return {cache[key].get<double>(), fmt::format("cached in {}", path)};
+  return measure_and_cache(backend, precision, 0);
+}
+
+Peak remeasured_peak(Backend& backend, Precision precision, const Peak& exceeded) {
+  if (backend.device() != Device::cpu) return exceeded;
+  return measure_and_cache(backend, precision, exceeded.flops);
 }
 
 std::optional<double> model_flops_utilization(double achieved_flops, double peak_flops) {

@@ -4,8 +4,9 @@
 // start, as replica once did, it moves with whatever else runs on the machine (168 to 421 GFLOP/s between runs on
 // two shared cores): a start under load gives a low peak and an MFU above 100 % once the load goes. So the CPU peak
 // is measured once per machine (CPU model, thread count, precision) and cached in
-// $XDG_CACHE_HOME/replica/peak.json (~/.cache/replica/peak.json without XDG_CACHE_HOME). GPUs report the datasheet's
-// dense peak (Backend::peak_flops), which needs no cache.
+// $XDG_CACHE_HOME/replica/peak.json (~/.cache/replica/peak.json without XDG_CACHE_HOME); a run whose steps go faster
+// than the cached peak measures it again once and keeps the better. GPUs report the datasheet's dense peak
+// (Backend::peak_flops), which needs no cache.
 #pragma once
 #include <optional>
 #include <string>
@@ -21,6 +22,10 @@ struct Peak {
 
 // The peak of `backend` at `precision` (on the CPU: the cached measurement, measuring and caching it when absent).
 Peak stable_peak(Backend& backend, Precision precision);
+
+// After a run's steps exceeded `exceeded` (a CPU peak measured under load, or cached before the machine got faster):
+// the peak measured again now, and the better of the two cached. What was exceeded, unchanged, on a GPU.
+Peak remeasured_peak(Backend& backend, Precision precision, const Peak& exceeded);
 
 // Where the CPU peak cache lives.
 std::string peak_cache_path();

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <utility>
 
 #include "replica/core/directory_lock.h"
 #include "replica/core/error.h"
@@ -20,10 +21,10 @@
 #include "replica/model/flops.h"
 #include "replica/train/alarm_observer.h"
 #include "replica/train/checkpoint_observer.h"
-#include "replica/train/rank_sync.h"
 #include "replica/train/eval_observer.h"
 #include "replica/train/metrics_sinks.h"
 #include "replica/train/profile_observer.h"
+#include "replica/train/rank_sync.h"
 #include "replica/train/stop_signal.h"
 
 namespace replica::train {
@@ -118,7 +119,7 @@ TrainSummary train(const Recipe& recipe, distributed::Communicator& comm, Backen
   metrics = run_metrics(r, root, console);
   const double flops_per_token = model::training_flops_per_token(config, r.step.seq_len);
   // Per rank; only rank 0 measures it and reports MFU.
-  const metrics::Peak peak = root ? metrics::stable_peak(backend, r.step.precision) : metrics::Peak{};
+  metrics::Peak peak = root ? metrics::stable_peak(backend, r.step.precision) : metrics::Peak{};
   print_header(console, r, step, loader, start, comm, data_comm, backend, peak, flops_per_token, threads);
 
   observers.push_back(std::make_unique<AlarmObserver>(r.alarm));
@@ -167,10 +168,19 @@ TrainSummary train(const Recipe& recipe, distributed::Communicator& comm, Backen
       const double achieved = flops_per_token * record.tokens_per_s / double(comm.size());  // per rank
       if (root) record.mfu = metrics::model_flops_utilization(achieved, peak.flops);
       if (root && !record.mfu && !mfu_noted) {
-        console.line(
-            fmt::format("MFU n/a from step {}: {:.0f} GFLOP/s achieved is above the peak ({}); delete {} to "
-                        "measure it again on a quiet machine",
-                        s, achieved / 1e9, peak.source, metrics::peak_cache_path()));
+        // A peak below what a step achieves was measured under load: measured again once (after this step's time).
+        const metrics::Peak low = std::exchange(peak, metrics::remeasured_peak(backend, r.step.precision, peak));
+        record.mfu = metrics::model_flops_utilization(achieved, peak.flops);
+        if (record.mfu)
+          console.line(
+              fmt::format("peak measured again at step {}: {:.0f} GFLOP/s achieved was above the {:.0f} "
+                          "GFLOP/s peak ({}); now {:.0f} GFLOP/s ({})",
+                          s, achieved / 1e9, low.flops / 1e9, low.source, peak.flops / 1e9, peak.source));
+        else
+          console.line(
+              fmt::format("MFU n/a from step {}: {:.0f} GFLOP/s achieved is above the peak, {:.0f} GFLOP/s "
+                          "measured again ({}); measure it on a quiet machine by deleting {}",
+                          s, achieved / 1e9, peak.flops / 1e9, peak.source, metrics::peak_cache_path()));
         mfu_noted = true;
       }
       record.comm_seconds = comm.comm_seconds() - comm_before;
