@@ -733,17 +733,28 @@ TEST(LmHeadLoss, LossAndGradientsMatchNaive) {
             1e-5);
 }
 
+// An LM head problem for the bf16 tests: normal hidden states and weight (with its bf16 copy), and targets with
+// ignored rows every 37 rows from row 5 and on both sides of row 64 (a group boundary where V = 2²⁰).
+struct LmHeadProblem {
+  LmHeadProblem(int64_t n, int64_t c, int64_t v, uint32_t seed)
+      : N(n), C(c), V(v), hidden(normal_floats(size_t(n * c), seed)), weight(normal_floats(size_t(v * c), seed + 1)),
+        weight16(weight.size()), targets(size_t(n)) {
+    convert_to_bf16(weight.data(), weight16.data(), weight.size());
+    for (int64_t i = 0; i < N; i++)
+      targets[size_t(i)] = (i % 37 == 5 || i == 63 || i == 64) ? kIgnoreLabel : int32_t(i * 7919 % V);
+  }
+  int64_t N, C, V;
+  std::vector<float> hidden, weight;
+  std::vector<bf16> weight16;
+  std::vector<int32_t> targets;
+};
+
 // In bf16 the logit gradients of several 16M-logit chunks are gathered and the backward GEMMs run once per group
 // (lm_head_loss.cc): with V = 2²⁰ a chunk is 16 rows and a group 64, so 150 rows are three groups, the last one
 // partial, with ignored rows on both sides of a boundary. Against the fp32 path: bf16 rounding of the operands only.
 TEST(LmHeadLoss, Bf16GroupsOfChunksMatchTheFp32Path) {
-  const int64_t N = 150, C = 4, V = int64_t(1) << 20;
-  auto hidden = normal_floats(size_t(N * C), 28), weight = normal_floats(size_t(V * C), 29);
-  std::vector<int32_t> targets(static_cast<size_t>(N));
-  for (int64_t i = 0; i < N; i++)
-    targets[size_t(i)] = (i % 37 == 5 || i == 63 || i == 64) ? kIgnoreLabel : int32_t(i * 7919 % V);
-  std::vector<bf16> weight16(weight.size());
-  convert_to_bf16(weight.data(), weight16.data(), weight.size());
+  const LmHeadProblem problem(150, 4, int64_t(1) << 20, 28);
+  const auto& [N, C, V, hidden, weight, weight16, targets] = problem;
   auto run = [&](Precision p, std::vector<float>& dhidden, std::vector<float>& dweight) {
     dhidden.assign(size_t(N * C), 0.0f);
     dweight.assign(size_t(V * C), 0.0f);
@@ -767,16 +778,11 @@ TEST(LmHeadLoss, Bf16GroupsOfChunksMatchTheFp32Path) {
 // one (its dWᵀ form). The narrow case runs three groups of 64 rows (V = 2²⁰), the last partial, with ignored rows on
 // both sides of a group boundary; both cases the forward alone too. Where oneDNN has a bf16 matmul the per-product path
 // sums in its bf16 kernels' order, so there the results are compared within the sums' error only.
-void expect_rounded_once_matches_rounding_per_product(int64_t N, int64_t C, int64_t V, bool narrow) {
+void expect_rounded_once_matches_rounding_per_product(const LmHeadProblem& problem, bool narrow) {
+  const auto& [N, C, V, hidden, weight, weight16, targets] = problem;
   SCOPED_TRACE(::testing::Message() << "N " << N << ", C " << C << ", V " << V);
-  auto hidden = normal_floats(size_t(N * C), 30), weight = normal_floats(size_t(V * C), 31);
-  std::vector<int32_t> targets(static_cast<size_t>(N));
-  for (int64_t i = 0; i < N; i++)
-    targets[size_t(i)] = (i % 37 == 5 || i == 63 || i == 64) ? kIgnoreLabel : int32_t(i * 7919 % V);
-  std::vector<bf16> weight16(weight.size());
-  convert_to_bf16(weight.data(), weight16.data(), weight.size());
-  std::vector<float> dweight_before = normal_floats(size_t(V * C), 32);  // the gradient's scale, so that the sums
-  for (float& x : dweight_before) x *= 1e-3f;                            // differ by the sum order, not its ulps
+  // At the gradient's scale, so that the sums differ by their order, not by ulps of larger values.
+  const std::vector<float> dweight_before = normal_floats(size_t(V * C), 32, 1e-3f);
   struct Result {
     LossSums sums, forward;
     std::vector<float> dhidden, dweight;
@@ -817,8 +823,8 @@ void expect_rounded_once_matches_rounding_per_product(int64_t N, int64_t C, int6
 }
 
 TEST(LmHeadLoss, Bf16RoundedOnceMatchesRoundingPerProduct) {
-  expect_rounded_once_matches_rounding_per_product(150, 4, int64_t(1) << 20, true);
-  expect_rounded_once_matches_rounding_per_product(150, 260, 4096, false);
+  expect_rounded_once_matches_rounding_per_product(LmHeadProblem(150, 4, int64_t(1) << 20, 30), true);
+  expect_rounded_once_matches_rounding_per_product(LmHeadProblem(150, 260, 4096, 30), false);
 }
 
 }  // namespace
