@@ -130,9 +130,9 @@ void lm_head(int reps, int64_t N, int64_t C) {
     for (const LmHeadGrads* g : {static_cast<const LmHeadGrads*>(nullptr), &grads}) {
       const double peak = bf16_peak(reps);
       row(fmt::format("LM head + loss bf16 {}×{}×100,352, {}{}", N, C, g ? "forward + backward" : "forward", how),
-          g ? 3 * flops : flops, best_seconds(reps, [&] {
-            lm_head_loss(hidden.data(), w, targets.data(), N, C, V, 1e-5f, Precision::bf16, g, path);
-          }),
+          g ? 3 * flops : flops,
+          best_seconds(
+              reps, [&] { lm_head_loss(hidden.data(), w, targets.data(), N, C, V, 1e-5f, Precision::bf16, g, path); }),
           peak);
     }
 }

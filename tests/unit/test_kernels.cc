@@ -737,8 +737,13 @@ TEST(LmHeadLoss, LossAndGradientsMatchNaive) {
 // ignored rows every 37 rows from row 5 and on both sides of row 64 (a group boundary where V = 2²⁰).
 struct LmHeadProblem {
   LmHeadProblem(int64_t n, int64_t c, int64_t v, uint32_t seed)
-      : N(n), C(c), V(v), hidden(normal_floats(size_t(n * c), seed)), weight(normal_floats(size_t(v * c), seed + 1)),
-        weight16(weight.size()), targets(size_t(n)) {
+      : N(n),
+        C(c),
+        V(v),
+        hidden(normal_floats(size_t(n * c), seed)),
+        weight(normal_floats(size_t(v * c), seed + 1)),
+        weight16(weight.size()),
+        targets(size_t(n)) {
     convert_to_bf16(weight.data(), weight16.data(), weight.size());
     for (int64_t i = 0; i < N; i++)
       targets[size_t(i)] = (i % 37 == 5 || i == 63 || i == 64) ? kIgnoreLabel : int32_t(i * 7919 % V);
