@@ -30,18 +30,6 @@ nlohmann::json read_cache(const std::string& path) {
   return cache.is_object() ? cache : nlohmann::json::object();  // a damaged cache is measured again, not an error
 }
 
-}  // namespace
-
-std::string peak_cache_path() {
-  namespace fs = std::filesystem;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
-    return (fs::path(xdg) / "replica" / "peak.json").string();
-  const char* home = std::getenv("HOME");
-  return (fs::path(home != nullptr ? home : ".") / ".cache" / "replica" / "peak.json").string();
-}
-
-namespace {
-
 std::string cache_key(Precision precision) {
   return fmt::format("{} | {} threads | {}", cpu_model(), num_threads(), precision_name(precision));
 }
@@ -64,6 +52,14 @@ Peak measure_and_cache(Backend& backend, Precision precision, double floor) {
 }
 
 }  // namespace
+
+std::string peak_cache_path() {
+  namespace fs = std::filesystem;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
+    return (fs::path(xdg) / "replica" / "peak.json").string();
+  const char* home = std::getenv("HOME");
+  return (fs::path(home != nullptr ? home : ".") / ".cache" / "replica" / "peak.json").string();
+}
 
 Peak stable_peak(Backend& backend, Precision precision) {
   if (backend.device() != Device::cpu)  // a GPU is not shared: its own number needs no cache
