@@ -264,6 +264,34 @@ TEST(CudaEmulator, WgmmaComputesTheWarpgroupProductFromADescriptor) {
   EXPECT_EQ(run(wgmma_unwaited, 1, 128, 16 * 64 * 2, dd.p), cudaErrorLaunchFailure);
 }
 
+// A wgmma whose descriptor reaches past the end of shared memory fails the launch. Core matrices lie 128 bytes apart
+// along K and 256 along M or N, as in wgmma_tile, so element [15][63], the last that an operand's descriptor gives,
+// ends at byte 2047 + 16·shift of the 2048 when `shift` 16-byte units are added to the operand's start address.
+// operand: 0 B (A in registers), 1 B and 2 A, both from shared memory.
+__global__ void wgmma_shifted(int operand, int shift, int transpose) {
+  const uint64_t layout = uint64_t(128 >> 4) << 16 | uint64_t(256 >> 4) << 32;
+  const uint64_t a = layout | uint64_t(operand == 2 ? shift : 0), b = layout | uint64_t(operand != 2 ? shift : 0);
+  const uint32_t fa[4] = {0, 0, 0, 0};
+  float acc[32] = {};
+  if (operand == 0) {
+    cuda_emu::wgmma_m64n64k16_bf16(acc, fa, b, transpose, false);
+  } else {
+    cuda_emu::wgmma_m64n64k16_bf16_ss(acc, a, b, transpose, transpose, false);
+  }
+  cuda_emu::wgmma_commit();
+  cuda_emu::wgmma_wait(0);
+}
+
+TEST(CudaEmulator, WgmmaReadsPastSharedMemoryFailTheLaunch) {
+  for (int operand = 0; operand < 3; operand++)
+    for (int transpose = 0; transpose < 2; transpose++) {
+      EXPECT_EQ(run(wgmma_shifted, 1, 128, 2048, operand, 0, transpose), cudaSuccess)
+          << "operand " << operand << ", transpose " << transpose << ": the last element ends at the last byte";
+      EXPECT_EQ(run(wgmma_shifted, 1, 128, 2048, operand, 1, transpose), cudaErrorLaunchFailure)
+          << "operand " << operand << ", transpose " << transpose << ": 16 bytes past the end";
+    }
+}
+
 // A 16 × 16 tile of bf16 bit patterns (element [i][j] = 16i + j) staged in shared memory with a padded row
 // stride, then loaded by ldmatrix.x4 with the addresses of an A fragment: lane l names row l % 8 + 8·(m % 2),
 // column 8·(m / 2) of matrix m = l / 8. `offset` shifts every address (by elements).

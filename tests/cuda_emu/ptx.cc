@@ -100,16 +100,25 @@ class Descriptor {
     if (descriptor >> 62 != 0 || (descriptor >> 49 & 7) != 0)
       fail("wgmma: the emulator models descriptors without swizzling only");
   }
+  // One check per instruction in place of one per element: fails (shared_offset) if an element [k][mn] that the
+  // lane reads, k < 16, lies past the end of shared memory, given `last_mn`, the lane's largest mn / 8 and largest
+  // mn % 8 in one. An element's address, start + (k / 8)·k_stride + (mn / 8)·mn_stride + its place inside a core
+  // matrix, is a sum of non-negative terms, each growing with k / 8, mn / 8, k % 8 or mn % 8: element [15][last_mn]
+  // ends at the highest byte the lane reads, and no element lies below shared memory's start.
+  void check_reads(int last_mn) const { shared_offset(address(15, last_mn) + 1); }
+  // Element [k][mn]; check_reads first.
   float element(int k, int mn) const {
-    const uint32_t inside = transpose_ ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2;
-    const unsigned char* p = shared_ + start_ + (k / 8) * k_stride_ + (mn / 8) * mn_stride_ + inside;
-    shared_offset(p + 1);  // fails past the end of shared memory
     uint16_t bits;
-    std::memcpy(&bits, p, sizeof bits);
+    std::memcpy(&bits, address(k, mn), sizeof bits);
     return bf16_half(bits, 0);
   }
 
  private:
+  const unsigned char* address(int k, int mn) const {
+    const uint32_t inside = transpose_ ? (k % 8) * 16 + (mn % 8) * 2 : (mn % 8) * 16 + (k % 8) * 2;
+    return shared_ + start_ + (k / 8) * k_stride_ + (mn / 8) * mn_stride_ + inside;
+  }
+
   uint32_t start_, k_stride_, mn_stride_;
   bool transpose_;
   const unsigned char* shared_;
@@ -125,6 +134,7 @@ void wgmma_rows(float (&d)[32], const float (&a)[2][16], uint64_t b, bool transp
   const Descriptor b_operand(b, transpose_b);
   const int t = lane() % 4;
   float cols[16][16];  // B[k][8j + 2t + i] at cols[2j + i][k]
+  b_operand.check_reads(8 * 7 + 2 * t + 1);  // column 8j + 2t + i with j = 7, i = 1
   for (int c = 0; c < 16; c++)
     for (int k = 0; k < 16; k++) cols[c][k] = b_operand.element(k, 8 * (c / 2) + 2 * t + c % 2);
   float result[32];
@@ -153,6 +163,7 @@ void wgmma_m64n64k16_bf16_ss(float (&d)[32], uint64_t a, uint64_t b, bool transp
   const Descriptor a_operand(a, transpose_a);
   const int first_row = int(thread_index().x / 32 % 4) * 16 + lane() / 4;  // row g of the warp's 16 in the 64
   float rows[2][16];
+  a_operand.check_reads(first_row + 8);  // row g + 8
   for (int i = 0; i < 2; i++)
     for (int k = 0; k < 16; k++) rows[i][k] = a_operand.element(k, first_row + 8 * i);
   wgmma_rows(d, rows, b, transpose_b, accumulate);
