@@ -26,7 +26,7 @@ test_packages=(
   nginx-light                   # the local server of tests/integration/data_remote*.sh
   clang-14 libclang-rt-14-dev   # libFuzzer + ASan/UBSan runtimes: the fuzz harnesses (tests/fuzz)
   libomp-14-dev                 # OpenMP for clang (the fuzz tree)
-  lld-14                        # links the fuzz tree's 20 sanitized executables in 0.3 CPU-s each, not 1.5
+  lld-14                        # links the fuzz tree's 19 sanitized executables in 0.3 CPU-s each, not 1.5
   slurmctld slurmd slurm-client munge  # the one-node Slurm that tests/integration/dist_slurm.sh starts
   python3-torch python3-numpy   # the reference; OLMo-core checkpoints written by DCP in tests
   python3-yaml                  # bench/run.sh reads model YAML for the reference
