@@ -24,6 +24,7 @@ inline float round_to_bf16(float x) { return to_float(to_bf16(x)); }
 void convert_to_bf16(const float* src, bf16* dst, size_t n);
 void convert_to_float(const bf16* src, float* dst, size_t n);
 // dst[i] = round_to_bf16(src[i]): the rounded values kept in fp32, for the fp32 matmul where there is no bf16 one.
-void round_to_bf16(const float* src, float* dst, size_t n);
+// Widened from `rounded`, src's bf16 copy, where the caller has one (nullptr: rounded here).
+void round_to_bf16(const float* src, const bf16* rounded, float* dst, size_t n);
 
 }  // namespace replica

@@ -103,10 +103,7 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
     // Without a bf16 kernel: the same rounded values, widened back to fp32 (exactly).
     auto widened = [](const float* x, const bf16* pre, std::vector<float>& scratch, size_t size) -> const void* {
       if (scratch.size() < size) scratch.resize(size);
-      if (pre)
-        convert_to_float(pre, scratch.data(), size);
-      else
-        round_to_bf16(x, scratch.data(), size);
+      round_to_bf16(x, pre, scratch.data(), size);
       return scratch.data();
     };
     a = bf_kernel ? rounded(A, A16, e.a16, a_size) : widened(A, A16, e.a32, a_size);

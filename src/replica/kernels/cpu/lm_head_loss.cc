@@ -92,11 +92,8 @@ void lm_head_loss_on_rounded_fp32(const float* hidden, WeightRef weight, const i
   float* hidden_r = hidden_buffer.data();
   float* weight_r = weight_buffer.data();
   float* logits = logits_buffer.data();
-  round_to_bf16(hidden, hidden_r, size_t(N * C));
-  if (weight.b16)
-    convert_to_float(weight.b16, weight_r, size_t(V * C));
-  else
-    round_to_bf16(weight.f32, weight_r, size_t(V * C));
+  round_to_bf16(hidden, nullptr, hidden_r, size_t(N * C));
+  round_to_bf16(weight.f32, weight.b16, weight_r, size_t(V * C));
   const bool narrow = C <= kNarrowHead;
   if (grads) {
     dhidden_t_buffer.resize(size_t(C * group));
