@@ -3,16 +3,23 @@
 # inner loop.  make train: the tiny recipe's run (configs/recipes/tiny.yaml), installing only what building needs
 # and building only the replica binary it runs (not the tests, benchmarks or CUDA checks).
 # make test SANITIZE=1: everything under ASan + UBSan in build-sanitize/ (any report fails the test).
+# CUDA=OFF: configure without the CUDA backend (otherwise built wherever CMake finds nvcc). `make train` leaves it out
+# of a new build directory on a machine with no NVIDIA GPU: its tiny run trains on the CPU, and nvcc's ~130 CPU-s are a
+# quarter of the binary's build. A later `make` or `make test` turns it back on and builds only what it adds.
 # make fuzz: every libFuzzer harness of tests/fuzz for FUZZ_SECONDS each, in build/fuzz/ (clang).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_BUILD ?= $(BUILD)/fuzz
 FUZZ_SECONDS ?= 60
+CUDA ?= ON
+# make train's: ON where a GPU is visible or $(BUILD) already has the backend, else OFF.
+TRAIN_CUDA ?= $(if $(shell nvidia-smi -L 2>/dev/null; grep -sx 'REPLICA_CUDA:BOOL=ON' $(BUILD)/CMakeCache.txt),ON,OFF)
 
 ifeq ($(SANITIZE),1)
 BUILD := build-sanitize
-CMAKE_FLAGS += -DREPLICA_SANITIZE=ON -DREPLICA_CUDA=OFF
+CMAKE_FLAGS += -DREPLICA_SANITIZE=ON
+CUDA := OFF
 # Open MPI and oneDNN keep allocations to exit on purpose: leaks are checked by the fuzz tree (sanitize.parsers),
 # which links neither.
 export ASAN_OPTIONS ?= halt_on_error=1:detect_leaks=0:abort_on_error=1
@@ -23,13 +30,16 @@ endif
 
 all: build
 
-$(BUILD)/build.ninja:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+# Configures $(BUILD) when it is new or was configured with the other CUDA setting.
+configure = grep -qx 'REPLICA_CUDA:BOOL=$(CUDA)' $(BUILD)/CMakeCache.txt 2>/dev/null && [ -f $(BUILD)/build.ninja ] \
+	|| cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DREPLICA_CUDA=$(CUDA) $(CMAKE_FLAGS)
 
-build: $(BUILD)/build.ninja
+build:
+	$(configure)
 	cmake --build $(BUILD) -j $(JOBS)
 
-binary: $(BUILD)/build.ninja
+binary:
+	$(configure)
 	cmake --build $(BUILD) -j $(JOBS) --target replica
 
 deps:
@@ -44,9 +54,13 @@ test-quick: deps
 	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -E '^(integration|fuzz|sanitize|cuda_emu)\.'
 
+# The corpora download while the binary builds (their log is shown after the build's, not interleaved with it);
+# train-default.sh's fetch-data.sh then only tokenizes them.
 train:
 	scripts/install-deps.sh --build
-	$(MAKE) binary
+	mkdir -p data && { scripts/fetch-data.sh --text > data/fetch-text.log 2>&1 & fetch=$$!; \
+	  $(MAKE) binary CUDA=$(TRAIN_CUDA); built=$$?; wait $$fetch; fetched=$$?; cat data/fetch-text.log; \
+	  [ $$built = 0 ] && [ $$fetched = 0 ]; }
 	scripts/train-default.sh
 
 bench: build

