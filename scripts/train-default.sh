@@ -2,9 +2,9 @@
 # The tiny recipe's run (`make train`): fetch the tokenizer and real corpora, tokenize them, and train
 # configs/recipes/tiny.yaml, printing held-out loss before and after, then a short sample from the trained model
 # (`replica generate` on the run directory). The sample is drawn at temperature 0.8 among the 200 most probable tokens
-# with a fixed seed (nanoGPT's sample.py defaults), not greedily: after 300 steps (held-out loss ~5.7) greedy decoding
-# falls into a loop at once ("... the United States, and the United States, and ..."), which shows the decoder, not what
-# the model learned; the seeded draw is as reproducible. Each invocation is a new run in runs/tiny-<time> (a run
+# with a fixed seed (nanoGPT's sample.py defaults), not greedily: after 300 steps (held-out loss ~6.2) greedy decoding
+# falls into a loop at once ("The President said that the,,,,,,,,"), which shows the decoder, not what the model
+# learned; the seeded draw is as reproducible. Each invocation is a new run in runs/tiny-<time> (a run
 # directory that already holds checkpoints would be resumed instead).
 # Extra arguments are recipe overrides, e.g. scripts/train-default.sh train.max_steps=100.
 set -euo pipefail
