@@ -16,7 +16,8 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 # Random tokens over the dolma2 vocabulary (speed does not depend on the text).
 /usr/bin/python3 -c "import numpy as np; np.random.default_rng(0).integers(0, 100278, 256 * 16 * ($steps + 2), dtype=np.uint32).tofile('$tmp/train.npy')"
 args=(--config configs/recipes/tiny.yaml model.init_from="''" data.mix_file="''" "data.paths=[$tmp/train.npy]"
-  "data.validation_paths=[]" train.max_steps="$steps" schedule.warmup_steps=2 checkpoint.every=0 eval.every=0 train.log_every=1000)
+  "data.validation_paths=[]" data.global_batch_size=16 data.micro_batch_size=8 train.max_steps="$steps"
+  schedule.warmup_steps=2 checkpoint.every=0 eval.every=0 train.log_every=1000)
 
 summarize() {  # label, ranks, threads, run dir
   /usr/bin/python3 - "$@" <<'PY'
