@@ -13,8 +13,9 @@ CMAKE_FLAGS ?=
 FUZZ_BUILD ?= $(BUILD)/fuzz
 FUZZ_SECONDS ?= 60
 CUDA ?= ON
-# make train's: ON where a GPU is visible or $(BUILD) already has the backend, else OFF.
-TRAIN_CUDA ?= $(if $(shell nvidia-smi -L 2>/dev/null; grep -sx 'REPLICA_CUDA:BOOL=ON' $(BUILD)/CMakeCache.txt),ON,OFF)
+# make train's: ON where nvidia-smi lists a GPU or $(BUILD) already has the backend, else OFF.
+gpu_listed = $(shell nvidia-smi -L 2>/dev/null | grep '^GPU')
+TRAIN_CUDA ?= $(if $(gpu_listed)$(shell grep -sx 'REPLICA_CUDA:BOOL=ON' $(BUILD)/CMakeCache.txt),ON,OFF)
 
 ifeq ($(SANITIZE),1)
 BUILD := build-sanitize
