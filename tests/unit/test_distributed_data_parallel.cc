@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "error_of.h"
 #include "rank_devices.h"
 #include "replica/core/error.h"
 #include "replica/distributed/collectives.h"
@@ -403,6 +404,22 @@ TEST(DistDataParallel, RejectsBatchNotDivisibleByRanksTimesMicroBatch) {
   const model::ParamTable table(sharded_model());
   ThreadGroup group(2);
   group.run([&](Communicator& comm) { EXPECT_THROW(DataParallel dp(comm, table, 6, 2), Error); });
+  // The refusal names a micro-batch size that fits, where one does (tiny.yaml's 8 / 8 under mpirun -np 4).
+  ThreadGroup four(4);
+  four.run([&](Communicator& comm) {
+    const std::string message = error_of([&] { DataParallel dp(comm, table, 8, 8); });
+    EXPECT_NE(message.find("data.global_batch_size=8 must be a multiple of data.micro_batch_size=8 times the 4 "
+                           "data-parallel ranks; data.micro_batch_size=2 fits 4 data-parallel ranks"),
+              std::string::npos)
+        << message;
+  });
+}
+
+TEST(DistDataParallel, MicroBatchHintNamesTheLargestSizeThatFits) {
+  EXPECT_EQ(micro_batch_hint(8, 8, 4), "; data.micro_batch_size=2 fits 4 data-parallel ranks");
+  EXPECT_EQ(micro_batch_hint(24, 5, 2), "; data.micro_batch_size=4 fits 2 data-parallel ranks");  // 12 = 4 × 3
+  EXPECT_EQ(micro_batch_hint(14, 4, 2), "; data.micro_batch_size=1 fits 2 data-parallel ranks");  // 7 is prime
+  EXPECT_EQ(micro_batch_hint(6, 2, 4), "; no micro-batch size splits 6 instances evenly over 4 data-parallel ranks");
 }
 
 }  // namespace

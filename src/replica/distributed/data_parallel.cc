@@ -12,14 +12,24 @@
 
 namespace replica::distributed {
 
+std::string micro_batch_hint(int64_t global_batch, int64_t micro_batch, int64_t data_ranks) {
+  if (data_ranks <= 0 || global_batch <= 0 || global_batch % data_ranks != 0)
+    return fmt::format("; no micro-batch size splits {} instances evenly over {} data-parallel ranks", global_batch,
+                       data_ranks);
+  const int64_t per_rank = global_batch / data_ranks;
+  int64_t m = std::clamp<int64_t>(micro_batch, 1, per_rank);
+  while (per_rank % m != 0) m--;
+  return fmt::format("; data.micro_batch_size={} fits {} data-parallel ranks", m, data_ranks);
+}
+
 // L = G / (W M), after checking that it is a whole number (W: the data-parallel ranks).
 static int64_t local_micro_batches(int64_t global_batch, int64_t micro_batch, int world, int context) {
   check(context > 0 && world % context == 0, "{} ranks do not split into context-parallel groups of {}", world,
         context);
   const int64_t data_ranks = world / context;
   check(micro_batch > 0 && global_batch % (micro_batch * data_ranks) == 0,
-        "data.global_batch_size={} must be a multiple of data.micro_batch_size={} times the {} data-parallel ranks",
-        global_batch, micro_batch, data_ranks);
+        "data.global_batch_size={} must be a multiple of data.micro_batch_size={} times the {} data-parallel ranks{}",
+        global_batch, micro_batch, data_ranks, micro_batch_hint(global_batch, micro_batch, data_ranks));
   return global_batch / (micro_batch * data_ranks);
 }
 

@@ -27,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "replica/distributed/communicator.h"
@@ -45,6 +46,11 @@ struct Sharding {
   // rounds of at most receive_floats / (W - 1) floats per rank pair (256 MiB in all by default).
   size_t receive_floats = size_t(1) << 26;
 };
+
+// What the error that refuses a global batch not divisible by micro-batch × data-parallel ranks suggests: the largest
+// micro-batch size up to `micro_batch` that divides the global batch over those ranks ("; data.micro_batch_size=2
+// fits 4 data-parallel ranks"), or that no micro-batch size does.
+std::string micro_batch_hint(int64_t global_batch, int64_t micro_batch, int64_t data_ranks);
 
 class DataParallel {
  public:
