@@ -55,17 +55,33 @@ float softmax_row(float* l, int64_t V, int32_t target, float z_coef, const LmHea
   return grads ? float((1.0 + 2.0 * z_coef * lse) / sum) * grads->grad_scale : 0.0f;
 }
 
-// out [rows, cols] = srcᵀ for src [cols, rows] (added to out when accumulate), by 64 × 64 tiles.
+// out [rows, cols] = srcᵀ for src [cols, rows] (added to out when accumulate), by 64 × 64 tiles of 8 × 8 blocks
+// transposed in registers (simd::transpose8), the tiles' ragged edges one element at a time. Each element is moved, or
+// added to out once, as a scalar loop would: the same bits.
 void transpose(const float* src, int64_t rows, int64_t cols, float* out, bool accumulate) {
   constexpr int64_t kTile = 64;
+  auto one = [&](int64_t r, int64_t c) {
+    const float x = src[c * rows + r];
+    out[r * cols + c] = accumulate ? out[r * cols + c] + x : x;
+  };
 #pragma omp parallel for schedule(static)
   for (int64_t r0 = 0; r0 < rows; r0 += kTile)
-    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
-      for (int64_t r = r0; r < std::min(r0 + kTile, rows); r++)
-        for (int64_t c = c0; c < std::min(c0 + kTile, cols); c++) {
-          const float x = src[c * rows + r];
-          out[r * cols + c] = accumulate ? out[r * cols + c] + x : x;
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t r1 = std::min(r0 + kTile, rows), c1 = std::min(c0 + kTile, cols);
+      const int64_t r8 = r0 + (r1 - r0) / 8 * 8, c8 = c0 + (c1 - c0) / 8 * 8;  // the 8 × 8 blocks end here
+      for (int64_t r = r0; r < r8; r += 8)
+        for (int64_t c = c0; c < c8; c += 8) {
+          simd::f8v block[8], t[8];
+          for (int k = 0; k < 8; k++) block[k] = simd::load<simd::f8v>(src + (c + k) * rows + r);
+          simd::transpose8(t, block);  // t[j][k] = src[(c + k) · rows + r + j]
+          for (int j = 0; j < 8; j++) {
+            float* o = out + (r + j) * cols + c;
+            simd::store(o, accumulate ? simd::load<simd::f8v>(o) + t[j] : t[j]);
+          }
         }
+      for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = (r < r8 ? c8 : c0); c < c1; c++) one(r, c);
+    }
 }
 
 // bf16 on a CPU where oneDNN has no bf16 matmul (gemm.cc runs it as the fp32 matmul over widened, rounded operands).
