@@ -777,6 +777,25 @@ TEST(LmHeadLoss, Bf16GroupsOfChunksMatchTheFp32Path) {
   for (int64_t c = 0; c < C; c++) EXPECT_EQ(dh16[size_t(63 * C + c)], 0.0f) << "an ignored row has no gradient";
 }
 
+// The rounded bf16 path transposes dhidden and the narrow head's dWᵀ by 8 × 8 blocks in registers, the ragged edges
+// element by element: shapes that are multiples of 8 in neither dimension, against the fp32 path (no transposes).
+TEST(LmHeadLoss, Bf16TransposesOfRaggedShapesMatchTheFp32Path) {
+  const LmHeadProblem problem(150, 20, 4101, 29);
+  const auto& [N, C, V, hidden, weight, weight16, targets] = problem;
+  auto run = [&](Precision p, std::vector<float>& dhidden, std::vector<float>& dweight) {
+    dhidden.assign(size_t(N * C), 0.0f);
+    dweight = normal_floats(size_t(V * C), 33, 1e-3f);  // accumulated onto
+    const LmHeadGrads grads{dhidden.data(), dweight.data(), 1.0f / float(N)};
+    return lm_head_loss(hidden.data(), weight.data(), targets.data(), N, C, V, 1e-4f, p, &grads,
+                        LmHeadBf16Path::rounded_fp32);
+  };
+  std::vector<float> dh32, dw32, dh16, dw16;
+  run(Precision::fp32, dh32, dw32);
+  run(Precision::bf16, dh16, dw16);
+  EXPECT_LE(max_rel(dh16, to_double(dh32)), 2e-2);
+  EXPECT_LE(max_rel(dw16, to_double(dw32)), 2e-2);
+}
+
 // bf16 on a CPU without oneDNN's bf16 matmul rounds the LM head's operands once per call instead of per product
 // (lm_head_loss.cc). Against the per-product path (gemm's widening there): the same loss and dhidden bits, and dW,
 // accumulated onto what dweight held, with the same bits for a wide head and in another fp32 sum order for a narrow
