@@ -404,7 +404,8 @@ TEST(DistDataParallel, RejectsBatchNotDivisibleByRanksTimesMicroBatch) {
   const model::ParamTable table(sharded_model());
   ThreadGroup group(2);
   group.run([&](Communicator& comm) { EXPECT_THROW(DataParallel dp(comm, table, 6, 2), Error); });
-  // The refusal names a micro-batch size that fits, where one does (tiny.yaml's 8 / 8 under mpirun -np 4).
+  // The refusal names a micro-batch size that fits, where one does (a global batch of 8 in micro-batches of 8 over
+  // 4 ranks: 2 fits).
   ThreadGroup four(4);
   four.run([&](Communicator& comm) {
     const std::string message = error_of([&] { DataParallel dp(comm, table, 8, 8); });
