@@ -165,9 +165,9 @@ static Command plan_command("plan", "Memory per rank, fit on a GPU and time of a
     const int64_t N = step.context.degree, ranks = o->ranks > 0 ? o->ranks : N;
     check(ranks % N == 0, "{}: context parallel {} must divide the {} ranks", in.label, N, ranks);
     const int64_t data_ranks = ranks / N, B = step.micro_batch, T = step.seq_len, G = step.global_batch;
-    check(G % (data_ranks * B) == 0,
-          "{}: the global batch {} is not a multiple of the micro-batch {} times the {} data-parallel ranks{}",
-          in.label, G, B, data_ranks, distributed::micro_batch_hint(G, B, data_ranks));
+    if (G % (data_ranks * B) != 0)
+      fail("{}: the global batch {} is not a multiple of the micro-batch {} times the {} data-parallel ranks{}",
+           in.label, G, B, data_ranks, distributed::micro_batch_hint(G, B, data_ranks));
     const model::ModelConfig& c = in.model;
     model::ParamTable table(c);
     const double n = double(table.count());

@@ -27,9 +27,9 @@ static int64_t local_micro_batches(int64_t global_batch, int64_t micro_batch, in
   check(context > 0 && world % context == 0, "{} ranks do not split into context-parallel groups of {}", world,
         context);
   const int64_t data_ranks = world / context;
-  check(micro_batch > 0 && global_batch % (micro_batch * data_ranks) == 0,
-        "data.global_batch_size={} must be a multiple of data.micro_batch_size={} times the {} data-parallel ranks{}",
-        global_batch, micro_batch, data_ranks, micro_batch_hint(global_batch, micro_batch, data_ranks));
+  if (micro_batch <= 0 || global_batch % (micro_batch * data_ranks) != 0)  // the hint is built only for the refusal
+    fail("data.global_batch_size={} must be a multiple of data.micro_batch_size={} times the {} data-parallel ranks{}",
+         global_batch, micro_batch, data_ranks, micro_batch_hint(global_batch, micro_batch, data_ranks));
   return global_batch / (micro_batch * data_ranks);
 }
 
