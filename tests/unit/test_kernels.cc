@@ -526,7 +526,8 @@ TEST(AttentionBf16, ADocumentOnTileBoundariesGivesTheBitsOfItsOwnRow) {
   }
 }
 
-// simd.h: on AVX2 without AVX-512, max and exp have their own code; it gives the portable code's bits.
+// simd.h: on AVX2 without AVX-512, max and exp have their own code, on 16 lanes and on one register
+// (simd::native); both give the portable code's bits.
 TEST(Simd, MaxAndExpGiveThePortableBits) {
   std::vector<uint32_t> patterns{0u,          0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
                                  0x7f800001u, 1u,          0x80000001u, 0x3f800000u, 0xc2ae6666u, 0x42b16666u};
@@ -541,6 +542,17 @@ TEST(Simd, MaxAndExpGiveThePortableBits) {
     const simd::f16v m = simd::max(x, y), m_portable = simd::portable::max(x, y);
     ASSERT_EQ(std::memcmp(&e, &e_portable, sizeof(e)), 0) << "exp of the vector at " << i;
     ASSERT_EQ(std::memcmp(&m, &m_portable, sizeof(m)), 0) << "max of the vector at " << i;
+    for (int p = 0; p < simd::kParts; p++) {
+      const size_t at = size_t(p * simd::kNativeWidth);
+      simd::native xp, yp;
+      std::memcpy(&xp, reinterpret_cast<const float*>(&x) + at, sizeof(xp));
+      std::memcpy(&yp, reinterpret_cast<const float*>(&y) + at, sizeof(yp));
+      const simd::native ep = simd::exp(xp), mp = simd::max(xp, yp);
+      ASSERT_EQ(std::memcmp(&ep, reinterpret_cast<const float*>(&e_portable) + at, sizeof(ep)), 0)
+          << "exp of part " << p << " of the vector at " << i;
+      ASSERT_EQ(std::memcmp(&mp, reinterpret_cast<const float*>(&m_portable) + at, sizeof(mp)), 0)
+          << "max of part " << p << " of the vector at " << i;
+    }
   }
 }
 

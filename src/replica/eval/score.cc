@@ -14,17 +14,18 @@ namespace {
 
 constexpr int64_t kHeadRows = 64;  // LM-head rows per chunk: 64 × V floats at a time
 
-// (max, log Σ exp) of a logit row: 16 fp32 lanes of the vectorised exp, summed in double.
+// (max, log Σ exp) of a logit row: 16 fp32 lanes of the vectorised exp (as simd.h's native vectors), summed in double.
 std::pair<float, double> max_and_lse(const float* x, int64_t n) {
-  cpu::simd::f16v m16 = cpu::simd::splat(-INFINITY), s16 = {};
+  namespace simd = cpu::simd;
+  const float m = simd::max_of(x, n);
+  simd::native lanes[simd::kParts] = {};
   int64_t i = 0;
-  for (; i + cpu::simd::kWidth <= n; i += cpu::simd::kWidth) m16 = cpu::simd::max(m16, cpu::simd::load(x + i));
-  float m = cpu::simd::max(m16);
-  for (int64_t j = i; j < n; j++) m = std::max(m, x[j]);
-  for (i = 0; i + cpu::simd::kWidth <= n; i += cpu::simd::kWidth) s16 += cpu::simd::exp(cpu::simd::load(x + i) - m);
+  for (; i + simd::kWidth <= n; i += simd::kWidth)
+    for (int p = 0; p < simd::kParts; p++)
+      lanes[p] += simd::exp(simd::load<simd::native>(x + i + p * simd::kNativeWidth) - m);
   double s = 0.0;
   for (; i < n; i++) s += std::exp(double(x[i]) - double(m));
-  for (int j = 0; j < cpu::simd::kWidth; j++) s += double(s16[j]);
+  for (int j = 0; j < simd::kWidth; j++) s += double(lanes[j / simd::kNativeWidth][j % simd::kNativeWidth]);
   return {m, double(m) + std::log(s)};
 }
 

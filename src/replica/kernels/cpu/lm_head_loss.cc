@@ -12,33 +12,27 @@ namespace replica::cpu {
 
 namespace {
 
-float row_max(const float* x, int64_t n) {
-  simd::f16v lanes = simd::splat(-INFINITY);
-  int64_t i = 0;
-  for (; i + simd::kWidth <= n; i += simd::kWidth) lanes = simd::max(lanes, simd::load(x + i));
-  float m = simd::max(lanes);
-  for (; i < n; i++) m = std::max(m, x[i]);
-  return m;
-}
-
 // Σ exp(x[i] − shift) accumulated in 16 fp32 lanes, then in double (a fixed order); with kKeep, x[i] becomes the
 // exponential (the backward's operand; the forward alone needs only the sum, and not writing the row saves a pass).
+// The 16 lanes are simd::kParts native vectors (simd.h).
 template <bool kKeep>
 double exp_and_sum(float* x, int64_t n, float shift) {
-  simd::f16v lanes = {};
+  simd::native lanes[simd::kParts] = {};
   int64_t i = 0;
-  for (; i + simd::kWidth <= n; i += simd::kWidth) {
-    const simd::f16v e = simd::exp(simd::load(x + i) - shift);
-    if constexpr (kKeep) simd::store(x + i, e);
-    lanes += e;
-  }
+  for (; i + simd::kWidth <= n; i += simd::kWidth)
+    for (int p = 0; p < simd::kParts; p++) {
+      float* at = x + i + p * simd::kNativeWidth;
+      const simd::native e = simd::exp(simd::load<simd::native>(at) - shift);
+      if constexpr (kKeep) simd::store(at, e);
+      lanes[p] += e;
+    }
   double sum = 0.0;
   for (; i < n; i++) {
     const float e = simd::exp(simd::splat(x[i] - shift))[0];
     if constexpr (kKeep) x[i] = e;
     sum += e;
   }
-  for (int j = 0; j < simd::kWidth; j++) sum += lanes[j];
+  for (int j = 0; j < simd::kWidth; j++) sum += lanes[j / simd::kNativeWidth][j % simd::kNativeWidth];
   return sum;
 }
 
@@ -47,7 +41,7 @@ double exp_and_sum(float* x, int64_t n, float shift) {
 // l_j · k − [j = target] · grad_scale: d/dlogit_j of (ce + z_coef·lse²) = p_j · (1 + 2·z_coef·lse) − [j = target].
 float softmax_row(float* l, int64_t V, int32_t target, float z_coef, const LmHeadGrads* grads, double* ce, double* z) {
   const float target_logit = l[target];
-  const float m = row_max(l, V);
+  const float m = simd::max_of(l, V);
   const double sum = grads ? exp_and_sum<true>(l, V, m) : exp_and_sum<false>(l, V, m);
   const double lse = double(m) + std::log(sum);
   *ce = lse - double(target_logit);

@@ -2,6 +2,8 @@
 // vectorisable exp; 8-wide ones (one AVX2 register) and 8 × 8 transposes. Kernels use these where the compiler
 // cannot keep accumulators in registers by itself.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -15,6 +17,18 @@ typedef float f16v __attribute__((vector_size(64)));
 typedef int32_t i16v __attribute__((vector_size(64)));
 constexpr int kWidth = 16;
 typedef float f8v __attribute__((vector_size(32)));
+
+// The float vector the CPU holds in one register: f16v under AVX-512 (and in the portable build), f8v under AVX2. A
+// loop that carries 16-lane accumulators keeps them as kParts native vectors: under AVX2 GCC keeps a carried f16v in
+// memory and moves it through general registers every iteration (perf: most of softmax_row's time), but a native
+// vector in a register. Lane j of the 16 is lane j % kNativeWidth of part j / kNativeWidth, so the same sums.
+#if defined(__AVX2__) && !defined(__AVX512F__)
+using native = f8v;
+#else
+using native = f16v;
+#endif
+constexpr int kNativeWidth = int(sizeof(native) / sizeof(float));
+constexpr int kParts = kWidth / kNativeWidth;
 
 // Unaligned loads and stores of either width: load(p) a 16-lane vector, load<f8v>(p) an 8-lane one.
 template <typename V = f16v>
@@ -36,7 +50,10 @@ inline void store(void* p, f16v v) {
 #else
 inline void store(void* p, f16v v) { std::memcpy(p, &v, sizeof(v)); }
 #endif
-inline f16v splat(float x) { return f16v{} + x; }
+template <typename V = f16v>
+inline V splat(float x) {
+  return V{} + x;
+}
 
 inline float sum(f16v v) {
   float s = 0.0f;
@@ -55,29 +72,35 @@ inline float max(f16v v) {
 // (Simd.MaxAndExpGiveThePortableBits).
 // exp(x) to ~1 ulp (Cephes expf) for x already clamped to [−87.3, 88.7]: x = n·ln2 + r with |r| ≤ ln2/2, exp(r) by a
 // degree-6 polynomial, 2^n by building the float exponent. Both exp below clamp, call it, then zero x < −87.3.
-inline f16v exp_of_clamped(f16v clamped) {
-  const f16v n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
-  const f16v r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
-  f16v p = splat(1.9875691500e-4f);
+template <typename V>
+inline V exp_of_clamped(V clamped) {
+  typedef int32_t lanes_of_int __attribute__((vector_size(sizeof(V))));
+  const V n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+  const V r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
+  V p = splat<V>(1.9875691500e-4f);
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const i16v bits = (__builtin_convertvector(n, i16v) + 127) << 23;
-  const f16v result = p * (f16v)bits;  // same-size vector cast: reinterprets the bits
+  const lanes_of_int bits = (__builtin_convertvector(n, lanes_of_int) + 127) << 23;
+  const V result = p * (V)bits;  // same-size vector cast: reinterprets the bits
   return result;
 }
 
 namespace portable {
-inline f16v max(f16v a, f16v b) { return a > b ? a : b; }
+template <typename V>
+inline V max(V a, V b) {
+  return a > b ? a : b;
+}
 
 // exp(x); exp(x) = 0 for x < −87.3 (including −inf).
-inline f16v exp(f16v x) {
-  const f16v clamped = x < -87.3f ? splat(-87.3f) : (x > 88.7f ? splat(88.7f) : x);
-  const f16v result = exp_of_clamped(clamped);
-  return x < -87.3f ? f16v{} : result;
+template <typename V>
+inline V exp(V x) {
+  const V clamped = x < -87.3f ? splat<V>(-87.3f) : (x > 88.7f ? splat<V>(88.7f) : x);
+  const V result = exp_of_clamped(clamped);
+  return x < -87.3f ? V{} : result;
 }
 }  // namespace portable
 
@@ -109,10 +132,32 @@ inline f16v exp(f16v x) {
     return _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_set1_ps(-87.3f), _CMP_LT_OQ), e);
   });
 }
+
+// The same on one AVX2 register (simd::native).
+inline f8v max(f8v a, f8v b) { return f8v(_mm256_max_ps(__m256(a), __m256(b))); }
+
+inline f8v exp(f8v x) {
+  const f8v clamped = f8v(_mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.7f), __m256(x))));
+  const f8v result = exp_of_clamped(clamped);
+  return f8v(_mm256_andnot_ps(_mm256_cmp_ps(__m256(x), _mm256_set1_ps(-87.3f), _CMP_LT_OQ), __m256(result)));
+}
 #else
 using portable::exp;
 using portable::max;
 #endif
+
+// The largest of x[0, n) (−inf for n = 0): 16 lanes, carried as kParts native vectors, then the rest one by one.
+inline float max_of(const float* x, int64_t n) {
+  native lanes[kParts];
+  for (native& part : lanes) part = splat<native>(-INFINITY);
+  int64_t i = 0;
+  for (; i + kWidth <= n; i += kWidth)
+    for (int p = 0; p < kParts; p++) lanes[p] = max(lanes[p], load<native>(x + i + p * kNativeWidth));
+  float m = lanes[0][0];
+  for (int j = 1; j < kWidth; j++) m = std::max(m, lanes[j / kNativeWidth][j % kNativeWidth]);
+  for (; i < n; i++) m = std::max(m, x[i]);
+  return m;
+}
 
 // The 8 × 8 block a[k][j] → t[j][k] (rows of 8 lanes), by shuffles: moves of bits, so any 32-bit words.
 __attribute__((always_inline)) inline void transpose8(f8v t[8], const f8v a[8]) {
