@@ -25,7 +25,7 @@ std::pair<float, double> max_and_lse(const float* x, int64_t n) {
       lanes[p] += simd::exp(simd::load<simd::native>(x + i + p * simd::kNativeWidth) - m);
   double s = 0.0;
   for (; i < n; i++) s += std::exp(double(x[i]) - double(m));
-  for (int j = 0; j < simd::kWidth; j++) s += double(lanes[j / simd::kNativeWidth][j % simd::kNativeWidth]);
+  for (int j = 0; j < simd::kWidth; j++) s += double(simd::lane(lanes, j));
   return {m, double(m) + std::log(s)};
 }
 

@@ -184,20 +184,27 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
               const int64_t i = i0 + r;
               float* srow = S.data() + r * BK;
               mask_row(srow, std::max(row_mask.first_key(i), j0) - j0, std::min(i + 1, j0 + nk) - j0);
-              f16v row_max = simd::load(srow);
-              for (int64_t c = 1; c < NV; c++) row_max = simd::max(row_max, simd::load(srow + c * simd::kWidth));
+              // The row's 16-lane max and sum, carried as native vectors (simd.h).
+              simd::native row_max[simd::kParts], sum[simd::kParts] = {};
+              for (int p = 0; p < simd::kParts; p++)
+                row_max[p] = simd::load<simd::native>(srow + p * simd::kNativeWidth);
+              for (int64_t c = 1; c < NV; c++)
+                for (int p = 0; p < simd::kParts; p++)
+                  row_max[p] =
+                      simd::max(row_max[p], simd::load<simd::native>(srow + c * simd::kWidth + p * simd::kNativeWidth));
               const float m_new = std::max(m[r], simd::max(row_max));
               if (m_new == kNegInf) {  // no visible key of this row yet (its document starts after this tile)
                 std::fill_n(srow, BK, 0.0f);
                 continue;
               }
-              f16v sum = {};
-              for (int64_t c = 0; c < NV; c++) {
-                const f16v p = simd::exp(simd::load(srow + c * simd::kWidth) - m_new);
-                simd::store(srow + c * simd::kWidth, p);
-                sum += p;
-              }
-              const float alpha = simd::exp(simd::splat(m[r] - m_new))[0];  // 0 while m was −inf
+              for (int64_t c = 0; c < NV; c++)
+                for (int p = 0; p < simd::kParts; p++) {
+                  float* at = srow + c * simd::kWidth + p * simd::kNativeWidth;
+                  const simd::native e = simd::exp(simd::load<simd::native>(at) - m_new);
+                  simd::store(at, e);
+                  sum[p] += e;
+                }
+              const float alpha = simd::exp(simd::splat<simd::native>(m[r] - m_new))[0];  // 0 while m was −inf
               l[r] = l[r] * alpha + simd::sum(sum);
               m[r] = m_new;
               for (int64_t d = 0; d < D; d++) acc[size_t(r * D + d)] *= alpha;
@@ -261,10 +268,10 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
               float* p = P.data() + r * BK;
               float* ds = dS.data() + r * BK;
               mask_row(p, std::max(row_mask.first_key(i), j0) - j0, std::min(i + 1, j0 + nk) - j0);
-              for (int64_t c = 0; c < NV; c++) {
-                const f16v pc = simd::exp(simd::load(p + c * simd::kWidth) - lse_bh[i - Q0]);
-                simd::store(p + c * simd::kWidth, pc);
-                simd::store(ds + c * simd::kWidth, pc * (simd::load(ds + c * simd::kWidth) - delta[size_t(r)]));
+              for (int64_t at = 0; at < BK; at += simd::kNativeWidth) {  // native vectors, as the forward
+                const simd::native pc = simd::exp(simd::load<simd::native>(p + at) - lse_bh[i - Q0]);
+                simd::store(p + at, pc);
+                simd::store(ds + at, pc * (simd::load<simd::native>(ds + at) - delta[size_t(r)]));
               }
             }
             accumulate_kernel(dQ.data(), dS.data(), BK, 1, Kr.data(), nq, nk, D);          // dQ += dS · K

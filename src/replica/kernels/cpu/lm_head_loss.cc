@@ -32,7 +32,7 @@ double exp_and_sum(float* x, int64_t n, float shift) {
     if constexpr (kKeep) x[i] = e;
     sum += e;
   }
-  for (int j = 0; j < simd::kWidth; j++) sum += lanes[j / simd::kNativeWidth][j % simd::kNativeWidth];
+  for (int j = 0; j < simd::kWidth; j++) sum += simd::lane(lanes, j);
   return sum;
 }
 

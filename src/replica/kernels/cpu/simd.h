@@ -146,6 +146,19 @@ using portable::exp;
 using portable::max;
 #endif
 
+// 16 lanes carried as kParts native vectors: lane j, and the 16-lane max and sum in max(f16v)'s and sum(f16v)'s order.
+inline float lane(const native (&parts)[kParts], int j) { return parts[j / kNativeWidth][j % kNativeWidth]; }
+inline float max(const native (&parts)[kParts]) {
+  float m = lane(parts, 0);
+  for (int j = 1; j < kWidth; j++) m = lane(parts, j) > m ? lane(parts, j) : m;
+  return m;
+}
+inline float sum(const native (&parts)[kParts]) {
+  float s = 0.0f;
+  for (int j = 0; j < kWidth; j++) s += lane(parts, j);
+  return s;
+}
+
 // The largest of x[0, n) (−inf for n = 0): 16 lanes, carried as kParts native vectors, then the rest one by one.
 inline float max_of(const float* x, int64_t n) {
   native lanes[kParts];
@@ -153,8 +166,7 @@ inline float max_of(const float* x, int64_t n) {
   int64_t i = 0;
   for (; i + kWidth <= n; i += kWidth)
     for (int p = 0; p < kParts; p++) lanes[p] = max(lanes[p], load<native>(x + i + p * kNativeWidth));
-  float m = lanes[0][0];
-  for (int j = 1; j < kWidth; j++) m = std::max(m, lanes[j / kNativeWidth][j % kNativeWidth]);
+  float m = max(lanes);
   for (; i < n; i++) m = std::max(m, x[i]);
   return m;
 }
