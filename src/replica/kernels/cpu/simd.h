@@ -1,6 +1,7 @@
 // 16-wide float vectors (GCC vector extensions: one AVX-512 register, or split on narrower ISAs) and a
-// vectorisable exp; 8-wide ones (one AVX2 register) and 8 × 8 transposes. Kernels use these where the compiler
-// cannot keep accumulators in registers by itself.
+// vectorisable exp; 8-wide ones (one AVX2 register) and 8 × 8 transposes; `native`, whichever of the two is one
+// register, for loops that carry 16 lanes. Kernels use these where the compiler cannot keep accumulators in
+// registers by itself.
 #pragma once
 #include <algorithm>
 #include <cmath>
