@@ -217,6 +217,14 @@ inline __m256i rounded_bf16(__m256 x) {
 }
 #endif
 
+#if !defined(__AVX512BF16__) && defined(__AVX2__)
+// 8 lanes each of x0 and x1 into out[0:16] interleaved (x0[0], x1[0], x0[1], …): one AVX2 register of each.
+inline void store_pair(bf16* out, f8v x0, f8v x1) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      _mm256_or_si256(rounded_bf16(__m256(x0)), _mm256_slli_epi32(rounded_bf16(__m256(x1)), 16)));
+}
+#endif
+
 // 16 lanes each of x0 and x1 into out[0:32] interleaved (x0[0], x1[0], x0[1], …): one vector of a row pair.
 inline void store_pair(bf16* out, f16v x0, f16v x1) {
 #if defined(__AVX512BF16__)
@@ -225,12 +233,10 @@ inline void store_pair(bf16* out, f16v x0, f16v x1) {
                                          5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   _mm512_storeu_si512(out, _mm512_permutexvar_epi16(order, both));
 #elif defined(__AVX2__)
-  __m256 h0[2], h1[2];
+  f8v h0[2], h1[2];
   std::memcpy(h0, &x0, sizeof(h0));
   std::memcpy(h1, &x1, sizeof(h1));
-  for (int h = 0; h < 2; h++)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16 * h),
-                        _mm256_or_si256(rounded_bf16(h0[h]), _mm256_slli_epi32(rounded_bf16(h1[h]), 16)));
+  for (int h = 0; h < 2; h++) store_pair(out + 16 * h, h0[h], h1[h]);
 #else
   for (int lane = 0; lane < 16; lane++) {
     out[2 * lane] = to_bf16(x0[lane]);
@@ -448,13 +454,19 @@ void mask_vector(float* S, const QueryLanes& lanes, int64_t c, int64_t j0, int64
 // NaN wins can depend on the order, and neither reaches an output (a shift of ±0 leaves every exp argument's value,
 // m ± 0 + log l is the same sum, and a lane with a NaN score gets NaN outputs in any order).
 f16v column_max(const float* S, int64_t c, int64_t lo, int64_t hi) {
-  f16v top[4];
-  for (f16v& t : top) t = simd::splat(kNegInf);
-  int64_t j = lo;
-  for (; j + 4 <= hi; j += 4)
-    for (int u = 0; u < 4; u++) top[u] = simd::max(top[u], simd::load(S + (j + u) * BQ + c * 16));
-  for (; j < hi; j++) top[0] = simd::max(top[0], simd::load(S + j * BQ + c * 16));
-  return simd::max(simd::max(top[0], top[1]), simd::max(top[2], top[3]));
+  f16v result;
+  for (int part = 0; part < simd::kParts; part++) {  // native vectors (simd.h), each lane as before
+    const float* column = S + c * 16 + part * simd::kNativeWidth;
+    simd::native top[4];
+    for (simd::native& t : top) t = simd::splat<simd::native>(kNegInf);
+    int64_t j = lo;
+    for (; j + 4 <= hi; j += 4)
+      for (int u = 0; u < 4; u++) top[u] = simd::max(top[u], simd::load<simd::native>(column + (j + u) * BQ));
+    for (; j < hi; j++) top[0] = simd::max(top[0], simd::load<simd::native>(column + j * BQ));
+    const simd::native m = simd::max(simd::max(top[0], top[1]), simd::max(top[2], top[3]));
+    std::memcpy(reinterpret_cast<float*>(&result) + part * simd::kNativeWidth, &m, sizeof(m));
+  }
+  return result;
 }
 
 }  // namespace
@@ -512,16 +524,24 @@ void attention_forward_bf16(float* out, float* lse, const float* q, const float*
               const f16v m_new = simd::max(m[c], column_max(S.data(), c, lo, hi) * scale);
               const f16v shift = m_new == kNegInf ? f16v{} : m_new;  // no visible key yet: p = 0, not NaN
               const f16v alpha = simd::exp(m[c] - shift);            // 0 while m was −inf
-              f16v sum = {};
-              for (int64_t jp = lo / 2; jp < (hi + 1) / 2; jp++) {
-                const f16v p0 = simd::exp(simd::load(S.data() + 2 * jp * BQ + c * 16) * scale - shift);
-                const f16v p1 = 2 * jp + 1 < hi
-                                    ? simd::exp(simd::load(S.data() + (2 * jp + 1) * BQ + c * 16) * scale - shift)
-                                    : f16v{};
-                sum += p0;
-                sum += p1;
-                store_pair(PT.data() + (jp * BQ + c * 16) * 2, p0, p1);
-              }
+              // The exponentials and their sum on native vectors (simd.h), each lane as before.
+              simd::native shift_part[simd::kParts], sum_part[simd::kParts] = {};
+              std::memcpy(shift_part, &shift, sizeof(shift));
+              for (int64_t jp = lo / 2; jp < (hi + 1) / 2; jp++)
+                for (int part = 0; part < simd::kParts; part++) {
+                  const int64_t at = c * 16 + part * simd::kNativeWidth;
+                  const simd::native p0 =
+                      simd::exp(simd::load<simd::native>(S.data() + 2 * jp * BQ + at) * scale - shift_part[part]);
+                  const simd::native p1 =
+                      2 * jp + 1 < hi ? simd::exp(simd::load<simd::native>(S.data() + (2 * jp + 1) * BQ + at) * scale -
+                                                  shift_part[part])
+                                      : simd::native{};
+                  sum_part[part] += p0;
+                  sum_part[part] += p1;
+                  store_pair(PT.data() + (jp * BQ + at) * 2, p0, p1);
+                }
+              f16v sum;
+              std::memcpy(&sum, sum_part, sizeof(sum));
               l[c] = l[c] * alpha + sum;
               m[c] = m_new;
               for (int64_t d = 0; d < D; d++)
@@ -608,14 +628,19 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
             for (int64_t c = spans.begin; c < spans.end; c++) {
               const int64_t lo = spans.lo[c], hi = spans.hi[c];
               if (spans.masked[c]) mask_vector(S.data(), lanes, c, j0, lo, hi);
-              const f16v lse_c = simd::load(lse_lanes + c * 16), delta_c = simd::load(delta_lanes + c * 16);
-              f16v p[2], ds[2];
-              for (int64_t j = lo; j < 2 * ((hi + 1) / 2); j++) {
-                const int64_t at = j * BQ + c * 16;
-                p[j & 1] = j < hi ? simd::exp(simd::load(S.data() + at) * scale - lse_c) : f16v{};
-                ds[j & 1] = j < hi ? p[j & 1] * (simd::load(dP.data() + at) - delta_c) : f16v{};
-                if (j & 1) store_pair(dSp.data() + ((j / 2) * BQ + c * 16) * 2, ds[0], ds[1]);
-                if (j < hi) simd::store(S.data() + at, p[j & 1]), simd::store(dP.data() + at, ds[j & 1]);
+              for (int part = 0; part < simd::kParts; part++) {  // native vectors (simd.h), each lane as before
+                const int64_t lane0 = c * 16 + part * simd::kNativeWidth;
+                const simd::native lse_c = simd::load<simd::native>(lse_lanes + lane0),
+                                   delta_c = simd::load<simd::native>(delta_lanes + lane0);
+                simd::native p[2], ds[2];
+                for (int64_t j = lo; j < 2 * ((hi + 1) / 2); j++) {
+                  const int64_t at = j * BQ + lane0;
+                  p[j & 1] =
+                      j < hi ? simd::exp(simd::load<simd::native>(S.data() + at) * scale - lse_c) : simd::native{};
+                  ds[j & 1] = j < hi ? p[j & 1] * (simd::load<simd::native>(dP.data() + at) - delta_c) : simd::native{};
+                  if (j & 1) store_pair(dSp.data() + ((j / 2) * BQ + lane0) * 2, ds[0], ds[1]);
+                  if (j < hi) simd::store(S.data() + at, p[j & 1]), simd::store(dP.data() + at, ds[j & 1]);
+                }
               }
             }
             spans.for_each_run([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
