@@ -118,29 +118,24 @@ inline f16v per_half(f16v a, f16v b, F f) {
   return out;
 }
 
-// vmaxps(a, b) is a > b ? a : b, and vminps(a, b) a < b ? a : b, NaN operands included.
-inline f16v max(f16v a, f16v b) {
-  return per_half(a, b, [](__m256 x, __m256 y) { return _mm256_max_ps(x, y); });
-}
-
-inline f16v exp(f16v x) {
-  // x < −87.3 ? −87.3 : (x > 88.7 ? 88.7 : x): the inner choice is x whenever x < −87.3.
-  const f16v clamped = per_half(x, x, [](__m256 v, __m256) {
-    return _mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.7f), v));
-  });
-  const f16v result = exp_of_clamped(clamped);
-  return per_half(x, result, [](__m256 v, __m256 e) {  // x < −87.3 ? 0 : result
-    return _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_set1_ps(-87.3f), _CMP_LT_OQ), e);
-  });
-}
-
-// The same on one AVX2 register (simd::native).
+// One AVX2 register (simd::native). vmaxps(a, b) is a > b ? a : b, and vminps(a, b) a < b ? a : b, NaN operands
+// included.
 inline f8v max(f8v a, f8v b) { return f8v(_mm256_max_ps(__m256(a), __m256(b))); }
 
 inline f8v exp(f8v x) {
+  // x < −87.3 ? −87.3 : (x > 88.7 ? 88.7 : x): the inner choice is x whenever x < −87.3.
   const f8v clamped = f8v(_mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.7f), __m256(x))));
   const f8v result = exp_of_clamped(clamped);
+  // x < −87.3 ? 0 : result
   return f8v(_mm256_andnot_ps(_mm256_cmp_ps(__m256(x), _mm256_set1_ps(-87.3f), _CMP_LT_OQ), __m256(result)));
+}
+
+// 16 lanes: the same on each half.
+inline f16v max(f16v a, f16v b) {
+  return per_half(a, b, [](__m256 x, __m256 y) { return __m256(max(f8v(x), f8v(y))); });
+}
+inline f16v exp(f16v x) {
+  return per_half(x, x, [](__m256 v, __m256) { return __m256(exp(f8v(v))); });
 }
 #else
 using portable::exp;
