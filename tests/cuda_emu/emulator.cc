@@ -34,6 +34,9 @@
 
 namespace cuda_emu {
 
+const ThreadCoordinates* running_thread = nullptr;
+BlockCoordinates running_block;
+
 namespace {
 
 constexpr int kWarpSize = 32;
@@ -185,7 +188,7 @@ struct PendingProduct {
 struct Fiber {
   Context context;
   unsigned char* stack = nullptr;  // kStackBytes after a guard page
-  uint3 index{};
+  ThreadCoordinates at{};          // threadIdx and lane, read through running_thread
   int linear = 0;
   State state = State::runnable;
   const char* warp_op = nullptr;   // the warp barrier it waits at: "__syncwarp", "a shuffle", a wmma operation
@@ -212,8 +215,6 @@ struct Emulator {
   size_t shared_mapped = 0;
   Context scheduler;
   Fiber* current = nullptr;
-  uint3 block{};
-  dim3 block_dim, grid_dim;
   const std::function<void()>* body = nullptr;
   std::exception_ptr error;
   std::string failure;
@@ -275,6 +276,7 @@ void yield(State state) {
   if (!e.error) account(e, f);
   if (!e.error && e.ready_pos < e.ready.size()) {
     e.current = e.ready[e.ready_pos++];
+    running_thread = &e.current->at;
     switch_context(f.context, e.current->context);
   } else {
     switch_context(f.context, e.scheduler);
@@ -313,14 +315,14 @@ std::string describe(const Fiber& f) {
   std::string at = state_name(f);
   if (f.state == State::at_mbarrier)
     at += " (barrier at shared offset " + std::to_string(f.mbarrier) + ", parity " + std::to_string(f.parity) + ")";
-  return "thread (" + std::to_string(f.index.x) + "," + std::to_string(f.index.y) + "," + std::to_string(f.index.z) +
-         ") at " + at;
+  return "thread (" + std::to_string(f.at.index.x) + "," + std::to_string(f.at.index.y) + "," +
+         std::to_string(f.at.index.z) + ") at " + at;
 }
 
 [[noreturn]] void fail_block(const std::string& what) {
-  const Emulator& e = emulator();
-  throw std::runtime_error("block (" + std::to_string(e.block.x) + "," + std::to_string(e.block.y) + "," +
-                           std::to_string(e.block.z) + "): " + what);
+  const uint3& b = running_block.index;
+  throw std::runtime_error("block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," + std::to_string(b.z) +
+                           "): " + what);
 }
 
 // Opens the barrier that every lane of warp w waits at, the lanes joining the next round; the lanes must agree
@@ -333,10 +335,16 @@ void release_warp(Emulator& e, size_t w) {
       fail_block("lanes of warp " + std::to_string(w) + " wait at different warp barriers: " +
                  describe(fibers[begin]) + ", " + describe(fibers[i]));
   if (const size_t bytes = fibers[begin].payload_bytes; bytes > 0) {
-    e.gathered[w].assign(kWarpSize * bytes, 0xff);  // lanes past the block's end offer NaN bytes
+    std::vector<unsigned char>& all = e.gathered[w];
+    all.resize(kWarpSize * bytes);
+    const size_t offered = (end - begin) * bytes;
+    std::memset(all.data() + offered, 0xff, all.size() - offered);  // lanes past the block's end offer NaN bytes
     for (size_t i = begin; i < end; i++) {
       if (fibers[i].payload_bytes != bytes) fail_block("lanes of warp " + std::to_string(w) + " gather different sizes");
-      std::memcpy(e.gathered[w].data() + (i - begin) * bytes, fibers[i].payload, bytes);
+      if (bytes == sizeof(uint64_t))  // a shuffle: a fixed-size copy, not a call
+        std::memcpy(all.data() + (i - begin) * sizeof(uint64_t), fibers[i].payload, sizeof(uint64_t));
+      else
+        std::memcpy(all.data() + (i - begin) * bytes, fibers[i].payload, bytes);
     }
   }
   for (size_t i = begin; i < end; i++) {
@@ -412,11 +420,12 @@ void run_block(Emulator& e, size_t threads) {
   e.gathered.resize(e.at_warp_barrier.size());
   e.at_block_barrier = e.exited = e.at_mbarrier = 0;
   e.mbarriers.clear();
+  const dim3& dim = running_block.block_dim;
   for (size_t i = 0; i < threads; i++) {
     Fiber& f = fibers[i];
     f.linear = int(i);
-    f.index = {unsigned(i % e.block_dim.x), unsigned(i / e.block_dim.x % e.block_dim.y),
-               unsigned(i / (size_t(e.block_dim.x) * e.block_dim.y))};
+    f.at.index = {unsigned(i % dim.x), unsigned(i / dim.x % dim.y), unsigned(i / (size_t(dim.x) * dim.y))};
+    f.at.lane = int(i % kWarpSize);
     f.state = State::runnable;
     start_context(f.context, f.stack, kStackBytes, run_fiber);
     fiber_stack(f.context, f.stack, kStackBytes);
@@ -428,8 +437,10 @@ void run_block(Emulator& e, size_t threads) {
     e.ready_pos = 0;
     if (!e.ready.empty()) {
       e.current = e.ready[e.ready_pos++];
+      running_thread = &e.current->at;
       switch_context(e.scheduler, e.current->context);  // back when the round is over
       e.current = nullptr;
+      running_thread = nullptr;
     }
     if (e.error) std::rethrow_exception(e.error);
     e.ready.swap(e.next);
@@ -514,15 +525,15 @@ cudaError_t run_launch(Emulator& e, const void* kernel, dim3 grid, dim3 block, s
   const size_t threads = size_t(block.x) * block.y * block.z;
   ensure_fibers(e, threads);
   place_shared_memory(e, smem_bytes);
-  e.block_dim = block;
-  e.grid_dim = grid;
+  running_block.block_dim = block;
+  running_block.grid_dim = grid;
   e.body = &body;
   e.error = nullptr;
   try {
     for (unsigned z = 0; z < grid.z; z++)
       for (unsigned y = 0; y < grid.y; y++)
         for (unsigned x = 0; x < grid.x; x++) {
-          e.block = {x, y, z};
+          running_block.index = {x, y, z};
           std::memset(e.shared, 0xff, e.shared_bytes);  // NaN bytes: reading shared memory nobody wrote shows
           run_block(e, threads);
         }
@@ -547,12 +558,8 @@ cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t smem_bytes,
   return status;
 }
 
-const uint3& thread_index() { return self().index; }
-const uint3& block_index() { return emulator().block; }
-const dim3& block_dim() { return emulator().block_dim; }
-const dim3& grid_dim() { return emulator().grid_dim; }
+void outside_launch() { fail("a device function was called outside a kernel launch"); }
 unsigned char* dynamic_shared_memory() { return emulator().shared; }
-int lane() { return self().linear % kWarpSize; }
 
 void sync_block() {
   self();

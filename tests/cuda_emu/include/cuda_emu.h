@@ -23,11 +23,29 @@ namespace cuda_emu {
 // for a kernel that faults, and its description goes to stderr.
 cudaError_t launch(const void* kernel, dim3 grid, dim3 block, size_t smem_bytes, const std::function<void()>& body);
 
-// The running thread's coordinates.
-const uint3& thread_index();
-const uint3& block_index();
-const dim3& block_dim();
-const dim3& grid_dim();
+// The running thread's coordinates. Kernels read threadIdx and blockDim in their inner loops, so these are loads
+// from what the emulator sets at each switch and each block, not calls into it.
+struct ThreadCoordinates {
+  uint3 index;
+  int lane;
+};
+struct BlockCoordinates {
+  uint3 index;
+  dim3 block_dim, grid_dim;
+};
+extern const ThreadCoordinates* running_thread;  // null outside a launch
+extern BlockCoordinates running_block;
+[[noreturn]] void outside_launch();
+inline const ThreadCoordinates& running() {
+  if (!running_thread) [[unlikely]]
+    outside_launch();
+  return *running_thread;
+}
+inline const uint3& thread_index() { return running().index; }
+inline int lane() { return running().lane; }
+inline const uint3& block_index() { return running_block.index; }
+inline const dim3& block_dim() { return running_block.block_dim; }
+inline const dim3& grid_dim() { return running_block.grid_dim; }
 unsigned char* dynamic_shared_memory();
 
 // Barriers. A kernel's violation of the execution model (see fail) ends the launch with an error.
@@ -96,7 +114,6 @@ void setmaxnreg(uint32_t registers);
 // must already have been passed by a block before it; otherwise the launch fails (a wrong order, which on a GPU
 // spins on a block that is not yet running, or forever).
 void wait_for_turn(const int* counter, int turn);
-int lane();
 // Waits until every lane of the warp performs the same warp-wide operation `op` (a wmma load, store or
 // product: collective on a GPU, so no lane stores a tile before every lane has loaded what it overwrites).
 void warp_collective(const char* op);
