@@ -33,7 +33,8 @@ flags=$(grep -m1 -o -w -E 'avx512_bf16|amx_bf16|avx512f|avx2' /proc/cpuinfo | so
 echo "## The first ten minutes (issue 34), $(date -u +%Y-%m-%d) at $(git rev-parse --short HEAD)"
 echo
 echo "$(nproc) cores of ${cpu:-an unnamed CPU} (${flags:-no AVX2}), $(free -g | awk '/^Mem:/ {print $2}') GiB;" \
-  "$threads threads, load $(cut -d' ' -f1 /proc/loadavg) at the start. Command: \`bench/first_ten_minutes.sh${1:+ $1}\`."
+  "$threads threads, load $(cut -d' ' -f1 /proc/loadavg) at the start." \
+  "Command: \`bench/first_ten_minutes.sh${1:+ $1}\`."
 
 echo
 echo "### 1. LM head + loss (\`OMP_NUM_THREADS=1 $build/bench/bench_kernels_cpu_time $reps lm_head\`)"
@@ -72,31 +73,40 @@ stamped() {
 # at LOG PATTERN: the seconds at LOG's first line matching the extended regex PATTERN (nothing when none does).
 at() { awk -v p="$2" '{t = $1; sub(/^[^ ]* /, "")} $0 ~ p {print t; exit}' "$1"; }
 # span A B: B − A in seconds, "–" when either is missing.
-span() { if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f s", b - a}'; else printf '–'; fi; }
+span() {
+  if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f s", b - a}'; else printf '–'; fi
+}
 # cpu_seconds LOG: stamped's CPU seconds (the last line: time writes a failed command's status before it).
 cpu_seconds() { tail -n 1 "$1.cpu" | awk '{printf "%.0f + %.0f CPU-s", $1, $2}'; }
+# fresh TARGET: `make TARGET` on a fresh clone of HEAD in $tmp/TARGET, stamped into $log; sets status and end (its
+# last line's seconds).
+fresh() {
+  git clone -q . "$tmp/$1"
+  log=$tmp/$1.log
+  status=0
+  (cd "$tmp/$1" && stamped "$log" make "$1" JOBS="$jobs") || status=$?
+  end=$(tail -n 1 "$log" | cut -d' ' -f1)
+}
 
 echo
 echo "### 3. \`make train\` on a fresh clone (packages present)"
 echo
-git clone -q . "$tmp/train"
-status=0
-(cd "$tmp/train" && stamped "$tmp/train.log" make train JOBS="$jobs") || status=$?
-log=$tmp/train.log
-end=$(tail -n 1 "$log" | cut -d' ' -f1)
+fresh train
 built=$(at "$log" '^\[[0-9]+/[0-9]+\] Linking CXX executable replica$')
 training=$(at "$log" '^replica train: ')
 sampling=$(at "$log" '^A sample from the trained model')
 echo "| phase | time |"
 echo "|---|---|"
-echo "| install (\`install-deps.sh --build\`) and build the binary, the corpora downloading beside it | $(span 0 "$built") |"
+echo "| install (\`install-deps.sh --build\`), build the binary, the corpora downloading | $(span 0 "$built") |"
 echo "| the download's log, tokenizing | $(span "$built" "$training") |"
 echo "| training: steps, held-out evaluations, checkpoints | $(span "$training" "$sampling") |"
 echo "| the sample | $(span "$sampling" "$end") |"
 echo "| **total** (exit $status) | **$(span 0 "$end")**, $(cpu_seconds "$log") |"
 echo
 echo '```'
-grep -E '^[0-9.]+ (step [0-9]+/[0-9]+ |held-out loss: )' "$log" | tail -n 2 | cut -d' ' -f2-
+for line in '^[0-9.]+ step [0-9]+/[0-9]+ ' '^[0-9.]+ held-out loss: '; do
+  grep -E "$line" "$log" | tail -n 1 | cut -d' ' -f2-
+done
 sed -n '/A sample from the trained model/,$p' "$log" | cut -d' ' -f2-
 echo '```'
 rm -rf "$tmp/train"
@@ -104,11 +114,7 @@ rm -rf "$tmp/train"
 echo
 echo "### 4. \`make test\` on a fresh clone (packages present)"
 echo
-git clone -q . "$tmp/test"
-status=0
-(cd "$tmp/test" && stamped "$tmp/test.log" make test JOBS="$jobs") || status=$?
-log=$tmp/test.log
-end=$(tail -n 1 "$log" | cut -d' ' -f1)
+fresh test
 ctest_start=$(at "$log" '^Test project ')
 echo "| phase | time |"
 echo "|---|---|"
