@@ -260,11 +260,17 @@ Emulator& emulator() {
 
 Fiber& self() {
   Fiber* f = emulator().current;
-  if (!f) fail("a device function was called outside a kernel launch");
+  if (!f) outside_launch();
   return *f;
 }
 
 void account(Emulator& e, Fiber& f);
+
+// The fiber that runs next (null: none), and the coordinates threadIdx and lane read (cuda_emu.h) with it.
+void set_current(Emulator& e, Fiber* f) {
+  e.current = f;
+  running_thread = f ? &f->at : nullptr;
+}
 
 // The current thread blocks (or exits): the barrier it completes opens, and the next ready thread of the
 // round runs; the scheduler runs when the round is over or a thread has failed. Threads switch to each other
@@ -275,8 +281,7 @@ void yield(State state) {
   f.state = state;
   if (!e.error) account(e, f);
   if (!e.error && e.ready_pos < e.ready.size()) {
-    e.current = e.ready[e.ready_pos++];
-    running_thread = &e.current->at;
+    set_current(e, e.ready[e.ready_pos++]);
     switch_context(f.context, e.current->context);
   } else {
     switch_context(f.context, e.scheduler);
@@ -436,11 +441,9 @@ void run_block(Emulator& e, size_t threads) {
   for (;;) {
     e.ready_pos = 0;
     if (!e.ready.empty()) {
-      e.current = e.ready[e.ready_pos++];
-      running_thread = &e.current->at;
+      set_current(e, e.ready[e.ready_pos++]);
       switch_context(e.scheduler, e.current->context);  // back when the round is over
-      e.current = nullptr;
-      running_thread = nullptr;
+      set_current(e, nullptr);
     }
     if (e.error) std::rethrow_exception(e.error);
     e.ready.swap(e.next);
