@@ -173,9 +173,12 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
     lm_head_loss_on_rounded_fp32(hidden, weight, targets, N, C, V, z_coef, grads, chunk, group, row_ce, row_z);
   } else {
     logits_buffer.resize(size_t(chunk * V));
+    // oneDNN's bf16 kernel runs a narrow head's dlogits · W faster than the transposed form, which the fp32 matmul (a
+    // CPU without that kernel) and a wide head run faster (bench/RESULTS.md, issue 34).
+    const bool dhidden_directly = C <= kNarrowHead && native_bf16_gemm();
     if (write_bf16) {
       grad16_buffer.resize(size_t(group * V));
-      dhidden_t_buffer.resize(size_t(C * group));
+      if (!dhidden_directly) dhidden_t_buffer.resize(size_t(C * group));
     }
     bf16* grad16 = write_bf16 ? grad16_buffer.data() : nullptr;
     float* logits = logits_buffer.data();
@@ -217,12 +220,17 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
         gemm(true, false, V, C, rows, logits, V, hidden + n0 * C, C, grads->dweight, C, true, precision);
       }
       if (!write_bf16) continue;
-      // The group's backward from the bf16 dlogits: dhiddenᵀ = Wᵀ · dlogitsᵀ (oneDNN runs this form faster than
-      // dlogits · W), transposed into dhidden; dW += dlogitsᵀ · hidden.
-      float* dhidden_t = dhidden_t_buffer.data();
-      gemm(true, true, C, group_rows, V, weight.f32, C, logits, V, dhidden_t, group_rows, false, precision, grad16,
-           weight.b16);
-      transpose(dhidden_t, group_rows, C, grads->dhidden + g0 * C, false);
+      // The group's backward from the bf16 dlogits: dhidden = dlogits · W, or for a wide head dhiddenᵀ = Wᵀ · dlogitsᵀ
+      // transposed into dhidden (the form oneDNN runs faster there); dW += dlogitsᵀ · hidden.
+      if (dhidden_directly) {
+        gemm(false, false, group_rows, C, V, logits, V, weight.f32, C, grads->dhidden + g0 * C, C, false, precision,
+             weight.b16, grad16);
+      } else {
+        float* dhidden_t = dhidden_t_buffer.data();
+        gemm(true, true, C, group_rows, V, weight.f32, C, logits, V, dhidden_t, group_rows, false, precision, grad16,
+             weight.b16);
+        transpose(dhidden_t, group_rows, C, grads->dhidden + g0 * C, false);
+      }
       gemm(true, false, V, C, group_rows, logits, V, hidden + g0 * C, C, grads->dweight, C, true, precision, nullptr,
            grad16);
     }
