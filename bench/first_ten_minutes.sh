@@ -7,7 +7,8 @@
 #      each phase's time and the sample it ends with;
 #   4. `make test` on a fresh clone: wall and CPU time, what passed, and the slowest tests.
 # The fresh clones are of the committed HEAD (not the working tree's changes) and use the packages already installed;
-# each is removed at the end. 52 minutes on the 2-core AVX2 VM of bench/RESULTS.md, 32 of them the two fresh clones.
+# each is removed at the end. 52 minutes on the 2-core AVX2 VM of bench/RESULTS.md (32 of them the two fresh clones),
+# 32 on the AVX-512 BF16 one.
 #   bench/first_ten_minutes.sh [--no-fresh]     THREADS=2 JOBS=2 REPS=3 BUILD=build
 #   --no-fresh: items 1–3's benchmarks only (about 20 minutes there), no fresh clone.
 set -euo pipefail
