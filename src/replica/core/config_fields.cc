@@ -101,25 +101,37 @@ Field optional_integer(std::string key, std::optional<int64_t>& ref) {
           [&ref] { return ref ? YAML::Node(*ref) : YAML::Node(YAML::NodeType::Null); }};
 }
 
-std::string did_you_mean(const std::string& key, const std::vector<std::string>& known) {
-  auto distance = [](const std::string& a, const std::string& b) {  // Levenshtein, one row at a time
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); j++) row[j] = j;
-    for (size_t i = 1; i <= a.size(); i++) {
-      size_t diagonal = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); j++) {
-        const size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diagonal = above;
-      }
+namespace {
+
+// The Levenshtein distance of a and b if it is below `limit`, else `limit`. A fuzzed or pasted key may be thousands
+// of letters long, so the rows stop once they cannot end below the limit: the lengths alone differ by at least that
+// many edits, or every cell of a row is at the limit already (along any alignment the count never decreases).
+size_t distance_below(const std::string& a, const std::string& b, size_t limit) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) >= limit) return limit;
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); j++) row[j] = j;
+  for (size_t i = 1; i <= a.size(); i++) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    size_t smallest = row[0];
+    for (size_t j = 1; j <= b.size(); j++) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+      smallest = std::min(smallest, row[j]);
     }
-    return row[b.size()];
-  };
+    if (smallest >= limit) return limit;
+  }
+  return std::min(row[b.size()], limit);
+}
+
+}  // namespace
+
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& known) {
   const std::string* best = nullptr;
   size_t best_distance = std::max<size_t>(2, key.size() / 4) + 1;  // at most a quarter of the key's letters wrong
   for (const std::string& k : known)
-    if (const size_t d = distance(key, k); d < best_distance) best = &k, best_distance = d;
+    if (const size_t d = distance_below(key, k, best_distance); d < best_distance) best = &k, best_distance = d;
   return best ? fmt::format(" (did you mean '{}'?)", *best) : "";
 }
 
