@@ -11,12 +11,20 @@ namespace replica::fuzz {
 
 namespace {
 
+// Where the scratch directory goes: $TMPDIR, else /dev/shm, else /tmp. Every execution rewrites a file in it, and on
+// a disk a rewritten file is flushed when it is closed (ext4's auto_da_alloc): measured on the CI machine, the npy
+// harness ran 21,000 inputs in 4 s with its files in /tmp, 86,000 in /dev/shm (memory), its CPU no longer idle.
+std::string scratch_parent() {
+  const char* tmp = std::getenv("TMPDIR");
+  if (tmp && *tmp) return tmp;
+  return ::access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+}
+
 // Created on first use; its destructor removes it when the process exits.
 struct ScratchDir {
   std::string path;
   ScratchDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    path = std::string(tmp && *tmp ? tmp : "/tmp") + "/replica-fuzz-XXXXXX";
+    path = scratch_parent() + "/replica-fuzz-XXXXXX";
     if (!::mkdtemp(path.data())) property_failed("cannot create a scratch directory under " + path);
   }
   ~ScratchDir() { std::filesystem::remove_all(path); }

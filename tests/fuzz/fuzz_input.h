@@ -9,7 +9,7 @@
 
 namespace replica::fuzz {
 
-// A directory of this process's own under $TMPDIR (default /tmp), removed at exit.
+// A directory of this process's own under $TMPDIR (default /dev/shm where it exists, else /tmp), removed at exit.
 const std::string& scratch_dir();
 
 // Writes the fuzzer's bytes to scratch_dir()/name, replacing what was there, and returns the path.
