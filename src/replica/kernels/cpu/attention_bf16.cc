@@ -308,40 +308,37 @@ void prefetch_rows(const float* x, int64_t t0, int64_t n, int64_t heads, int64_t
     for (int64_t d = 0; d < D; d += 16) __builtin_prefetch(x + ((t0 + r) * heads + head) * D + d);
 }
 
-// k or v [B, T, K, D] rounded into rows [B, K, T, D] (if `rows`) and/or transposed [B, K, D, Tp] (if `columns`;
-// Tp ≥ T + 1: a product over pairs of keys may read the key after the last, which is zero). Read in memory order, 64
-// positions of all heads at a time (head by head, the rows are a stride of K · D apart: a cache miss each).
-void round_keys(bf16* rows, bf16* columns, const float* x, const AttentionShape& s, int64_t Tp) {
-  const int64_t T = s.T, K = s.K, D = s.D, blocks = (T + 63) / 64;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < s.B; b++)
-    for (int64_t tb = 0; tb < blocks; tb++) {
-      const int64_t t0 = tb * 64, t1 = std::min(T, t0 + 64);
-      for (int64_t t = t0; t < t1 && rows; t++)
-        for (int64_t g = 0; g < K; g++) round_row(rows + ((b * K + g) * T + t) * D, x + ((b * T + t) * K + g) * D, D);
-      if (!columns) continue;
-      // Pairs of positions as 32-bit words, pairs[t / 2][d] = (x[t][d], x[t + 1][d]) rounded (zeros past T), then
-      // transposed 8 × 8 into the rows of columns: two positions of a column per word (Tp and t0 are even).
-      const int64_t words = (t1 - t0 + 1) / 2, Tw = Tp / 2;
-      alignas(64) bf16 pairs[32 * 2 * 256];
-      for (int64_t g = 0; g < K; g++) {
-        for (int64_t w = 0; w < words; w++) {
-          const float* x0 = x + ((b * T + t0 + 2 * w) * K + g) * D;
-          const bool odd = t0 + 2 * w + 1 < T;
-          for (int64_t d = 0; d < D; d += 16)
-            store_pair(pairs + (w * D + d) * 2, simd::load(x0 + d), odd ? simd::load(x0 + K * D + d) : f16v{});
-        }
-        bf16* c = columns + (b * K + g) * D * Tp;
-        int64_t w = 0;
-        for (; w + 8 <= words; w += 8)
-          for (int64_t d = 0; d < D; d += 8) transpose8(c + (d * Tw + t0 / 2 + w) * 2, Tw, pairs + (w * D + d) * 2, D);
-        for (; w < words; w++)
-          for (int64_t d = 0; d < D; d++) std::memcpy(c + (d * Tw + t0 / 2 + w) * 2, pairs + (w * D + d) * 2, 4);
-        if (t1 == T)
-          for (int64_t d = 0; d < D; d++)
-            std::memset(c + d * Tp + 2 * (t0 / 2 + words), 0, size_t(Tp - 2 * (t0 / 2 + words)) * sizeof(bf16));
-      }
+// One head of k or v, its position t at x + t · stride (x [B, T, K, D]: stride K · D), rounded into rows [T, D] (if
+// `rows`) and/or transposed [D, Tp] (if `columns`; Tp ≥ T + 1: a product over pairs of keys may read the key after
+// the last, which is zero). Called by the worker that runs the head's tiles, just before them: the rounded head
+// (2 × 256 KiB at T = 2048, D = 64) is then read from that core's cache by its tiles instead of from memory, and
+// no pass over all heads with a barrier after it precedes the tiles.
+void round_head(bf16* rows, bf16* columns, const float* x, int64_t stride, int64_t T, int64_t D, int64_t Tp) {
+  for (int64_t t = 0; t < T && rows; t++) round_row(rows + t * D, x + t * stride, D);
+  if (!columns) return;
+  // 64 positions at a time: pairs of positions as 32-bit words, pairs[t / 2][d] = (x[t][d], x[t + 1][d]) rounded
+  // (zeros past T), then transposed 8 × 8 into the rows of columns: two positions of a column per word (Tp and t0
+  // are even).
+  const int64_t Tw = Tp / 2;
+  alignas(64) bf16 pairs[32 * 2 * 256];
+  for (int64_t t0 = 0; t0 < T; t0 += 64) {
+    const int64_t words = (std::min(T, t0 + 64) - t0 + 1) / 2;
+    for (int64_t w = 0; w < words; w++) {
+      const float* x0 = x + (t0 + 2 * w) * stride;
+      const bool odd = t0 + 2 * w + 1 < T;
+      for (int64_t d = 0; d < D; d += 16)
+        store_pair(pairs + (w * D + d) * 2, simd::load(x0 + d), odd ? simd::load(x0 + stride + d) : f16v{});
     }
+    int64_t w = 0;
+    for (; w + 8 <= words; w += 8)
+      for (int64_t d = 0; d < D; d += 8)
+        transpose8(columns + (d * Tw + t0 / 2 + w) * 2, Tw, pairs + (w * D + d) * 2, D);
+    for (; w < words; w++)
+      for (int64_t d = 0; d < D; d++) std::memcpy(columns + (d * Tw + t0 / 2 + w) * 2, pairs + (w * D + d) * 2, 4);
+    if (t0 + 64 >= T)
+      for (int64_t d = 0; d < D; d++)
+        std::memset(columns + d * Tp + 2 * (t0 / 2 + words), 0, size_t(Tp - 2 * (t0 / 2 + words)) * sizeof(bf16));
+  }
 }
 
 // A buffer of at least n elements kept between calls by the calling thread (one per `Tag`): fresh large allocations
@@ -486,22 +483,25 @@ void attention_forward_bf16(float* out, float* lse, const float* q, const float*
   const int64_t T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
   const int64_t q_tiles = (Tq + BQ - 1) / BQ, Tp = (T + 2) & ~int64_t(1);  // even: rows of 32-bit words
   const float scale = 1.0f / std::sqrt(float(D));
-  bf16* k_rows = scratch<bf16, 0>(size_t(s.B * K * T * D));
-  bf16* v_columns = scratch<bf16, 1>(size_t(s.B * K * D * Tp));
-  round_keys(k_rows, nullptr, k, s, Tp);
-  round_keys(nullptr, v_columns, v, s, Tp);
 
 #pragma omp parallel
   {
     std::vector<bf16> QT(size_t(D * BQ)), PT(size_t(BK * BQ));
     std::vector<float> S(size_t(BK * BQ)), OT(size_t(D * BQ));
+    // The KV head this worker's tiles read, rounded (round_head): its keys as rows, its values as columns.
+    bf16* kg = scratch<bf16, 0>(size_t(T * D));
+    bf16* vg = scratch<bf16, 1>(size_t(D * Tp));
+    int64_t rounded = -1;  // which b · K + g they hold
 #pragma omp for collapse(3) schedule(static)
     for (int64_t b = 0; b < s.B; b++)
       for (int64_t h = 0; h < H; h++)
         for (int64_t qt = 0; qt < q_tiles; qt++) {
           const int64_t g = h / group, i0 = Q0 + qt * BQ, nq = std::min(BQ, T - i0);
-          const bf16* kg = k_rows + (b * K + g) * T * D;
-          const bf16* vg = v_columns + (b * K + g) * D * Tp;
+          if (b * K + g != rounded) {
+            round_head(kg, nullptr, k + (b * T * K + g) * D, K * D, T, D, Tp);
+            round_head(nullptr, vg, v + (b * T * K + g) * D, K * D, T, D, Tp);
+            rounded = b * K + g;
+          }
           const RowMask mask(T, s.window, docs, b);  // keys [first_key(i), i] for query i
           const QueryLanes lanes(mask, i0, nq);
           load_query_tile(QT.data(), nullptr, q + b * Tq * H * D, i0 - Q0, nq, H, h, D);
@@ -572,11 +572,6 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
   const int64_t B = s.B, T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
   const int64_t Tp = (T + 2) & ~int64_t(1);  // even: rows of 32-bit words
   const float scale = 1.0f / std::sqrt(float(D));
-  bf16* k_rows = scratch<bf16, 0>(size_t(B * K * T * D));
-  bf16* k_columns = scratch<bf16, 1>(size_t(B * K * D * Tp));
-  bf16* v_rows = scratch<bf16, 2>(size_t(B * K * T * D));
-  round_keys(k_rows, k_columns, k, s, Tp);
-  round_keys(v_rows, nullptr, v, s, Tp);
   attention_tiles::KeyGradients key_gradients(dk, dv, s);
 
 #pragma omp parallel
@@ -587,13 +582,20 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
     // This head's dK and dV over all keys (each worker's own, kept between calls).
     float* dK = scratch<float, 3>(size_t(T * D));
     float* dV = scratch<float, 4>(size_t(T * D));
+    // The KV head this worker's heads read, rounded (round_head): keys as rows and as columns, values as rows.
+    bf16* kg = scratch<bf16, 0>(size_t(T * D));
+    bf16* ktg = scratch<bf16, 1>(size_t(D * Tp));
+    bf16* vg = scratch<bf16, 2>(size_t(T * D));
+    int64_t rounded = -1;  // which b · K + g they hold
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; b++)
       for (int64_t h = 0; h < H; h++) {
         const int64_t g = h / group;
-        const bf16* kg = k_rows + (b * K + g) * T * D;
-        const bf16* ktg = k_columns + (b * K + g) * D * Tp;
-        const bf16* vg = v_rows + (b * K + g) * T * D;
+        if (b * K + g != rounded) {
+          round_head(kg, ktg, k + (b * T * K + g) * D, K * D, T, D, Tp);
+          round_head(vg, nullptr, v + (b * T * K + g) * D, K * D, T, D, Tp);
+          rounded = b * K + g;
+        }
         const float* ob = out + b * Tq * H * D;
         const float* lse_bh = lse + (b * H + h) * Tq;
         const RowMask mask(T, s.window, docs, b);  // keys [first_key(i), i] for query i
