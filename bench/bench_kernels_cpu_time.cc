@@ -21,6 +21,7 @@
 #include "replica/kernels/cpu/attention.h"
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/lm_head_loss.h"
+#include "replica/kernels/cpu/narrow_head.h"
 
 using namespace replica;
 using namespace replica::cpu;
@@ -126,6 +127,8 @@ void lm_head(int reps, int64_t N, int64_t C) {
   const double flops = 2.0 * double(N * C * V);
   std::vector<std::pair<LmHeadBf16Path, const char*>> paths = {{LmHeadBf16Path::automatic, ""}};
   if (!native_bf16_gemm()) paths.push_back({LmHeadBf16Path::per_product, ", operands widened per product"});
+  if (native_bf16_gemm() && narrow_head_available(C))
+    paths.push_back({LmHeadBf16Path::per_product, ", oneDNN's matmul (not replica's narrow-head kernels)"});
   for (const auto& [path, how] : paths)
     for (const LmHeadGrads* g : {static_cast<const LmHeadGrads*>(nullptr), &grads}) {
       const double peak = bf16_peak(reps);

@@ -17,6 +17,7 @@
 #include "replica/kernels/cpu/embedding.h"
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/lm_head_loss.h"
+#include "replica/kernels/cpu/narrow_head.h"
 #include "replica/kernels/cpu/rmsnorm.h"
 #include "replica/kernels/cpu/rope.h"
 #include "replica/kernels/cpu/simd.h"
@@ -866,6 +867,115 @@ void expect_rounded_once_matches_rounding_per_product(const LmHeadProblem& probl
 TEST(LmHeadLoss, Bf16RoundedOnceMatchesRoundingPerProduct) {
   expect_rounded_once_matches_rounding_per_product(LmHeadProblem(150, 4, int64_t(1) << 20, 30), true);
   expect_rounded_once_matches_rounding_per_product(LmHeadProblem(150, 260, 4096, 30), false);
+}
+
+// A narrow head's own bf16 logits (narrow_head.h) give oneDNN's bf16 matmul's bits, which the loss and its gradients
+// then keep, and each row's largest logit: at every edge of the tiles (rows not a multiple of 4, vocabularies not a
+// multiple of 16 or 96), at C = 64, 128 and 256, from W in fp32 or already rounded, on 1 and 2 threads.
+TEST(NarrowHead, LogitsHaveTheBitsOfOnednnBf16Matmul) {
+  if (!narrow_head_available(128) || !native_bf16_gemm())
+    GTEST_SKIP() << "needs AVX512-BF16 and oneDNN's bf16 matmul (on an AVX2 CPU oneDNN has no bf16 kernel)";
+  const int threads_before = omp_get_max_threads();
+  for (int64_t C : {64, 128, 256})
+    for (int64_t rows : {1, 3, 6, 37, 167})
+      for (int64_t V : {16, 100, 1000, 4099}) {
+        const std::vector<float> hidden = normal_floats(size_t(rows * C), uint32_t(rows + C), 2.0f);
+        const std::vector<float> W = normal_floats(size_t(V * C), uint32_t(V), 0.1f);
+        std::vector<bf16> W16(W.size());
+        convert_to_bf16(W.data(), W16.data(), W.size());
+        std::vector<float> want(size_t(rows * V)), got(want.size());
+        gemm(false, true, rows, V, C, hidden.data(), C, W.data(), C, want.data(), V, false, Precision::bf16);
+        for (const bf16* pre : {static_cast<const bf16*>(nullptr), static_cast<const bf16*>(W16.data())}) {
+          std::vector<bf16> packed;
+          pack_narrow_weight(W.data(), pre, V, C, packed);
+          for (int threads : {1, 2}) {
+            omp_set_num_threads(threads);
+            std::fill(got.begin(), got.end(), std::nanf(""));
+            std::vector<float> row_max(size_t(rows), std::nanf(""));
+            narrow_logits(hidden.data(), rows, packed.data(), V, C, got.data(), row_max.data());
+            EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+                << "C " << C << ", rows " << rows << ", V " << V << ", " << threads << " thread(s)";
+            for (int64_t r = 0; r < rows; r++)
+              ASSERT_EQ(row_max[size_t(r)], *std::max_element(want.begin() + r * V, want.begin() + (r + 1) * V))
+                  << "row " << r << ", C " << C << ", rows " << rows << ", V " << V;
+          }
+        }
+      }
+  omp_set_num_threads(threads_before);
+}
+
+// The narrow head's own dW += dlogitsᵀ · hidden gives oneDNN's bits up to 512 rows (the rows oneDNN's bf16 kernel
+// sums in one chain; lm_head_loss's groups hold no more): odd row counts (the last row paired with zeros),
+// vocabularies not a multiple of the 32-entry stripe, every C the kernel takes from its smallest, added onto what dW
+// held, on 1 and 2 threads.
+TEST(NarrowHead, DweightHasTheBitsOfOnednnBf16MatmulUpTo512Rows) {
+  if (!narrow_head_available(128) || !native_bf16_gemm())
+    GTEST_SKIP() << "needs AVX512-BF16 and oneDNN's bf16 matmul (on an AVX2 CPU oneDNN has no bf16 kernel)";
+  const int threads_before = omp_get_max_threads();
+  for (int64_t C : {8, 64, 128, 256})
+    for (int64_t rows : {1, 2, 7, 64, 301, 512})
+      for (int64_t V : {32, 45, 1000, 4099}) {
+        const std::vector<float> hidden = normal_floats(size_t(rows * C), uint32_t(rows + C), 2.0f);
+        const std::vector<float> dlogits = normal_floats(size_t(rows * V), uint32_t(V + rows), 1e-3f);
+        std::vector<bf16> dlogits16(dlogits.size());
+        convert_to_bf16(dlogits.data(), dlogits16.data(), dlogits.size());
+        const std::vector<float> before = normal_floats(size_t(V * C), uint32_t(C), 1e-2f);
+        std::vector<float> want = before;
+        gemm(true, false, V, C, rows, dlogits.data(), V, hidden.data(), C, want.data(), C, true, Precision::bf16,
+             nullptr, dlogits16.data());
+        for (int threads : {1, 2}) {
+          omp_set_num_threads(threads);
+          std::vector<float> got = before;
+          narrow_dweight(dlogits16.data(), rows, V, hidden.data(), C, got.data());
+          EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+              << "C " << C << ", rows " << rows << ", V " << V << ", " << threads << " thread(s)";
+        }
+      }
+  omp_set_num_threads(threads_before);
+}
+
+// lm_head_loss on the narrow head's own kernels against oneDNN's (per_product), forward and backward. 300 rows are one
+// group either way: every bit equal, dW's too. 1,100 rows at V = 2¹⁶ are groups of 1,024 + 76 rows for oneDNN and
+// three balanced groups of 367 (chunks of 184) here: the loss and dhidden keep their bits (a row's logits and its
+// gradient do not depend on its neighbours), dW is summed over other groups of rows.
+TEST(NarrowHead, LmHeadLossKeepsTheBitsOfOnednn) {
+  if (!narrow_head_available(128) || !native_bf16_gemm())
+    GTEST_SKIP() << "needs AVX512-BF16 and oneDNN's bf16 matmul (on an AVX2 CPU oneDNN has no bf16 kernel)";
+  for (const auto& [rows, V] : {std::pair<int64_t, int64_t>{300, 4099}, {1100, int64_t(1) << 16}}) {
+    const LmHeadProblem problem(rows, 128, V, 41);
+    const auto& [N, C, V_, hidden, weight, weight16, targets] = problem;
+    SCOPED_TRACE(::testing::Message() << "N " << N << ", V " << V);
+    const std::vector<float> dweight_before = normal_floats(size_t(V * C), 42, 1e-3f);
+    auto run = [&](LmHeadBf16Path path, std::vector<float>& dhidden, std::vector<float>& dweight, LossSums& forward) {
+      dhidden.assign(size_t(N * C), 0.0f);
+      dweight = dweight_before;
+      const LmHeadGrads grads{dhidden.data(), dweight.data(), 1.0f / float(N)};
+      forward = lm_head_loss(hidden.data(), {weight.data(), weight16.data()}, targets.data(), N, C, V, 1e-4f,
+                             Precision::bf16, nullptr, path);
+      return lm_head_loss(hidden.data(), {weight.data(), weight16.data()}, targets.data(), N, C, V, 1e-4f,
+                          Precision::bf16, &grads, path);
+    };
+    std::vector<float> dh_onednn, dw_onednn, dh_own, dw_own;
+    LossSums forward_onednn, forward_own;
+    const LossSums onednn = run(LmHeadBf16Path::per_product, dh_onednn, dw_onednn, forward_onednn);
+    const LossSums own = run(LmHeadBf16Path::narrow_head, dh_own, dw_own, forward_own);
+    EXPECT_EQ(own.ce, onednn.ce);
+    EXPECT_EQ(own.z, onednn.z);
+    EXPECT_EQ(forward_own.ce, onednn.ce);
+    EXPECT_EQ(forward_own.z, onednn.z);
+    EXPECT_EQ(dh_own, dh_onednn);
+    if (N <= 512) {
+      EXPECT_EQ(dw_own, dw_onednn);
+    } else {
+      double largest = 0, worst = 0;
+      for (size_t i = 0; i < dw_own.size(); i++) {
+        largest = std::max(largest, double(std::fabs(dw_onednn[i] - dweight_before[i])));
+        worst = std::max(worst, double(std::fabs(dw_own[i] - dw_onednn[i])));
+      }
+      EXPECT_GT(worst, 0.0) << "other groups, other sums";
+      EXPECT_LE(worst, 1e-5 * largest) << "dW differs beyond fp32 sum order";
+    }
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "replica/kernels/cpu/gemm.h"
+#include "replica/kernels/cpu/narrow_head.h"
 #include "replica/kernels/cpu/simd.h"
 
 namespace replica::cpu {
@@ -36,17 +37,45 @@ double exp_and_sum(float* x, int64_t n, float shift) {
   return sum;
 }
 
-// One labelled row: its cross-entropy and z-loss terms from its logits l[0, V). For the backward (grads), leaves
-// exp(logit − max) in l and returns k, with which the gradient of (ce + z_coef·lse²) · grad_scale is
-// l_j · k − [j = target] · grad_scale: d/dlogit_j of (ce + z_coef·lse²) = p_j · (1 + 2·z_coef·lse) − [j = target].
-float softmax_row(float* l, int64_t V, int32_t target, float z_coef, const LmHeadGrads* grads, double* ce, double* z) {
+// One labelled row: its cross-entropy and z-loss terms from its logits l[0, V) and their largest, m. For the
+// backward (grads), leaves exp(logit − m) in l and returns k, with which the gradient of
+// (ce + z_coef·lse²) · grad_scale is l_j · k − [j = target] · grad_scale:
+// d/dlogit_j of (ce + z_coef·lse²) = p_j · (1 + 2·z_coef·lse) − [j = target].
+float softmax_row(float* l, float m, int64_t V, int32_t target, float z_coef, const LmHeadGrads* grads, double* ce,
+                  double* z) {
   const float target_logit = l[target];
-  const float m = simd::max_of(l, V);
   const double sum = grads ? exp_and_sum<true>(l, V, m) : exp_and_sum<false>(l, V, m);
   const double lse = double(m) + std::log(sum);
   *ce = lse - double(target_logit);
   *z = lse * lse;
   return grads ? float((1.0 + 2.0 * z_coef * lse) / sum) * grads->grad_scale : 0.0f;
+}
+
+// g[j] = to_bf16(l[j] · k) for j in [0, V), g[target] = to_bf16(target_gradient): a row of bf16 logit gradients.
+// Where g is 64-byte aligned the row goes through a block in L1 and is streamed past the caches: the group of rows
+// (up to 128 MB) is read next by the backward GEMMs, from memory whatever the stores do, and normal stores would read
+// every line before writing it (bench/RESULTS.md, issue 34). The same values either way.
+void write_gradient_row(const float* l, int64_t V, float k, int32_t target, float target_gradient, bf16* g) {
+  constexpr int64_t kBlock = 512;  // 1 KiB of bf16, 16 lines
+  alignas(64) bf16 block[kBlock];
+  const bool stream = reinterpret_cast<uintptr_t>(g) % 64 == 0;
+  for (int64_t j0 = 0; j0 < V; j0 += kBlock) {
+    const int64_t n = std::min(kBlock, V - j0);
+    bf16* out = stream && n == kBlock ? block : g + j0;
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) out[j] = to_bf16(l[j0 + j] * k);
+    if (target >= j0 && target < j0 + n) out[target - j0] = to_bf16(target_gradient);
+    if (out == block) simd::stream_lines(g + j0, block, kBlock * sizeof(bf16) / 64);
+  }
+  simd::stream_fence();
+}
+
+// The first 64-byte aligned element of a buffer allocated with 64 bytes to spare: the rows of V elements that follow
+// start on cache lines (for V a multiple of 16 floats or 32 bf16, as the padded vocabularies are), so the logits and
+// their gradients can be streamed to memory.
+template <typename T>
+T* aligned_64(T* p) {
+  return p + (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64 / sizeof(T);
 }
 
 // out [rows, cols] = srcᵀ for src [cols, rows] (added to out when accumulate), by 64 × 64 tiles of 8 × 8 blocks
@@ -90,6 +119,11 @@ void transpose(const float* src, int64_t rows, int64_t cols, float* out, bool ac
 // runs near the peak and the add would only cost (bench/RESULTS.md). Another fp32 sum order for dW, as deterministic.
 constexpr int64_t kNarrowHead = 256;
 
+// Where the narrow head's own kernels run (narrow_head.h): from 128 rows per call, below which packing W per call costs
+// more than they save; with at most 512 rows per group, the rows oneDNN's bf16 kernel sums dW over in one chain, so
+// that dW keeps its bits (bench/RESULTS.md, issue 34).
+constexpr int64_t kOwnKernelsFromRows = 128, kOwnKernelsGroupRows = 512;
+
 void lm_head_loss_on_rounded_fp32(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C,
                                   int64_t V, float z_coef, const LmHeadGrads* grads, int64_t chunk, int64_t group,
                                   double* row_ce, double* row_z) {
@@ -124,7 +158,7 @@ void lm_head_loss_on_rounded_fp32(const float* hidden, WeightRef weight, const i
         if (grads) std::fill(l, l + V, 0.0f);
         continue;
       }
-      const float k = softmax_row(l, V, target, z_coef, grads, &row_ce[g0 + r], &row_z[g0 + r]);
+      const float k = softmax_row(l, simd::max_of(l, V), V, target, z_coef, grads, &row_ce[g0 + r], &row_z[g0 + r]);
       if (!grads) continue;
       const float target_gradient = l[target] * k - grads->grad_scale;
 #pragma omp simd
@@ -148,15 +182,31 @@ void lm_head_loss_on_rounded_fp32(const float* hidden, WeightRef weight, const i
 
 LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C, int64_t V,
                       float z_coef, Precision precision, const LmHeadGrads* grads, LmHeadBf16Path bf16_path) {
+  if (bf16_path == LmHeadBf16Path::automatic)
+    bf16_path = native_bf16_gemm() ? LmHeadBf16Path::narrow_head : LmHeadBf16Path::rounded_fp32;
+  const bool bf = precision == Precision::bf16;
+  const bool write_bf16 = grads && bf;
+  // A narrow head's bf16 logits and dW on our own dot products where the CPU has them, with oneDNN's bits
+  // (narrow_head.h); where they do not apply, narrow_head is per_product.
+  const bool own_kernels = bf && bf16_path == LmHeadBf16Path::narrow_head && C <= kNarrowHead &&
+                           N >= kOwnKernelsFromRows && native_bf16_gemm() && narrow_head_available(C);
   // Up to 16M logits (64 MB) per chunk.
-  const int64_t chunk = std::clamp<int64_t>((int64_t(1) << 24) / V, 1, N);
+  int64_t chunk = std::clamp<int64_t>((int64_t(1) << 24) / V, 1, N);
   // In bf16 the logit gradients are written rounded, straight into the backward GEMMs' operand, and gathered over a
   // group of up to 64M (128 MB, four chunks) so that the backward GEMMs run once per group: dW's sum over rows then
   // reads and writes the [V, C] accumulator once per group instead of once per chunk, and the GEMMs reduce over
   // more rows per call (bench/RESULTS.md, issue 34). In fp32 the backward runs per chunk on the fp32 gradients.
-  const bool bf = precision == Precision::bf16;
-  const bool write_bf16 = grads && bf;
-  const int64_t group = bf ? std::clamp<int64_t>((int64_t(1) << 26) / V / chunk * chunk, chunk, N) : chunk;
+  int64_t group = bf ? std::clamp<int64_t>((int64_t(1) << 26) / V / chunk * chunk, chunk, N) : chunk;
+  if (own_kernels) {
+    // Groups of equal size, of chunks of equal size (2,048 rows at V = 100,352: 4 × 512 = 4 × 4 × 128, not
+    // 3 × 668 + 44): the backward GEMMs of a short last group run far below the peak. Where oneDNN computes the
+    // logits their bits depend on the chunk's row count, so the other paths keep theirs.
+    group = std::min(group, kOwnKernelsGroupRows);
+    const int64_t groups = (N + group - 1) / group;
+    group = (N + groups - 1) / groups;
+    const int64_t chunks_per_group = (group + chunk - 1) / chunk;
+    chunk = (group + chunks_per_group - 1) / chunks_per_group;
+  }
   // Kept between calls: the chunk is tens of MB and page-faulting it in every step costs more than a GEMM.
   // (Thread-local to the caller; OpenMP workers below use the plain pointers.)
   static thread_local std::vector<float> logits_buffer, dhidden_t_buffer;
@@ -167,21 +217,25 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
   double* row_ce = ce_buffer.data();
   double* row_z = z_buffer.data();
 
-  if (bf16_path == LmHeadBf16Path::automatic)
-    bf16_path = native_bf16_gemm() ? LmHeadBf16Path::per_product : LmHeadBf16Path::rounded_fp32;
   if (bf && bf16_path == LmHeadBf16Path::rounded_fp32) {
     lm_head_loss_on_rounded_fp32(hidden, weight, targets, N, C, V, z_coef, grads, chunk, group, row_ce, row_z);
   } else {
-    logits_buffer.resize(size_t(chunk * V));
+    logits_buffer.resize(size_t(chunk * V + 16));
     // oneDNN's bf16 kernel runs a narrow head's dlogits · W faster than the transposed form, which the fp32 matmul (a
     // CPU without that kernel) and a wide head run faster (bench/RESULTS.md, issue 34).
     const bool dhidden_directly = C <= kNarrowHead && native_bf16_gemm();
+    // The own logits kernel's operands: W packed once per call, and each row's largest logit.
+    static thread_local std::vector<bf16> packed_weight;
+    static thread_local std::vector<float> row_max_buffer;
+    if (own_kernels) pack_narrow_weight(weight.f32, weight.b16, V, C, packed_weight);
+    row_max_buffer.resize(size_t(chunk));
+    float* row_max = row_max_buffer.data();
     if (write_bf16) {
-      grad16_buffer.resize(size_t(group * V));
+      grad16_buffer.resize(size_t(group * V + 32));
       if (!dhidden_directly) dhidden_t_buffer.resize(size_t(C * group));
     }
-    bf16* grad16 = write_bf16 ? grad16_buffer.data() : nullptr;
-    float* logits = logits_buffer.data();
+    bf16* grad16 = write_bf16 ? aligned_64(grad16_buffer.data()) : nullptr;
+    float* logits = aligned_64(logits_buffer.data());
     const int64_t backward_group = write_bf16 ? group : chunk;
     for (int64_t g0 = 0; g0 < N; g0 += backward_group) {
       const int64_t group_rows = std::min(backward_group, N - g0);
@@ -189,7 +243,10 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
         const int64_t rows = std::min(chunk, g0 + group_rows - n0);
         bf16* chunk16 = grad16 ? grad16 + (n0 - g0) * V : nullptr;
         // logits = hidden · Wᵀ
-        gemm(false, true, rows, V, C, hidden + n0 * C, C, weight.f32, C, logits, V, false, precision, weight.b16);
+        if (own_kernels)
+          narrow_logits(hidden + n0 * C, rows, packed_weight.data(), V, C, logits, row_max);
+        else
+          gemm(false, true, rows, V, C, hidden + n0 * C, C, weight.f32, C, logits, V, false, precision, weight.b16);
 #pragma omp parallel for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
           const int32_t target = targets[n0 + r];
@@ -201,13 +258,11 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
               std::fill(l, l + V, 0.0f);
             continue;
           }
-          const float k = softmax_row(l, V, target, z_coef, grads, &row_ce[n0 + r], &row_z[n0 + r]);
+          const float m = own_kernels ? row_max[r] : simd::max_of(l, V);
+          const float k = softmax_row(l, m, V, target, z_coef, grads, &row_ce[n0 + r], &row_z[n0 + r]);
           if (!grads) continue;
           if (chunk16) {
-            bf16* g = chunk16 + r * V;
-#pragma omp simd
-            for (int64_t j = 0; j < V; j++) g[j] = to_bf16(l[j] * k);
-            g[target] = to_bf16(l[target] * k - grads->grad_scale);
+            write_gradient_row(l, V, k, target, l[target] * k - grads->grad_scale, chunk16 + r * V);
           } else {
 #pragma omp simd
             for (int64_t j = 0; j < V; j++) l[j] *= k;
@@ -231,8 +286,11 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
              weight.b16);
         transpose(dhidden_t, group_rows, C, grads->dhidden + g0 * C, false);
       }
-      gemm(true, false, V, C, group_rows, logits, V, hidden + g0 * C, C, grads->dweight, C, true, precision, nullptr,
-           grad16);
+      if (own_kernels)
+        narrow_dweight(grad16, group_rows, V, hidden + g0 * C, C, grads->dweight);
+      else
+        gemm(true, false, V, C, group_rows, logits, V, hidden + g0 * C, C, grads->dweight, C, true, precision, nullptr,
+             grad16);
     }
   }
 

@@ -11,9 +11,12 @@ namespace replica::cpu {
 
 // How bf16 precision runs its GEMMs. per_product: gemm rounds (or takes the weight's bf16 copy) per product, for
 // oneDNN's bf16 matmul; rounded_fp32: the operands rounded once per call, held in fp32, through the fp32 matmul (the
-// loss and dhidden of per_product on a CPU without a bf16 matmul, bit for bit; dW in another sum order). automatic
-// takes rounded_fp32 exactly where oneDNN has no bf16 matmul (gemm.h); tests force either on any CPU.
-enum class LmHeadBf16Path { automatic, per_product, rounded_fp32 };
+// loss and dhidden of per_product on a CPU without a bf16 matmul, bit for bit; dW in another sum order);
+// narrow_head: a narrow head's logits and dW on replica's own AVX512-BF16 kernels (narrow_head.h; per_product's bits,
+// dW's too up to 512 rows per call), per_product where they do not apply (a wider head, fewer than 128 rows, a CPU
+// without them). automatic takes narrow_head where oneDNN has a bf16 matmul and rounded_fp32 where it has none
+// (gemm.h); tests force any on any CPU.
+enum class LmHeadBf16Path { automatic, per_product, rounded_fp32, narrow_head };
 
 // hidden [N, C] (after the final norm), weight [V, C], targets [N] (kIgnoreLabel = no label).
 // With grads, also computes the backward pass in the same sweep.

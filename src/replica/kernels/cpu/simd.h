@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -194,6 +194,26 @@ __attribute__((always_inline)) inline void transpose8(void* dst, int64_t ldd, co
   for (int k = 0; k < 8; k++) a[k] = load<f8v>(static_cast<const char*>(src) + 4 * k * lds);
   transpose8(t, a);
   for (int j = 0; j < 8; j++) store(static_cast<char*>(dst) + 4 * j * ldd, t[j]);
+}
+
+// Copies whole 64-byte lines to a 64-byte aligned dst with streaming (non-temporal) stores: for output that is read
+// next from memory anyway, a normal store would first read each line it overwrites and push other data out of the
+// caches. Weakly ordered: the writer calls stream_fence() before another thread reads dst.
+inline void stream_lines(void* dst, const void* src, size_t lines) {
+#if defined(__AVX512F__)
+  for (size_t i = 0; i < lines; i++)
+    _mm512_stream_si512(static_cast<__m512i*>(dst) + i, _mm512_loadu_si512(static_cast<const __m512i*>(src) + i));
+#elif defined(__AVX2__)
+  for (size_t i = 0; i < 2 * lines; i++)
+    _mm256_stream_si256(static_cast<__m256i*>(dst) + i, _mm256_loadu_si256(static_cast<const __m256i*>(src) + i));
+#else
+  std::memcpy(dst, src, 64 * lines);
+#endif
+}
+inline void stream_fence() {
+#if defined(__AVX2__)
+  _mm_sfence();
+#endif
 }
 
 }  // namespace replica::cpu::simd

@@ -1,0 +1,42 @@
+// A narrow LM head's bf16 products on AVX512-BF16's dot products instead of oneDNN's matmul: the logits
+// hidden · Wᵀ and the weight gradient dW += dlogitsᵀ · hidden, with oneDNN's bits (`NarrowHead.*`).
+//
+// At C = 128 (the tiny model) the LM head is 94 % of the step. oneDNN 2.6 runs the logits at ~290 GFLOP/s of a
+// 2048³ peak of ~420 and dW at ~340, short of what the dot products sustain (~400–460) for two reasons these kernels
+// take out (bench/RESULTS.md, issue 34):
+// - the logits, 205 M floats a step read back from memory by the softmax, are stored past the caches (a normal
+//   store first reads each line it overwrites), and each row's largest logit is found as they are written, so the
+//   softmax reads them once;
+// - dW reads the logit gradients [rows, V] down their columns: a stripe of 32 vocabulary entries is 64 bytes of
+//   each of hundreds of rows, hundreds of misses that no hardware prefetcher predicts, so the next stripe's lines
+//   are prefetched while the current one is multiplied.
+// W is packed once per lm_head_loss call into pairs along C ([V/16][C/2][16 vocabulary lanes][2]); each logit is one
+// vdpbf16ps chain over C's pairs in order from zero, each dW entry one chain over the rows' pairs in order, added to
+// dW at the end: the sums oneDNN's bf16 kernels form for these shapes.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "replica/core/bf16.h"
+
+namespace replica::cpu {
+
+// Whether this build runs these kernels (compiled for AVX512-BF16) for a head of C columns (a multiple of 8, at most
+// 256).
+bool narrow_head_available(int64_t C);
+
+// W [V, C], bf16 (W16) or rounded here from fp32 (W32, when W16 is null), packed for narrow_logits: vocabulary rows
+// in blocks of 16 (the last padded with zeros), each block's C/2 pairs of columns as 16 32-bit lanes.
+void pack_narrow_weight(const float* W32, const bf16* W16, int64_t V, int64_t C, std::vector<bf16>& packed);
+
+// logits [rows, V] (row stride V) = round_bf16(hidden [rows, C]) · Wᵀ, W as pack_narrow_weight packed it, and
+// row_max [rows] the largest logit of each row (found as the logits are written, so the softmax need not read them
+// for it). Rows that start 64-byte aligned are written with streaming stores.
+void narrow_logits(const float* hidden, int64_t rows, const bf16* packed, int64_t V, int64_t C, float* logits,
+                   float* row_max);
+
+// dW [V, C] += dlogitsᵀ · round_bf16(hidden [rows, C]), dlogits [rows, V] in bf16 (row stride V, rows 64-byte
+// aligned where it matters for speed only).
+void narrow_dweight(const bf16* dlogits, int64_t rows, int64_t V, const float* hidden, int64_t C, float* dW);
+
+}  // namespace replica::cpu
