@@ -212,7 +212,7 @@ void narrow_logits(const float* hidden, int64_t rows, const bf16* packed, int64_
 #pragma omp parallel num_threads(workers)
   {
     float* mine = lane_maxima + omp_get_thread_num() * rows * kVocabLanes;
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (int64_t s = 0; s < stretches; s++) {
       const int64_t b0 = s * kLogitBlocks, nb = std::min<int64_t>(kLogitBlocks, blocks - b0);
       for (int64_t r = 0; r < rows; r += kLogitRows)
@@ -254,7 +254,7 @@ void narrow_dweight(const bf16* dlogits, int64_t rows, int64_t V, const float* h
   {
     static thread_local std::vector<RowPairs> pairs;  // this worker's stripe: 64 bytes per row
     pairs.resize(size_t(2 * row_pairs));
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (int64_t s = 0; s < stripes; s++) {
       const int64_t v0 = s * kDweightStripe;
       pair_stripe(dlogits, rows, V, v0, pairs.data());
