@@ -188,8 +188,8 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
   const bool write_bf16 = grads && bf;
   // A narrow head's bf16 logits and dW on our own dot products where the CPU has them, with oneDNN's bits
   // (narrow_head.h); where they do not apply, narrow_head is per_product.
-  const bool own_kernels = bf && bf16_path == LmHeadBf16Path::narrow_head && C <= kNarrowHead &&
-                           N >= kOwnKernelsFromRows && native_bf16_gemm() && narrow_head_available(C);
+  const bool own_kernels = bf && bf16_path == LmHeadBf16Path::narrow_head && N >= kOwnKernelsFromRows &&
+                           native_bf16_gemm() && narrow_head_available(C);
   // Up to 16M logits (64 MB) per chunk.
   int64_t chunk = std::clamp<int64_t>((int64_t(1) << 24) / V, 1, N);
   // In bf16 the logit gradients are written rounded, straight into the backward GEMMs' operand, and gathered over a
@@ -227,8 +227,10 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
     // The own logits kernel's operands: W packed once per call, and each row's largest logit.
     static thread_local std::vector<bf16> packed_weight;
     static thread_local std::vector<float> row_max_buffer;
-    if (own_kernels) pack_narrow_weight(weight.f32, weight.b16, V, C, packed_weight);
-    row_max_buffer.resize(size_t(chunk));
+    if (own_kernels) {
+      pack_narrow_weight(weight.f32, weight.b16, V, C, packed_weight);
+      row_max_buffer.resize(size_t(chunk));
+    }
     float* row_max = row_max_buffer.data();
     if (write_bf16) {
       grad16_buffer.resize(size_t(group * V + 32));

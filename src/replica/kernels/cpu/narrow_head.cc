@@ -1,8 +1,8 @@
 // narrow_head.h. The logits: a tile is kLogitRows hidden rows × kLogitBlocks blocks of 16 vocabulary rows, 24 fp32
-// accumulators, and per pair of columns kLogitBlocks loads of W and kLogitRows broadcasts of a hidden pair feeding 24 dot
-// products; the tiles of one stretch of vocabulary run over all rows while its 24 KiB of packed W stay in L1. dW: a
-// tile is 32 vocabulary entries × kDweightColumns columns, 16 accumulators over all rows; the stripe of 32 entries is paired
-// across rows once (a 64-byte line of each row, interleaved with the next row's) and then read from L1 by every
+// accumulators, and per pair of columns kLogitBlocks loads of W and kLogitRows broadcasts of a hidden pair feeding 24
+// dot products; the tiles of one stretch of vocabulary run over all rows while its 24 KiB of packed W stay in L1. dW: a
+// tile is 32 vocabulary entries × kDweightColumns columns, 16 accumulators over all rows; the stripe of 32 entries is
+// paired across rows once (a 64-byte line of each row, interleaved with the next row's) and then read from L1 by every
 // column's tile. Each logit and each dW entry is summed by one thread in a fixed order: the same bits at any thread
 // count.
 #include "replica/kernels/cpu/narrow_head.h"
@@ -190,8 +190,8 @@ void pack_narrow_weight(const float* W32, const bf16* W16, int64_t V, int64_t C,
       for (int64_t p = 0; p < pairs; p++)
         for (int64_t e = 0; e < 2; e++)
           out[((b * pairs + p) * kVocabLanes + lane) * 2 + e] = v >= V ? bf16{0}
-                                                           : W16  ? W16[v * C + 2 * p + e]
-                                                                  : to_bf16(W32[v * C + 2 * p + e]);
+                                                                : W16  ? W16[v * C + 2 * p + e]
+                                                                       : to_bf16(W32[v * C + 2 * p + e]);
     }
 }
 
@@ -225,7 +225,8 @@ void narrow_logits(const float* hidden, int64_t rows, const bf16* packed, int64_
   for (int64_t r = 0; r < rows; r++) {
     float m = maxima[size_t(r * kVocabLanes)];
     for (int t = 0; t < workers; t++)
-      for (int64_t lane = 0; lane < kVocabLanes; lane++) m = std::max(m, maxima[size_t((t * rows + r) * kVocabLanes + lane)]);
+      for (int64_t lane = 0; lane < kVocabLanes; lane++)
+        m = std::max(m, maxima[size_t((t * rows + r) * kVocabLanes + lane)]);
     row_max[r] = m;
   }
 #else
@@ -247,7 +248,8 @@ void narrow_dweight(const bf16* dlogits, int64_t rows, int64_t V, const float* h
     for (int64_t c = 0; c < C; c++) {
       const uint32_t first = to_bf16(hidden[2 * p * C + c]).bits;
       const uint32_t second = 2 * p + 1 < rows ? to_bf16(hidden[(2 * p + 1) * C + c]).bits : 0u;
-      hidden_pairs[(c / kDweightColumns * row_pairs + p) * kDweightColumns + c % kDweightColumns] = first | second << 16;
+      const int64_t at = (c / kDweightColumns * row_pairs + p) * kDweightColumns + c % kDweightColumns;
+      hidden_pairs[at] = first | second << 16;
     }
   const int64_t stripes = (V + kDweightStripe - 1) / kDweightStripe;
 #pragma omp parallel
