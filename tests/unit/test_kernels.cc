@@ -21,6 +21,7 @@
 #include "replica/kernels/cpu/rmsnorm.h"
 #include "replica/kernels/cpu/rope.h"
 #include "replica/kernels/cpu/simd.h"
+#include "replica/kernels/cpu/sum_of_squares.h"
 #include "replica/kernels/cpu/swiglu.h"
 #include "replica/kernels/rope_table.h"
 
@@ -976,6 +977,24 @@ TEST(NarrowHead, LmHeadLossKeepsTheBitsOfOnednn) {
       EXPECT_LE(worst, 1e-5 * largest) << "dW differs beyond fp32 sum order";
     }
   }
+}
+
+// The gradient norm's block sums run eight whole blocks side by side; each block is still one chain of adds in index
+// order, so every partial sum has the bits of summing the blocks one at a time: around the groups' edges (fewer than
+// eight blocks, a short last block, exactly eight, groups then leftovers), on 1 and 2 threads.
+TEST(SumOfSquares, BlocksSideBySideHaveTheBitsOfOneChainPerBlock) {
+  const size_t B = kSquareSumBlock;
+  const int threads_before = omp_get_max_threads();
+  for (const size_t n : {size_t(0), size_t(5), B, 3 * B + 7, 8 * B, 8 * B + 1, 17 * B, 17 * B + 123, 24 * B - 1}) {
+    const std::vector<float> x = normal_floats(n, uint32_t(n % 1000 + 1), 1e-2f);
+    std::vector<double> want((n + B - 1) / B, 0.0);
+    for (size_t i = 0; i < n; i++) want[i / B] += double(x[i]) * double(x[i]);
+    for (int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      EXPECT_EQ(block_sums_of_squares(x.data(), n), want) << "n " << n << ", " << threads << " thread(s)";
+    }
+  }
+  omp_set_num_threads(threads_before);
 }
 
 }  // namespace
