@@ -13,8 +13,8 @@ namespace replica::cpu {
 // oneDNN's bf16 matmul; rounded_fp32: the operands rounded once per call, held in fp32, through the fp32 matmul (the
 // loss and dhidden of per_product on a CPU without a bf16 matmul, bit for bit; dW in another sum order);
 // narrow_head: a narrow head's logits and dW on replica's own AVX512-BF16 kernels (narrow_head.h; per_product's bits,
-// dW's too up to 512 rows per call), per_product where they do not apply (a wider head, fewer than 128 rows, a CPU
-// without them). automatic takes narrow_head where oneDNN has a bf16 matmul and rounded_fp32 where it has none
+// dW's too up to 512 rows per call), per_product where they do not apply (a head wider than 256 or not a multiple of
+// 8, fewer than 128 rows, a CPU without them). automatic takes narrow_head where oneDNN has a bf16 matmul and rounded_fp32 where it has none
 // (gemm.h); tests force any on any CPU.
 enum class LmHeadBf16Path { automatic, per_product, rounded_fp32, narrow_head };
 

@@ -12,7 +12,8 @@
 //   are prefetched while the current one is multiplied.
 // W is packed once per lm_head_loss call into pairs along C ([V/16][C/2][16 vocabulary lanes][2]); each logit is one
 // vdpbf16ps chain over C's pairs in order from zero, each dW entry one chain over the rows' pairs in order, added to
-// dW at the end: the sums oneDNN's bf16 kernels form for these shapes.
+// dW at the end: the sums oneDNN's bf16 kernels form for these shapes (dW up to 512 rows, the K block oneDNN sums in
+// one chain; lm_head_loss gives it no more).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -35,8 +36,8 @@ void pack_narrow_weight(const float* W32, const bf16* W16, int64_t V, int64_t C,
 void narrow_logits(const float* hidden, int64_t rows, const bf16* packed, int64_t V, int64_t C, float* logits,
                    float* row_max);
 
-// dW [V, C] += dlogitsᵀ · round_bf16(hidden [rows, C]), dlogits [rows, V] in bf16 (row stride V, rows 64-byte
-// aligned where it matters for speed only).
+// dW [V, C] += dlogitsᵀ · round_bf16(hidden [rows, C]), dlogits [rows, V] in bf16 (row stride V; rows that start
+// 64-byte aligned only read faster). oneDNN's bits up to 512 rows; beyond, still one chain per entry over all rows.
 void narrow_dweight(const bf16* dlogits, int64_t rows, int64_t V, const float* hidden, int64_t C, float* dW);
 
 }  // namespace replica::cpu
