@@ -317,7 +317,8 @@ void Transformer::forward_blocks(WeightSource& weights, const int32_t* ids) {
   const int64_t N = w.shape.N, C = config_.d_model;
   check_ids(ids, N);
   const ParamTable::Range embed_range = table_.embed_range();
-  be_.embedding_forward(w.resid[0].data(), ids, acquire(weights, embed_range)(table_.embed), N, C);
+  // The lookup reads fp32 rows: the embedding's bf16 copy, if any, is the tied LM head's (acquired again there).
+  be_.embedding_forward(w.resid[0].data(), ids, weights.acquire(embed_range, Precision::fp32)(table_.embed), N, C);
   weights.release(embed_range);
   for (int64_t l = 0; l < config_.n_layers; l++) {
     const ParamTable::Range range = table_.block_range(size_t(l));

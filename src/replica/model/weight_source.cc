@@ -1,5 +1,8 @@
-// WholeWeights: pointers into the whole buffer, with its bf16 copy rounded once per version of the weights.
+// WholeWeights: pointers into the whole buffer, with its bf16 copy rounded once per version of the weights, group by
+// group as groups are first acquired in bf16.
 #include "replica/model/weight_source.h"
+
+#include <algorithm>
 
 #include "replica/core/error.h"
 
@@ -10,9 +13,14 @@ GroupWeights WholeWeights::acquire(ParamTable::Range range, Precision precision)
   if (precision != Precision::bf16) return {params_ + range.begin, nullptr, range.begin};
   const Stamp now{params_, version_, version_->value()};
   if (rounded_ != now) {
-    if (params16_.size() != total_) params16_ = DeviceArray<bf16>(be_, total_);
-    be_.convert_to_bf16(params_, params16_.data(), total_);
+    rounded_ranges_.clear();
     rounded_ = now;
+  }
+  if (params16_.size() != total_) params16_ = DeviceArray<bf16>(be_, total_);
+  const auto same = [&](const ParamTable::Range& r) { return r.begin == range.begin && r.end == range.end; };
+  if (std::none_of(rounded_ranges_.begin(), rounded_ranges_.end(), same)) {
+    be_.convert_to_bf16(params_ + range.begin, params16_.data() + range.begin, range.end - range.begin);
+    rounded_ranges_.push_back(range);
   }
   return {params_ + range.begin, params16_.data() + range.begin, range.begin};
 }

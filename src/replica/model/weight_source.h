@@ -3,6 +3,7 @@
 // gather one group at a time (distributed/data_parallel.h) while a single process simply points into its whole buffer.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "replica/kernels/backend.h"
 #include "replica/model/params.h"
@@ -38,8 +39,9 @@ class WeightsVersion {
   uint64_t value_ = 0;
 };
 
-// The whole flat buffer (table.total() floats of backend memory). Its bf16 copy is rounded once for all groups, at
-// the first acquire in bf16 after the weights changed.
+// The whole flat buffer (table.total() floats of backend memory). Its bf16 copy is rounded group by group, at each
+// group's first acquire in bf16 after the weights changed: a group only ever read in fp32 (an untied embedding's,
+// whose lookup reads fp32 rows) is never rounded.
 class WholeWeights final : public WeightSource {
  public:
   WholeWeights(Backend& backend, size_t total) : be_(backend), total_(total) {}
@@ -75,6 +77,7 @@ class WholeWeights final : public WeightSource {
   WeightsVersion unversioned_;
   DeviceArray<bf16> params16_;
   Stamp rounded_;
+  std::vector<ParamTable::Range> rounded_ranges_;  // the ranges params16_ holds at rounded_
 };
 
 }  // namespace replica::model
