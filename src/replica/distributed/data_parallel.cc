@@ -84,7 +84,7 @@ class GroupSlots {
   }
   size_t give_back(model::ParamTable::Range range, const char* what) {
     for (size_t slot = 0; slot < held_.size(); slot++)
-      if (held_[slot] && held_[slot]->begin == range.begin && held_[slot]->end == range.end) {
+      if (held_[slot] == range) {
         held_[slot].reset();
         return slot;
       }

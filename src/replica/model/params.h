@@ -50,6 +50,7 @@ class ParamTable {
   // tile [0, total()).
   struct Range {
     size_t begin, end;
+    bool operator==(const Range&) const = default;
   };
   Range embed_range() const { return {0, block_range(0).begin}; }
   Range block_range(size_t layer) const {

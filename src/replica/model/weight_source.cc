@@ -17,8 +17,7 @@ GroupWeights WholeWeights::acquire(ParamTable::Range range, Precision precision)
     rounded_ = now;
   }
   if (params16_.size() != total_) params16_ = DeviceArray<bf16>(be_, total_);
-  const auto same = [&](const ParamTable::Range& r) { return r.begin == range.begin && r.end == range.end; };
-  if (std::none_of(rounded_ranges_.begin(), rounded_ranges_.end(), same)) {
+  if (std::find(rounded_ranges_.begin(), rounded_ranges_.end(), range) == rounded_ranges_.end()) {
     be_.convert_to_bf16(params_ + range.begin, params16_.data() + range.begin, range.end - range.begin);
     rounded_ranges_.push_back(range);
   }

@@ -23,11 +23,11 @@ std::vector<double> block_sums_of_squares(const float* x, size_t n) {
   // 2 % of its step; bench/RESULTS.md, issue 34).
   constexpr int64_t kChains = 8;
   const int64_t n_blocks = int64_t((n + kSquareSumBlock - 1) / kSquareSumBlock);
-  const int64_t whole_blocks = int64_t(n / kSquareSumBlock);
-  const int64_t side_by_side = whole_blocks / kChains;  // groups of kChains whole blocks
+  const int64_t side_by_side = int64_t(n / kSquareSumBlock) / kChains;  // groups of kChains whole blocks
+  const int64_t leftovers = n_blocks - side_by_side * kChains;          // summed one at a time
   std::vector<double> partial(size_t(n_blocks), 0.0);
 #pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < side_by_side + (n_blocks - side_by_side * kChains); g++) {
+  for (int64_t g = 0; g < side_by_side + leftovers; g++) {
     if (g >= side_by_side) {  // the blocks after the groups, one at a time
       const size_t begin = size_t(side_by_side * kChains + (g - side_by_side)) * kSquareSumBlock;
       partial[begin / kSquareSumBlock] = chain(x, begin, std::min(n, begin + kSquareSumBlock));
