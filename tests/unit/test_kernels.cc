@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -21,6 +22,7 @@
 #include "replica/kernels/cpu/rmsnorm.h"
 #include "replica/kernels/cpu/rope.h"
 #include "replica/kernels/cpu/simd.h"
+#include "replica/kernels/cpu/stretch_softmax.h"
 #include "replica/kernels/cpu/sum_of_squares.h"
 #include "replica/kernels/cpu/swiglu.h"
 #include "replica/kernels/rope_table.h"
@@ -870,9 +872,10 @@ TEST(LmHeadLoss, Bf16RoundedOnceMatchesRoundingPerProduct) {
   expect_rounded_once_matches_rounding_per_product(LmHeadProblem(150, 260, 4096, 30), false);
 }
 
-// A narrow head's own bf16 logits (narrow_head.h) give oneDNN's bf16 matmul's bits, which the loss and its gradients
-// then keep, and each row's largest logit: at every edge of the tiles (rows not a multiple of 4, vocabularies not a
-// multiple of 16 or 96), at C = 64, 128 and 256, from W in fp32 or already rounded, on 1 and 2 threads.
+// A narrow head's own bf16 logits (narrow_head.h), finished by stretches of the softmax, give what stretch_exps gives
+// over oneDNN's bf16 matmul's logits, bit for bit: each stretch's largest logit, sum and exps, and the targets'
+// logits; at every edge of the tiles (rows not a multiple of 4, vocabularies not a multiple of 16 or 96), at C = 64,
+// 128 and 256, from W in fp32 or already rounded, with and without the exps, on 1 and 2 threads.
 TEST(NarrowHead, LogitsHaveTheBitsOfOnednnBf16Matmul) {
   if (!narrow_head_available(128) || !native_bf16_gemm())
     GTEST_SKIP() << "needs AVX512-BF16 and oneDNN's bf16 matmul (on an AVX2 CPU oneDNN has no bf16 kernel)";
@@ -880,29 +883,66 @@ TEST(NarrowHead, LogitsHaveTheBitsOfOnednnBf16Matmul) {
   for (int64_t C : {64, 128, 256})
     for (int64_t rows : {1, 3, 6, 37, 167})
       for (int64_t V : {16, 100, 1000, 4099}) {
+        SCOPED_TRACE(::testing::Message() << "C " << C << ", rows " << rows << ", V " << V);
         const std::vector<float> hidden = normal_floats(size_t(rows * C), uint32_t(rows + C), 2.0f);
         const std::vector<float> W = normal_floats(size_t(V * C), uint32_t(V), 0.1f);
         std::vector<bf16> W16(W.size());
         convert_to_bf16(W.data(), W16.data(), W.size());
-        std::vector<float> want(size_t(rows * V)), got(want.size());
+        std::vector<int32_t> targets(static_cast<size_t>(rows));
+        for (int64_t r = 0; r < rows; r++) targets[size_t(r)] = r % 5 == 4 ? kIgnoreLabel : int32_t((r * 7919) % V);
+        const int64_t count = stretches_of(V);
+        std::vector<float> want(size_t(rows * V)), want_max(size_t(rows * count)), want_sum(want_max.size());
         gemm(false, true, rows, V, C, hidden.data(), C, W.data(), C, want.data(), V, false, Precision::bf16);
+        std::vector<float> want_target(size_t(rows), -1.0f);
+        for (int64_t r = 0; r < rows; r++) {
+          if (targets[size_t(r)] != kIgnoreLabel) want_target[size_t(r)] = want[size_t(r * V + targets[size_t(r)])];
+          row_stretch_exps(want.data() + r * V, V, true,
+                           {want_max.data() + r * count, want_sum.data() + r * count, count});
+        }
         for (const bf16* pre : {static_cast<const bf16*>(nullptr), static_cast<const bf16*>(W16.data())}) {
           std::vector<bf16> packed;
           pack_narrow_weight(W.data(), pre, V, C, packed);
-          for (int threads : {1, 2}) {
-            omp_set_num_threads(threads);
-            std::fill(got.begin(), got.end(), std::nanf(""));
-            std::vector<float> row_max(size_t(rows), std::nanf(""));
-            narrow_logits(hidden.data(), rows, packed.data(), V, C, got.data(), row_max.data());
-            EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
-                << "C " << C << ", rows " << rows << ", V " << V << ", " << threads << " thread(s)";
-            for (int64_t r = 0; r < rows; r++)
-              ASSERT_EQ(row_max[size_t(r)], *std::max_element(want.begin() + r * V, want.begin() + (r + 1) * V))
-                  << "row " << r << ", C " << C << ", rows " << rows << ", V " << V;
-          }
+          for (int threads : {1, 2})
+            for (bool with_exps : {true, false}) {
+              omp_set_num_threads(threads);
+              std::vector<float> got(want.size(), std::nanf("")), got_max(want_max.size(), std::nanf("")),
+                  got_sum(want_sum.size(), std::nanf("")), got_target(size_t(rows), -1.0f);
+              narrow_logits(hidden.data(), rows, packed.data(), V, C, targets.data(), with_exps ? got.data() : nullptr,
+                            {got_max.data(), got_sum.data(), count}, got_target.data());
+              SCOPED_TRACE(::testing::Message() << threads << " thread(s), exps " << with_exps);
+              if (with_exps) {
+                EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+              }
+              EXPECT_EQ(got_max, want_max);
+              EXPECT_EQ(got_sum, want_sum);
+              EXPECT_EQ(got_target, want_target);
+            }
         }
       }
   omp_set_num_threads(threads_before);
+}
+
+// The AVX-512 softmax's exp (stretch_softmax.h) is within 1 ulp of exp at every 97th float of [−104, 0], subnormal
+// results included; exp(±0) = 1 exactly (a stretch's largest logit), exp(−inf) = 0, and NaN stays NaN.
+TEST(StretchSoftmax, ExpIsWithinOneUlpDownToSubnormals) {
+#if REPLICA_STRETCH512
+  auto exp512 = [](float x) { return _mm512_cvtss_f32(stretch512::exp_nonpositive(_mm512_set1_ps(x))); };
+  const uint32_t lowest = std::bit_cast<uint32_t>(-104.0f);
+  int64_t subnormal = 0;
+  for (uint32_t bits = 0x80000000u; bits <= lowest; bits += 97) {
+    const float x = std::bit_cast<float>(bits), got = exp512(x), want = float(std::exp(double(x)));
+    const int64_t ulps = std::abs(int64_t(std::bit_cast<int32_t>(got)) - int64_t(std::bit_cast<int32_t>(want)));
+    ASSERT_LE(ulps, 1) << "exp(" << x << ") = " << got << ", not " << want;
+    subnormal += want > 0.0f && want < FLT_MIN;
+  }
+  EXPECT_GT(subnormal, 0) << "the sweep reaches subnormal results";
+  EXPECT_EQ(exp512(0.0f), 1.0f);
+  EXPECT_EQ(exp512(-0.0f), 1.0f);
+  EXPECT_EQ(exp512(-INFINITY), 0.0f);
+  EXPECT_TRUE(std::isnan(exp512(NAN)));
+#else
+  GTEST_SKIP() << "needs AVX-512 (the portable build's softmax uses simd::exp, Simd.MaxAndExpGiveThePortableBits)";
+#endif
 }
 
 // The narrow head's own dW += dlogitsᵀ · hidden gives oneDNN's bits up to 512 rows (the rows oneDNN's bf16 kernel

@@ -8,64 +8,76 @@
 #include "replica/kernels/cpu/gemm.h"
 #include "replica/kernels/cpu/narrow_head.h"
 #include "replica/kernels/cpu/simd.h"
+#include "replica/kernels/cpu/stretch_softmax.h"
 
 namespace replica::cpu {
 
 namespace {
 
-// Σ exp(x[i] − shift) accumulated in 16 fp32 lanes, then in double (a fixed order); with kKeep, x[i] becomes the
-// exponential (the backward's operand; the forward alone needs only the sum, and not writing the row saves a pass).
-// The 16 lanes are simd::kParts native vectors (simd.h).
-template <bool kKeep>
-double exp_and_sum(float* x, int64_t n, float shift) {
-  simd::native lanes[simd::kParts] = {};
-  int64_t i = 0;
-  for (; i + simd::kWidth <= n; i += simd::kWidth)
-    for (int p = 0; p < simd::kParts; p++) {
-      float* at = x + i + p * simd::kNativeWidth;
-      const simd::native e = simd::exp(simd::load<simd::native>(at) - shift);
-      if constexpr (kKeep) simd::store(at, e);
-      lanes[p] += e;
-    }
-  double sum = 0.0;
-  for (; i < n; i++) {
-    const float e = simd::exp(simd::splat(x[i] - shift))[0];
-    if constexpr (kKeep) x[i] = e;
-    sum += e;
-  }
-  for (int j = 0; j < simd::kWidth; j++) sum += simd::lane(lanes, j);
-  return sum;
-}
+// Per row of a chunk: its stretches of the softmax (stretch_softmax.h), the factors softmax_row makes of them, and
+// its target's logit. Kept between calls, as the logits are.
+struct RowStretches {
+  std::vector<float> max, sum, factor, target_logit;
+  int64_t count = 0;
 
-// One labelled row: its cross-entropy and z-loss terms from its logits l[0, V) and their largest, m. For the
-// backward (grads), leaves exp(logit − m) in l and returns k, with which the gradient of
-// (ce + z_coef·lse²) · grad_scale is l_j · k − [j = target] · grad_scale:
-// d/dlogit_j of (ce + z_coef·lse²) = p_j · (1 + 2·z_coef·lse) − [j = target].
-float softmax_row(float* l, float m, int64_t V, int32_t target, float z_coef, const LmHeadGrads* grads, double* ce,
-                  double* z) {
-  const float target_logit = l[target];
-  const double sum = grads ? exp_and_sum<true>(l, V, m) : exp_and_sum<false>(l, V, m);
-  const double lse = double(m) + std::log(sum);
+  void resize(int64_t rows, int64_t V) {
+    count = stretches_of(V);
+    for (std::vector<float>* v : {&max, &sum, &factor}) v->resize(size_t(rows * count));
+    target_logit.resize(size_t(rows));
+  }
+  StretchSums all() { return {max.data(), sum.data(), count}; }
+  StretchSums row(int64_t r) { return {max.data() + r * count, sum.data() + r * count, count}; }
+  float* factors(int64_t r) { return factor.data() + r * count; }
+};
+
+// One labelled row: its cross-entropy and z-loss terms from its stretches and its target's logit. For the backward
+// (grads), factor[s] becomes the number by which stretch s's exps give the gradient of (ce + z_coef·lse²) · grad_scale,
+// e_j · factor[s] − [j = target] · grad_scale: d/dlogit_j of (ce + z_coef·lse²) = p_j · (1 + 2·z_coef·lse) − [j =
+// target], p_j = e_j · exp(m_s − M) / Σ.
+void softmax_row(StretchSums sums, float target_logit, float z_coef, const LmHeadGrads* grads, float* factor,
+                 double* ce, double* z) {
+  float M;
+  const double sum = row_sum_of_exps(sums, factor, &M);
+  const double lse = double(M) + std::log(sum);
   *ce = lse - double(target_logit);
   *z = lse * lse;
-  return grads ? float((1.0 + 2.0 * z_coef * lse) / sum) * grads->grad_scale : 0.0f;
+  if (!grads) return;
+  const float k = float((1.0 + 2.0 * z_coef * lse) / sum) * grads->grad_scale;
+#pragma omp simd
+  for (int64_t s = 0; s < sums.count; s++) factor[s] *= k;
 }
 
-// g[j] = to_bf16(l[j] · k) for j in [0, V), g[target] = to_bf16(target_gradient): a row of bf16 logit gradients.
-// Where g is 64-byte aligned the row goes through a block in L1 and is streamed past the caches: the group of rows
-// (up to 128 MB) is read next by the backward GEMMs, from memory whatever the stores do, and normal stores would read
-// every line before writing it (bench/RESULTS.md, issue 34). The same values either way.
-void write_gradient_row(const float* l, int64_t V, float k, int32_t target, float target_gradient, bf16* g) {
-  constexpr int64_t kBlock = 512;  // 1 KiB of bf16, 16 lines
-  alignas(64) bf16 block[kBlock];
-  const bool stream = reinterpret_cast<uintptr_t>(g) % 64 == 0;
-  for (int64_t j0 = 0; j0 < V; j0 += kBlock) {
-    const int64_t n = std::min(kBlock, V - j0);
-    bf16* out = stream && n == kBlock ? block : g + j0;
+// The row's logit gradients in place of its exps e[0, V) (rounded to bf16 values with kRound): e_j · factor[s] and,
+// at the target, e_j · factor[s] − grad_scale.
+template <bool kRound>
+void gradient_row_in_place(float* e, int64_t V, const float* factor, int32_t target, float grad_scale) {
+  const float target_gradient = e[target] * factor[target / kSoftmaxStretch] - grad_scale;
+  for (int64_t v0 = 0, s = 0; v0 < V; v0 += kSoftmaxStretch, s++) {
+    const int64_t n = std::min(kSoftmaxStretch, V - v0);
+    const float k = factor[s];
 #pragma omp simd
-    for (int64_t j = 0; j < n; j++) out[j] = to_bf16(l[j0 + j] * k);
-    if (target >= j0 && target < j0 + n) out[target - j0] = to_bf16(target_gradient);
-    if (out == block) simd::stream_lines(g + j0, block, kBlock * sizeof(bf16) / 64);
+    for (int64_t j = v0; j < v0 + n; j++) e[j] = kRound ? round_to_bf16(e[j] * k) : e[j] * k;
+  }
+  e[target] = kRound ? round_to_bf16(target_gradient) : target_gradient;
+}
+
+// The same gradients rounded to bf16 into g. Where g is 64-byte aligned each stretch goes through a block in L1 and
+// is streamed past the caches: the group of rows (up to 128 MB) is read next by the backward GEMMs, from memory
+// whatever the stores do, and normal stores would read every line before writing it (bench/RESULTS.md, issue 34).
+// The same values either way.
+void write_gradient_row(const float* e, int64_t V, const float* factor, int32_t target, float grad_scale, bf16* g) {
+  alignas(64) bf16 block[kSoftmaxStretch];  // three lines
+  constexpr size_t kLines = sizeof(block) / 64;
+  static_assert(sizeof(block) % 64 == 0);
+  const bool stream = reinterpret_cast<uintptr_t>(g) % 64 == 0;
+  for (int64_t v0 = 0, s = 0; v0 < V; v0 += kSoftmaxStretch, s++) {
+    const int64_t n = std::min(kSoftmaxStretch, V - v0);
+    const float k = factor[s];
+    bf16* out = stream && n == kSoftmaxStretch ? block : g + v0;
+#pragma omp simd
+    for (int64_t j = 0; j < n; j++) out[j] = to_bf16(e[v0 + j] * k);
+    if (target >= v0 && target < v0 + n) out[target - v0] = to_bf16(e[target] * k - grad_scale);
+    if (out == block) simd::stream_lines(g + v0, block, kLines);
   }
   simd::stream_fence();
 }
@@ -129,7 +141,10 @@ void lm_head_loss_on_rounded_fp32(const float* hidden, WeightRef weight, const i
                                   double* row_ce, double* row_z) {
   static thread_local std::vector<float> hidden_buffer, weight_buffer, logits_buffer, dhidden_t_buffer,
       dweight_t_buffer;
+  static thread_local RowStretches stretches_buffer;
   if (!grads) group = chunk;
+  stretches_buffer.resize(group, V);
+  RowStretches* stretches = &stretches_buffer;  // (inside the parallel region the name is each worker's own)
   hidden_buffer.resize(size_t(N * C));
   weight_buffer.resize(size_t(V * C));
   logits_buffer.resize(size_t(group * V));
@@ -158,12 +173,11 @@ void lm_head_loss_on_rounded_fp32(const float* hidden, WeightRef weight, const i
         if (grads) std::fill(l, l + V, 0.0f);
         continue;
       }
-      const float k = softmax_row(l, simd::max_of(l, V), V, target, z_coef, grads, &row_ce[g0 + r], &row_z[g0 + r]);
-      if (!grads) continue;
-      const float target_gradient = l[target] * k - grads->grad_scale;
-#pragma omp simd
-      for (int64_t j = 0; j < V; j++) l[j] = round_to_bf16(l[j] * k);
-      l[target] = round_to_bf16(target_gradient);
+      const float target_logit = l[target];
+      row_stretch_exps(l, V, grads != nullptr, stretches->row(r));
+      softmax_row(stretches->row(r), target_logit, z_coef, grads, stretches->factors(r), &row_ce[g0 + r],
+                  &row_z[g0 + r]);
+      if (grads) gradient_row_in_place<true>(l, V, stretches->factors(r), target, grads->grad_scale);
     }
     if (!grads) continue;
     // dhiddenᵀ = Wᵀ · dlogitsᵀ, transposed into dhidden; dW += dlogitsᵀ · hidden, or dWᵀ (+)= hiddenᵀ · dlogits.
@@ -224,14 +238,12 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
     // oneDNN's bf16 kernel runs a narrow head's dlogits · W faster than the transposed form, which the fp32 matmul (a
     // CPU without that kernel) and a wide head run faster (bench/RESULTS.md, issue 34).
     const bool dhidden_directly = C <= kNarrowHead && native_bf16_gemm();
-    // The own logits kernel's operands: W packed once per call, and each row's largest logit.
+    // The own logits kernel's operand: W packed once per call.
     static thread_local std::vector<bf16> packed_weight;
-    static thread_local std::vector<float> row_max_buffer;
-    if (own_kernels) {
-      pack_narrow_weight(weight.f32, weight.b16, V, C, packed_weight);
-      row_max_buffer.resize(size_t(chunk));
-    }
-    float* row_max = row_max_buffer.data();
+    if (own_kernels) pack_narrow_weight(weight.f32, weight.b16, V, C, packed_weight);
+    static thread_local RowStretches stretches_buffer;
+    stretches_buffer.resize(chunk, V);
+    RowStretches* stretches = &stretches_buffer;  // (inside the parallel region the name is each worker's own)
     if (write_bf16) {
       grad16_buffer.resize(size_t(group * V + 32));
       if (!dhidden_directly) dhidden_t_buffer.resize(size_t(C * group));
@@ -244,9 +256,11 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
       for (int64_t n0 = g0; n0 < g0 + group_rows; n0 += chunk) {
         const int64_t rows = std::min(chunk, g0 + group_rows - n0);
         bf16* chunk16 = grad16 ? grad16 + (n0 - g0) * V : nullptr;
-        // logits = hidden · Wᵀ
+        // logits = hidden · Wᵀ, or from the own kernel each stretch's largest logit and sum of exps (with grads, its
+        // exps: the forward alone writes nothing per logit), and the targets' logits
         if (own_kernels)
-          narrow_logits(hidden + n0 * C, rows, packed_weight.data(), V, C, logits, row_max);
+          narrow_logits(hidden + n0 * C, rows, packed_weight.data(), V, C, targets + n0, grads ? logits : nullptr,
+                        stretches->all(), stretches->target_logit.data());
         else
           gemm(false, true, rows, V, C, hidden + n0 * C, C, weight.f32, C, logits, V, false, precision, weight.b16);
 #pragma omp parallel for schedule(static)
@@ -260,16 +274,18 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
               std::fill(l, l + V, 0.0f);
             continue;
           }
-          const float m = own_kernels ? row_max[r] : simd::max_of(l, V);
-          const float k = softmax_row(l, m, V, target, z_coef, grads, &row_ce[n0 + r], &row_z[n0 + r]);
-          if (!grads) continue;
-          if (chunk16) {
-            write_gradient_row(l, V, k, target, l[target] * k - grads->grad_scale, chunk16 + r * V);
-          } else {
-#pragma omp simd
-            for (int64_t j = 0; j < V; j++) l[j] *= k;
-            l[target] -= grads->grad_scale;
+          if (!own_kernels) {
+            stretches->target_logit[size_t(r)] = l[target];
+            row_stretch_exps(l, V, grads != nullptr, stretches->row(r));
           }
+          float* factor = stretches->factors(r);
+          softmax_row(stretches->row(r), stretches->target_logit[size_t(r)], z_coef, grads, factor, &row_ce[n0 + r],
+                      &row_z[n0 + r]);
+          if (!grads) continue;
+          if (chunk16)
+            write_gradient_row(l, V, factor, target, grads->grad_scale, chunk16 + r * V);
+          else
+            gradient_row_in_place<false>(l, V, factor, target, grads->grad_scale);
         }
         if (!grads || write_bf16) continue;
         // dhidden = dlogits · W,  dW += dlogitsᵀ · hidden

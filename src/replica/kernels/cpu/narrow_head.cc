@@ -11,12 +11,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include "replica/core/error.h"
 #include "replica/kernels/cpu/simd.h"
+#include "replica/kernels/cpu/stretch_softmax.h"
 
-#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+#if defined(__AVX512BF16__) && defined(__AVX512BW__) && REPLICA_STRETCH512
 #define REPLICA_NARROW_HEAD 1
 #include <immintrin.h>
 #endif
@@ -31,12 +31,24 @@ constexpr int64_t kDweightStripe = 32;  // dW's vocabulary entries per stripe: o
 constexpr int kDweightColumns = 8;      // dW's columns per tile
 
 #if REPLICA_NARROW_HEAD
-// Rows [0, R) of h [·, C] against blocks [0, NV) of w (packed): the logits of vocabulary rows v0 … v0 + 16 NV − 1
-// that are below V, into out (row stride V), streamed past the caches where out is aligned (the softmax reads them
-// back from memory whichever way they are stored, and a normal store reads each line before writing it: ~195 against
-// ~150 GFLOP/s per thread, bench/RESULTS.md); each row's largest of them into its 16 lanes of maxima.
+static_assert(kLogitBlocks * kVocabLanes == kSoftmaxStretch, "a stretch of the softmax is a tile's vocabulary");
+
+// Where a tile's logits go: each row's stretch of the softmax, its target's logit, and the exps (with exps).
+struct LogitsOut {
+  int64_t V;
+  const int32_t* targets;  // [rows]
+  float* exps;             // [rows, V], or null
+  StretchSums stretches;   // [rows, count]
+  float* target_logit;     // [rows]
+};
+
+// Rows r0 … r0 + R − 1 of h [·, C] (h at row r0) against blocks [0, NV) of w (packed): the logits of stretch s,
+// finished as a stretch of the softmax while they are in L1 (stretch_exps: the softmax need not read them from
+// memory); the exps go out with streaming stores where the row is aligned (a normal store reads each line before
+// writing it, and the gradient pass reads them back from memory anyway: ~195 against ~150 GFLOP/s per thread,
+// bench/RESULTS.md).
 template <int R, int NV>
-void logit_tile(float* out, int64_t V, int64_t v0, const bf16* h, int64_t C, const bf16* w, float* maxima) {
+void logit_tile(const bf16* h, int64_t C, const bf16* w, int64_t r0, int64_t s, const LogitsOut& out) {
   const int64_t pairs = C / 2;
   __m512 acc[R][NV];
   for (int r = 0; r < R; r++)
@@ -51,58 +63,64 @@ void logit_tile(float* out, int64_t V, int64_t v0, const bf16* h, int64_t C, con
       for (int j = 0; j < NV; j++) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], a, b[j]);
     }
   }
+  const int64_t v0 = s * kSoftmaxStretch, n = std::min(kSoftmaxStretch, out.V - v0);
+  const int live = int(n - (NV - 1) * kVocabLanes);  // lanes of the last block below V
   for (int r = 0; r < R; r++) {
-    __m512 m = _mm512_loadu_ps(maxima + r * kVocabLanes);
+    const int64_t row = r0 + r, at = row * out.stretches.count + s, t = out.targets[row] - v0;
+    if (t >= 0 && t < n) {
+      alignas(64) float block[kVocabLanes];
+      for (int j = 0; j < NV; j++)
+        if (j == t / kVocabLanes) _mm512_store_ps(block, acc[r][j]);
+      out.target_logit[row] = block[t % kVocabLanes];
+    }
+    out.stretches.sum[at] = stretch512::exps(acc[r], NV, live, &out.stretches.max[at]);
+    if (!out.exps) continue;
+    float* exps = out.exps + row * out.V + v0;
+    const bool stream = reinterpret_cast<uintptr_t>(exps) % 64 == 0;
     for (int j = 0; j < NV; j++) {
-      const int64_t v = v0 + j * kVocabLanes;
-      float* at = out + r * V + v;
-      if (v + kVocabLanes <= V) {
-        m = _mm512_mask_max_ps(m, 0xffff, m, acc[r][j]);  // (GCC 12 warns of _mm512_max_ps's undefined source)
-        if (reinterpret_cast<uintptr_t>(at) % 64 == 0)
-          _mm512_stream_ps(at, acc[r][j]);
+      if (j < NV - 1 || live == kVocabLanes) {
+        if (stream)
+          _mm512_stream_ps(exps + j * kVocabLanes, acc[r][j]);
         else
-          _mm512_storeu_ps(at, acc[r][j]);
+          _mm512_storeu_ps(exps + j * kVocabLanes, acc[r][j]);
       } else {
-        const __mmask16 below_v = __mmask16((1u << (V - v)) - 1);
-        m = _mm512_mask_max_ps(m, below_v, m, acc[r][j]);
-        _mm512_mask_storeu_ps(at, below_v, acc[r][j]);
+        _mm512_mask_storeu_ps(exps + j * kVocabLanes, __mmask16((1u << live) - 1), acc[r][j]);
       }
     }
-    _mm512_storeu_ps(maxima + r * kVocabLanes, m);
   }
 }
 
 template <int R>
-void tile_of_rows(int64_t blocks, float* out, int64_t V, int64_t v0, const bf16* h, int64_t C, const bf16* w,
-                  float* maxima) {
+void tile_of_rows(int64_t blocks, const bf16* h, int64_t C, const bf16* w, int64_t r0, int64_t s,
+                  const LogitsOut& out) {
   switch (blocks) {
     case 1:
-      return logit_tile<R, 1>(out, V, v0, h, C, w, maxima);
+      return logit_tile<R, 1>(h, C, w, r0, s, out);
     case 2:
-      return logit_tile<R, 2>(out, V, v0, h, C, w, maxima);
+      return logit_tile<R, 2>(h, C, w, r0, s, out);
     case 3:
-      return logit_tile<R, 3>(out, V, v0, h, C, w, maxima);
+      return logit_tile<R, 3>(h, C, w, r0, s, out);
     case 4:
-      return logit_tile<R, 4>(out, V, v0, h, C, w, maxima);
+      return logit_tile<R, 4>(h, C, w, r0, s, out);
     case 5:
-      return logit_tile<R, 5>(out, V, v0, h, C, w, maxima);
+      return logit_tile<R, 5>(h, C, w, r0, s, out);
     default:
-      return logit_tile<R, kLogitBlocks>(out, V, v0, h, C, w, maxima);
+      return logit_tile<R, kLogitBlocks>(h, C, w, r0, s, out);
   }
 }
 
 // A tile of `rows` ≤ kLogitRows rows and `blocks` ≤ kLogitBlocks blocks (the edges of the matrix are smaller tiles).
-void any_tile(int64_t rows, int64_t blocks, float* out, int64_t V, int64_t v0, const bf16* h, int64_t C, const bf16* w,
-              float* maxima) {
+void any_tile(int64_t rows, int64_t blocks, const bf16* h, int64_t C, const bf16* w, int64_t r0, int64_t s,
+              const LogitsOut& out) {
   switch (rows) {
     case 1:
-      return tile_of_rows<1>(blocks, out, V, v0, h, C, w, maxima);
+      return tile_of_rows<1>(blocks, h, C, w, r0, s, out);
     case 2:
-      return tile_of_rows<2>(blocks, out, V, v0, h, C, w, maxima);
+      return tile_of_rows<2>(blocks, h, C, w, r0, s, out);
     case 3:
-      return tile_of_rows<3>(blocks, out, V, v0, h, C, w, maxima);
+      return tile_of_rows<3>(blocks, h, C, w, r0, s, out);
     default:
-      return tile_of_rows<kLogitRows>(blocks, out, V, v0, h, C, w, maxima);
+      return tile_of_rows<kLogitRows>(blocks, h, C, w, r0, s, out);
   }
 }
 
@@ -195,42 +213,28 @@ void pack_narrow_weight(const float* W32, const bf16* W16, int64_t V, int64_t C,
     }
 }
 
-void narrow_logits(const float* hidden, int64_t rows, const bf16* packed, int64_t V, int64_t C, float* logits,
-                   float* row_max) {
+void narrow_logits(const float* hidden, int64_t rows, const bf16* packed, int64_t V, int64_t C, const int32_t* targets,
+                   float* exps, StretchSums stretches, float* target_logit) {
 #if REPLICA_NARROW_HEAD
-  // The caller's; the workers read and write them. maxima[(t · rows + r) · 16 + lane]: worker t's 16 lanes of row
-  // r's largest logit.
-  static thread_local std::vector<bf16> hidden16;
-  static thread_local std::vector<float> maxima;
+  static thread_local std::vector<bf16> hidden16;  // the caller's; the workers read it
   hidden16.resize(size_t(rows * C));
   convert_to_bf16(hidden, hidden16.data(), size_t(rows * C));
   const bf16* h = hidden16.data();
-  const int workers = omp_get_max_threads();
-  maxima.assign(size_t(workers * rows * kVocabLanes), -std::numeric_limits<float>::infinity());
-  float* lane_maxima = maxima.data();  // (inside the parallel region `maxima` would name each worker's own)
-  const int64_t blocks = (V + kVocabLanes - 1) / kVocabLanes, stretches = (blocks + kLogitBlocks - 1) / kLogitBlocks;
-#pragma omp parallel num_threads(workers)
+  const LogitsOut out{V, targets, exps, stretches, target_logit};
+  const int64_t blocks = (V + kVocabLanes - 1) / kVocabLanes;
+#pragma omp parallel
   {
-    float* mine = lane_maxima + omp_get_thread_num() * rows * kVocabLanes;
 #pragma omp for schedule(static) nowait
-    for (int64_t s = 0; s < stretches; s++) {
+    for (int64_t s = 0; s < stretches.count; s++) {
       const int64_t b0 = s * kLogitBlocks, nb = std::min<int64_t>(kLogitBlocks, blocks - b0);
       for (int64_t r = 0; r < rows; r += kLogitRows)
-        any_tile(std::min<int64_t>(kLogitRows, rows - r), nb, logits + r * V, V, b0 * kVocabLanes, h + r * C, C,
-                 packed + b0 * kVocabLanes * C, mine + r * kVocabLanes);
+        any_tile(std::min<int64_t>(kLogitRows, rows - r), nb, h + r * C, C, packed + b0 * kVocabLanes * C, r, s, out);
     }
-    _mm_sfence();  // this worker's streaming stores reach memory before the caller reads the logits
-  }
-  // A maximum is exact in any order; the workers and lanes in a fixed one all the same.
-  for (int64_t r = 0; r < rows; r++) {
-    float m = maxima[size_t(r * kVocabLanes)];
-    for (int t = 0; t < workers; t++)
-      for (int64_t lane = 0; lane < kVocabLanes; lane++)
-        m = std::max(m, maxima[size_t((t * rows + r) * kVocabLanes + lane)]);
-    row_max[r] = m;
+    if (exps) _mm_sfence();  // this worker's streaming stores reach memory before the caller reads the exps
   }
 #else
-  (void)hidden, (void)rows, (void)packed, (void)V, (void)C, (void)logits, (void)row_max;
+  (void)hidden, (void)rows, (void)packed, (void)V, (void)C, (void)targets, (void)exps, (void)stretches,
+      (void)target_logit;
   throw Error("narrow_logits: this build has no AVX512-BF16 (narrow_head_available is false)");
 #endif
 }
