@@ -12,12 +12,11 @@ float stretch_exps(float* l, int64_t n, bool keep, float* max) {
 #if REPLICA_STRETCH512
   __m512 v[kSoftmaxStretch / 16];
   const int nv = int((n + 15) / 16), live = int(n - 16 * (nv - 1));
-  for (int j = 0; j < nv; j++)
-    v[j] = _mm512_maskz_loadu_ps(j < nv - 1 ? __mmask16(0xffff) : __mmask16((1u << live) - 1), l + 16 * j);
+  auto lanes_of = [&](int j) { return j < nv - 1 ? stretch512::kAll : __mmask16((1u << live) - 1); };
+  for (int j = 0; j < nv; j++) v[j] = _mm512_maskz_loadu_ps(lanes_of(j), l + 16 * j);
   const float sum = stretch512::exps(v, nv, live, max);
   if (keep)
-    for (int j = 0; j < nv; j++)
-      _mm512_mask_storeu_ps(l + 16 * j, j < nv - 1 ? __mmask16(0xffff) : __mmask16((1u << live) - 1), v[j]);
+    for (int j = 0; j < nv; j++) _mm512_mask_storeu_ps(l + 16 * j, lanes_of(j), v[j]);
   return sum;
 #else
   simd::native lanes[simd::kParts];

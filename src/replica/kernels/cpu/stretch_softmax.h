@@ -5,9 +5,9 @@
 // Each stretch s of a row's logits gives its largest logit m_s and e_j = exp(l_j − m_s), summed to S_s; the row's
 // sum of exps is then Σ_s S_s · exp(m_s − M), M the largest m_s, in double, and a logit's softmax
 // e_j · exp(m_s − M) / Σ. Why stretches rather than the row's largest logit up front: the narrow head's kernel has a
-// stretch's logits in registers, with its largest known as they are written, and finishes the stretch there, so the
-// forward alone never writes the logits to memory, and the training forward writes the exps once and the softmax does
-// not read them back (bench/RESULTS.md, issue 34). The stretch is the kernel's tile of vocabulary (narrow_head.cc).
+// stretch's logits in registers and finishes the stretch there (its largest, exps and sum), so the forward alone
+// never writes the logits to memory, and the training forward writes the exps once and the softmax does not read them
+// back (bench/RESULTS.md, issue 34). The stretch is the kernel's tile of vocabulary (narrow_head.cc).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -44,9 +44,9 @@ __attribute__((always_inline)) inline __m256 upper_half(__m512 v) { return _mm51
 // exp(x) for x ≤ 0 (and −inf, NaN) to ~1 ulp, normal results and subnormals alike: 2^n · exp(r), x = n·ln2 + r,
 // |r| ≤ ln2/2, exp(r) by Cephes expf's polynomial, 2^n by vscalefps (which needs no clamp at the top, nor below
 // −87.3 where the float exponent would end: the result fades to zero). 13 instructions where simd::exp's portable
-// form takes ~22 (the softmax's exps are 25 % of a narrow head's forward, bench/RESULTS.md). Each step is one
-// instruction (fused multiply-adds written out, nothing the compiler may contract): the same bits wherever it is
-// inlined.
+// form takes ~22 (with that one the stretches' exps were a quarter of a narrow head's forward, bench/RESULTS.md).
+// Each step is one instruction (fused multiply-adds written out, nothing the compiler may contract): the same bits
+// wherever it is inlined.
 __attribute__((always_inline)) inline __m512 exp_nonpositive(__m512 x) {
   x = max(_mm512_set1_ps(-104.0f), x);  // exp(−104) rounds to 0; NaN stays NaN (the second operand)
   const __m512 n = _mm512_maskz_roundscale_ps(kAll, _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
