@@ -43,10 +43,10 @@ struct LogitsOut {
 };
 
 // Rows r0 … r0 + R − 1 of h [·, C] (h at row r0) against blocks [0, NV) of w (packed): the logits of stretch s,
-// finished as a stretch of the softmax while they are in L1 (stretch_exps: the softmax need not read them from
-// memory); the exps go out with streaming stores where the row is aligned (a normal store reads each line before
-// writing it, and the gradient pass reads them back from memory anyway: ~195 against ~150 GFLOP/s per thread,
-// bench/RESULTS.md).
+// finished as a stretch of the softmax while they are in registers (stretch512::exps, the instructions stretch_exps
+// runs over oneDNN's logits: the softmax need not read them from memory); the exps go out with streaming stores where
+// the row is aligned (a normal store reads each line before writing it, and the gradient pass reads them back from
+// memory anyway: ~195 against ~150 GFLOP/s per thread, bench/RESULTS.md).
 template <int R, int NV>
 void logit_tile(const bf16* h, int64_t C, const bf16* w, int64_t r0, int64_t s, const LogitsOut& out) {
   const int64_t pairs = C / 2;
