@@ -14,8 +14,8 @@ namespace replica::cpu {
 // loss and dhidden of per_product on a CPU without a bf16 matmul, bit for bit; dW in another sum order);
 // narrow_head: a narrow head's logits and dW on replica's own AVX512-BF16 kernels (narrow_head.h; per_product's bits,
 // dW's too up to 512 rows per call), per_product where they do not apply (a head wider than 256 or not a multiple of
-// 8, fewer than 128 rows, a CPU without them). automatic takes narrow_head where oneDNN has a bf16 matmul and rounded_fp32 where it has none
-// (gemm.h); tests force any on any CPU.
+// 8, fewer than 128 rows, a CPU without them). automatic takes narrow_head where oneDNN has a bf16 matmul and
+// rounded_fp32 where it has none (gemm.h); tests force any on any CPU.
 enum class LmHeadBf16Path { automatic, per_product, rounded_fp32, narrow_head };
 
 // hidden [N, C] (after the final norm), weight [V, C], targets [N] (kIgnoreLabel = no label).

@@ -179,14 +179,15 @@ inline float tree_sum(const native (&parts)[kParts]) {
   return tree(parts, [](auto a, auto b) { return a + b; });
 }
 
-// The largest of x[0, n) (−inf for n = 0): 16 lanes, carried as kParts native vectors, then the rest one by one.
+// The largest of x[0, n) (−inf for n = 0): 16 lanes, carried as kParts native vectors, reduced as a tree (a maximum is
+// exact in any order), then the rest one by one.
 inline float max_of(const float* x, int64_t n) {
   native lanes[kParts];
   for (native& part : lanes) part = splat<native>(-INFINITY);
   int64_t i = 0;
   for (; i + kWidth <= n; i += kWidth)
     for (int p = 0; p < kParts; p++) lanes[p] = max(lanes[p], load<native>(x + i + p * kNativeWidth));
-  float m = max(lanes);
+  float m = tree_max(lanes);
   for (; i < n; i++) m = std::max(m, x[i]);
   return m;
 }

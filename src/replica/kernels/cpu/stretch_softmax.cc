@@ -19,17 +19,11 @@ float stretch_exps(float* l, int64_t n, bool keep, float* max) {
     for (int j = 0; j < nv; j++) _mm512_mask_storeu_ps(l + 16 * j, lanes_of(j), v[j]);
   return sum;
 #else
-  simd::native lanes[simd::kParts];
-  for (simd::native& part : lanes) part = simd::splat<simd::native>(-INFINITY);
+  const float m = simd::max_of(l, n);
+  *max = m;
+  simd::native lanes[simd::kParts] = {};
   int64_t i = 0;
   for (; i + simd::kWidth <= n; i += simd::kWidth)
-    for (int p = 0; p < simd::kParts; p++)
-      lanes[p] = simd::max(lanes[p], simd::load<simd::native>(l + i + p * simd::kNativeWidth));
-  float m = simd::tree_max(lanes);
-  for (; i < n; i++) m = std::max(m, l[i]);
-  *max = m;
-  for (simd::native& part : lanes) part = simd::native{};
-  for (i = 0; i + simd::kWidth <= n; i += simd::kWidth)
     for (int p = 0; p < simd::kParts; p++) {
       float* at = l + i + p * simd::kNativeWidth;
       const simd::native e = simd::exp(simd::load<simd::native>(at) - m);
