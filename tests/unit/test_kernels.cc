@@ -667,6 +667,34 @@ TEST(SwiGlu, ForwardAndBackward) {
   }
 }
 
+// The kernels run a vector at a time: the elements of a last partial vector get the bits they get in a full one. Gates
+// far out on either side, where exp clamps, give silu's limits: g · u above, zero (to 1e-30) below.
+TEST(SwiGlu, APartialVectorHasTheBitsOfAFullOne) {
+  const int64_t n = 64;
+  std::vector<float> g = normal_floats(size_t(n), 31, 3.0f), u = normal_floats(size_t(n), 32),
+                     ds = normal_floats(size_t(n), 33);
+  g[5] = 100.0f, g[6] = -100.0f, g[7] = 89.0f, g[8] = -89.0f, g[9] = 0.0f;
+  std::vector<float> s(n), dg(n), du(n);
+  swiglu_forward(s.data(), g.data(), u.data(), n);
+  swiglu_backward(dg.data(), du.data(), ds.data(), g.data(), u.data(), n);
+  EXPECT_EQ(s[5], 100.0f * u[5]);
+  EXPECT_NEAR(s[6], 0.0f, 1e-30f);
+  EXPECT_EQ(s[9], 0.0f);
+  for (int64_t offset : {1, 7, 13, 31})  // the elements from `offset` on, so vectors start elsewhere in them
+    for (int64_t len : {1, 5, 17, 33}) {
+      if (offset + len > n) continue;
+      std::vector<float> s2(static_cast<size_t>(len)), dg2(s2.size()), du2(s2.size());
+      swiglu_forward(s2.data(), g.data() + offset, u.data() + offset, len);
+      swiglu_backward(dg2.data(), du2.data(), ds.data() + offset, g.data() + offset, u.data() + offset, len);
+      for (int64_t i = 0; i < len; i++) {
+        const size_t at = size_t(offset + i);
+        ASSERT_EQ(std::bit_cast<uint32_t>(s2[size_t(i)]), std::bit_cast<uint32_t>(s[at])) << offset << " " << i;
+        ASSERT_EQ(std::bit_cast<uint32_t>(dg2[size_t(i)]), std::bit_cast<uint32_t>(dg[at])) << offset << " " << i;
+        ASSERT_EQ(std::bit_cast<uint32_t>(du2[size_t(i)]), std::bit_cast<uint32_t>(du[at])) << offset << " " << i;
+      }
+    }
+}
+
 TEST(Embedding, GatherAndScatterAddWithRepeatedIds) {
   const int64_t V = 5, C = 70, N = 6;
   auto table = normal_floats(size_t(V * C), 19), dout = normal_floats(size_t(N * C), 20);

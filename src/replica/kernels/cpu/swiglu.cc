@@ -1,26 +1,54 @@
-// SwiGLU forward and backward.
+// SwiGLU forward and backward, a vector of kNativeWidth elements at a time. The sigmoid's exp is simd::exp (~1 ulp):
+// libm's expf is a call per element, which kept these loops scalar (a twentieth of the tiny model's step outside the
+// LM head, bench/RESULTS.md, issue 34). The last partial vector goes through the same instructions, so every element
+// has the same bits wherever it falls.
 #include "replica/kernels/cpu/swiglu.h"
 
-#include <cmath>
+#include <algorithm>
+#include <cstring>
+
+#include "replica/kernels/cpu/simd.h"
 
 namespace replica::cpu {
 
+namespace {
+
+using simd::native;
+constexpr int64_t kLanes = simd::kNativeWidth;
+
+native sigmoid(native g) { return 1.0f / (1.0f + simd::exp(-g)); }
+
+// Lanes [0, n) of p, zeros after; and the first n lanes of v to p.
+native load_part(const float* p, int64_t n) {
+  native v{};
+  std::memcpy(&v, p, size_t(n) * sizeof(float));
+  return v;
+}
+void store_part(float* p, native v, int64_t n) { std::memcpy(p, &v, size_t(n) * sizeof(float)); }
+
+// f(i, n) for the vectors [i, i + n) of [0, total), n = kLanes but for the last.
+template <typename F>
+void by_vectors(int64_t total, F f) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < total; i += kLanes) f(i, std::min(kLanes, total - i));
+}
+
+}  // namespace
+
 void swiglu_forward(float* s, const float* g, const float* u, int64_t n) {
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; i++) {
-    float sig = 1.0f / (1.0f + std::exp(-g[i]));
-    s[i] = g[i] * sig * u[i];
-  }
+  by_vectors(n, [&](int64_t i, int64_t lanes) {
+    const native gv = load_part(g + i, lanes);
+    store_part(s + i, gv * sigmoid(gv) * load_part(u + i, lanes), lanes);
+  });
 }
 
 void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n) {
-#pragma omp parallel for simd schedule(static)
-  for (int64_t i = 0; i < n; i++) {
-    float sig = 1.0f / (1.0f + std::exp(-g[i]));
-    float silu = g[i] * sig;
-    du[i] = ds[i] * silu;
-    dg[i] = ds[i] * u[i] * (sig * (1.0f + g[i] * (1.0f - sig)));
-  }
+  by_vectors(n, [&](int64_t i, int64_t lanes) {
+    const native gv = load_part(g + i, lanes), uv = load_part(u + i, lanes), dsv = load_part(ds + i, lanes);
+    const native sig = sigmoid(gv);
+    store_part(du + i, dsv * (gv * sig), lanes);
+    store_part(dg + i, dsv * uv * (sig * (1.0f + gv * (1.0f - sig))), lanes);
+  });
 }
 
 }  // namespace replica::cpu
