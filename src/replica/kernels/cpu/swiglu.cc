@@ -1,7 +1,7 @@
 // SwiGLU forward and backward, a vector of kNativeWidth elements at a time. The sigmoid's exp is simd::exp (~1 ulp):
-// libm's expf is a call per element, which kept these loops scalar (a twentieth of the tiny model's step outside the
-// LM head, bench/RESULTS.md, issue 34). The last partial vector goes through the same instructions, so every element
-// has the same bits wherever it falls.
+// libm's expf is a call per element, which kept these loops scalar (15 ms of the tiny model's ~560 ms bf16 step, and
+// ~0.4 s of the 100M model's ~7.8 s; bench/RESULTS.md, issue 34). The last partial vector goes through the same
+// instructions, so every element has the same bits wherever it falls.
 #include "replica/kernels/cpu/swiglu.h"
 
 #include <algorithm>
