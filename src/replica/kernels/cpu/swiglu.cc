@@ -11,43 +11,43 @@
 
 namespace replica::cpu {
 
+// (Names unique to this file: the unity builds put it in one translation unit with others.)
 namespace {
 
-using simd::native;
-constexpr int64_t kLanes = simd::kNativeWidth;
+constexpr int64_t kGateLanes = simd::kNativeWidth;
 
-native sigmoid(native g) { return 1.0f / (1.0f + simd::exp(-g)); }
+simd::native gate_sigmoid(simd::native g) { return 1.0f / (1.0f + simd::exp(-g)); }
 
 // Lanes [0, n) of p, zeros after; and the first n lanes of v to p.
-native load_part(const float* p, int64_t n) {
-  native v{};
+simd::native load_gates(const float* p, int64_t n) {
+  simd::native v{};
   std::memcpy(&v, p, size_t(n) * sizeof(float));
   return v;
 }
-void store_part(float* p, native v, int64_t n) { std::memcpy(p, &v, size_t(n) * sizeof(float)); }
+void store_gates(float* p, simd::native v, int64_t n) { std::memcpy(p, &v, size_t(n) * sizeof(float)); }
 
-// f(i, n) for the vectors [i, i + n) of [0, total), n = kLanes but for the last.
+// f(i, n) for the vectors [i, i + n) of [0, total), n = kGateLanes but for the last.
 template <typename F>
-void by_vectors(int64_t total, F f) {
+void for_each_vector_of_gates(int64_t total, F f) {
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < total; i += kLanes) f(i, std::min(kLanes, total - i));
+  for (int64_t i = 0; i < total; i += kGateLanes) f(i, std::min(kGateLanes, total - i));
 }
 
 }  // namespace
 
 void swiglu_forward(float* s, const float* g, const float* u, int64_t n) {
-  by_vectors(n, [&](int64_t i, int64_t lanes) {
-    const native gv = load_part(g + i, lanes);
-    store_part(s + i, gv * sigmoid(gv) * load_part(u + i, lanes), lanes);
+  for_each_vector_of_gates(n, [&](int64_t i, int64_t lanes) {
+    const simd::native gv = load_gates(g + i, lanes);
+    store_gates(s + i, gv * gate_sigmoid(gv) * load_gates(u + i, lanes), lanes);
   });
 }
 
 void swiglu_backward(float* dg, float* du, const float* ds, const float* g, const float* u, int64_t n) {
-  by_vectors(n, [&](int64_t i, int64_t lanes) {
-    const native gv = load_part(g + i, lanes), uv = load_part(u + i, lanes), dsv = load_part(ds + i, lanes);
-    const native sig = sigmoid(gv);
-    store_part(du + i, dsv * (gv * sig), lanes);
-    store_part(dg + i, dsv * uv * (sig * (1.0f + gv * (1.0f - sig))), lanes);
+  for_each_vector_of_gates(n, [&](int64_t i, int64_t lanes) {
+    const simd::native gv = load_gates(g + i, lanes), uv = load_gates(u + i, lanes), dsv = load_gates(ds + i, lanes);
+    const simd::native sig = gate_sigmoid(gv);
+    store_gates(du + i, dsv * (gv * sig), lanes);
+    store_gates(dg + i, dsv * uv * (sig * (1.0f + gv * (1.0f - sig))), lanes);
   });
 }
 
