@@ -701,6 +701,13 @@ void append_chunks(std::vector<AdamWChunk>& chunks, size_t begin, size_t end, bo
     chunks.push_back({b, std::min(b + (size_t(1) << 15), end), decay ? 1 : 0});
 }
 
+// Step t's scalars; step 2 clipped (a gradient scale, applied as the gradient is read).
+AdamWScalars check_scalars(int64_t step) {
+  AdamWScalars s = adamw_scalars(0.9, 0.95, 1e-8, 0.1, step, 3e-4 * double(step));
+  s.grad_scale = step == 2 ? 0.37f : 1.0f;
+  return s;
+}
+
 void check_adamw(Context& ctx, CheckTable& t) {
   // An embedding (no decay), a matrix and a norm, with 16-float padding between them left untouched.
   std::vector<AdamWChunk> chunks;
@@ -713,8 +720,7 @@ void check_adamw(Context& ctx, CheckTable& t) {
   GpuArray<AdamWChunk> d_chunks(ctx, chunks);
   for (int64_t step = 1; step <= 3; step++) {
     const std::vector<float> grads = random_vector(n, uint64_t(70 + step), 1e-3f);
-    const double lr = 3e-4 * double(step);
-    const AdamWScalars s = adamw_scalars(0.9, 0.95, 1e-8, 0.1, step, lr);
+    const AdamWScalars s = check_scalars(step);
     cpu::adamw_step(params.data(), grads.data(), m.data(), v.data(), 0, chunks.data(), int64_t(chunks.size()), s);
     d_grads.upload(grads);
     cuda::adamw_step(ctx, d_params.p, d_grads.p, d_m.p, d_v.p, 0, d_chunks.p, int64_t(chunks.size()), s);
@@ -744,8 +750,8 @@ void check_adamw(Context& ctx, CheckTable& t) {
       for (int64_t step = 1; step <= 3; step++) {
         const std::vector<float> grads = random_vector(n, uint64_t(70 + step), 1e-3f);
         h_grads.upload(std::vector<float>(grads.begin() + ptrdiff_t(begin), grads.end()));
-        const AdamWScalars s = adamw_scalars(0.9, 0.95, 1e-8, 0.1, step, 3e-4 * double(step));
-        pipeline.step(h_params.p, h_grads.p, host_m, host_v, begin, d_chunks.p + first, host_chunks, s);
+        pipeline.step(h_params.p, h_grads.p, host_m, host_v, begin, d_chunks.p + first, host_chunks,
+                      check_scalars(step));
       }
       ctx.synchronize();
       auto tail = [&](const std::vector<float>& x) {

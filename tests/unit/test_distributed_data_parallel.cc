@@ -362,7 +362,7 @@ TEST(DistDataParallel, SgdStateGathersAndReshardsByName) {
     std::vector<float> expected = start, expected_state(n);
     const std::unique_ptr<optim::Optimizer> whole = optim::make_optimizer(config, table, {{0, n, 0}}, cpu_backend());
     for (int step = 0; step < 3; step++) {
-      whole->step(expected.data(), gradient(step).data(), 1e-2, false);
+      whole->step(expected.data(), gradient(step).data(), 1e-2, false, 1.0f);
       if (step == 1 && !names.empty()) whole->state_to_host(0, expected_state.data());
     }
     auto step_sharded = [&](DataParallel& dp, optim::Optimizer& optimizer, int step, int rank) {

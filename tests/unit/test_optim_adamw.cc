@@ -64,6 +64,28 @@ TEST(AdamW, SecondStepUsesStepCountForBiasCorrection) {
   EXPECT_FLOAT_EQ(b.params[head], -0.249625125f);  // (1 - 0.001)(1 - 0.0005)·(-0.25)
 }
 
+// A gradient scale (the clipping coefficient) multiplies each gradient as AdamW reads it: the weights and moments of
+// scaling the gradient first, bit for bit, over steps with and without one.
+TEST(AdamW, AGradScaleHasTheBitsOfScalingTheGradientFirst) {
+  Buffers b(optim_test_model());
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& p : b.params) p = dist(rng);
+  std::vector<float> folded = b.params, scaled_first = b.params;
+  AdamW with_scale(b.table, AdamWConfig{}, cpu_backend()), on_scaled(b.table, AdamWConfig{}, cpu_backend());
+  for (float scale : {0.37f, 1.0f, 0.0123f}) {
+    std::vector<float> g(b.table.total());
+    for (float& x : g) x = dist(rng) * 1e-2f;
+    with_scale.step(folded.data(), g.data(), 1e-3, false, scale);
+    for (float& x : g) x *= scale;
+    on_scaled.step(scaled_first.data(), g.data(), 1e-3);
+  }
+  EXPECT_EQ(folded, scaled_first);
+  const size_t n = with_scale.size();
+  EXPECT_TRUE(std::equal(with_scale.exp_avg(), with_scale.exp_avg() + n, on_scaled.exp_avg()));
+  EXPECT_TRUE(std::equal(with_scale.exp_avg_sq(), with_scale.exp_avg_sq() + n, on_scaled.exp_avg_sq()));
+}
+
 TEST(AdamW, PaddingBetweenTensorsIsUntouched) {
   Buffers b(optim_test_model());
   // model.norm.weight has 4 elements; the 12 floats after it (to the 16-float boundary) are padding.

@@ -45,6 +45,30 @@ TEST(Sgd, MatchesTorchWithAndWithoutMomentum) {
   }
 }
 
+// A gradient scale (the clipping coefficient) multiplies each gradient as SGD reads it: the weights and momentum
+// buffer of scaling the gradient first, bit for bit, with and without momentum.
+TEST(Sgd, AGradScaleHasTheBitsOfScalingTheGradientFirst) {
+  const model::ParamTable table(optim_test_model());
+  const size_t n = table.total();
+  for (double momentum : {0.9, 0.0}) {
+    Sgd with_scale(table, SgdConfig{momentum}, cpu_backend()), on_scaled(table, SgdConfig{momentum}, cpu_backend());
+    std::vector<float> folded(n), scaled_first(n);
+    for (size_t i = 0; i < n; i++) folded[i] = scaled_first[i] = 0.001f * float(i % 101);
+    for (float scale : {0.37f, 1.0f, 0.0123f}) {
+      std::vector<float> g(n);
+      for (size_t i = 0; i < n; i++) g[i] = 0.01f * float(int(i % 17) - 8) + scale;
+      with_scale.step(folded.data(), g.data(), 0.05, false, scale);
+      for (float& x : g) x *= scale;
+      on_scaled.step(scaled_first.data(), g.data(), 0.05);
+    }
+    EXPECT_EQ(folded, scaled_first) << "momentum " << momentum;
+    if (momentum > 0) {
+      EXPECT_TRUE(std::equal(with_scale.momentum_buffer(), with_scale.momentum_buffer() + n,
+                             on_scaled.momentum_buffer()));
+    }
+  }
+}
+
 // A shard's parts, stored one after the other, update as the same floats of the whole buffer do, with whole or with
 // shard weights, and padding between tensors (where a part's range runs over it) is left as it is.
 TEST(Sgd, PartsUpdateAsTheWholeBufferAndLeavePaddingAlone) {

@@ -246,6 +246,7 @@ LossSums DataParallel::gradients(const std::function<LossSums(int64_t k, model::
   const int64_t L = local_micro_;
   const int W = control_.size();
   be_.zero(grads_.data(), grads_.size());
+  clip_scale_ = 1.0f;  // a new gradient, not clipped yet
   Groups groups(*this);
   // Loss sums of every micro-batch of the global batch, rank by rank: (ce, z, labels) of local micro-batch k.
   std::vector<double> sums(size_t(3 * L * W), 0.0);
@@ -273,14 +274,14 @@ LossSums DataParallel::gradients(const std::function<LossSums(int64_t k, model::
 double DataParallel::clip(double max_norm) {
   const double norm = std::sqrt(sum_of_squares());
   const double coef = optim::clip_coefficient(norm, max_norm);
-  if (coef < 1.0) be_.scale(grads_.data(), grads_.size(), float(coef));  // multiplying by 1 would change nothing
+  clip_scale_ = coef < 1.0 ? float(coef) : 1.0f;
   return norm;
 }
 
 void DataParallel::step(optim::Optimizer& optimizer, double lr) {
   check(optimizer.size() == grads_.size(), "DataParallel: the optimizer holds {} floats, the shard {}",
         optimizer.size(), grads_.size());
-  optimizer.step(weights_.data(), grads_.data(), lr, !sharding_.weights);
+  optimizer.step(weights_.data(), grads_.data(), lr, !sharding_.weights, clip_scale_);
   if (!sharding_.weights && data_.size() > 1) all_gather_weights();
   weights_version_.bump();
 }

@@ -102,11 +102,12 @@ class DataParallel {
   // This rank's shard of the summed gradient: its parts of the flat buffer one after the other (ShardLayout).
   float* grads() { return grads_.data(); }
 
-  // The global gradient norm (before clipping); the shard is scaled by clip_coefficient(norm, max_norm).
+  // The global gradient norm (before clipping). The next step() scales the shard by clip_coefficient(norm, max_norm):
+  // the optimizer multiplies each gradient as it reads it (the bits of scaling grads() here, a pass over it fewer).
   double clip(double max_norm);
 
-  // `optimizer` (made for shard_parts()) updates this rank's shard of the weights from grads(); with whole weights
-  // every rank then gets the new ones.
+  // `optimizer` (made for shard_parts()) updates this rank's shard of the weights from grads() (clipped, after
+  // clip()); with whole weights every rank then gets the new ones.
   void step(optim::Optimizer& optimizer, double lr);
 
   // Checkpoints hold whole tensors, in host memory. gather_state: rank 0 gets state tensor i of the optimizer for the
@@ -135,6 +136,7 @@ class DataParallel {
   model::WeightsVersion weights_version_;
   std::unique_ptr<Gathered> gathered_;           // the model's view of sharded weights
   DeviceArray<float> grads_;                     // this rank's shard of the summed gradient
+  float clip_scale_ = 1.0f;                      // clip()'s coefficient, which the next step() applies
   size_t largest_group_;                         // floats
   size_t piece_;                                 // floats per rank pair and round of a group's reduction
   std::vector<DeviceArray<float>> group_grads_;  // one group's gradient each (at most two are open at once)

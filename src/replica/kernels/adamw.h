@@ -19,6 +19,9 @@ struct AdamWChunk {
 // backend applies the same fp32 operations to every element.
 struct AdamWScalars {
   float decay, w1, keep1, w2, keep2, neg_step_size, bc2_sqrt, eps;
+  // The clipping coefficient, multiplied into each gradient as it is read: the product that scaling the gradient
+  // first would store (1: no clipping), without that pass over it.
+  float grad_scale = 1.0f;
 };
 
 // The step's scalars as torch computes them from Python floats and fp32 0-d tensors (fp32 pow and sqrt):

@@ -41,10 +41,11 @@ AdamW::AdamW(const model::ParamTable& table, AdamWConfig config, std::vector<Par
 
 // One backend call per part: the kernels index the shard's arrays from the part's first element (shard_begin), so
 // the arrays are passed from the part's offset, and whole-buffer weights from the part's flat start.
-void AdamW::step(float* params, const float* grads, double lr, bool whole_params) {
+void AdamW::step(float* params, const float* grads, double lr, bool whole_params, float grad_scale) {
   step_count_++;
   const AdamWConfig& c = config_;
-  const AdamWScalars s = adamw_scalars(c.beta1, c.beta2, c.eps, c.weight_decay, step_count_, lr);
+  AdamWScalars s = adamw_scalars(c.beta1, c.beta2, c.eps, c.weight_decay, step_count_, lr);
+  s.grad_scale = grad_scale;
   for (const PartChunks& pc : parts_) {
     const Part& p = pc.part;
     float* const weights = params + (whole_params ? p.begin : p.offset);

@@ -32,7 +32,7 @@ class AdamW final : public Optimizer {
   // Optimizer::step. The step counter t advances first, so the first update uses bias corrections 1 - β^1. Padding
   // between tensors is left untouched. A skipped step changes no weight, moment or step count, as with OLMo-core's
   // step_factor = 0.
-  void step(float* params, const float* grads, double lr, bool whole_params = false) override;
+  void step(float* params, const float* grads, double lr, bool whole_params = false, float grad_scale = 1.0f) override;
   size_t size() const override { return exp_avg_.size(); }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   void state_to_host(size_t i, float* host) const override;

@@ -1,6 +1,7 @@
 // Global-norm gradient clipping as torch.nn.utils.clip_grads_with_norm_ does it (OLMo-core's
 // TransformerTrainModule._clip_grad_norm): grads *= min(1, max_norm / (norm + 1e-6)). clip_coefficient is the one
-// formula: DataParallel::clip applies it to the sharded gradient, clip_grad_norm to a host buffer (tests, oracles).
+// formula: DataParallel::clip has the optimizer apply it to the sharded gradient as it reads it (Optimizer::step's
+// grad_scale), clip_grad_norm applies it to a host buffer (tests, oracles).
 #pragma once
 #include <cstddef>
 

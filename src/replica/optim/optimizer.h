@@ -22,9 +22,10 @@ class Optimizer {
   virtual ~Optimizer() = default;
 
   // One update of the shard's weights from its gradient `grads` (size() floats, the parts one after the other;
-  // backend memory) with learning rate lr. `params` is the shard's weights stored the same way, or with
+  // backend memory) times grad_scale (the clipping coefficient: each gradient multiplied as it is read, the bits of
+  // scaling grads first) with learning rate lr. `params` is the shard's weights stored the same way, or with
   // `whole_params` the whole flat buffer. A skipped step (skip-step rule) simply does not call step().
-  virtual void step(float* params, const float* grads, double lr, bool whole_params) = 0;
+  virtual void step(float* params, const float* grads, double lr, bool whole_params, float grad_scale) = 0;
   virtual size_t size() const = 0;  // floats of the shard
 
   // The state checkpoints store, each a size()-float array in shard order, by the name of its tensors

@@ -28,9 +28,10 @@ Sgd::Sgd(const model::ParamTable& table, SgdConfig config, std::vector<Part> par
   scratch_ = DeviceArray<float>(be_, std::min(size_, kPiece));
 }
 
-void Sgd::step(float* params, const float* grads, double lr, bool whole_params) {
+void Sgd::step(float* params, const float* grads, double lr, bool whole_params, float grad_scale) {
   step_count_++;
   const float minus_lr = float(-lr);
+  const bool scaled = grad_scale != 1.0f;  // multiplying by 1 would change nothing
   for (const Run& r : runs_) {
     float* const weights = params + (whole_params ? r.begin : r.offset);
     const float* direction = grads + r.offset;
@@ -38,12 +39,20 @@ void Sgd::step(float* params, const float* grads, double lr, bool whole_params) 
     if (config_.momentum > 0) {
       float* const buffer = buffer_.data() + r.offset;
       be_.scale(buffer, n, float(config_.momentum));
-      be_.add(buffer, buffer, direction, int64_t(n));
+      for (size_t at = 0; scaled && at < n; at += kPiece) {  // buf += g · grad_scale, a piece at a time
+        const size_t m = std::min(kPiece, n - at);
+        be_.copy(scratch_.data(), direction + at, m);
+        be_.scale(scratch_.data(), m, grad_scale);
+        be_.add(buffer + at, buffer + at, scratch_.data(), int64_t(m));
+      }
+      if (!scaled) be_.add(buffer, buffer, direction, int64_t(n));
       direction = buffer;
     }
+    const bool scale_direction = scaled && config_.momentum == 0;  // with momentum the buffer holds it scaled
     for (size_t at = 0; at < n; at += kPiece) {
       const size_t m = std::min(kPiece, n - at);
       be_.copy(scratch_.data(), direction + at, m);
+      if (scale_direction) be_.scale(scratch_.data(), m, grad_scale);
       be_.scale(scratch_.data(), m, minus_lr);
       be_.add(weights + at, weights + at, scratch_.data(), int64_t(m));
     }

@@ -24,8 +24,9 @@ class Sgd final : public Optimizer {
       : Sgd(table, config, {{0, table.total(), 0}}, backend) {}
 
   // buf ← momentum · buf + g (buf = g at the first step, as torch), then p ← p + (−lr) · buf, each product and sum
-  // rounded to fp32; without momentum p ← p + (−lr) · g. Padding between tensors is left untouched.
-  void step(float* params, const float* grads, double lr, bool whole_params = false) override;
+  // rounded to fp32; without momentum p ← p + (−lr) · g. g is grads · grad_scale, rounded. Padding between tensors is
+  // left untouched.
+  void step(float* params, const float* grads, double lr, bool whole_params = false, float grad_scale = 1.0f) override;
   size_t size() const override { return size_; }
   std::vector<std::string> state_names() const override;
   void state_to_host(size_t i, float* host) const override;

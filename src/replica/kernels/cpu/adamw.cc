@@ -17,7 +17,7 @@ void adamw_step(float* params, const float* grads, float* exp_avg, float* exp_av
     const float p_scale = chunk.decay ? s.decay : 1.0f;
     for (size_t i = chunk.begin; i < chunk.end; i++) {
       const size_t j = i - shard_begin;
-      float g = grads[j];
+      float g = grads[j] * s.grad_scale;
       float p = params[j] * p_scale;
       float& m = exp_avg[j];
       float& v = exp_avg_sq[j];

@@ -13,7 +13,7 @@ __global__ void adamw_kernel(float* params, const float* grads, float* m, float*
   const float p_scale = chunk.decay ? s.decay : 1.0f;
   for (size_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x) {
     const size_t j = i - shard_begin;
-    const float g = grads[j];
+    const float g = __fmul_rn(grads[j], s.grad_scale);
     const float p = __fmul_rn(params[j], p_scale);
     const float mi = __fadd_rn(__fmul_rn(m[j], s.keep1), __fmul_rn(g, s.w1));
     const float vi = __fadd_rn(__fmul_rn(v[j], s.keep2), __fmul_rn(__fmul_rn(g, g), s.w2));
