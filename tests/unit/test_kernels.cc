@@ -1047,6 +1047,36 @@ TEST(NarrowHead, LmHeadLossKeepsTheBitsOfOnednn) {
   }
 }
 
+// The narrow head keeps its packed W between calls while the weight's generation stays (WeightRef): the same loss as
+// packing anew; new values under a new generation, or another bf16 copy under the same one, are packed again; and
+// generation 0 (not known) never reuses a packing.
+TEST(NarrowHead, APackedWeightIsKeptOnlyForItsGeneration) {
+  if (!narrow_head_available(128) || !native_bf16_gemm())
+    GTEST_SKIP() << "needs AVX512-BF16 and oneDNN's bf16 matmul (on an AVX2 CPU oneDNN has no bf16 kernel)";
+  const LmHeadProblem problem(130, 128, 1000, 43);
+  const auto& [N, C, V, hidden, weight, weight16, targets] = problem;
+  std::vector<bf16> changed16(weight16.size()), copy16 = weight16;
+  std::vector<float> changed = weight;
+  for (float& w : changed) w *= 1.5f;
+  convert_to_bf16(changed.data(), changed16.data(), changed.size());
+  auto ce = [&](const WeightRef& w) {
+    return lm_head_loss(hidden.data(), w, targets.data(), N, C, V, 1e-4f, Precision::bf16, nullptr).ce;
+  };
+  const double want = ce({weight.data(), weight16.data()}), want_changed = ce({changed.data(), changed16.data()});
+  ASSERT_NE(want, want_changed);
+  EXPECT_EQ(ce({weight.data(), weight16.data(), 7}), want);
+  EXPECT_EQ(ce({weight.data(), weight16.data(), 7}), want);                  // kept
+  std::copy(changed16.begin(), changed16.end(), copy16.begin());             // other values behind another pointer
+  EXPECT_EQ(ce({changed.data(), copy16.data(), 7}), want_changed);           // same generation, other copy: packed
+  EXPECT_EQ(ce({changed.data(), copy16.data(), 8}), want_changed);           // a new generation: packed
+  std::copy(weight16.begin(), weight16.end(), copy16.begin());
+  EXPECT_EQ(ce({weight.data(), copy16.data(), 9}), want);                    // new values, new generation
+  std::copy(changed16.begin(), changed16.end(), copy16.begin());
+  EXPECT_EQ(ce({changed.data(), copy16.data(), 0}), want_changed);           // unknown: packed
+  std::copy(weight16.begin(), weight16.end(), copy16.begin());
+  EXPECT_EQ(ce({weight.data(), copy16.data(), 0}), want);                    // unknown again: packed again
+}
+
 // The gradient norm's block sums run eight whole blocks side by side; each block is still one chain of adds in index
 // order, so every partial sum has the bits of summing the blocks one at a time: around the groups' edges (fewer than
 // eight blocks, a short last block, exactly eight, groups then leftovers), on 1 and 2 threads.

@@ -30,5 +30,31 @@ TEST(ModelWeightSource, TheBf16CopyFollowsTheWeightsVersion) {
   EXPECT_EQ(whole.acquire(all, Precision::fp32).b16, nullptr);
 }
 
+// Each rounding of a group gives its copy a new generation (what kernels key what they derive from it on): the same
+// while the version stays, another after a bump or a set() without a version, none in fp32; and another WholeWeights
+// never repeats one.
+TEST(ModelWeightSource, EachRoundingHasItsOwnGeneration) {
+  const ParamTable::Range first{0, 2}, second{2, 4};
+  std::vector<float> params = {1.0f, 2.0f, 3.0f, 4.0f};
+  WeightsVersion version;
+  WholeWeights whole(cpu_backend(), params.size()), other(cpu_backend(), params.size());
+  whole.set(params.data(), version);
+  other.set(params.data(), version);
+  const uint64_t a = whole.acquire(first, Precision::bf16).generation, b = whole.acquire(second, Precision::bf16).generation;
+  EXPECT_NE(a, 0u);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(whole.acquire(first, Precision::bf16).generation, a);
+  EXPECT_EQ(whole.acquire(first, Precision::bf16).matrix(1).generation, a);
+  EXPECT_NE(other.acquire(first, Precision::bf16).generation, a);
+  version.bump();
+  const uint64_t c = whole.acquire(first, Precision::bf16).generation;
+  EXPECT_NE(c, a);
+  EXPECT_NE(c, b);
+  whole.set(params.data());
+  EXPECT_NE(whole.acquire(first, Precision::bf16).generation, c);
+  EXPECT_EQ(whole.acquire(first, Precision::fp32).generation, 0u);
+  EXPECT_EQ(whole.acquire(first, Precision::fp32).matrix(0).generation, 0u);
+}
+
 }  // namespace
 }  // namespace replica::model

@@ -16,9 +16,13 @@ Precision parse_precision(const char* text);  // "fp32" | "bf16", else replica::
 // A weight matrix operand: its fp32 values and, in bf16 precision, optionally the same values rounded
 // (weights are rounded once per step, not per product).
 struct WeightRef {
-  WeightRef(const float* values, const bf16* rounded = nullptr) : f32(values), b16(rounded) {}
+  WeightRef(const float* values, const bf16* rounded = nullptr, uint64_t generation = 0)
+      : f32(values), b16(rounded), generation(generation) {}
   const float* f32;
   const bf16* b16;
+  // Unique in the process to the values behind b16 (0: not known): while it stays, a kernel may keep what it derived
+  // from them (the narrow LM head its packed copy, across a step's micro-batches).
+  uint64_t generation;
 };
 
 }  // namespace replica

@@ -16,8 +16,11 @@ struct GroupWeights {
   const float* f32 = nullptr;
   const bf16* b16 = nullptr;
   size_t begin = 0;
+  uint64_t generation = 0;  // b16's values' (WeightRef::generation), 0 where the source does not track them
   const float* operator()(size_t offset) const { return f32 + (offset - begin); }
-  WeightRef matrix(size_t offset) const { return {(*this)(offset), b16 ? b16 + (offset - begin) : nullptr}; }
+  WeightRef matrix(size_t offset) const {
+    return b16 ? WeightRef((*this)(offset), b16 + (offset - begin), generation) : WeightRef((*this)(offset));
+  }
 };
 
 class WeightSource {
@@ -41,7 +44,7 @@ class WeightsVersion {
 
 // The whole flat buffer (table.total() floats of backend memory). Its bf16 copy is rounded group by group, at each
 // group's first acquire in bf16 after the weights changed: a group only ever read in fp32 (an untied embedding's,
-// whose lookup reads fp32 rows) is never rounded.
+// whose lookup reads fp32 rows) is never rounded. Each rounding of a group gives it a new generation.
 class WholeWeights final : public WeightSource {
  public:
   WholeWeights(Backend& backend, size_t total) : be_(backend), total_(total) {}
@@ -77,7 +80,11 @@ class WholeWeights final : public WeightSource {
   WeightsVersion unversioned_;
   DeviceArray<bf16> params16_;
   Stamp rounded_;
-  std::vector<ParamTable::Range> rounded_ranges_;  // the ranges params16_ holds at rounded_
+  struct Rounded {
+    ParamTable::Range range;
+    uint64_t generation;
+  };
+  std::vector<Rounded> rounded_ranges_;  // the ranges params16_ holds at rounded_
 };
 
 }  // namespace replica::model

@@ -238,9 +238,22 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
     // oneDNN's bf16 kernel runs a narrow head's dlogits · W faster than the transposed form, which the fp32 matmul (a
     // CPU without that kernel) and a wide head run faster (bench/RESULTS.md, issue 34).
     const bool dhidden_directly = C <= kNarrowHead && native_bf16_gemm();
-    // The own logits kernel's operand: W packed once per call.
+    // The own logits kernel's operand: W packed once per call, or kept from the last call while the rounded weights
+    // it came from are the same (their generation: a step's micro-batches, and evaluations, share one packing).
+    struct PackedFrom {
+      const bf16* b16;
+      uint64_t generation;
+      int64_t V, C;
+      bool operator==(const PackedFrom&) const = default;
+    };
     static thread_local std::vector<bf16> packed_weight;
-    if (own_kernels) pack_narrow_weight(weight.f32, weight.b16, V, C, packed_weight);
+    static thread_local PackedFrom packed_from{};
+    if (own_kernels) {
+      const PackedFrom from{weight.b16, weight.generation, V, C};
+      if (weight.generation == 0 || from != packed_from)
+        pack_narrow_weight(weight.f32, weight.b16, V, C, packed_weight);
+      packed_from = from;
+    }
     static thread_local RowStretches stretches_buffer;
     stretches_buffer.resize(chunk, V);
     RowStretches* stretches = &stretches_buffer;  // (inside the parallel region the name is each worker's own)
