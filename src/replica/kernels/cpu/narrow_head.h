@@ -12,7 +12,8 @@
 // - dW reads the logit gradients [rows, V] down their columns: a stripe of 32 vocabulary entries is 64 bytes of
 //   each of hundreds of rows, hundreds of misses that no hardware prefetcher predicts, so the next stripe's lines
 //   are prefetched while the current one is multiplied.
-// W is packed once per lm_head_loss call into pairs along C ([V/16][C/2][16 vocabulary lanes][2]); each logit is one
+// W is packed into pairs along C ([V/16][C/2][16 vocabulary lanes][2]) once per rounding of the weights (lm_head_loss
+// keeps the packing while WeightRef's generation stays; once per call where that is not known); each logit is one
 // vdpbf16ps chain over C's pairs in order from zero, each dW entry one chain over the rows' pairs in order, added to
 // dW at the end: the sums oneDNN's bf16 kernels form for these shapes (dW up to 512 rows, the K block oneDNN sums in
 // one chain; lm_head_loss gives it no more).
