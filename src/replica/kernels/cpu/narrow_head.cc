@@ -7,8 +7,6 @@
 // count.
 #include "replica/kernels/cpu/narrow_head.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstring>
 
