@@ -8,7 +8,7 @@ if(NOT TARGET replica_cpu_reference)
   file(GLOB CPU_KERNELS CONFIGURE_DEPENDS ${CPU}/kernels/cpu/*.cc)
   list(REMOVE_ITEM CPU_KERNELS ${CPU}/kernels/cpu/gemm.cc ${CPU}/kernels/cpu/backend.cc)
   add_library(replica_cpu_reference STATIC ${CPU_KERNELS}
-    ${CPU}/core/bf16.cc ${CPU}/kernels/adamw.cc ${CPU}/kernels/rope_table.cc ${CPU}/optim/clip.cc
+    ${CPU}/core/bf16.cc ${CPU}/core/huge_pages.cc ${CPU}/kernels/adamw.cc ${CPU}/kernels/rope_table.cc ${CPU}/optim/clip.cc
     ${REPLICA_ROOT}/tests/gpu/reference_gemm.cc)
   target_include_directories(replica_cpu_reference PUBLIC ${REPLICA_ROOT}/src)
   target_compile_options(replica_cpu_reference PRIVATE ${REPLICA_WARNINGS} ${REPLICA_OPT})

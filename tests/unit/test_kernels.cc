@@ -928,7 +928,7 @@ TEST(NarrowHead, LogitsHaveTheBitsOfOnednnBf16Matmul) {
                            {want_max.data() + r * count, want_sum.data() + r * count, count});
         }
         for (const bf16* pre : {static_cast<const bf16*>(nullptr), static_cast<const bf16*>(W16.data())}) {
-          std::vector<bf16> packed;
+          HugePageVector<bf16> packed;
           pack_narrow_weight(W.data(), pre, V, C, packed);
           for (int threads : {1, 2})
             for (bool with_exps : {true, false}) {

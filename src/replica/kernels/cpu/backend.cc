@@ -1,4 +1,6 @@
 // CpuBackend: the Backend interface over kernels/cpu. Backend memory is host memory.
+#include "replica/kernels/backend.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -6,8 +8,8 @@
 #include <new>
 
 #include "replica/core/error.h"
+#include "replica/core/huge_pages.h"
 #include "replica/core/threads.h"
-#include "replica/kernels/backend.h"
 #include "replica/kernels/cpu/adamw.h"
 #include "replica/kernels/cpu/attention.h"
 #include "replica/kernels/cpu/cached_attention.h"
@@ -34,6 +36,7 @@ class CpuBackend final : public Backend {
 
   void* allocate(size_t bytes) override {
     void* p = ::operator new(bytes, kAlignment);
+    advise_huge_pages(p, bytes);  // before zeroing, which touches the pages first
     zero_bytes(p, bytes);
     return p;
   }

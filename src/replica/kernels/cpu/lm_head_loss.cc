@@ -139,7 +139,7 @@ constexpr int64_t kOwnKernelsFromRows = 128, kOwnKernelsGroupRows = 512;
 void lm_head_loss_on_rounded_fp32(const float* hidden, WeightRef weight, const int32_t* targets, int64_t N, int64_t C,
                                   int64_t V, float z_coef, const LmHeadGrads* grads, int64_t chunk, int64_t group,
                                   double* row_ce, double* row_z) {
-  static thread_local std::vector<float> hidden_buffer, weight_buffer, logits_buffer, dhidden_t_buffer,
+  static thread_local HugePageVector<float> hidden_buffer, weight_buffer, logits_buffer, dhidden_t_buffer,
       dweight_t_buffer;
   static thread_local RowStretches stretches_buffer;
   if (!grads) group = chunk;
@@ -223,9 +223,9 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
   }
   // Kept between calls: the chunk is tens of MB and page-faulting it in every step costs more than a GEMM.
   // (Thread-local to the caller; OpenMP workers below use the plain pointers.)
-  static thread_local std::vector<float> logits_buffer, dhidden_t_buffer;
+  static thread_local HugePageVector<float> logits_buffer, dhidden_t_buffer;
   static thread_local std::vector<double> ce_buffer, z_buffer;
-  static thread_local std::vector<bf16> grad16_buffer;
+  static thread_local HugePageVector<bf16> grad16_buffer;
   ce_buffer.assign(size_t(N), 0.0);
   z_buffer.assign(size_t(N), 0.0);
   double* row_ce = ce_buffer.data();
@@ -246,7 +246,7 @@ LossSums lm_head_loss(const float* hidden, WeightRef weight, const int32_t* targ
       int64_t V, C;
       bool operator==(const PackedFrom&) const = default;
     };
-    static thread_local std::vector<bf16> packed_weight;
+    static thread_local HugePageVector<bf16> packed_weight;
     static thread_local PackedFrom packed_from{};
     if (own_kernels) {
       const PackedFrom from{weight.b16, weight.generation, V, C};

@@ -195,7 +195,7 @@ bool narrow_head_available(int64_t C) {
 #endif
 }
 
-void pack_narrow_weight(const float* W32, const bf16* W16, int64_t V, int64_t C, std::vector<bf16>& packed) {
+void pack_narrow_weight(const float* W32, const bf16* W16, int64_t V, int64_t C, HugePageVector<bf16>& packed) {
   const int64_t blocks = (V + kVocabLanes - 1) / kVocabLanes, pairs = C / 2;
   packed.resize(size_t(blocks * kVocabLanes * C));
   bf16* out = packed.data();

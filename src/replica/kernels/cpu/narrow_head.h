@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "replica/core/bf16.h"
+#include "replica/core/huge_pages.h"
 #include "replica/kernels/cpu/stretch_softmax.h"
 
 namespace replica::cpu {
@@ -32,7 +33,7 @@ bool narrow_head_available(int64_t C);
 
 // W [V, C], bf16 (W16) or rounded here from fp32 (W32, when W16 is null), packed for narrow_logits: vocabulary rows
 // in blocks of 16 (the last padded with zeros), each block's C/2 pairs of columns as 16 32-bit lanes.
-void pack_narrow_weight(const float* W32, const bf16* W16, int64_t V, int64_t C, std::vector<bf16>& packed);
+void pack_narrow_weight(const float* W32, const bf16* W16, int64_t V, int64_t C, HugePageVector<bf16>& packed);
 
 // The logits round_bf16(hidden [rows, C]) · Wᵀ, W as pack_narrow_weight packed it, finished by stretches of the
 // softmax (stretch_softmax.h) as they are computed: each stretch's largest logit and sum of exps into row r of
