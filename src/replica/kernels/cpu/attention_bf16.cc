@@ -43,6 +43,15 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // A: bf16 rows of stride lda. B: pairs of rows, B + p · 2 · ldb the pair p (ldb columns). Four rows of C at a time
 // share each load of B.
 
+// What C starts from: zero, or what it holds, with each column n first multiplied by scale[n] where scale is given
+// (the online softmax's rescaling of Oᵀ, on the way into the registers instead of a pass of its own over Oᵀ: the same
+// fp32 products, so the same bits).
+struct StartOfC {
+  bool accumulate;
+  const float* scale = nullptr;
+};
+constexpr StartOfC kFromZero{false}, kFromC{true};
+
 #if defined(__AVX512BF16__)
 inline __m512bh broadcast_pair(const bf16* a) {
   int32_t bits;
@@ -50,15 +59,21 @@ inline __m512bh broadcast_pair(const bf16* a) {
   return (__m512bh)_mm512_set1_epi32(bits);
 }
 
+// The 16 values of C at column n0 as a register starts them: zero, or C's, scaled where asked.
+inline __m512 start_value(const float* C, const StartOfC& start, int64_t n0) {
+  if (!start.accumulate) return _mm512_setzero_ps();
+  const __m512 c = _mm512_loadu_ps(C);
+  return start.scale ? _mm512_mul_ps(c, _mm512_loadu_ps(start.scale + n0)) : c;
+}
+
 template <int CV>
 void dot_columns(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, int64_t rows,
-                 int64_t pairs, bool accumulate) {
+                 int64_t pairs, StartOfC start) {
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     __m512 c[4][CV];
     for (int i = 0; i < 4; i++)
-      for (int v = 0; v < CV; v++)
-        c[i][v] = accumulate ? _mm512_loadu_ps(C + (r + i) * ldc + v * 16) : _mm512_setzero_ps();
+      for (int v = 0; v < CV; v++) c[i][v] = start_value(C + (r + i) * ldc + v * 16, start, v * 16);
     for (int64_t p = 0; p < pairs; p++) {
       __m512bh b[CV];
       for (int v = 0; v < CV; v++) b[v] = (__m512bh)_mm512_loadu_si512(B + (p * ldb + v * 16) * 2);
@@ -72,7 +87,7 @@ void dot_columns(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* 
   }
   for (; r < rows; r++) {
     __m512 c[CV];
-    for (int v = 0; v < CV; v++) c[v] = accumulate ? _mm512_loadu_ps(C + r * ldc + v * 16) : _mm512_setzero_ps();
+    for (int v = 0; v < CV; v++) c[v] = start_value(C + r * ldc + v * 16, start, v * 16);
     for (int64_t p = 0; p < pairs; p++) {
       const __m512bh a = broadcast_pair(A + r * lda + 2 * p);
       for (int v = 0; v < CV; v++)
@@ -91,11 +106,13 @@ inline __m256 odd_halves(__m256i w) { return _mm256_castsi256_ps(_mm256_and_si25
 // R rows of C and 16 columns (two registers): R · 2 accumulators, each pair of B expanded once for the R rows.
 template <int R>
 inline void dot_block(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, int64_t pairs,
-                      bool accumulate) {
+                      StartOfC start) {
   __m256 c[R][2];
   for (int i = 0; i < R; i++)
-    for (int h = 0; h < 2; h++)
-      c[i][h] = accumulate ? _mm256_loadu_ps(C + i * ldc + h * 8) : _mm256_setzero_ps();
+    for (int h = 0; h < 2; h++) {
+      c[i][h] = start.accumulate ? _mm256_loadu_ps(C + i * ldc + h * 8) : _mm256_setzero_ps();
+      if (start.accumulate && start.scale) c[i][h] = _mm256_mul_ps(c[i][h], _mm256_loadu_ps(start.scale + h * 8));
+    }
   for (int64_t p = 0; p < pairs; p++) {
     const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + p * 2 * ldb));
     const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(B + p * 2 * ldb + 16));
@@ -117,22 +134,26 @@ inline void dot_block(float* C, int64_t ldc, const bf16* A, int64_t lda, const b
 
 template <int CV>
 void dot_columns(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, int64_t rows,
-                 int64_t pairs, bool accumulate) {
+                 int64_t pairs, StartOfC start) {
   for (int v = 0; v < CV; v++) {
+    const StartOfC columns{start.accumulate, start.scale ? start.scale + v * 16 : nullptr};
     int64_t r = 0;
     for (; r + 4 <= rows; r += 4)
-      dot_block<4>(C + r * ldc + v * 16, ldc, A + r * lda, lda, B + v * 32, ldb, pairs, accumulate);
-    for (; r < rows; r++) dot_block<1>(C + r * ldc + v * 16, ldc, A + r * lda, lda, B + v * 32, ldb, pairs, accumulate);
+      dot_block<4>(C + r * ldc + v * 16, ldc, A + r * lda, lda, B + v * 32, ldb, pairs, columns);
+    for (; r < rows; r++) dot_block<1>(C + r * ldc + v * 16, ldc, A + r * lda, lda, B + v * 32, ldb, pairs, columns);
   }
 }
 #else
 // Without AVX512-BF16: the same products in fp32 (the products of two bf16 values are exact in fp32).
 template <int CV>
 void dot_columns(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, int64_t rows,
-                 int64_t pairs, bool accumulate) {
+                 int64_t pairs, StartOfC start) {
   for (int64_t r = 0; r < rows; r++) {
     f16v c[CV];
-    for (int v = 0; v < CV; v++) c[v] = accumulate ? simd::load(C + r * ldc + v * 16) : f16v{};
+    for (int v = 0; v < CV; v++) {
+      c[v] = start.accumulate ? simd::load(C + r * ldc + v * 16) : f16v{};
+      if (start.accumulate && start.scale) c[v] = c[v] * simd::load(start.scale + v * 16);
+    }
     for (int64_t p = 0; p < pairs; p++) {
       const float a0 = to_float(A[r * lda + 2 * p]), a1 = to_float(A[r * lda + 2 * p + 1]);
       for (int v = 0; v < CV; v++) {
@@ -152,18 +173,19 @@ void dot_columns(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* 
 
 // C[rows, N] (+)= A[rows, 2·pairs] · B (N a multiple of 16; ldc, ldb in floats / columns).
 void dot(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, int64_t N, int64_t rows,
-         int64_t pairs, bool accumulate) {
+         int64_t pairs, StartOfC start) {
+  const auto at = [&](int64_t n0) { return StartOfC{start.accumulate, start.scale ? start.scale + n0 : nullptr}; };
   int64_t n0 = 0;
-  for (; n0 + 64 <= N; n0 += 64) dot_columns<4>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, accumulate);
+  for (; n0 + 64 <= N; n0 += 64) dot_columns<4>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, at(n0));
   switch ((N - n0) / 16) {
     case 3:
-      dot_columns<3>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, accumulate);
+      dot_columns<3>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, at(n0));
       break;
     case 2:
-      dot_columns<2>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, accumulate);
+      dot_columns<2>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, at(n0));
       break;
     case 1:
-      dot_columns<1>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, accumulate);
+      dot_columns<1>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, at(n0));
       break;
     default:
       break;
@@ -307,6 +329,12 @@ void prefetch_rows(const float* x, int64_t t0, int64_t n, int64_t heads, int64_t
   for (int64_t r = 0; r < n; r++)
     for (int64_t d = 0; d < D; d += 16) __builtin_prefetch(x + ((t0 + r) * heads + head) * D + d);
 }
+
+// The row stride, in elements, of a head's keys or values transposed, [D, Tp]: past the last key (a product over pairs
+// of keys may read the key after it, a zero), even (the rows are read as 32-bit words), and an odd number of cache
+// lines, so that consecutive rows fall in different sets of the L1 cache. With Tp = T + 2 at T = 2048 (4,100 bytes),
+// 16 consecutive rows shared one 8-way set: round_head wrote a head's values transposed in ~70 µs instead of ~48.
+int64_t transposed_stride(int64_t T) { return (T + 1 + 63) / 64 * 64 + 32; }
 
 // One head of k or v, its position t at x + t · stride (x [B, T, K, D]: stride K · D), rounded into rows [T, D] (if
 // `rows`) and/or transposed [D, Tp] (if `columns`; Tp ≥ T + 1: a product over pairs of keys may read the key after
@@ -481,7 +509,7 @@ const char* attention_bf16_products() {
 void attention_forward_bf16(float* out, float* lse, const float* q, const float* k, const float* v,
                             const AttentionShape& s, const DocumentOffsets& docs) {
   const int64_t T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
-  const int64_t q_tiles = (Tq + BQ - 1) / BQ, Tp = (T + 2) & ~int64_t(1);  // even: rows of 32-bit words
+  const int64_t q_tiles = (Tq + BQ - 1) / BQ, Tp = transposed_stride(T);
   const float scale = 1.0f / std::sqrt(float(D));
 
 #pragma omp parallel
@@ -515,9 +543,11 @@ void attention_forward_bf16(float* out, float* lse, const float* q, const float*
             const TileSpans spans(lanes, j0, nk);
             spans.for_each_run([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {  // Sᵀ = K · Qᵀ
               dot(S.data() + r0 * BQ + c0 * 16, BQ, kg + (j0 + r0) * D, D, QT.data() + c0 * 32, BQ, (c1 - c0) * 16,
-                  r1 - r0, D / 2, false);
+                  r1 - r0, D / 2, kFromZero);
             });
-            // Online softmax per query lane: rescale what was accumulated when the running max grows.
+            // Online softmax per query lane: what was accumulated is rescaled when the running max grows, by the first
+            // product below that adds to the lane's column of Oᵀ (rescale: alpha until then, 1 after).
+            alignas(64) float rescale[BQ];
             for (int64_t c = spans.begin; c < spans.end; c++) {
               const int64_t lo = spans.lo[c], hi = spans.hi[c];
               if (spans.masked[c]) mask_vector(S.data(), lanes, c, j0, lo, hi);
@@ -544,13 +574,13 @@ void attention_forward_bf16(float* out, float* lse, const float* q, const float*
               std::memcpy(&sum, sum_part, sizeof(sum));
               l[c] = l[c] * alpha + sum;
               m[c] = m_new;
-              for (int64_t d = 0; d < D; d++)
-                simd::store(OT.data() + d * BQ + c * 16, simd::load(OT.data() + d * BQ + c * 16) * alpha);
+              simd::store(rescale + c * 16, alpha);
             }
-            spans.for_each_run([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {  // Oᵀ += Vᵀ · Pᵀ
+            spans.for_each_run([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {  // Oᵀ = Oᵀ · alpha + Vᵀ · Pᵀ
               const int64_t p0 = r0 / 2, p1 = (r1 + 1) / 2;
-              dot(OT.data() + c0 * 16, BQ, vg + j0 + r0, Tp, PT.data() + (p0 * BQ + c0 * 16) * 2, BQ, (c1 - c0) * 16,
-                  D, p1 - p0, true);
+              dot(OT.data() + c0 * 16, BQ, vg + j0 + r0, Tp, PT.data() + (p0 * BQ + c0 * 16) * 2, BQ, (c1 - c0) * 16, D,
+                  p1 - p0, StartOfC{true, rescale + c0 * 16});
+              for (int64_t c = c0; c < c1; c++) simd::store(rescale + c * 16, simd::splat(1.0f));
             });
           }
           float m_lanes[BQ], l_lanes[BQ];
@@ -570,7 +600,7 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
                              const float* q, const float* k, const float* v, const AttentionShape& s,
                              const DocumentOffsets& docs) {
   const int64_t B = s.B, T = s.T, Tq = s.rows_q(), Q0 = s.q_offset(), H = s.H, K = s.K, D = s.D, group = H / K;
-  const int64_t Tp = (T + 2) & ~int64_t(1);  // even: rows of 32-bit words
+  const int64_t Tp = transposed_stride(T);
   const float scale = 1.0f / std::sqrt(float(D));
   attention_tiles::KeyGradients key_gradients(dk, dv, s);
 
@@ -622,9 +652,9 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
             const TileSpans spans(lanes, j0, nk);
             spans.for_each_run([&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
               dot(S.data() + r0 * BQ + c0 * 16, BQ, kg + (j0 + r0) * D, D, QT.data() + c0 * 32, BQ, (c1 - c0) * 16,
-                  r1 - r0, D / 2, false);  // Sᵀ = K · Qᵀ
-              dot(dP.data() + r0 * BQ + c0 * 16, BQ, vg + (j0 + r0) * D, D, dOT.data() + c0 * 32, BQ,
-                  (c1 - c0) * 16, r1 - r0, D / 2, false);  // dPᵀ = V · dOᵀ
+                  r1 - r0, D / 2, kFromZero);  // Sᵀ = K · Qᵀ
+              dot(dP.data() + r0 * BQ + c0 * 16, BQ, vg + (j0 + r0) * D, D, dOT.data() + c0 * 32, BQ, (c1 - c0) * 16,
+                  r1 - r0, D / 2, kFromZero);  // dPᵀ = V · dOᵀ
             });
             // P = exp(S − lse), dS = P ∘ (dP − delta), rounded: as rows of Pᵀ and dSᵀ, and dSᵀ in pairs of keys.
             for (int64_t c = spans.begin; c < spans.end; c++) {
@@ -654,12 +684,12 @@ void attention_backward_bf16(float* dq, float* dk, float* dv, const float* dout,
                   store_row(dS16.data() + at, simd::load(dP.data() + at), simd::load(dP.data() + at + 16));
                 }
               dot(dV + (j0 + r0) * D, D, P16.data() + r0 * BQ + c0 * 16, BQ, dOr.data() + c0 * 16 * D, D, D, r1 - r0,
-                  (c1 - c0) * 8, true);  // dV += Pᵀ · dO
+                  (c1 - c0) * 8, kFromC);  // dV += Pᵀ · dO
               dot(dK + (j0 + r0) * D, D, dS16.data() + r0 * BQ + c0 * 16, BQ, Qr.data() + c0 * 16 * D, D, D, r1 - r0,
-                  (c1 - c0) * 8, true);  // dK += dSᵀ · Q
+                  (c1 - c0) * 8, kFromC);  // dK += dSᵀ · Q
               const int64_t p0 = r0 / 2, p1 = (r1 + 1) / 2;
-              dot(dQT.data() + c0 * 16, BQ, ktg + j0 + r0, Tp, dSp.data() + (p0 * BQ + c0 * 16) * 2, BQ,
-                  (c1 - c0) * 16, D, p1 - p0, true);  // dQᵀ += Kᵀ · dSᵀ
+              dot(dQT.data() + c0 * 16, BQ, ktg + j0 + r0, Tp, dSp.data() + (p0 * BQ + c0 * 16) * 2, BQ, (c1 - c0) * 16,
+                  D, p1 - p0, kFromC);  // dQᵀ += Kᵀ · dSᵀ
             });
           }
           for (int64_t i = 0; i < D * BQ; i += simd::kWidth)
