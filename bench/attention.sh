@@ -4,9 +4,13 @@
 # attention, fp32 and bf16) at T = 2048, H = 12, D = 64: full causal, a sliding window, packed documents.
 # FLOPs are counted per visible pair on both sides. Prints a markdown table (paste into bench/RESULTS.md).
 #   bench/attention.sh            THREADS=2 REPS=3 BUILD=build
+#   BENCH_ATTENTION=FILE          another bench_attention binary (the device bundle's AVX512-BF16 one, bench/gpu/run.sh)
+#   TORCH_PYTHON=FILE             another Python with torch (default Debian's, /usr/bin/python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
+tool=${BENCH_ATTENTION:-$build/bench/bench_attention}
+python=${TORCH_PYTHON:-/usr/bin/python3}
 threads=${THREADS:-2}
 reps=${REPS:-3}
 shape=(1 2048 12 12 64)
@@ -20,11 +24,11 @@ for mask in "" "window=512" "documents=4"; do
     documents=*) ref_args=(--documents "${mask#documents=}") ;;
   esac
   # shellcheck disable=SC2086 # the mask is one argument or none
-  ours=$(OMP_NUM_THREADS=$threads "$build/bench/bench_attention" cpu "${shape[@]}" $mask kernels=fp32,cpu_bf16 \
+  ours=$(OMP_NUM_THREADS=$threads "$tool" cpu "${shape[@]}" $mask kernels=fp32,cpu_bf16 \
     "reps=$reps" | grep '^{')
-  theirs=$(OMP_NUM_THREADS=$threads /usr/bin/python3 bench/attention_ref.py "${shape[@]}" "${ref_args[@]}" \
+  theirs=$(OMP_NUM_THREADS=$threads "$python" bench/attention_ref.py "${shape[@]}" "${ref_args[@]}" \
     --threads "$threads" --reps "$reps")
-  /usr/bin/python3 - "$ours" "$theirs" "${mask:-causal}" <<'PY'
+  "$python" - "$ours" "$theirs" "${mask:-causal}" <<'PY'
 import json, sys
 ours = [json.loads(l) for l in sys.argv[1].splitlines()]
 theirs = {r["precision"]: r for r in map(json.loads, sys.argv[2].splitlines())}

@@ -21,7 +21,8 @@
 #      and exact-resume test (tests/integration/train_cuda.sh);
 #   9  float8 linears (train.float8) at 1B and 7B, when the float8 checks ran to the end (not on their bound);
 #  10  page-locked copy bandwidth and an 8192³ bf16 GEMM in PyTorch (torch_ceiling.py);
-#  11  as time allows: the 1B step in PyTorch, olmo3_7b with block recomputation and with keep_attention.
+#  11  as time allows: the 1B step in PyTorch, olmo3_7b with block recomputation and with keep_attention;
+#  12  the CPU attention beside PyTorch's scaled_dot_product_attention on this machine's CPU (bench/attention.sh).
 # Then the ratios of replica's figures to PyTorch's on this GPU (bench/gpu/ratios.py). A stage whose kernels failed
 # their checks, or whose process crashed, costs only its own rows: the fp32 attention takes over only when the
 # mma.sync attention's own checks failed. Every table is copied to $OUT the moment it exists.
@@ -30,7 +31,8 @@
 #                        profile.md and logs.tar.gz there
 #   DEADLINE=440         every stage's limit is cut to what is left of it (seconds), so the call ends in time
 #   STAGES=a,b           only these stages (checks, checks_wgmma, attention, sdpa, step_1b, step_1b_wgmma, step_7b,
-#                        correctness, float8, copy_gemm, extra; the preflight always runs): a warm follow-up call
+#                        correctness, float8, copy_gemm, extra, cpu_attention; the preflight always runs): a warm
+#                        follow-up call
 #   BUNDLE=FILE          the bundle (default .device/bundle.tar.xz)
 #   REPLICA_ALLOW_STALE_BUNDLE=1   measure a bundle whose STAMP does not match this tree (said so in the summary)
 #   REPLICA_GPU_RUN_FAULT=NAME,... those commands crash instead of running (stages.sh: run_limited): a rehearsal
@@ -63,6 +65,7 @@ declare -A expected=(
   [float8]="1B 0.9-1.1x bf16; 7B block 1.0-1.15x of 5.85k; losses finite"
   [copy_gemm]="40-55 GB/s each way; GEMM ~770-800 TFLOP/s on random data"
   [extra]="PyTorch 1B ~19k tokens/s; 7B block ~5.85k, keep_attention ~6.2k"
+  [cpu_attention]="not estimated: no SDPA on the 2-core VM (its Debian torch 1.13 has none); there bf16 causal 307 fwd / 278 fwd+bwd GFLOP/s"
 )
 
 finish() {
@@ -489,6 +492,39 @@ PY
     else not_run "$model_7b" $remat "no time left"; fi
   done
   steps_row "11. PyTorch 1B, 7B block and keep_attention" "${expected[extra]}"
+fi
+# 12. The CPU attention beside PyTorch's scaled_dot_product_attention on this machine's CPU (issue 34, item 2: the
+# dev VMs' Debian torch 1.13 has no SDPA): bench/attention.sh with the bundle's AVX512-BF16 bench_attention, on all
+# cores, where this CPU has AVX512-BF16 and $PYTHON's torch has SDPA. After everything else: a call of its own
+# (STAGES=cpu_attention) if the full run's deadline leaves it no time.
+if wanted cpu_attention; then
+  begin "12. CPU attention beside PyTorch's SDPA" "${expected[cpu_attention]}"
+  cpu_bench=${bundle:+$bundle/bin/bench_attention_avx512bf16}
+  why=""
+  if [ -z "$cpu_bench" ] || [ ! -x "$cpu_bench" ]; then why="no bench_attention_avx512bf16 in the bundle"
+  elif ! grep -q -w avx512_bf16 /proc/cpuinfo; then why="this CPU has no AVX512-BF16"
+  elif ! $PYTHON -c "import torch; assert hasattr(torch.nn.functional, 'scaled_dot_product_attention')" 2>/dev/null
+  then why="$PYTHON's torch has no scaled_dot_product_attention"
+  elif ((deadline - SECONDS < 60)); then why="no time left (STAGES=cpu_attention)"
+  fi
+  if [ -n "$why" ]; then
+    row "12. CPU attention beside PyTorch's SDPA" "not run: $why" "${expected[cpu_attention]}"
+  else
+    cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+    torch_version=$($PYTHON -c 'import torch; print(torch.__version__)')
+    printf '\nCPU attention, %s threads of %s, beside PyTorch %s:\n\n' "$(nproc)" "$cpu" "$torch_version" \
+      >>"$logs/attention_bench.md"
+    if run_limited 300 cpu_attention env BENCH_ATTENTION="$cpu_bench" TORCH_PYTHON="$PYTHON" \
+      THREADS="$(nproc)" REPS=3 bench/attention.sh >"$logs/cpu_attention.md" 2>"$logs/cpu_attention.err"; then
+      cat "$logs/cpu_attention.md" >>"$logs/attention_bench.md"
+      row "12. CPU attention beside PyTorch's SDPA" "ok: $(nproc) threads of $cpu (attention_bench.md)" \
+        "${expected[cpu_attention]}"
+    else
+      row "12. CPU attention beside PyTorch's SDPA" \
+        "$(describe_exit $?): $(tail -c 200 "$logs/cpu_attention.err" | tr '\n|' ' /')" "${expected[cpu_attention]}"
+    fi
+    publish attention_bench.md
+  fi
 fi
 cat "$logs/train_bench.md"
 finish "$status"

@@ -7,7 +7,7 @@
 #      one failed row; every table is in $OUT;
 #   b  tools: no nvidia-smi stops the call at once (exit 3); a usable bundle needs no nvcc, CMake, Ninja or g++,
 #      and takes CUDA's libraries from torch's nvidia/* wheels when CUDA_HOME has none; torch_ceiling.py without a
-#      GPU says so and exits 77;
+#      GPU says so and exits 77; the CPU attention's stage without its AVX512-BF16 binary says so;
 #   c  the bundle's stamp: a bundle built from other sources is refused (exit 3) before anything runs, and measured
 #      with a warning in the summary under REPLICA_ALLOW_STALE_BUNDLE=1.
 #   gpu_run.sh SOURCE_DIR CHECK_KERNELS BENCH_ATTENTION BENCH_MODEL REPLICA UNIT_TESTS
@@ -119,11 +119,14 @@ for lib in libcudart.so.13 libcublasLt.so.13 libnccl.so.2; do
   real=$(find /usr/local/cuda/lib64/ /usr/local/cuda/lib/ -name "$lib" 2>/dev/null | head -1)
   if [ -n "$real" ]; then ln -s "$real" "$tmp/site/nvidia/cu13/lib/$lib"; else touch "$tmp/site/nvidia/cu13/lib/$lib"; fi
 done
-gpu_run no_tools STAGES=checks PATH="$tmp/driver:$tmp/path" CUDA_HOME="$tmp/no_toolkit" PYTHONPATH="$tmp/site"
+gpu_run no_tools STAGES=checks,cpu_attention PATH="$tmp/driver:$tmp/path" CUDA_HOME="$tmp/no_toolkit" \
+  PYTHONPATH="$tmp/site"
 log=$tmp/no_tools.log out=$tmp/no_tools/out
 expect_rc 0
 expect "$out/summary.md" '^\| 0\. preflight \| CUDA emulation .*bundled binaries; libcudart\.so\.13 \(torch.s wheels\)'
 expect "$out/summary.md" '^\| 1\. kernel checks: float8 \| ok'
+# The CPU attention's stage needs the bundle's AVX512-BF16 bench_attention, which the emulation's bundle lacks.
+expect "$out/summary.md" '^\| 12\. CPU attention beside PyTorch.s SDPA \| not run: no bench_attention_avx512bf16'
 
 # torch_ceiling.py where torch sees no GPU (this machine): skipped, exit 77, saying why (run.sh's row says "not run").
 log=$tmp/ceiling.log
