@@ -31,16 +31,21 @@ std::string vm_flags_at(const void* address) {
   return "";
 }
 
-// The first address inside [p, p + bytes) on a 2 MiB boundary.
+// The first 2 MiB boundary at or after p.
 const void* first_huge_page(const void* p) {
   constexpr uintptr_t kHuge = uintptr_t(1) << 21;
   return reinterpret_cast<const void*>((reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1));
 }
 
-bool smaps_readable() { return !vm_flags_at(reinterpret_cast<const void*>(&vm_flags_at)).empty(); }
+// Where the advice can be seen: a kernel with transparent huge pages (it refuses MADV_HUGEPAGE without them) and an
+// smaps with VmFlags.
+bool advice_visible() {
+  return std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good() &&
+         !vm_flags_at(reinterpret_cast<const void*>(&vm_flags_at)).empty();
+}
 
 TEST(CoreHugePages, TheBackendAdvisesItsLargeBuffersAndStillZeroesThem) {
-  if (!smaps_readable()) GTEST_SKIP() << "SKIPPED: /proc/self/smaps has no VmFlags here";
+  if (!advice_visible()) GTEST_SKIP() << "SKIPPED: no transparent huge pages, or no VmFlags in /proc/self/smaps";
   Backend& backend = cpu_backend();
   const size_t bytes = size_t(8) << 20;
   auto* p = static_cast<unsigned char*>(backend.allocate(bytes));
@@ -53,7 +58,7 @@ TEST(CoreHugePages, TheBackendAdvisesItsLargeBuffersAndStillZeroesThem) {
 }
 
 TEST(CoreHugePages, AHugePageVectorIsAdvisedAndAligned) {
-  if (!smaps_readable()) GTEST_SKIP() << "SKIPPED: /proc/self/smaps has no VmFlags here";
+  if (!advice_visible()) GTEST_SKIP() << "SKIPPED: no transparent huge pages, or no VmFlags in /proc/self/smaps";
   HugePageVector<float> v(size_t(3) << 20, 1.0f);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % 64, 0u);
   const std::string flags = vm_flags_at(first_huge_page(v.data()));
