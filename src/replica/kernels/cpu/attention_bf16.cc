@@ -49,6 +49,8 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 struct StartOfC {
   bool accumulate;
   const float* scale = nullptr;
+  // The start of C's columns from n0 on.
+  StartOfC from_column(int64_t n0) const { return {accumulate, scale ? scale + n0 : nullptr}; }
 };
 constexpr StartOfC kFromZero{false}, kFromC{true};
 
@@ -59,7 +61,8 @@ inline __m512bh broadcast_pair(const bf16* a) {
   return (__m512bh)_mm512_set1_epi32(bits);
 }
 
-// The 16 values of C at column n0 as a register starts them: zero, or C's, scaled where asked.
+// The 16 values of C at column n0 as a register starts them: zero, or C's, scaled where asked. (The column offset, not
+// from_column: a StartOfC per accumulator measured ~5 % slower over the forward.)
 inline __m512 start_value(const float* C, const StartOfC& start, int64_t n0) {
   if (!start.accumulate) return _mm512_setzero_ps();
   const __m512 c = _mm512_loadu_ps(C);
@@ -136,7 +139,7 @@ template <int CV>
 void dot_columns(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, int64_t rows,
                  int64_t pairs, StartOfC start) {
   for (int v = 0; v < CV; v++) {
-    const StartOfC columns{start.accumulate, start.scale ? start.scale + v * 16 : nullptr};
+    const StartOfC columns = start.from_column(v * 16);
     int64_t r = 0;
     for (; r + 4 <= rows; r += 4)
       dot_block<4>(C + r * ldc + v * 16, ldc, A + r * lda, lda, B + v * 32, ldb, pairs, columns);
@@ -174,18 +177,18 @@ void dot_columns(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* 
 // C[rows, N] (+)= A[rows, 2·pairs] · B (N a multiple of 16; ldc, ldb in floats / columns).
 void dot(float* C, int64_t ldc, const bf16* A, int64_t lda, const bf16* B, int64_t ldb, int64_t N, int64_t rows,
          int64_t pairs, StartOfC start) {
-  const auto at = [&](int64_t n0) { return StartOfC{start.accumulate, start.scale ? start.scale + n0 : nullptr}; };
   int64_t n0 = 0;
-  for (; n0 + 64 <= N; n0 += 64) dot_columns<4>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, at(n0));
+  for (; n0 + 64 <= N; n0 += 64)
+    dot_columns<4>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, start.from_column(n0));
   switch ((N - n0) / 16) {
     case 3:
-      dot_columns<3>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, at(n0));
+      dot_columns<3>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, start.from_column(n0));
       break;
     case 2:
-      dot_columns<2>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, at(n0));
+      dot_columns<2>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, start.from_column(n0));
       break;
     case 1:
-      dot_columns<1>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, at(n0));
+      dot_columns<1>(C + n0, ldc, A, lda, B + 2 * n0, ldb, rows, pairs, start.from_column(n0));
       break;
     default:
       break;
